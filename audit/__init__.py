@@ -1,0 +1,34 @@
+"""grokaudit: which numbers in a grokking training log can be trusted.
+
+The public API::
+
+    import grokaudit
+    result = grokaudit.audit_path("logs.parquet", by="rho")
+    result.verdicts            # per study and metric
+    result.to_json()           # versioned, byte-stable JSON
+
+See ``docs/`` for the definitions (AUDIT_SPEC).
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import AuditConfig, make_config
+from .errors import ConfigError, GrokauditError, LogFormatError, MissingExtraError
+from .reasons import Reason, Severity
+from .schema import read_table, write_table
+
+__all__ = [
+    "AuditConfig",
+    "ConfigError",
+    "GrokauditError",
+    "LogFormatError",
+    "MissingExtraError",
+    "Reason",
+    "Severity",
+    "__version__",
+    "make_config",
+    "read_table",
+    "write_table",
+]

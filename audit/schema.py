@@ -1,0 +1,512 @@
+"""The canonical log table (schema v1): reading, validation, and an atomic writer.
+
+One row per (run, step); required columns ``run``, ``step``, ``test_acc``; optional
+``train_acc``, metric columns and condition columns (ARCHITECTURE.md). Validation follows
+AUDIT_SPEC §6: every problem is a :class:`LogFormatError` naming the file, the column and the fix,
+and nothing is dropped silently — rows set aside are counted by reason in :class:`InputSummary`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .errors import LogFormatError
+
+SCHEMA_VERSION = 1
+PROVENANCE_KEY = b"grokaudit"
+REQUIRED = ("run", "step", "test_acc")
+ACCURACY_COLUMNS = ("test_acc", "train_acc")
+SEED_COLUMNS = ("seed",)
+#: Columns that look like representation metrics: the default set ``check`` audits.
+KNOWN_METRIC_PATTERN = re.compile(
+    r"(erank|eff_rank|effective_rank|_pr$|^pr_|participation|srank|stable_rank|spec_entropy)",
+    re.IGNORECASE,
+)
+#: Other per-step quantities that are series, never conditions, even if constant in a run.
+KNOWN_SERIES = frozenset({
+    "train_loss", "test_loss", "weight_norm", "logit_scale", "softmax_collapse", "attn_cv",
+    "attn_head_cos", "attn_entropy_std",
+})
+_ACC_ALIASES = ("val_acc", "valid_acc", "eval_acc", "acc", "test_accuracy", "accuracy")
+TOO_SHORT_POINTS = 3
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
+            ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def is_known_metric(name: str) -> bool:
+    """True when ``name`` looks like a representation metric (``emb_erank``, ``eff_rank_E``…)."""
+    return bool(KNOWN_METRIC_PATTERN.search(name))
+
+
+# ------------------------------------------------------------------------------------------
+# reading and writing files
+# ------------------------------------------------------------------------------------------
+
+def read_arrow(path: str | Path) -> pa.Table:
+    """Read a canonical table file (Parquet, CSV, TSV, JSONL) or a directory of Parquet shards.
+
+    Returns an Arrow table; provenance, when present, is in the schema metadata under
+    ``grokaudit``. Raises :class:`LogFormatError` (a missing, empty or unreadable file).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError("no such file or directory; check the path", path=str(p))
+    if p.is_dir():
+        shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
+        if not shards:
+            raise LogFormatError(
+                "directory holds no .parquet files; pass a file, or convert the logs with "
+                "`grokaudit convert`", path=str(p))
+        tables = [read_arrow(q) for q in shards]
+        try:
+            merged = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise LogFormatError(f"shards have incompatible columns ({exc})", path=str(p)) from None
+        meta = dict(tables[0].schema.metadata or {})
+        prov = _provenance_of(tables[0].schema)
+        prov["shards"] = [q.name for q in shards]
+        meta[PROVENANCE_KEY] = json.dumps(prov, sort_keys=True).encode()
+        return merged.replace_schema_metadata(meta)
+    kind = SUFFIXES.get(p.suffix.lower())
+    if kind is None:
+        raise LogFormatError(
+            f"unknown file type {p.suffix!r}; the canonical table is .parquet, .csv, .tsv or "
+            ".jsonl (other formats: `grokaudit convert`)", path=str(p))
+    if p.stat().st_size == 0:
+        raise LogFormatError("file is empty", path=str(p))
+    try:
+        if kind == "parquet":
+            return pq.read_table(p)
+        if kind in ("csv", "tsv"):
+            opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
+            conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
+            return pacsv.read_csv(p, parse_options=opts, convert_options=conv)
+        df = pd.read_json(p, lines=True, dtype={"run": str})
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, ValueError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(p)) from None
+
+
+def _provenance_of(schema: pa.Schema) -> dict[str, Any]:
+    meta = schema.metadata or {}
+    raw = meta.get(PROVENANCE_KEY)
+    if not raw:
+        return {}
+    try:
+        val = json.loads(raw)
+    except ValueError:
+        return {"unreadable_provenance": True}
+    return val if isinstance(val, dict) else {}
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a canonical table as a DataFrame; provenance is in ``df.attrs['grokaudit']``."""
+    t = read_arrow(path)
+    df = t.to_pandas()
+    df.attrs["grokaudit"] = _provenance_of(t.schema)
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | Path,
+                provenance: Mapping[str, Any] | None = None) -> Path:
+    """Write ``df`` as a canonical table, atomically (temp file in the same folder, then rename).
+
+    The format follows the suffix (``.parquet`` or ``.csv``). The Parquet file carries
+    ``provenance`` (plus the schema version) in its Arrow metadata under ``grokaudit``.
+    ``df`` must have the required columns; ``run`` is written as a string and ``step`` as
+    int64. Returns the path written.
+    """
+    p = Path(path)
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise LogFormatError(f"cannot write: missing required column(s) {missing}", path=str(p),
+                             column=missing[0])
+    out = df.copy()
+    out["run"] = out["run"].astype(str)
+    if out["step"].isna().any():
+        raise LogFormatError("cannot write: column 'step' has missing values", path=str(p),
+                             column="step")
+    out["step"] = out["step"].astype("int64")
+    prov = {"schema_version": SCHEMA_VERSION, **dict(provenance or {})}
+    prov.setdefault("producer", f"grokaudit {_version()}")
+    table = pa.Table.from_pandas(out, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta.pop(b"pandas", None)
+    meta[PROVENANCE_KEY] = json.dumps(prov, sort_keys=True, default=str).encode()
+    table = table.replace_schema_metadata(meta)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    os.close(fd)
+    try:
+        if p.suffix.lower() == ".csv":
+            pacsv.write_csv(table, tmp)
+        else:
+            pq.write_table(table, tmp)
+        os.replace(tmp, p)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return p
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+# ------------------------------------------------------------------------------------------
+# the validated, sorted in-memory form
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InputSummary:
+    """What was read and what was kept: every row is accounted for."""
+
+    source: str | None
+    rows_read: int
+    rows_kept: int
+    set_aside: dict[str, int]  #: rows set aside, by reason code
+    runs_read: int
+    runs_kept: int
+    runs_too_short: tuple[str, ...]
+    missing_values: dict[str, int]  #: NaN (missing) values per column among kept rows
+    sorted_input: bool
+    metrics: tuple[str, ...]
+    conditions: tuple[str, ...]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "rows_read": self.rows_read,
+            "rows_kept": self.rows_kept,
+            "set_aside": dict(sorted(self.set_aside.items())),
+            "runs_read": self.runs_read,
+            "runs_kept": self.runs_kept,
+            "runs_too_short": list(self.runs_too_short),
+            "missing_values": dict(sorted(self.missing_values.items())),
+            "sorted_input": self.sorted_input,
+            "metrics": list(self.metrics),
+            "conditions": list(self.conditions),
+            "provenance": self.provenance,
+        }
+
+
+@dataclass(frozen=True)
+class LogTable:
+    """The validated log: rows grouped by run (contiguous) and sorted by step within a run.
+
+    Run ``r`` owns rows ``offsets[r]:offsets[r+1]``. Missing values are NaN.
+    """
+
+    run_ids: np.ndarray  #: (R,) object array of run ids
+    offsets: np.ndarray  #: (R+1,) int64 row offsets
+    step: np.ndarray  #: (N,) int64
+    test_acc: np.ndarray  #: (N,) float64
+    train_acc: np.ndarray | None  #: (N,) float64 or None when not logged
+    series: dict[str, np.ndarray]  #: metric and other per-step columns, (N,) float64 each
+    conditions: pd.DataFrame  #: (R,) rows in run order; one column per condition
+    summary: InputSummary
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.run_ids.shape[0])
+
+    @property
+    def run_index(self) -> np.ndarray:
+        """(N,) the run number of each row."""
+        return np.repeat(np.arange(self.n_runs), np.diff(self.offsets))
+
+
+def _first_examples(values: Sequence[Any], k: int = 3) -> str:
+    vals = list(values)[:k]
+    return ", ".join(repr(v) for v in vals) + (", …" if len(values) > k else "")
+
+
+def _numeric(col: pa.ChunkedArray) -> bool:
+    t = col.type
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_null(t))
+
+
+def _float_array(col: pa.ChunkedArray) -> np.ndarray:
+    if pa.types.is_null(col.type):
+        return np.full(len(col), np.nan)
+    return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
+                    acc_scale: float = 1.0, on_duplicate: str = "error",
+                    metrics: Sequence[str] = ()) -> LogTable:
+    """Validate a canonical table and return it grouped by run and sorted by step.
+
+    Applies every rule of AUDIT_SPEC §6. ``metrics`` names metric columns that must exist.
+    Raises :class:`LogFormatError` on bad input.
+    """
+    if isinstance(table, pd.DataFrame):
+        df = table
+        for c in ("run",):
+            if c in df.columns:
+                df = df.assign(**{c: df[c].astype(str).where(df[c].notna(), None)})
+        try:
+            table = pa.Table.from_pandas(df, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise LogFormatError(f"cannot convert the table ({exc})", path=path) from None
+    prov = _provenance_of(table.schema)
+    names = list(table.column_names)
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise LogFormatError(f"column(s) {dup} appear more than once; rename one", path=path,
+                             column=dup[0])
+    for c in REQUIRED:
+        if c not in names:
+            hint = ""
+            if c == "test_acc":
+                alias = next((a for a in _ACC_ALIASES if a in names), None)
+                if alias:
+                    hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=test_acc`)"
+            if c == "step":
+                alias = next((a for a in ("_step", "global_step", "Step", "epoch") if a in names), None)
+                if alias:
+                    hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=step`)"
+            raise LogFormatError(
+                f"missing required column {c!r}{hint or '; the canonical table needs run, step, test_acc'}",
+                path=path, column=c)
+    for m in metrics:
+        if m not in names:
+            cands = [n for n in names if n not in REQUIRED and n != "train_acc"]
+            raise LogFormatError(f"metric column {m!r} not found; columns present: "
+                                 f"{_first_examples(cands, 12)}", path=path, column=m)
+    n_read = table.num_rows
+    if n_read == 0:
+        raise LogFormatError("the table has no rows", path=path)
+
+    # -- run and step ------------------------------------------------------------------------
+    run_col = table.column("run")
+    if run_col.null_count:
+        raise LogFormatError(f"column 'run' has {run_col.null_count} missing values; every row "
+                             "needs a run id", path=path, column="run")
+    if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
+            or pa.types.is_dictionary(run_col.type)):
+        run_col = run_col.cast(pa.string())
+    enc = pc.dictionary_encode(run_col).combine_chunks()
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    dictionary = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
+                            dtype=object)
+    step_col = table.column("step")
+    if not _numeric(step_col):
+        raise LogFormatError(f"column 'step' has type {step_col.type}; it must hold integer "
+                             "optimizer steps", path=path, column="step")
+    if step_col.null_count:
+        raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
+                             "needs a step", path=path, column="step")
+    if pa.types.is_floating(step_col.type):
+        sf = _float_array(step_col)
+        if not np.all(np.isfinite(sf)) or np.any(sf != np.round(sf)):
+            raise LogFormatError("column 'step' holds non-integer values; steps are integer "
+                                 "optimizer steps (for epochs, convert them first)", path=path,
+                                 column="step")
+        step = sf.astype(np.int64)
+    else:
+        step = np.asarray(step_col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if step.size and step.min() < 0:
+        bad = dictionary[codes[np.argmax(step < 0)]]
+        raise LogFormatError(f"column 'step' has negative values (first in run {bad!r}); steps "
+                             "must be ≥ 0", path=path, column="step")
+
+    # -- group by run, sort by step --------------------------------------------------------
+    R = dictionary.shape[0]
+    sorted_input = True
+    if n_read > 1:
+        dc = np.diff(codes)
+        ds = np.diff(step)
+        contiguous = np.count_nonzero(dc) == R - 1
+        sorted_input = bool(contiguous and np.all((dc != 0) | (ds >= 0)))
+    if sorted_input:
+        order = None
+        block_first = np.concatenate(([0], np.flatnonzero(np.diff(codes)) + 1))
+        run_order = codes[block_first]
+    else:
+        order = np.lexsort((step, codes))
+        codes = codes[order]
+        step = step[order]
+        run_order = np.arange(R)
+    counts = np.bincount(codes, minlength=R)[run_order]
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    run_ids = dictionary[run_order]
+
+    def col(name: str) -> np.ndarray:
+        a = _float_array(table.column(name))
+        return a if order is None else a[order]
+
+    # -- accuracy ---------------------------------------------------------------------------
+    accs: dict[str, np.ndarray] = {}
+    for name in ACCURACY_COLUMNS:
+        if name not in names:
+            continue
+        c = table.column(name)
+        if not _numeric(c):
+            raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
+                                 "in [0, 1]", path=path, column=name)
+        a = col(name) / acc_scale
+        fin = a[np.isfinite(a)]
+        if np.isinf(a).any():
+            raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
+                                 path=path, column=name)
+        if fin.size and fin.max() > 1.5:
+            raise LogFormatError(
+                f"column {name!r} looks like percent (max {fin.max():g}); pass --acc-scale 100",
+                path=path, column=name)
+        if fin.size and (fin.max() > 1.0 + 1e-9 or fin.min() < -1e-9):
+            raise LogFormatError(
+                f"column {name!r} has values outside [0, 1] (min {fin.min():g}, max {fin.max():g})",
+                path=path, column=name)
+        accs[name] = a
+
+    # -- classify the other columns ----------------------------------------------------------
+    row_run = np.repeat(np.arange(R), counts)
+    starts = offsets[:-1]
+    series: dict[str, np.ndarray] = {}
+    cond: dict[str, np.ndarray] = {}
+    for name in names:
+        if name in REQUIRED or name in ACCURACY_COLUMNS:
+            continue
+        c = table.column(name)
+        if _numeric(c):
+            a = col(name)
+            first = a[starts][row_run]
+            varies = ~((a == first) | (np.isnan(a) & np.isnan(first)))
+            if name in metrics or is_known_metric(name) or name in KNOWN_SERIES or varies.any():
+                if np.isinf(a).any():
+                    r = run_ids[row_run[np.argmax(np.isinf(a))]]
+                    raise LogFormatError(
+                        f"column {name!r} holds ±inf (first in run {r!r}); replace it with NaN "
+                        "(missing) or fix the logger", path=path, column=name)
+                if name in SEED_COLUMNS and varies.any():
+                    r = run_ids[row_run[np.argmax(varies)]]
+                    raise LogFormatError(
+                        f"condition column {name!r} is not constant within run {r!r}; a run is "
+                        "one seed of one condition", path=path, column=name)
+                series[name] = a
+            else:
+                cond[name] = a[starts]
+        else:
+            vals = c.to_numpy(zero_copy_only=False)
+            vals = vals if order is None else vals[order]
+            first_v = vals[starts]
+            rep = first_v[row_run]
+            s_vals = pd.Series(vals, dtype=object)
+            s_rep = pd.Series(rep, dtype=object)
+            same = (s_vals == s_rep) | (s_vals.isna() & s_rep.isna())
+            if not bool(same.all()):
+                r = run_ids[row_run[int(np.argmax(~same.to_numpy()))]]
+                raise LogFormatError(
+                    f"condition column {name!r} is not constant within run {r!r}; split the run "
+                    "or drop the column", path=path, column=name)
+            cond[name] = first_v
+    for m in metrics:
+        if m in cond:  # constant metric: still a series
+            series[m] = col(m)
+            del cond[m]
+
+    set_aside: dict[str, int] = {}
+    test_acc = accs["test_acc"]
+    train_acc = accs.get("train_acc")
+
+    # -- duplicate (run, step) rows ------------------------------------------------------------
+    dup = np.zeros(n_read, dtype=bool)
+    if n_read > 1:
+        dup[1:] = (row_run[1:] == row_run[:-1]) & (step[1:] == step[:-1])
+    keep = np.ones(n_read, dtype=bool)
+    if dup.any():
+        cols_all = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
+        idx = np.flatnonzero(dup)
+        same = np.ones(idx.size, dtype=bool)
+        for a in cols_all:
+            x, y = a[idx], a[idx - 1]
+            same &= (x == y) | (np.isnan(x) & np.isnan(y))
+        identical = idx[same]
+        conflicting = idx[~same]
+        keep[identical] = False
+        set_aside["duplicate_identical"] = int(identical.size)
+        if conflicting.size:
+            if on_duplicate == "error":
+                ex = [f"{run_ids[row_run[i]]}@{step[i]}" for i in conflicting[:3]]
+                raise LogFormatError(
+                    f"{conflicting.size} duplicate (run, step) rows with different values "
+                    f"(first: {', '.join(ex)}); pass --on-duplicate first|last to choose",
+                    path=path, column="step")
+            # rows of one (run, step) are consecutive: keep the first or the last of each group
+            if on_duplicate == "first":
+                keep &= ~dup
+            else:
+                keep &= ~np.r_[dup[1:], False]
+            set_aside[f"duplicate_{on_duplicate}_wins"] = int(conflicting.size)
+        if not set_aside.get("duplicate_identical"):
+            set_aside.pop("duplicate_identical", None)
+
+    # -- rows with nothing in them ---------------------------------------------------------------
+    empty = np.isnan(test_acc)
+    if train_acc is not None:
+        empty &= np.isnan(train_acc)
+    for a in series.values():
+        empty &= np.isnan(a)
+    empty &= keep
+    if empty.any():
+        set_aside["empty_row"] = int(empty.sum())
+        keep &= ~empty
+
+    # -- runs too short ---------------------------------------------------------------------------
+    kept_per_run = np.bincount(row_run[keep], minlength=R)
+    short = kept_per_run < TOO_SHORT_POINTS
+    too_short = tuple(sorted(str(r) for r in run_ids[short]))
+    if short.any():
+        rows_short = keep & short[row_run]
+        set_aside["run_too_short"] = int(rows_short.sum())
+        keep &= ~short[row_run]
+    if not keep.any():
+        raise LogFormatError(
+            f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path)
+
+    if not keep.all():
+        step = step[keep]
+        test_acc = test_acc[keep]
+        train_acc = train_acc[keep] if train_acc is not None else None
+        series = {k: v[keep] for k, v in series.items()}
+        new_counts = np.bincount(row_run[keep], minlength=R)
+        live = new_counts > 0
+        run_ids = run_ids[live]
+        cond = {k: v[live] for k, v in cond.items()}
+        offsets = np.concatenate(([0], np.cumsum(new_counts[live]))).astype(np.int64)
+
+    missing = {"test_acc": int(np.isnan(test_acc).sum())}
+    if train_acc is not None:
+        missing["train_acc"] = int(np.isnan(train_acc).sum())
+    for k, v in series.items():
+        missing[k] = int(np.isnan(v).sum())
+    conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
+    metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series if is_known_metric(n)))
+    summary = InputSummary(
+        source=path, rows_read=int(n_read), rows_kept=int(step.size), set_aside=set_aside,
+        runs_read=int(R), runs_kept=int(run_ids.size), runs_too_short=too_short,
+        missing_values=missing, sorted_input=sorted_input, metrics=metric_names,
+        conditions=tuple(sorted(cond)), provenance=prov,
+    )
+    return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
+                    train_acc=train_acc, series=series, conditions=conditions, summary=summary)
