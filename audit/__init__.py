@@ -32,3 +32,8 @@ __all__ = [
     "read_table",
     "write_table",
 ]
+
+from .api import audit_path, audit_table  # noqa: E402
+from .results import AuditResult  # noqa: E402
+
+__all__ += ["AuditResult", "audit_path", "audit_table"]

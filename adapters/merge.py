@@ -1,0 +1,278 @@
+"""From collected points to the canonical table: options, resumed runs, cadence joins, provenance.
+
+The policy (ADAPTERS.md, "Resumed runs, duplicates and cadence"):
+
+* a duplicated ``(run, step, metric)`` is resolved by *last writer wins* — the point with the
+  latest wall time, then the one read last (file order, then position in the file) — and the
+  number of points each run had replaced is reported as ``RESUMED_DUPLICATES``;
+* metrics logged at different cadences are joined on step without interpolation: a row holds
+  NaN where a metric was not logged at that step;
+* accuracies that look like percent (a run's maximum above 1.5) are divided by 100, with a
+  warning naming the runs.
+
+Everything here is vectorized over points (one lexsort, one scatter per metric).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from grokaudit.errors import LogFormatError
+from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION
+
+from .points import Finding, Points
+
+#: Names tried, in order, when no ``test_acc`` (``train_acc``) metric was logged.
+TEST_ACC_ALIASES = ("test/acc", "test/accuracy", "test_accuracy", "val/acc", "val/accuracy",
+                    "val_acc", "val_accuracy", "valid_acc", "eval/acc", "eval_acc",
+                    "acc/test", "accuracy/test", "acc/val", "accuracy/val", "acc")
+TRAIN_ACC_ALIASES = ("train/acc", "train/accuracy", "train_accuracy", "acc/train",
+                     "accuracy/train")
+PERCENT_THRESHOLD = 1.5
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user asked for on top of the raw log (``--map``, ``--run-from``, ``--cond``)."""
+
+    mapping: Mapping[str, str] | None = None
+    run_from: str | None = None  #: "path", "column", or the name of the column holding run ids
+    cond: Mapping[str, str] | None = None  #: condition name -> regex over the run's path
+
+
+def parse_pairs(pairs: list[str] | tuple[str, ...], flag: str) -> dict[str, str]:
+    """Parse ``key=value`` pairs given on the command line (``--map``, ``--cond``)."""
+    out: dict[str, str] = {}
+    for p in pairs:
+        key, sep, val = p.partition("=")
+        if not sep or not key:
+            raise LogFormatError(f"{flag} expects KEY=VALUE, got {p!r}")
+        out[key] = val
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# options: renaming metrics and runs, conditions from paths
+# ------------------------------------------------------------------------------------------
+
+def apply_options(points: Points, options: ReadOptions, path: str) -> None:
+    """Apply ``--map``, ``--run-from path`` and ``--cond`` to ``points`` in place."""
+    mapping = dict(options.mapping or {})
+    if mapping:
+        for c in points.chunks:
+            c.metric = mapping.get(c.metric, c.metric)
+        for run, conds in list(points.conditions.items()):
+            points.conditions[run] = {mapping.get(k, k): v for k, v in conds.items()}
+    if options.run_from == "path":
+        rename = {r: points.origins.get(r, r) for r in _runs(points)}
+        for c in points.chunks:
+            c.run = rename[c.run]
+        points.conditions = {rename.get(r, r): v for r, v in points.conditions.items()}
+        points.origins = {rename.get(r, r): o for r, o in points.origins.items()}
+        points.downsampled_runs = {rename.get(r, r) for r in points.downsampled_runs}
+    for key, pattern in (options.cond or {}).items():
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise LogFormatError(f"--cond {key}={pattern!r} is not a valid regex ({exc})",
+                                 path=path) from None
+        missed = []
+        for run in _runs(points):
+            m = rx.search(points.origins.get(run, run)) or rx.search(run)
+            if m is None:
+                missed.append(run)
+                continue
+            raw = m.group(1) if rx.groups else m.group(0)
+            points.add_condition(run, key, _parse_scalar(raw))
+        if missed:
+            points.warnings.append(
+                f"--cond {key}: no match in the path of {len(missed)} run(s) "
+                f"(first: {missed[0]!r}); {key} is missing for them")
+    _apply_aliases(points)
+
+
+def _runs(points: Points) -> list[str]:
+    return sorted({c.run for c in points.chunks})
+
+
+def _apply_aliases(points: Points) -> None:
+    names = {c.metric for c in points.chunks}
+    for target, aliases in (("test_acc", TEST_ACC_ALIASES), ("train_acc", TRAIN_ACC_ALIASES)):
+        if target in names:
+            continue
+        found = [a for a in aliases if a in names]
+        if not found:
+            continue
+        src = found[0]
+        for c in points.chunks:
+            if c.metric == src:
+                c.metric = target
+        names = {c.metric for c in points.chunks}
+        points.warnings.append(f"read metric {src!r} as {target!r} (override with --map)")
+
+
+def _parse_scalar(raw: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+# ------------------------------------------------------------------------------------------
+# the canonical table
+# ------------------------------------------------------------------------------------------
+
+def build_table(points: Points, *, adapter: str, adapter_version: str, path: str) -> pa.Table:
+    """Merge ``points`` into the canonical Arrow table with provenance in its metadata.
+
+    Rows are sorted by run, then step. Raises :class:`LogFormatError` when nothing was read or
+    no ``test_acc`` metric exists.
+    """
+    if not points.chunks:
+        raise LogFormatError(f"no metric points found in this {adapter} log; check that it is "
+                             "the right path and format (`--format`)", path=path)
+    runs = _runs(points)
+    run_code = {r: i for i, r in enumerate(runs)}
+    metric_names = sorted({c.metric for c in points.chunks})
+    if "test_acc" not in metric_names:
+        shown = ", ".join(repr(m) for m in metric_names[:8])
+        raise LogFormatError(
+            f"no test accuracy among the metrics read ({shown}); name it with "
+            f"--map NAME=test_acc", path=path, column="test_acc")
+    ordered = [m for m in ("test_acc", "train_acc") if m in metric_names]
+    ordered += [m for m in metric_names if m not in ordered]
+    metric_code = {m: i for i, m in enumerate(ordered)}
+
+    sizes = [c.step.size for c in points.chunks]
+    rc = np.repeat(np.array([run_code[c.run] for c in points.chunks], dtype=np.int64), sizes)
+    mc = np.repeat(np.array([metric_code[c.metric] for c in points.chunks], dtype=np.int64), sizes)
+    st = np.concatenate([c.step for c in points.chunks])
+    val = np.concatenate([c.value for c in points.chunks])
+    wall = np.concatenate([c.wall_time if c.wall_time is not None else np.full(c.step.size, np.nan)
+                           for c in points.chunks])
+    if st.size and st.min() < 0:
+        raise LogFormatError(f"negative step {int(st.min())} in the log; steps must be >= 0",
+                             path=path, column="step")
+
+    # -- last writer wins: by wall time, then read order -----------------------------------
+    read_order = np.arange(st.size)
+    order = np.lexsort((read_order, wall, st, mc, rc))
+    rc, mc, st, val = rc[order], mc[order], st[order], val[order]
+    same_next = (rc[1:] == rc[:-1]) & (mc[1:] == mc[:-1]) & (st[1:] == st[:-1])
+    replaced = np.zeros(st.size, dtype=bool)
+    replaced[:-1] = same_next
+    per_run_replaced = np.bincount(rc[replaced], minlength=len(runs))
+    keep = ~replaced
+    rc, mc, st, val = rc[keep], mc[keep], st[keep], val[keep]
+    for r in np.flatnonzero(per_run_replaced):
+        n = int(per_run_replaced[r])
+        points.findings.append(Finding(
+            "RESUMED_DUPLICATES",
+            f"{n} logged point(s) repeated an earlier (step, metric) of this run (a resumed or "
+            "rewound run); the last written value was kept", run=runs[r], count=n))
+
+    inf = np.isinf(val)
+    if inf.any():
+        val = np.where(inf, np.nan, val)
+        bad = sorted({ordered[i] for i in np.unique(mc[inf])})
+        points.warnings.append(f"{int(inf.sum())} infinite value(s) in {bad} read as missing (NaN)")
+
+    # -- join the metrics on (run, step), no interpolation --------------------------------
+    by_row = np.lexsort((st, rc))
+    rs, ss = rc[by_row], st[by_row]
+    new_row = np.ones(rs.size, dtype=bool)
+    new_row[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1])
+    row_of_sorted = np.cumsum(new_row) - 1
+    row_id = np.empty_like(row_of_sorted)
+    row_id[by_row] = row_of_sorted
+    row_run = rs[new_row]
+    row_step = ss[new_row]
+    n_rows = row_run.size
+    columns: dict[str, np.ndarray] = {}
+    metric_sorted = np.argsort(mc, kind="stable")
+    bounds = np.searchsorted(mc[metric_sorted], np.arange(len(ordered) + 1))
+    for i, name in enumerate(ordered):
+        sel = metric_sorted[bounds[i]:bounds[i + 1]]
+        col = np.full(n_rows, np.nan)
+        col[row_id[sel]] = val[sel]
+        columns[name] = col
+
+    run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
+    for name in ("test_acc", "train_acc"):
+        if name in columns:
+            _rescale_percent(columns[name], run_offsets, runs, name, points)
+
+    # -- assemble ------------------------------------------------------------------------------
+    present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
+    run_dict = pa.array(runs, type=pa.string())
+    arrays: dict[str, pa.Array] = {
+        "run": pa.DictionaryArray.from_arrays(pa.array(row_run.astype(np.int32)), run_dict)
+        .cast(pa.string()),
+        "step": pa.array(row_step, type=pa.int64()),
+    }
+    for name, col in columns.items():
+        arrays[name] = pa.array(col, type=pa.float64())
+    for key, per_run in _condition_columns(points, runs).items():
+        if key in arrays:
+            points.warnings.append(f"condition {key!r} has the name of a logged metric; dropped")
+            continue
+        arrays[key] = pa.array(per_run).take(pa.array(row_run))
+    table = pa.table(arrays)
+
+    provenance: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "adapter": adapter,
+        "adapter_version": adapter_version,
+        "source_files": list(points.files),
+        "warnings": list(points.warnings),
+        "findings": [f.to_dict() for f in points.findings],
+        "downsampled_runs": sorted(points.downsampled_runs),
+        "points_read": int(st.size + int(replaced.sum())),
+        "points_replaced": int(replaced.sum()),
+        "runs": len(present),
+        **points.extra,
+    }
+    meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def _rescale_percent(col: np.ndarray, offsets: np.ndarray, runs: list[str], name: str,
+                     points: Points) -> None:
+    """Divide a run's accuracies by 100 when its maximum is above 1.5 (in place)."""
+    scaled = []
+    for r in range(len(runs)):
+        seg = col[offsets[r]:offsets[r + 1]]
+        if seg.size and np.any(seg > PERCENT_THRESHOLD):
+            seg /= 100.0
+            scaled.append(runs[r])
+    if scaled:
+        shown = ", ".join(repr(r) for r in scaled[:5]) + (", …" if len(scaled) > 5 else "")
+        points.warnings.append(
+            f"{name} looked like percent in {len(scaled)} run(s) ({shown}); divided by 100")
+
+
+def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:
+    keys = sorted({k for r in runs for k in points.conditions.get(r, {})})
+    out: dict[str, list[Any]] = {}
+    for k in keys:
+        vals = [points.conditions.get(r, {}).get(k) for r in runs]
+        numeric = all(v is None or (isinstance(v, (int, float, np.integer, np.floating))
+                                    and not isinstance(v, (bool, np.bool_))) for v in vals)
+        if numeric:
+            if all(v is None or float(v).is_integer() and isinstance(v, (int, np.integer))
+                   for v in vals) and all(v is not None for v in vals):
+                out[k] = [int(v) for v in vals]  # type: ignore[arg-type]
+            else:
+                out[k] = [np.nan if v is None else float(v) for v in vals]  # type: ignore[arg-type]
+        else:
+            out[k] = [None if v is None else str(v) for v in vals]
+    return out

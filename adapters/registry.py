@@ -1,0 +1,150 @@
+"""The registry of readers: format name -> reader, and format detection from a path.
+
+Readers are found through the entry-point group ``grokaudit.adapters``; the built-in readers
+are declared there too (``pyproject.toml``), so a third-party reader is registered exactly like
+a built-in one. An entry point names a :class:`Reader` object::
+
+    [project.entry-points."grokaudit.adapters"]
+    myformat = "my_package.grokaudit_reader:READER"
+
+When the installed metadata is stale (a source checkout not reinstalled since the entry points
+were added), the built-in readers are added from :data:`BUILTIN` so that they always exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grokaudit.errors import GrokauditError, LogFormatError, MissingExtraError
+
+from .merge import ReadOptions
+from .points import Points
+
+ENTRY_POINT_GROUP = "grokaudit.adapters"
+
+#: Built-in readers: name -> "module:attribute" (the same targets as the entry points).
+BUILTIN: dict[str, str] = {
+    "table": "grokaudit.adapters.table:READER",
+    "npz": "grokaudit.adapters.npz:READER",
+    "tensorboard": "grokaudit.adapters.tensorboard:READER",
+    "wandb-csv": "grokaudit.adapters.wandb:PANEL_CSV_READER",
+    "wandb-history": "grokaudit.adapters.wandb:HISTORY_READER",
+    "wandb-offline": "grokaudit.adapters.wandb:OFFLINE_READER",
+    "mlflow": "grokaudit.adapters.mlflow:FILE_STORE_READER",
+    "mlflow-sqlite": "grokaudit.adapters.mlflow:SQLITE_READER",
+}
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One log format: how to recognise it and how to read it.
+
+    ``detect(path)`` returns True when ``path`` (a file or a directory) is in this format; it
+    must be cheap (a name, a header) and must not import the optional dependency.
+    ``read(path, options)`` returns the collected :class:`Points`. ``priority`` orders
+    detection: lower is tried first (specific formats before the generic table).
+    """
+
+    name: str
+    description: str
+    read: Callable[[Path, ReadOptions], Points]
+    detect: Callable[[Path], bool]
+    version: str = "1"
+    extra: str | None = None  #: the grokaudit extra that installs the dependency
+    extra_module: str | None = None  #: the module that extra provides (checked without import)
+    priority: int = 50
+
+    def extra_installed(self) -> bool:
+        if self.extra_module is None:
+            return True
+        return importlib.util.find_spec(self.extra_module) is not None
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    """A row of ``grokaudit formats``."""
+
+    name: str
+    description: str
+    extra: str | None
+    extra_installed: bool
+
+
+_registered: dict[str, Reader] = {}
+
+
+def register(reader: Reader) -> None:
+    """Register ``reader`` at run time (entry points are the usual path)."""
+    _registered[reader.name] = reader
+
+
+def _load(target: str) -> Reader:
+    mod_name, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(mod_name), attr)
+    if not isinstance(obj, Reader):
+        raise GrokauditError(f"adapter entry point {target!r} is not a grokaudit Reader")
+    return obj
+
+
+def readers() -> dict[str, Reader]:
+    """All readers by name: entry points, then built-ins missing from stale metadata."""
+    found: dict[str, Reader] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found:
+            continue
+        try:
+            found[ep.name] = _load(ep.value)
+        except (ImportError, AttributeError, GrokauditError):
+            continue  # a broken third-party plugin must not break the others
+    for name, target in BUILTIN.items():
+        found.setdefault(name, _load(target))
+    found.update(_registered)
+    return found
+
+
+def get_reader(name: str) -> Reader:
+    """The reader registered under ``name``; raises :class:`LogFormatError` if none."""
+    all_readers = readers()
+    if name not in all_readers:
+        raise LogFormatError(f"unknown format {name!r}; known formats: "
+                             f"{', '.join(sorted(all_readers))} (see `grokaudit formats`)")
+    return all_readers[name]
+
+
+def detect_format(path: str | Path) -> str:
+    """The name of the format of ``path``; raises :class:`LogFormatError` naming the file."""
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError("no such file or directory; check the path", path=str(p))
+    if p.is_file() and p.stat().st_size == 0:
+        raise LogFormatError("file is empty; there is nothing to read", path=str(p))
+    for reader in sorted(readers().values(), key=lambda r: (r.priority, r.name)):
+        try:
+            if reader.detect(p):
+                return reader.name
+        except OSError:
+            continue
+    raise LogFormatError(
+        "not a log format grokaudit recognises (see `grokaudit formats`); pass --format NAME "
+        "if you know it", path=str(p))
+
+
+def list_formats() -> list[FormatInfo]:
+    """Every registered format with its one-line description and extra status."""
+    return [FormatInfo(r.name, r.description, r.extra, r.extra_installed())
+            for r in sorted(readers().values(), key=lambda r: r.name)]
+
+
+def import_extra(module: str, extra: str) -> Any:
+    """Import ``module``; raise :class:`MissingExtraError` naming the extra when it is absent."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(f"reading this log needs {module.split('.')[0]}, which is not "
+                                f"installed; fix: pip install 'grokaudit[{extra}]'") from None

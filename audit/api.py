@@ -1,0 +1,341 @@
+"""The audit pipeline: canonical table → per-run clocks → cells → study verdicts → AuditResult.
+
+``audit_table`` and ``audit_path`` are the Python API; ``grokaudit check`` is a thin shell over
+``audit_path``. Each stage is one function with a typed input and output; no stage re-reads the
+file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from . import __version__
+from .cells import apply_high_floor_gate, build_run, summarize_cell
+from .clocks import (
+    TC_FLOOR_INDETERMINATE,
+    TC_FLOOR_UNSTABLE,
+    TC_IN_FINAL_WINDOW,
+    TC_NEVER_CROSSED,
+    TC_NEVER_SETTLED,
+    TC_OK,
+    AccuracyClocks,
+    MetricClocks,
+    accuracy_clocks,
+    metric_clocks,
+)
+from .config import AuditConfig, make_config
+from .errors import LogFormatError
+from .reasons import Reason, Severity
+from .results import AuditResult, CellSummary, Finding, StudyResult, sort_findings
+from .schema import SEED_COLUMNS, LogTable, build_log_table, read_arrow
+from .study import (
+    QUANTITIES,
+    clock_verdict,
+    endpoint_finding,
+    make_finding,
+    ordering,
+    snapshot_findings,
+)
+
+_CENSORED_TC = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
+                TC_NEVER_CROSSED)
+
+#: Per-run codes that are summarized as one finding per cell.
+_RUN_CODES = (Reason.NO_GROK, Reason.GROK_NOT_SUSTAINED, Reason.NOT_FULLY_GENERALIZED,
+              Reason.FLOOR_TOO_FEW_POINTS, Reason.FLOOR_NOISY, Reason.FLOOR_INDETERMINATE,
+              Reason.METRIC_NOT_AT_GROK, Reason.NO_COMPRESSION, Reason.COMPRESSION_UNKNOWN,
+              Reason.COMPRESSION_NEVER_SETTLED, Reason.COMPRESSION_SETTLED_IN_FINAL_WINDOW,
+              Reason.REBOUND, Reason.COMPRESSION_BEFORE_GROK, Reason.NONPOSITIVE_FLOOR)
+
+
+def audit_path(path: str | Path, config: AuditConfig | None = None, **options: Any
+               ) -> AuditResult:
+    """Audit a canonical log file (Parquet, CSV, TSV, JSONL) or a folder of Parquet shards.
+
+    ``options`` are config fields (``by="rho"``, ``metrics=["emb_erank"]``, ``cell=["arch"]``,
+    ``profile="reference"``…) applied over ``config``. Returns the :class:`AuditResult`.
+    """
+    cfg = _config(config, options)
+    table = read_arrow(path)
+    return audit_table(table, cfg, source=str(path))
+
+
+def audit_table(table: pd.DataFrame | pa.Table, config: AuditConfig | None = None, *,
+                source: str | None = None, **options: Any) -> AuditResult:
+    """Audit a canonical table (a DataFrame or an Arrow table). See :func:`audit_path`."""
+    cfg = _config(config, options)
+    log = build_log_table(table, path=source, acc_scale=cfg.acc_scale,
+                          on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    return audit_log(log, cfg)
+
+
+def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConfig:
+    if config is None:
+        return make_config(**dict(options))
+    if options:
+        from .config import replace
+
+        opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in options.items()}
+        return replace(config, **opts)
+    return config
+
+
+def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | None) -> str:
+    """The single numeric condition with more than one value (besides seeds and ``exclude``)."""
+    skip = set(SEED_COLUMNS) | set(exclude)
+    cands = [c for c in conditions.columns
+             if c not in skip and pd.api.types.is_numeric_dtype(conditions[c])
+             and conditions[c].nunique(dropna=True) > 1]
+    if len(cands) == 1:
+        return str(cands[0])
+    if not cands:
+        raise LogFormatError(
+            "no axis: no numeric condition column varies across runs; pass --by COLUMN "
+            f"(conditions present: {sorted(conditions.columns) or 'none'})", path=source,
+            code=Reason.DUPLICATE_AXIS_VALUES.value)
+    raise LogFormatError(
+        f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
+        "--by COLUMN and split the others with --cell", path=source)
+
+
+def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: str | None) -> None:
+    """Two runs with the same axis value but different other conditions, and no ``--cell``
+    separating them, would mix arms: refuse (DUPLICATE_AXIS_VALUES)."""
+    others = [c for c in cond.columns if c not in (axis, *cell, *SEED_COLUMNS)]
+    if not others:
+        return
+    keys = [*cell, axis]
+    g = cond.groupby(keys, dropna=False, sort=True)
+    nun = g[others].nunique(dropna=False)
+    bad = nun[(nun > 1).any(axis=1)]
+    if len(bad):
+        cols = sorted(c for c in others if (bad[c] > 1).any())
+        where = bad.index[0]
+        raise LogFormatError(
+            f"DUPLICATE_AXIS_VALUES: runs with {axis}={where if not cell else where[-1]!r} differ "
+            f"in {cols}; pass --cell {','.join(cols)} to audit them as separate studies",
+            path=source, column=cols[0], code=Reason.DUPLICATE_AXIS_VALUES.value)
+
+
+def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
+    """Audit a validated :class:`LogTable`."""
+    src = log.summary.source
+    metrics = list(cfg.metrics) or list(log.summary.metrics)
+    if not metrics:
+        cands = sorted(log.series)
+        raise LogFormatError(
+            "no representation metric column found; pass --metric COLUMN (per-step columns "
+            f"present: {cands or 'none'})", path=src, column="--metric")
+    cond = log.conditions
+    for c in cfg.cell:
+        if c not in cond.columns:
+            raise LogFormatError(f"--cell column {c!r} is not a condition column (constant "
+                                 f"within each run); conditions: {sorted(cond.columns)}",
+                                 path=src, column=c)
+    axis = cfg.by or infer_axis(cond, cfg.cell, src)
+    if axis not in cond.columns:
+        hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
+        raise LogFormatError(f"--by column {axis!r} is not a condition column{hint}; conditions:"
+                             f" {sorted(cond.columns)}", path=src, column=axis)
+    if not pd.api.types.is_numeric_dtype(cond[axis]):
+        raise LogFormatError(f"--by column {axis!r} is not numeric; the axis must be ordered",
+                             path=src, column=axis)
+    if cond[axis].isna().any():
+        r = cond.index[cond[axis].isna()][0]
+        raise LogFormatError(f"axis column {axis!r} is missing for run {r!r}", path=src,
+                             column=axis)
+    _check_design(cond, axis, cfg.cell, src)
+
+    acc = accuracy_clocks(log, cfg)
+    ri = log.run_index
+    mclocks = {m: metric_clocks(log, acc, m, cfg, ri) for m in metrics}
+
+    studies: list[StudyResult] = []
+    run_ids = np.asarray(log.run_ids, dtype=object)
+    frame = cond.reset_index(drop=True).copy()
+    frame["__i"] = np.arange(log.n_runs)
+    frame["__run"] = run_ids.astype(str)
+    study_groups = (frame.groupby(list(cfg.cell), sort=True, dropna=False)
+                    if cfg.cell else [((), frame)])
+    for key, sframe in study_groups:
+        key_t = key if isinstance(key, tuple) else (key,)
+        study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
+        for m in metrics:
+            studies.append(_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg))
+
+    findings: list[Finding] = _input_findings(log)
+    for s in studies:
+        findings.extend(s.findings)
+    findings_t = sort_findings(findings)
+    failing = tuple(f for f in findings_t if _fails(f, cfg))
+    return AuditResult(version=__version__, config=cfg.to_dict() | {"axis": axis},
+                       input=log.summary.to_dict(), studies=tuple(studies), findings=findings_t,
+                       failing=failing)
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def _fails(f: Finding, cfg: AuditConfig) -> bool:
+    mode = tuple(cfg.fail_on)
+    if mode == ("default",):
+        return f.severity is Severity.CRITICAL
+    if mode == ("none",):
+        return False
+    if mode == ("warning",):
+        return f.severity in (Severity.CRITICAL, Severity.WARNING)
+    return f.code.value in mode
+
+
+def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: pd.DataFrame,
+                 acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> StudyResult:
+    base = {"study": study_key, "metric": metric}
+    cells: list[CellSummary] = []
+    runs = []
+    run_rows: list[int] = []  # each run's row in the clock arrays, parallel to ``runs``
+    for av, cframe in sframe.groupby(axis, sort=True):
+        cframe = cframe.sort_values("__run")
+        idx = cframe["__i"].to_numpy()
+        ids = tuple(cframe["__run"])
+        av_py = _py(av)
+        cells.append(summarize_cell(av_py, ids, idx, acc, mc, cfg))
+        runs.extend(build_run(r, av_py, acc, mc, int(i)) for r, i in zip(ids, idx))
+        run_rows.extend(int(i) for i in idx)
+    cells_t = apply_high_floor_gate(cells, cfg)
+    passing = [c for c in cells_t if c.passes]
+    findings: list[Finding] = []
+
+    # per-run codes, one finding per cell and code
+    by_cell: dict[Any, dict[Reason, list[str]]] = {}
+    for r in runs:
+        for code in r.reasons:
+            if code in _RUN_CODES:
+                by_cell.setdefault(r.cell, {}).setdefault(code, []).append(r.run)
+    cell_pass = {c.axis_value: c.passes for c in cells_t}
+    for c in cells_t:
+        for code, rs in by_cell.get(c.axis_value, {}).items():
+            findings.append(make_finding(
+                code, "run", base, cell=c.axis_value, runs=rs,
+                evidence={"n_runs": len(rs), "of": c.n_runs},
+                message=f"{len(rs)}/{c.n_runs} runs of cell {axis}={c.axis_value}"))
+        unstable = [r.run for r in runs if r.cell == c.axis_value
+                    and r.floor_stability == "unstable" and r.t_grok.value is not None]
+        if unstable:
+            sev = Severity.CRITICAL if cell_pass[c.axis_value] else Severity.WARNING
+            findings.append(make_finding(
+                Reason.FLOOR_UNSTABLE, "cell", base, cell=c.axis_value, runs=unstable,
+                severity=sev, evidence={"n_runs": len(unstable), "of": c.n_runs,
+                                        "passing_cell": cell_pass[c.axis_value]},
+                message=(f"{len(unstable)}/{c.n_runs} runs of cell {axis}={c.axis_value} have "
+                         "a floor that is still moving at the end of the log")))
+        for g in c.gates:
+            findings.append(make_finding(
+                g, "cell", base, cell=c.axis_value, runs=c.runs,
+                evidence={"n_runs": c.n_runs, "n_grokked": c.n_grokked,
+                          "n_fully_generalized": c.n_fully_generalized,
+                          "n_no_compression": c.n_no_compression,
+                          "n_established": c.n_established, "floor": c.floor},
+                message=f"cell {axis}={c.axis_value} is gated out of every ordering"))
+        for note in c.notes:
+            findings.append(make_finding(
+                note, "cell", base, cell=c.axis_value, runs=c.runs,
+                evidence={"t_grok": c.t_grok, "t_compress": c.t_compress, "lag": c.lag},
+                message=(f"cell {axis}={c.axis_value}: half or more runs censored; only a "
+                         "lower bound of the median is known")))
+
+    orderings = {q: ordering(passing, q, cfg) for q in QUANTITIES}
+    verdict: Reason | None
+    evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
+                                "gated_cells": [c.axis_value for c in cells_t if not c.passes]}
+    if len(passing) < 2:
+        verdict = None
+        findings.append(make_finding(
+            Reason.LOW_POWER_DESCRIPTIVE, "study", base,
+            evidence={"passing_cells": len(passing), "cells": len(cells_t)},
+            message=(f"{len(passing)} of {len(cells_t)} cells pass every gate: descriptive only,"
+                     " nothing comparative")))
+    else:
+        for o in orderings.values():
+            if not o.identified:
+                findings.append(make_finding(
+                    Reason.ORDERING_UNDEFINED, "study", base,
+                    evidence={"quantity": o.quantity, "sub_reason": o.sub_reason,
+                              "concordant": o.concordant, "discordant": o.discordant,
+                              "unidentified": o.unidentified, "n_cells": o.n_cells},
+                    message=(f"the ordering of {o.quantity} along {axis} is undefined "
+                             f"({o.sub_reason.value if o.sub_reason else ''})")))
+        passing_values = {c.axis_value for c in passing}
+        sel = np.array([r.cell in passing_values and r.t_grok.value is not None for r in runs],
+                       dtype=bool)
+        elig = np.asarray(run_rows, dtype=np.int64)[sel]
+        tcs = mc.tc_status[elig]
+        n_cens = int(np.isin(tcs, _CENSORED_TC).sum())
+        n_elig = int(np.isin(tcs, (TC_OK, *_CENSORED_TC)).sum())
+        verdict, vev = clock_verdict(passing, orderings, mc.rel_lag_low[elig],
+                                     mc.rel_lag_high[elig], n_elig, n_cens, cfg)
+        evidence.update(vev)
+        findings.append(make_finding(
+            verdict, "study", base, evidence=vev,
+            message=_VERDICT_TEXT.get(verdict, verdict.value)))
+        ep = endpoint_finding(passing, base, cfg)
+        if ep:
+            findings.append(ep)
+    findings.extend(snapshot_findings(cells_t, orderings, base))
+    return StudyResult(study=dict(study_key), metric=metric, axis=axis, cells=cells_t,
+                       runs=tuple(runs), orderings=tuple(orderings.values()), verdict=verdict,
+                       verdict_evidence=evidence, findings=tuple(findings))
+
+
+_VERDICT_TEXT = {
+    Reason.INCONCLUSIVE_CENSORING: "too many censored t_compress for a clock verdict",
+    Reason.LARGE_LAG_ORDERING_UNDETERMINED: "large lag, but an ordering is undefined",
+    Reason.TWO_CLOCKS: "large lag; t_grok and t_compress ordered in opposite directions",
+    Reason.ONE_CLOCK_LARGE_LAG: "large lag; t_grok and t_compress ordered the same way",
+    Reason.PARTIALLY_SEPARATED: "large lag; orderings identified but not both monotone",
+    Reason.SINGLE_CLOCK_SMALL_LAG: "compression follows generalization closely (small lag)",
+}
+
+
+def _input_findings(log: LogTable) -> list[Finding]:
+    s = log.summary
+    out: list[Finding] = []
+    base: dict[str, Any] = {"study": {}, "metric": None}
+    if s.runs_too_short:
+        out.append(make_finding(
+            Reason.TOO_SHORT, "input", base, runs=s.runs_too_short,
+            evidence={"n_runs": len(s.runs_too_short), "rows": s.set_aside.get("run_too_short", 0)},
+            message=f"{len(s.runs_too_short)} runs have fewer than 3 logged points: set aside"))
+    if s.set_aside.get("empty_row"):
+        out.append(make_finding(
+            Reason.EMPTY_ROWS, "input", base, evidence={"rows": s.set_aside["empty_row"]},
+            message=f"{s.set_aside['empty_row']} rows hold no accuracy and no metric: set aside"))
+    dups = {k: v for k, v in s.set_aside.items() if k.startswith("duplicate")}
+    if dups:
+        out.append(make_finding(
+            Reason.DUPLICATE_ROWS, "input", base, evidence=dups,
+            message=f"duplicate (run, step) rows set aside: {dups}"))
+    miss = {k: v for k, v in s.missing_values.items() if v}
+    if miss:
+        out.append(make_finding(
+            Reason.MISSING_VALUES, "input", base, evidence=miss, severity=Severity.INFO,
+            message=f"missing (NaN) values treated as not logged: {miss}"))
+    if not s.sorted_input:
+        out.append(make_finding(Reason.UNSORTED_STEPS, "input", base,
+                                message="rows were not sorted by run and step: sorted"))
+    for f in s.provenance.get("findings", []) or []:
+        try:
+            code = Reason(f.get("code"))
+        except ValueError:
+            continue
+        out.append(make_finding(
+            code, "input", base, runs=[f["run"]] if f.get("run") else [],
+            evidence={k: v for k, v in f.items() if k not in ("code", "severity", "run")},
+            message=str(f.get("detail") or code.value)))
+    return out

@@ -1,0 +1,520 @@
+"""Per-run clocks (AUDIT_SPEC §1), vectorized over runs.
+
+Every run's logged points are packed left-aligned into an ``(R, K)`` matrix (NaN padding), so
+each definition is a handful of numpy operations over all runs at once: there is no Python loop
+per row or per run. Times are logged steps and are *interval-censored*: an event first seen at
+logged step ``s_k`` happened in ``(s_{k-1}, s_k]``; ``upper = inf`` means right-censored.
+
+The results are plain arrays in :class:`AccuracyClocks` and :class:`MetricClocks`; the
+``results`` module turns them into per-run dataclasses.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from .config import AuditConfig
+from .schema import LogTable
+
+INF = np.inf
+
+# Floor stability codes stored in MetricClocks.stability.
+STAB_NONE = 0  # no floor (too few points)
+STAB_STABLE = 1
+STAB_INDETERMINATE = 2
+STAB_UNSTABLE = 3
+STABILITY_NAMES = {STAB_NONE: "none", STAB_STABLE: "stable",
+                   STAB_INDETERMINATE: "indeterminate", STAB_UNSTABLE: "unstable"}
+
+# Why t_compress is missing or censored (MetricClocks.tc_status).
+TC_OK = 0
+TC_NO_GROK = 1
+TC_NO_FLOOR = 2
+TC_NEVER_SETTLED = 3
+TC_IN_FINAL_WINDOW = 4
+TC_FLOOR_UNSTABLE = 5
+TC_FLOOR_INDETERMINATE = 6
+TC_NEVER_CROSSED = 7
+TC_NO_COMPRESSION = 8  # the metric never compressed: there is no compression time
+
+
+@dataclass(frozen=True)
+class Packed:
+    """The non-missing points of one column, per run, left-aligned: ``(R, K)`` matrices."""
+
+    values: np.ndarray  #: (R, K) float64, NaN beyond ``counts``
+    steps: np.ndarray  #: (R, K) float64 logged steps, NaN beyond ``counts``
+    counts: np.ndarray  #: (R,) int64 points per run
+
+    @property
+    def valid(self) -> np.ndarray:
+        return np.arange(self.values.shape[1])[None, :] < self.counts[:, None]
+
+
+def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
+    """Pack the non-NaN entries of a per-row column into per-run rows (order kept)."""
+    R = table.n_runs
+    ok = ~np.isnan(values)
+    ri = table.run_index if run_index is None else run_index
+    r_ok = ri[ok]
+    counts = np.bincount(r_ok, minlength=R).astype(np.int64)
+    K = int(counts.max()) if R else 0
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    pos = np.arange(r_ok.size) - starts[r_ok]
+    V = np.full((R, max(K, 1)), np.nan)
+    S = np.full((R, max(K, 1)), np.nan)
+    V[r_ok, pos] = values[ok]
+    S[r_ok, pos] = table.step[ok]
+    return Packed(V, S, counts)
+
+
+def _take(M: np.ndarray, idx: np.ndarray, fill: float = np.nan) -> np.ndarray:
+    """``M[r, idx[r]]`` with ``fill`` where ``idx`` is out of range (−1 or ≥ K)."""
+    R, K = M.shape
+    ok = (idx >= 0) & (idx < K)
+    out = np.full(idx.shape, fill, dtype=float)
+    rows = np.nonzero(ok)[0]
+    out[ok] = M[rows, idx[ok]]
+    return out
+
+
+def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The columns ``lo[r] <= k < hi[r]`` of each row, right-padded with NaN: ``(R, W)``."""
+    width = int(np.max(hi - lo, initial=0))
+    if width <= 0:
+        return np.full((M.shape[0], 1), np.nan)
+    idx = lo[:, None] + np.arange(width)[None, :]
+    ok = idx < hi[:, None]
+    idx = np.clip(idx, 0, M.shape[1] - 1)
+    out = np.take_along_axis(M, idx, axis=1)
+    return np.where(ok, out, np.nan)
+
+
+def _nanmedian(W: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(W, axis=1)
+
+
+def _first_true(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True per row, −1 when none."""
+    has = mask.any(axis=1)
+    return np.where(has, mask.argmax(axis=1), -1)
+
+
+def _last_true(mask: np.ndarray) -> np.ndarray:
+    """Index of the last True per row, −1 when none."""
+    K = mask.shape[1]
+    has = mask.any(axis=1)
+    return np.where(has, K - 1 - mask[:, ::-1].argmax(axis=1), -1)
+
+
+def trailing_median(P: Packed, width: int) -> np.ndarray:
+    """Trailing rolling median of ``width`` points (fewer at the start of a run)."""
+    V = P.values
+    if width <= 1:
+        return V.copy()
+    if width == 3:
+        # median of three without sorting; the first two points use what is available
+        a = V
+        b = np.concatenate((np.full((V.shape[0], 1), np.nan), V[:, :-1]), axis=1)
+        c = np.concatenate((np.full((V.shape[0], 2), np.nan), V[:, :-2]), axis=1)[:, : V.shape[1]]
+        med3 = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+        out = med3
+        if V.shape[1] >= 1:
+            out[:, 0] = V[:, 0]
+        if V.shape[1] >= 2:
+            out[:, 1] = 0.5 * (V[:, 0] + V[:, 1])
+        return np.where(P.valid, out, np.nan)
+    pad = np.concatenate((np.full((V.shape[0], width - 1), np.nan), V), axis=1)
+    win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmedian(win, axis=2)
+    return np.where(P.valid, out, np.nan)
+
+
+# ------------------------------------------------------------------------------------------
+# accuracy clocks
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Event:
+    """A first-passage time per run: ``value`` (NaN when censored), ``(lower, upper]``."""
+
+    value: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray  #: inf when right-censored
+    index: np.ndarray  #: column of the event in the packed matrix, −1 when censored
+
+    @property
+    def censored(self) -> np.ndarray:
+        return np.isinf(self.upper)
+
+
+def first_passage(P: Packed, threshold: float, interval: bool = True) -> Event:
+    """First logged step with value ≥ threshold, interval-censored by the cadence."""
+    hit = (P.values >= threshold) & P.valid
+    k = _first_true(hit)
+    has = k >= 0
+    value = np.where(has, _take(P.steps, k), np.nan)
+    prev = np.where(k > 0, _take(P.steps, k - 1), 0.0)
+    last = _take(P.steps, P.counts - 1, fill=0.0)
+    lower = np.where(has, prev, np.nan_to_num(last))
+    upper = np.where(has, value, INF)
+    if not interval:
+        lower = np.where(has, value, lower)
+    return Event(value, lower, upper, k)
+
+
+@dataclass(frozen=True)
+class AccuracyClocks:
+    """``t_mem``, ``t_grok`` and the grok's quality, per run (arrays of length R)."""
+
+    t_mem: Event | None  #: None when train_acc is not logged
+    t_grok: Event
+    sustained: np.ndarray  #: bool; False when test_acc fell below threshold for `sustain` points
+    fell_at: np.ndarray  #: step it fell (NaN when sustained)
+    final_test_acc: np.ndarray  #: median test_acc over the final window (NaN when none)
+    fully_generalized: np.ndarray  #: bool
+    span_first: np.ndarray  #: first logged step of the run (any column)
+    span_last: np.ndarray  #: last logged step of the run
+
+
+def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
+    """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run."""
+    ri = table.run_index
+    span_first = table.step[table.offsets[:-1]].astype(float)
+    span_last = table.step[table.offsets[1:] - 1].astype(float)
+    A = pack(table.test_acc, table, ri)
+    tg = first_passage(A, cfg.grok_threshold, cfg.interval_censoring)
+    tm = None
+    if table.train_acc is not None:
+        tm = first_passage(pack(table.train_acc, table, ri), cfg.mem_threshold,
+                           cfg.interval_censoring)
+
+    # sustained: no run of `sustain` consecutive points below threshold after t_grok
+    cols = np.arange(A.values.shape[1])[None, :]
+    below = (A.values < cfg.grok_threshold) & A.valid & (cols > tg.index[:, None]) \
+        & (tg.index[:, None] >= 0)
+    w = cfg.sustain
+    c = np.cumsum(below, axis=1)
+    c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[:, : c.shape[1]] \
+        if c.shape[1] > w else np.zeros_like(c)
+    full = (c - c0) >= w  # window ending at k is all below
+    end = _first_true(full)
+    sustained = end < 0
+    fell_at = np.where(sustained, np.nan, _take(A.steps, end - w + 1))
+
+    # final window of accuracy: last floor_frac of the run's span, at least min_floor_points
+    span = span_last - span_first
+    lo_step = span_last - cfg.floor_frac * span
+    in_w = (A.steps >= lo_step[:, None]) & A.valid
+    n_in = in_w.sum(axis=1)
+    start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
+                     np.maximum(A.counts - cfg.min_floor_points, 0))
+    final = _nanmedian(_window(A.values, start, A.counts))
+    fully = np.nan_to_num(final, nan=-1.0) >= cfg.full_threshold
+    return AccuracyClocks(tm, tg, sustained, fell_at, final, fully, span_first, span_last)
+
+
+# ------------------------------------------------------------------------------------------
+# metric clocks
+# ------------------------------------------------------------------------------------------
+
+def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]:
+    """Row-wise Theil–Sen slope with Sen's (1968) confidence interval, like scipy's
+    ``theilslopes`` (no tie correction; steps never tie). ``x``/``y`` are ``(R, n)`` with NaN
+    padding. Returns ``(slope, low, high)``; NaN where a row has fewer than 2 points."""
+    R, n = x.shape
+    iu, ju = np.triu_indices(n, k=1)
+    dx = x[:, ju] - x[:, iu]
+    dy = y[:, ju] - y[:, iu]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.where(dx > 0, dy / dx, np.nan)
+    s.sort(axis=1)  # NaN last
+    nt = np.sum(~np.isnan(s), axis=1)
+    ny = np.sum(~np.isnan(y), axis=1)
+    slope = np.full(R, np.nan)
+    lo = np.full(R, np.nan)
+    hi = np.full(R, np.nan)
+    ok = nt > 0
+    if not ok.any():
+        return slope, lo, hi
+    rows = np.nonzero(ok)[0]
+    ntr = nt[ok]
+    m_lo = s[rows, (ntr - 1) // 2]
+    m_hi = s[rows, ntr // 2]
+    slope[ok] = 0.5 * (m_lo + m_hi)
+    z = ndtri((1.0 - level) / 2.0)  # negative
+    nyr = ny[ok].astype(float)
+    sigma = np.sqrt(nyr * (nyr - 1) * (2 * nyr + 5) / 18.0)
+    ru = np.minimum(np.round((ntr - z * sigma) / 2.0).astype(np.int64), ntr - 1)
+    rl = np.maximum(np.round((ntr + z * sigma) / 2.0).astype(np.int64) - 1, 0)
+    lo[ok] = s[rows, rl]
+    hi[ok] = s[rows, ru]
+    return slope, lo, hi
+
+
+def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tuple[np.ndarray,
+                                                                                 np.ndarray]:
+    """Medians of ``nbins`` equal-count bins of each row's first ``n[r]`` points.
+
+    Rows with ``n <= nbins`` are returned unbinned. Vectorized: one lexsort over all points.
+    """
+    R, K = X.shape
+    valid = np.arange(K)[None, :] < n[:, None]
+    nb = np.minimum(n, nbins)
+    pos = np.broadcast_to(np.arange(K)[None, :], (R, K))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.where(valid, (pos * nb[:, None]) // np.maximum(n[:, None], 1), -1)
+    rr = np.broadcast_to(np.arange(R)[:, None], (R, K))[valid]
+    bb = b[valid]
+    key = rr * nbins + bb
+    out_x = np.full((R, nbins), np.nan)
+    out_y = np.full((R, nbins), np.nan)
+    for src, dst in ((X[valid], out_x), (Y[valid], out_y)):
+        order = np.lexsort((src, key))
+        ks = key[order]
+        vs = src[order]
+        starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        ends = np.r_[starts[1:], ks.size]
+        cnt = ends - starts
+        med = 0.5 * (vs[starts + (cnt - 1) // 2] + vs[starts + cnt // 2])
+        g = ks[starts]
+        dst[g // nbins, g % nbins] = med
+    return out_x, out_y
+
+
+@dataclass(frozen=True)
+class MetricClocks:
+    """Floor, stability, at-grok value, ``t_compress`` and derived quantities for one metric."""
+
+    metric: str
+    n_points: np.ndarray  #: metric points per run
+    m_start: np.ndarray
+    floor: np.ndarray  #: F (NaN when no floor)
+    delta: np.ndarray  #: band half-width δ
+    w2_lower: np.ndarray  #: first step of the final window W2
+    w2_points: np.ndarray
+    w1_median: np.ndarray
+    w1_points: np.ndarray
+    drift: np.ndarray  #: Theil–Sen slope × W2 step span
+    drift_low: np.ndarray
+    drift_high: np.ndarray
+    mad: np.ndarray  #: MAD of W2 around F
+    noisy: np.ndarray
+    stability: np.ndarray  #: STAB_* codes
+    m_grok: np.ndarray  #: NaN when no grok or METRIC_NOT_AT_GROK
+    m_grok_step: np.ndarray
+    metric_not_at_grok: np.ndarray  #: bool (grokked, but no metric point near t_grok)
+    m_peak: np.ndarray
+    drop: np.ndarray
+    no_compression: np.ndarray  #: bool
+    compression_unknown: np.ndarray  #: bool
+    t_compress: Event  #: NaN value with tc_status when missing
+    tc_status: np.ndarray  #: TC_* codes
+    rebound: np.ndarray  #: bool
+    undershoot: np.ndarray  #: F − min(smoothed m) when rebound, else NaN
+    lag: Event
+    rel_lag_low: np.ndarray  #: rel_lag bounds used by the clock verdict (censoring only)
+    rel_lag_high: np.ndarray
+    before_grok: np.ndarray  #: bool: COMPRESSION_BEFORE_GROK
+    concurrent: np.ndarray  #: bool: COMPRESSION_CONCURRENT
+    frac_pre: np.ndarray
+    inflation: np.ndarray
+    inflation_lower_bound: np.ndarray  #: bool: floor not stable, inflation is only a bound
+    transient: np.ndarray  #: bool
+    converged: np.ndarray  #: bool
+
+
+def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
+                  run_index: np.ndarray | None = None) -> MetricClocks:
+    """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``."""
+    P = pack(table.series[metric], table, run_index)
+    R, K = P.values.shape
+    n = P.counts
+    V, S, valid = P.values, P.steps, P.valid
+    cols = np.arange(K)[None, :]
+    sm = trailing_median(P, cfg.smooth)
+    m_start = V[:, 0].copy()
+    span = acc.span_last - acc.span_first
+
+    # -- final window W2 ---------------------------------------------------------------------
+    if cfg.floor_window == "index":
+        n2 = np.where(n > 0, np.maximum(1, (cfg.floor_frac * n).astype(np.int64)), 0)
+        i0 = n - n2
+        has_floor = n2 > 0
+        w2_lo = np.where(has_floor, _take(S, i0), np.nan)
+    else:
+        target = acc.span_last - cfg.floor_frac * span
+        n_in = ((S >= target[:, None]) & valid).sum(axis=1)
+        i0 = n - n_in
+        few = n_in < cfg.min_floor_points
+        i0_fb = n - cfg.min_floor_points
+        fb_ok = (i0_fb >= 0) & (_take(S, np.maximum(i0_fb, 0)) >=
+                                acc.span_last - cfg.max_floor_frac * span)
+        i0 = np.where(few, np.maximum(i0_fb, 0), i0)
+        has_floor = ~few | fb_ok
+        has_floor &= n >= cfg.min_floor_points
+        w2_lo = np.where(few, _take(S, np.maximum(i0_fb, 0)), target)
+        w2_lo = np.where(has_floor, w2_lo, np.nan)
+    i0 = np.where(has_floor, i0, n)
+    W2v = _window(V, i0, n)
+    W2s = _window(S, i0, n)
+    floor = np.where(has_floor, _nanmedian(W2v), np.nan)
+    delta = np.maximum(cfg.abs_tol, cfg.rel_tol * np.abs(floor))
+    w2_points = np.where(has_floor, n - i0, 0)
+
+    # -- stability: W1, drift, noise ---------------------------------------------------------
+    L = acc.span_last - w2_lo
+    w1_from = w2_lo - L
+    i1 = ((S < w1_from[:, None]) & valid).sum(axis=1)
+    i1 = np.minimum(i1, i0)
+    w1_points = np.where(has_floor, i0 - i1, 0)
+    w1_median = np.where(w1_points > 0, _nanmedian(_window(V, i1, i0)), np.nan)
+    if W2v.shape[1] > cfg.max_slope_bins:
+        bx, by = _bin_medians(W2s, W2v, w2_points, cfg.max_slope_bins)
+    else:
+        bx, by = W2s, W2v
+    slope, s_lo, s_hi = theil_sen(bx, by, cfg.drift_level)
+    drift, drift_lo, drift_hi = slope * L, s_lo * L, s_hi * L
+    mad = _nanmedian(np.abs(W2v - floor[:, None]))
+    noisy = has_floor & (mad > delta / 2)
+    if cfg.stability_check:
+        step_change = np.abs(w1_median - floor) > delta
+        drift_out = (drift_lo > delta) | (drift_hi < -delta)
+        unstable = has_floor & (np.nan_to_num(step_change, nan=0) | drift_out)
+        stable = has_floor & ~unstable & (np.abs(drift) <= delta) & ~noisy & (w1_points > 0)
+        stability = np.where(~has_floor, STAB_NONE,
+                             np.where(unstable, STAB_UNSTABLE,
+                                      np.where(stable, STAB_STABLE, STAB_INDETERMINATE)))
+    else:
+        stability = np.where(has_floor, STAB_STABLE, STAB_NONE)
+    stable_mask = stability == STAB_STABLE
+
+    # -- the at-grok value --------------------------------------------------------------------
+    tg = acc.t_grok
+    grokked = ~tg.censored
+    tgv = np.where(grokked, tg.value, -INF)
+    j = ((S <= tgv[:, None]) & valid).sum(axis=1) - 1
+    sj = _take(S, j)
+    nxt = _take(S, j + 1)
+    prv = _take(S, j - 1)
+    interval = np.where(j + 1 < n, nxt - sj, sj - prv)
+    near = (j >= 0) & (tgv - sj <= np.nan_to_num(interval, nan=0.0))
+    at_grok = grokked & near
+    m_grok = np.where(at_grok, _take(V, j), np.nan)
+    m_grok_step = np.where(at_grok, sj, np.nan)
+    metric_not_at_grok = grokked & ~near
+    upto = valid & (cols <= j[:, None]) & grokked[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m_peak = np.nanmax(np.where(upto, sm, np.nan), axis=1)
+
+    # -- compression amount ------------------------------------------------------------------
+    base = m_peak if cfg.drop_from == "peak" else m_grok
+    drop = base - floor
+    small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
+    judged = grokked & has_floor & ~np.isnan(base)
+    no_compression = judged & stable_mask & small
+    compression_unknown = judged & ~stable_mask
+
+    # -- t_compress ------------------------------------------------------------------------------
+    lo_band = floor - delta
+    hi_band = floor + delta
+    tc_status = np.full(R, TC_OK)
+    if cfg.rule == "settle":
+        outside = valid & ((sm < lo_band[:, None]) | (sm > hi_band[:, None]))
+        last_out = _last_true(outside)
+        k = last_out + 1
+        never = has_floor & (last_out == n - 1) & (n > 0)
+        tc_val = np.where(never, np.nan, _take(S, k))
+        tc_lower = np.where(last_out >= 0, _take(S, last_out), 0.0)
+        in_final = ~never & (tc_val >= w2_lo)
+        tc_status = np.where(never, TC_NEVER_SETTLED, np.where(in_final, TC_IN_FINAL_WINDOW,
+                                                                tc_status))
+    else:
+        thr = floor + cfg.eps * (m_grok - floor)
+        after = valid & (S >= tgv[:, None])
+        cross = after & (V <= thr[:, None])
+        k = _first_true(cross)
+        never = k < 0
+        tc_val = np.where(never, np.nan, _take(S, k))
+        last_step = _take(S, n - 1, fill=0.0)
+        tc_lower = np.where(never, last_step,
+                            np.where(k > 0, _take(S, k - 1), 0.0))
+        tc_status = np.where(never, TC_NEVER_CROSSED, tc_status)
+    if cfg.stability_check:
+        tc_status = np.where((tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW),
+                             np.where(stability == STAB_UNSTABLE, TC_FLOOR_UNSTABLE,
+                                      np.where(stability == STAB_INDETERMINATE,
+                                               TC_FLOOR_INDETERMINATE, tc_status)),
+                             tc_status)
+    tc_status = np.where(no_compression, TC_NO_COMPRESSION, tc_status)
+    tc_status = np.where(~has_floor, TC_NO_FLOOR, tc_status)
+    tc_status = np.where(~grokked, TC_NO_GROK, tc_status)
+    if cfg.rule == "crossing":
+        tc_status = np.where(grokked & has_floor & np.isnan(m_grok) & (tc_status == TC_OK),
+                             TC_NEVER_CROSSED, tc_status)
+    ok = tc_status == TC_OK
+    censored_tc = np.isin(tc_status, (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE,
+                                      TC_FLOOR_INDETERMINATE, TC_NEVER_CROSSED))
+    t_val = np.where(ok, tc_val, np.nan)
+    t_low = np.where(ok | censored_tc, tc_lower, np.nan)
+    t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))
+    if not cfg.interval_censoring:
+        t_low = np.where(ok, tc_val, t_low)
+    t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
+
+    # -- rebound ----------------------------------------------------------------------------------
+    under = valid & (sm < lo_band[:, None])
+    first_under = _first_true(under)
+    inside = valid & (sm >= lo_band[:, None]) & (sm <= hi_band[:, None])
+    back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
+    rebound = has_floor & back.any(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        undershoot = np.where(rebound, floor - np.nanmin(np.where(valid, sm, np.nan), axis=1),
+                              np.nan)
+
+    # -- lag and the order of events --------------------------------------------------------------
+    have_lag = grokked & (ok | censored_tc)
+    lag_val = np.where(ok & grokked, t_val - tg.value, np.nan)
+    lag_low = np.where(have_lag, t_low - tg.upper, np.nan)
+    lag_up = np.where(have_lag, t_up - tg.lower, np.nan)
+    lag = Event(lag_val, lag_low, lag_up, np.where(ok, 0, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tgpos = np.where(grokked & (tg.value > 0), tg.value, np.nan)
+        rel_low = np.where(ok, lag_val / tgpos, (t_low - tg.value) / tgpos)
+        rel_high = np.where(ok, lag_val / tgpos, np.where(censored_tc, INF, np.nan))
+    before = ok & grokked & (t_up <= tg.lower)
+    concurrent = ok & grokked & (t_low < tg.upper) & (tg.lower < t_up)
+
+    # -- snapshot quantities ----------------------------------------------------------------------
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = m_start - floor
+        frac_pre = np.where(grokked & (denom != 0), (m_start - m_grok) / denom, np.nan)
+        inflation = np.where(grokked & (floor > 0), m_grok / floor, np.nan)
+    outside_band = (m_grok < lo_band) | (m_grok > hi_band)
+    transient = (inflation > cfg.transient_threshold) & outside_band
+    converged = ~np.isnan(m_grok) & ~np.isnan(floor) & ~outside_band
+    inflation_lb = ~np.isnan(inflation) & ~stable_mask
+
+    return MetricClocks(
+        metric=metric, n_points=n, m_start=m_start, floor=floor, delta=delta, w2_lower=w2_lo,
+        w2_points=w2_points, w1_median=w1_median, w1_points=w1_points, drift=drift,
+        drift_low=drift_lo, drift_high=drift_hi, mad=mad, noisy=noisy, stability=stability,
+        m_grok=m_grok, m_grok_step=m_grok_step, metric_not_at_grok=metric_not_at_grok,
+        m_peak=m_peak, drop=drop, no_compression=no_compression,
+        compression_unknown=compression_unknown, t_compress=t_compress, tc_status=tc_status,
+        rebound=rebound, undershoot=undershoot, lag=lag, rel_lag_low=rel_low,
+        rel_lag_high=rel_high, before_grok=before, concurrent=concurrent, frac_pre=frac_pre,
+        inflation=inflation, inflation_lower_bound=inflation_lb, transient=transient,
+        converged=converged,
+    )

@@ -1,0 +1,231 @@
+"""Study verdicts (AUDIT_SPEC §3): orderings with Kendall bounds, the clock verdict, and the
+snapshot hazards, over the cells that pass every gate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from .config import AuditConfig
+from .reasons import DEFAULT_CRITICAL, INFO_CODES, Reason, Severity
+from .results import CellSummary, Finding, Interval, Ordering
+
+TIME_QUANTITIES = ("t_grok", "t_compress", "lag")
+VALUE_QUANTITIES = ("floor", "m_grok")
+QUANTITIES = TIME_QUANTITIES + VALUE_QUANTITIES
+
+
+def severity_of(code: Reason) -> Severity:
+    """The default severity of a code (AUDIT_SPEC §4)."""
+    if code in DEFAULT_CRITICAL:
+        return Severity.CRITICAL
+    if code in INFO_CODES:
+        return Severity.INFO
+    return Severity.WARNING
+
+
+def _cell_interval(c: CellSummary, q: str) -> tuple[float, float, float, bool] | None:
+    """``(lower, upper, value, censored)`` of quantity ``q`` for cell ``c``; None if missing."""
+    if q in TIME_QUANTITIES:
+        iv: Interval | None = getattr(c, q)
+        if iv is None or iv.lower is None:
+            return None
+        v = iv.value if iv.value is not None else math.nan
+        return iv.lower, iv.upper_or_inf, v, iv.censored
+    v2: float | None = getattr(c, q)
+    if v2 is None or c.delta is None:
+        return None
+    return v2 - c.delta, v2 + c.delta, v2, False
+
+
+def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering:
+    """The ordering of ``q`` against the axis over ``cells`` (already sorted by axis)."""
+    pts = [(c.axis_value, _cell_interval(c, q)) for c in cells]
+    pts = [(a, iv) for a, iv in pts if iv is not None]
+    axis_vals = tuple(a for a, _ in pts)
+    n = len(pts)
+    if cfg.ordering == "spearman":
+        return _spearman_ordering(q, pts, cfg)
+    C = D = U = 0
+    censored_overlap = False
+    for i in range(n):
+        li, ui, vi, ci = pts[i][1]  # type: ignore[misc]
+        for j in range(i + 1, n):
+            lj, uj, vj, cj = pts[j][1]  # type: ignore[misc]
+            if q in TIME_QUANTITIES:
+                # (l, u] half-open: events first seen at consecutive logged steps are ordered
+                before = ui <= lj and not (vi == vj)
+                after = uj <= li and not (vi == vj)
+            else:
+                before = ui < lj
+                after = uj < li
+            if before:
+                C += 1
+            elif after:
+                D += 1
+            else:
+                U += 1
+                if ci or cj:
+                    censored_overlap = True
+    N = n * (n - 1) // 2
+    identified = n >= 3 and abs(C - D) > U
+    mids = [(iv[0] + iv[1]) / 2 for _, iv in pts]  # type: ignore[index]
+    rho = None
+    if n >= 3 and all(math.isfinite(m) for m in mids):
+        r = stats.spearmanr([float(a) for a in axis_vals], mids).statistic
+        rho = None if not np.isfinite(r) else float(r)
+    if not identified:
+        sub = (Reason.TOO_FEW_CELLS if n < 3 else
+               Reason.CENSORED_INTERVALS_OVERLAP if censored_overlap else
+               Reason.TIES_WITHIN_RESOLUTION)
+        bounds = ((C - D - U) / N, (C - D + U) / N) if N else None
+        return Ordering(q, n, C, D, U, False, 0, None, bounds, rho, Reason.ORDERING_UNDEFINED,
+                        sub, axis_vals)
+    lo, hi = (C - D - U) / N, (C - D + U) / N
+    if lo > cfg.mono_threshold or hi < -cfg.mono_threshold:
+        shape = "monotone"
+    elif -cfg.flat_threshold <= lo and hi <= cfg.flat_threshold:
+        shape = "flat"
+    else:
+        shape = "weak"
+    return Ordering(q, n, C, D, U, True, 1 if C > D else -1, shape, (lo, hi), rho,
+                    Reason.ORDERING_IDENTIFIED, None, axis_vals)
+
+
+def _spearman_ordering(q: str, pts: list[tuple[Any, Any]], cfg: AuditConfig) -> Ordering:
+    """The reference analyzer's ordering: Spearman on point medians, ≥ 3 finite cells."""
+    fin = [(a, iv[2]) for a, iv in pts if not iv[3] and math.isfinite(iv[2])]
+    axis_vals = tuple(a for a, _ in fin)
+    n = len(fin)
+    if n < 3:
+        return Ordering(q, n, 0, 0, 0, False, 0, None, None, None, Reason.ORDERING_UNDEFINED,
+                        Reason.TOO_FEW_CELLS, axis_vals)
+    r = stats.spearmanr([float(a) for a, _ in fin], [v for _, v in fin]).statistic
+    if not np.isfinite(r):
+        return Ordering(q, n, 0, 0, 0, False, 0, None, None, None, Reason.ORDERING_UNDEFINED,
+                        Reason.TIES_WITHIN_RESOLUTION, axis_vals)
+    rho = float(r)
+    shape = ("monotone" if abs(rho) > cfg.mono_threshold else
+             "flat" if abs(rho) <= cfg.flat_threshold else "weak")
+    return Ordering(q, n, 0, 0, 0, True, 1 if rho > 0 else (-1 if rho < 0 else 0), shape, None,
+                    rho, Reason.ORDERING_IDENTIFIED, None, axis_vals)
+
+
+def clock_verdict(passing: Sequence[CellSummary], orderings: Mapping[str, Ordering],
+                  rel_low: np.ndarray, rel_high: np.ndarray, n_eligible: int, n_censored: int,
+                  cfg: AuditConfig) -> tuple[Reason, dict[str, Any]]:
+    """The clock verdict from the eligible runs' lags and the two time orderings.
+
+    ``rel_low``/``rel_high`` bound each eligible run's ``rel_lag`` (equal when uncensored,
+    ``high = inf`` when ``t_compress`` is censored).
+    """
+    frac = n_censored / n_eligible if n_eligible else 1.0
+    ev: dict[str, Any] = {"eligible_runs": n_eligible, "censored_t_compress": n_censored,
+                          "censored_fraction": frac, "censor_warn": cfg.censor_warn}
+    if n_eligible == 0 or frac > cfg.censor_warn:
+        return Reason.INCONCLUSIVE_CENSORING, ev
+    ok = ~np.isnan(rel_low)
+    lo_med = float(np.median(rel_low[ok])) if ok.any() else math.nan
+    hi_med = float(np.median(rel_high[ok])) if ok.any() else math.nan
+    ev.update({"median_rel_lag_low": lo_med, "median_rel_lag_high": hi_med,
+               "large_lag": cfg.large_lag})
+    if not ok.any():
+        return Reason.INCONCLUSIVE_CENSORING, ev
+    if lo_med > cfg.large_lag:
+        large = True
+    elif hi_med <= cfg.large_lag:
+        large = False
+    else:  # the censored runs decide whether the lag is large: the log cannot say
+        ev["lag_straddles_threshold"] = True
+        return Reason.INCONCLUSIVE_CENSORING, ev
+    ev["large"] = large
+    if not large:
+        return Reason.SINGLE_CLOCK_SMALL_LAG, ev
+    og, oc = orderings["t_grok"], orderings["t_compress"]
+    ev["t_grok_ordering"] = og.shape if og.identified else None
+    ev["t_compress_ordering"] = oc.shape if oc.identified else None
+    if not (og.identified and oc.identified):
+        return Reason.LARGE_LAG_ORDERING_UNDETERMINED, ev
+    if og.monotone and oc.monotone:
+        return (Reason.TWO_CLOCKS if og.direction != oc.direction
+                else Reason.ONE_CLOCK_LARGE_LAG), ev
+    return Reason.PARTIALLY_SEPARATED, ev
+
+
+def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Ordering],
+                      base: Mapping[str, Any]) -> list[Finding]:
+    """The snapshot hazards of §3: transient cells, reversed orderings, hidden boundaries."""
+    out: list[Finding] = []
+    for c in cells:
+        judged = c.n_grokked
+        if judged and 2 * c.n_transient > judged:
+            out.append(_finding(
+                Reason.SNAPSHOT_TRANSIENT, "cell", base, cell=c.axis_value, runs=c.runs,
+                evidence={"n_transient": c.n_transient, "n_grokked": judged,
+                          "median_inflation": c.inflation, "m_grok": c.m_grok,
+                          "floor": c.floor},
+                message=(f"{c.n_transient}/{judged} runs read at grok are transients: median "
+                         f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} "
+                         f"(×{_g(c.inflation)})")))
+    og, of = orderings.get("m_grok"), orderings.get("floor")
+    if og and of and og.monotone and of.monotone and og.direction != of.direction:
+        out.append(_finding(
+            Reason.SNAPSHOT_REVERSES_ORDERING, "study", base,
+            evidence={"m_grok_direction": og.direction, "floor_direction": of.direction,
+                      "m_grok_tau": og.tau_bounds, "floor_tau": of.tau_bounds,
+                      "m_grok_spearman": og.spearman, "floor_spearman": of.spearman},
+            message=("the at-grok value and the converged floor are ordered in opposite "
+                     "directions along the axis")))
+    for k, c in enumerate(cells):
+        if c.passes or c.m_grok is None or c.floor is None:
+            continue
+        for nb in (cells[k - 1] if k > 0 else None, cells[k + 1] if k + 1 < len(cells) else None):
+            if nb is None or not nb.passes or nb.m_grok is None or nb.floor is None \
+                    or nb.delta is None:
+                continue
+            if abs(c.m_grok - nb.m_grok) <= nb.delta and abs(c.floor - nb.floor) > nb.delta:
+                out.append(_finding(
+                    Reason.SNAPSHOT_HIDES_BOUNDARY, "cell", base, cell=c.axis_value, runs=c.runs,
+                    evidence={"boundary_cell": c.axis_value, "neighbour": nb.axis_value,
+                              "gates": [g.value for g in c.gates],
+                              "m_grok": c.m_grok, "neighbour_m_grok": nb.m_grok,
+                              "floor": c.floor, "neighbour_floor": nb.floor,
+                              "delta": nb.delta},
+                    message=(f"boundary cell {c.axis_value} reads {_g(c.m_grok)} at grok, like "
+                             f"its neighbour {nb.axis_value} ({_g(nb.m_grok)}), but their floors "
+                             f"differ ({_g(c.floor)} vs {_g(nb.floor)})")))
+    return out
+
+
+def endpoint_finding(passing: Sequence[CellSummary], base: Mapping[str, Any],
+                     cfg: AuditConfig) -> Finding | None:
+    """``SHARED_ENDPOINT`` when the passing cells' floors have a CV below ``endpoint_cv``."""
+    floors = np.array([c.floor for c in passing if c.floor is not None], dtype=float)
+    if floors.size < 2 or floors.mean() <= 0:
+        return None
+    cv = float(floors.std() / floors.mean())
+    if cv >= cfg.endpoint_cv:
+        return None
+    return _finding(Reason.SHARED_ENDPOINT, "study", base,
+                    evidence={"floor_cv": cv, "floors": floors.tolist()},
+                    message=f"passing cells share one converged floor (CV {cv:.3f})")
+
+
+def _g(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _finding(code: Reason, scope: str, base: Mapping[str, Any], *, message: str,
+             cell: Any = None, runs: Sequence[str] = (), evidence: Mapping[str, Any] | None = None,
+             severity: Severity | None = None) -> Finding:
+    return Finding(code=code, severity=severity or severity_of(code), scope=scope,
+                   message=message, study=dict(base.get("study", {})),
+                   metric=base.get("metric"), cell=cell, runs=tuple(runs),
+                   evidence=dict(evidence or {}))
+
+
+make_finding = _finding

@@ -1,0 +1,255 @@
+"""Training one group of runs as one batched model, with logging and resumable state.
+
+A *group* is a list of runs whose configs share a :func:`~.config.group_key`: the same task,
+shapes, schedule and logging cadence. Their per-run hyperparameters (seed, lr, wd, ρ, w_c,
+t_int, τ, betas) become tensors ``[R]``. The loop is straight-line: forward on each run's train
+examples, sum of per-run mean losses (so each run receives exactly its own gradient), AdamW step,
+norm clamp, and at log points a no-grad evaluation on every example.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .config import TrainConfig
+from .metrics import (accuracy_and_loss, attention_metrics, logit_scale, per_example_loss,
+                      softmax_collapse, spectral_metrics)
+from .models import BatchedModel, build_model
+from .optim import BatchedAdamW, clamp_norm, weight_norm_sq
+from .tasks import Dataset, build_dataset
+
+#: Seeds the minibatch sampler's stream (only used with batch_size > 0).
+BATCH_STREAM = 0xB47C
+
+
+def log_steps(cfg: TrainConfig) -> list[int]:
+    """Logged steps: 0, a geometric grid of ``early_points`` steps in [1, log_every), every
+    multiple of ``log_every``, and the last step. Step s = the state after s optimizer steps."""
+    early = np.unique(np.round(np.geomspace(1, cfg.log_every, cfg.early_points + 1)[:-1]))
+    steps = {0, cfg.steps, *range(cfg.log_every, cfg.steps + 1, cfg.log_every)}
+    steps |= {int(s) for s in early if 0 < s < min(cfg.log_every, cfg.steps)}
+    return sorted(steps)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` → CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+@dataclass
+class GroupState:
+    """Everything needed to continue a group exactly: step, parameters, optimizer moments,
+    the minibatch RNG, and the log rows so far (one dict of per-run numpy arrays per point)."""
+
+    step: int
+    model: dict[str, torch.Tensor]
+    optim: dict[str, object]
+    rng: torch.Tensor | None
+    rows: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+
+class GroupTrainer:
+    """Trains the runs of one group together. Create, optionally :meth:`load`, then :meth:`run`."""
+
+    def __init__(self, cfgs: list[TrainConfig], device: torch.device) -> None:
+        self.cfgs = cfgs
+        self.cfg = c0 = cfgs[0]
+        self.device = device
+        self.data: Dataset = build_dataset(cfgs, device)
+        self.model: BatchedModel = build_model(c0, [c.seed for c in cfgs], self.data.n_classes,
+                                               device)
+        dt = next(self.model.parameters()).dtype
+
+        def vec(name: str) -> torch.Tensor:
+            return torch.tensor([float(getattr(c, name)) for c in cfgs], dtype=dt, device=device)
+
+        self.tau = vec("tau")
+        self.opt = BatchedAdamW(self.model, vec("lr"), vec("wd"), vec("beta1"), vec("beta2"),
+                                vec("eps"))
+        rho = [c.rho for c in cfgs]
+        if any(r is not None for r in rho) and any(
+                c.w_c is None for c in cfgs if c.rho is not None):
+            raise ValueError("w_c must be resolved (see sweep.resolve_wc) before training")
+        self.clamped = [c.rho is not None for c in cfgs]
+        self.target = torch.tensor([(c.rho or 0.0) * (c.w_c or 0.0) for c in cfgs],
+                                   dtype=torch.float64, device=device)
+        self.t_int = [c.t_int for c in cfgs]
+        self._active_key: tuple[bool, ...] | None = None
+        self._active = torch.zeros(len(cfgs), dtype=torch.bool, device=device)
+        self.gen: torch.Generator | None = None
+        if c0.batch_size > 0:
+            self.gen = torch.Generator(device=device).manual_seed(
+                int(np.random.default_rng([c.seed for c in cfgs] + [BATCH_STREAM])
+                    .integers(2 ** 62)))
+        self.log_at = log_steps(c0)
+        self.step = 0
+        self.rows: list[dict[str, np.ndarray]] = []
+        R, N = len(cfgs), self.data.train_mask.shape[1]
+        self.all_idx = torch.arange(N, device=device).expand(R, N)
+
+    # ---- state ------------------------------------------------------------------------------
+    def state(self) -> GroupState:
+        return GroupState(
+            step=self.step,
+            model={k: v.detach().clone() for k, v in self.model.state_dict().items()},
+            optim={"t": self.opt.t, "m": {k: v.clone() for k, v in self.opt.m.items()},
+                   "v": {k: v.clone() for k, v in self.opt.v.items()}},
+            rng=self.gen.get_state() if self.gen is not None else None,
+            rows=list(self.rows))
+
+    def load(self, st: GroupState) -> None:
+        self.step = st.step
+        self.model.load_state_dict(st.model)
+        self.opt.load_state_dict(st.optim)
+        if self.gen is not None and st.rng is not None:
+            self.gen.set_state(st.rng)
+        self.rows = list(st.rows)
+
+    # ---- one optimizer step -----------------------------------------------------------------
+    def _train_idx(self) -> torch.Tensor:
+        idx = self.data.train_idx
+        if self.gen is None or self.cfg.batch_size >= idx.shape[1]:
+            return idx
+        R, n = idx.shape
+        pick = torch.rand(R, n, generator=self.gen, device=self.device).argsort(1)
+        return idx.gather(1, pick[:, : self.cfg.batch_size])
+
+    def train_step(self) -> None:
+        idx = self._train_idx()
+        fwd = self.model.forward_idx(self.data, idx)
+        logits = fwd.logits / self.tau[:, None, None]
+        y = self.data.y.gather(-1, idx) if self.data.per_run_inputs else self.data.y[idx]
+        per = per_example_loss(logits, y, self.cfg.loss, self.data.n_classes)
+        # Sum over runs of each run's mean loss: run r's gradient is its own, unscaled.
+        loss = per.mean(dim=1).sum()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        self.step += 1
+        key = tuple(c and self.step >= t for c, t in zip(self.clamped, self.t_int))
+        if key != self._active_key:  # rebuilt only when it changes: no host sync per step
+            self._active_key = key
+            self._active = torch.tensor(key, dtype=torch.bool, device=self.device)
+        if any(key):
+            clamp_norm(self.model, self.target, self._active)
+
+    # ---- logging ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, np.ndarray]:
+        """One log row per run: every quantity of ``docs/metrics.md`` at the current step."""
+        internals = self.cfg.arch == "transformer"
+        fwd = self.model.forward_idx(self.data, self.all_idx, internals=internals)
+        logits = fwd.logits / self.tau[:, None, None]
+        y = self.data.y if self.data.per_run_inputs else self.data.y.expand(self.all_idx.shape)
+        mask = self.data.train_mask
+        tr_acc, tr_loss = accuracy_and_loss(logits, y, mask, self.cfg.loss, self.data.n_classes)
+        te_acc, te_loss = accuracy_and_loss(logits, y, ~mask, self.cfg.loss, self.data.n_classes)
+        out: dict[str, torch.Tensor] = {
+            "train_acc": tr_acc, "test_acc": te_acc, "train_loss": tr_loss, "test_loss": te_loss,
+            "weight_norm": weight_norm_sq(self.model).double().sqrt(),
+        }
+        for name in self.model.matrices:
+            out[f"norm_{name}"] = getattr(self.model, name).double().flatten(1).norm(dim=1)
+        for prefix, mat in (("emb", self.model.emb_matrix()), ("unemb", self.model.unemb_matrix())):
+            for k, v in spectral_metrics(mat).items():
+                out[f"{prefix}_{k}"] = v
+        out["logit_scale"] = logit_scale(logits)
+        out["softmax_collapse"] = softmax_collapse(logits)
+        if internals:
+            assert fwd.attn_probs is not None and fwd.attn_scores is not None
+            out.update(attention_metrics(fwd.attn_probs, fwd.attn_scores))
+        # One device→host copy per log point (no per-step synchronisation on CUDA).
+        stacked = torch.stack([v.double() for v in out.values()]).cpu().numpy()
+        row = {k: stacked[i] for i, k in enumerate(out)}
+        row["step"] = np.full(len(self.cfgs), self.step, dtype=np.int64)
+        return row
+
+    # ---- the loop ---------------------------------------------------------------------------
+    def run(self, should_stop: Callable[[], bool] = lambda: False,
+            on_steps: Callable[[int], None] = lambda n: None,
+            on_checkpoint: Callable[[], None] | None = None,
+            checkpoint_due: Callable[[], bool] = lambda: False) -> bool:
+        """Train to ``cfg.steps``; returns True when finished, False when ``should_stop`` fired
+        (the state is then consistent and can be saved and resumed)."""
+        pending = [s for s in self.log_at if s >= self.step]
+        if pending and pending[0] == self.step and not any(
+                int(r["step"][0]) == self.step for r in self.rows):
+            self.rows.append(self.evaluate())
+        chunk = 0
+        while self.step < self.cfg.steps:
+            if should_stop():
+                on_steps(chunk)
+                return False
+            self.train_step()
+            chunk += 1
+            if self.step in self._log_set:
+                self.rows.append(self.evaluate())
+                on_steps(chunk)
+                chunk = 0
+                if on_checkpoint is not None and checkpoint_due():
+                    on_checkpoint()
+        on_steps(chunk)
+        return True
+
+    @property
+    def _log_set(self) -> set[int]:
+        if not hasattr(self, "_log_set_cache"):
+            self._log_set_cache = set(self.log_at)
+        return self._log_set_cache
+
+    def summary(self) -> list[dict[str, float | int | None]]:
+        """Per run: first logged step with test_acc ≥ 0.9 (None if never) and final accuracies."""
+        steps = np.array([int(r["step"][0]) for r in self.rows])
+        te = np.stack([r["test_acc"] for r in self.rows])  # [points, R]
+        tr = np.stack([r["train_acc"] for r in self.rows])
+        out = []
+        for r in range(len(self.cfgs)):
+            hit = np.flatnonzero(te[:, r] >= 0.9)
+            out.append({"grok_step": int(steps[hit[0]]) if len(hit) else None,
+                        "train_acc": float(tr[-1, r]), "test_acc": float(te[-1, r])})
+        return out
+
+
+def measure_wc(cfgs: list[TrainConfig], device: torch.device, grok_threshold: float = 0.9
+               ) -> float:
+    """``w_c`` for a clamped cell: the median, over the cell's seeds, of ``‖W‖`` at the first
+    logged step with ``test_acc ≥ grok_threshold`` in a free control run (same config, no
+    clamp). Raises ValueError when no control run groks."""
+    from dataclasses import replace
+
+    ctrl = [replace(c, rho=None, w_c=None, t_int=0) for c in cfgs]
+    tr = GroupTrainer(ctrl, device)
+    tr.run()
+    te = np.stack([r["test_acc"] for r in tr.rows])
+    wn = np.stack([r["weight_norm"] for r in tr.rows])
+    at = [wn[np.flatnonzero(te[:, r] >= grok_threshold)[0], r]
+          for r in range(len(ctrl)) if (te[:, r] >= grok_threshold).any()]
+    if not at:
+        raise ValueError("no free control run grokked, so w_c cannot be measured; "
+                         "give w_c in the config or train longer")
+    return float(np.median(at))
+
+
+def flops_per_step(cfg: TrainConfig, n_train: int) -> float:
+    """Approximate multiply-add FLOPs (×2) of one training step of one run (forward+backward ≈
+    3× forward), for the benchmark's achieved-FLOP-rate column."""
+    if cfg.arch == "mlp" and cfg.task != "parity":
+        p, d, h = cfg.p, cfg.d_emb, cfg.hidden
+        fwd = 2 * (2 * p * d * h) + 2 * n_train * h * p + (2 * n_train * h * h if cfg.depth == 2
+                                                              else 0)
+        return 3.0 * fwd
+    if cfg.arch == "mlp":
+        h = cfg.hidden
+        return 3.0 * 2 * n_train * (cfg.parity_bits * h + h * 2)
+    d, m = cfg.d_model, cfg.mlp_ratio * cfg.d_model
+    per_tok = 2 * (4 * d * d + 2 * d * m) * cfg.n_layers
+    return 3.0 * (n_train * 3 * per_tok + 2 * n_train * d * cfg.p)
+
+
