@@ -1,1 +1,73 @@
-"""Placeholder; filled by a later issue."""
+"""Readers that turn the logs people already have into grokaudit's canonical table.
+
+::
+
+    from grokaudit.adapters import read_log
+    table = read_log("runs/")                      # format detected from the path
+    table = read_log("export.csv", "wandb-csv")    # or named
+    table = read_log("sweep/", mapping={"val_acc": "test_acc"},
+                     run_from="path", cond={"wd": r"wd([0-9.]+)"})
+
+``read_log`` returns a ``pyarrow.Table`` (one row per (run, step)) whose schema metadata holds
+the provenance under ``grokaudit``: the adapter and its version, the source files, warnings,
+and findings (``SOURCE_DOWNSAMPLED``, ``RESUMED_DUPLICATES``, ``SOURCE_TRUNCATED``,
+``POSSIBLY_SAMPLED``) that ``grokaudit check`` shows. See ``docs/adapters.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from grokaudit.errors import LogFormatError
+
+from .merge import ReadOptions, apply_options, build_table
+from .points import Finding
+from .registry import (
+    FormatInfo,
+    Reader,
+    detect_format,
+    get_reader,
+    list_formats,
+    readers,
+    register,
+)
+
+__all__ = [
+    "Finding",
+    "FormatInfo",
+    "ReadOptions",
+    "Reader",
+    "detect_format",
+    "get_reader",
+    "list_formats",
+    "read_log",
+    "readers",
+    "register",
+]
+
+
+def read_log(path: str | Path, format: str | None = None, *,
+             mapping: dict[str, str] | None = None, run_from: str | None = None,
+             cond: dict[str, str] | None = None) -> pa.Table:
+    """Read an external log as the canonical table (Arrow, provenance in its metadata).
+
+    ``format`` names a reader (``grokaudit formats``); by default it is detected from ``path``.
+    ``mapping`` renames metrics (``{"val_acc": "test_acc"}``); ``run_from`` is ``"path"``
+    (run ids from file or directory names), ``"column"`` (a ``run`` column) or a column name;
+    ``cond`` maps a condition name to a regex over each run's path (first group is the value).
+    Raises :class:`~grokaudit.errors.LogFormatError` for unreadable input and
+    :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise LogFormatError("no such file or directory; check the path", path=str(p))
+    name = format or detect_format(p)
+    reader = get_reader(name)
+    if p.is_file() and p.stat().st_size == 0:
+        raise LogFormatError("file is empty; there is nothing to read", path=str(p))
+    options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond)
+    points = reader.read(p, options)
+    apply_options(points, options, str(p))
+    return build_table(points, adapter=reader.name, adapter_version=reader.version, path=str(p))

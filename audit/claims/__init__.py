@@ -1,0 +1,1 @@
+"""Claim audits (CLAIMS_SPEC): onset, dose, transition, precursor, compare."""
