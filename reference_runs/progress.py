@@ -22,6 +22,8 @@ class Progress:
         self.label = ""
 
     def advance(self, n: int, label: str = "") -> None:
+        if n <= 0:
+            return
         self.done += n
         self.label = label or self.label
         now = time.monotonic()

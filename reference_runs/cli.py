@@ -1,0 +1,160 @@
+"""``grokaudit train CONFIG.toml -o OUT.parquet``: the command the core's CLI loads lazily.
+
+Every :class:`~.config.TrainConfig` field is also a flag that overrides the sweep file (a flag
+replaces the key in ``[base]`` and removes it from ``[grid]``). Parsing lives here; the work is
+:func:`~.sweep.run_sweep`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shlex
+import sys
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grokaudit.errors import GrokauditError
+
+from . import config as _config
+from .config import TrainConfig
+
+
+def _field_comments() -> dict[str, str]:
+    """The comment after each field in config.py: one source for the docs and ``--help``."""
+    src = inspect.getsource(_config.TrainConfig)
+    return {m.group(1): m.group(2).strip()
+            for m in re.finditer(r"^\s+(\w+): [^=]+=[^#\n]*#(.*)$", src, re.M)}
+
+
+def _config_options(func: Any) -> Any:
+    comments = _field_comments()
+    for f in reversed(fields(TrainConfig)):
+        default = f.default if f.default is not MISSING else None
+        flag = "--" + f.name.replace("_", "-")
+        help_ = f"{comments.get(f.name, '')} [default: from CONFIG, else {default!r}]"
+        t = str(f.type)
+        if t.startswith("bool"):
+            opt = click.option(f"{flag}/--no-{f.name.replace('_', '-')}", f.name, default=None,
+                               help=help_)
+        else:
+            typ = int if t.startswith("int") else float if t.startswith("float") else str
+            opt = click.option(flag, f.name, type=typ, default=None, help=help_)
+        func = opt(func)
+    return func
+
+
+@click.command(name="train", context_settings={"help_option_names": ["-h", "--help"],
+                                                "max_content_width": 100})
+@click.argument("config_file", metavar="CONFIG.toml", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Parquet log to write (atomically). With --shard, a folder gets "
+                   "shard-I-of-N.parquet, and '{shard}' in a file name is replaced by I-of-N.")
+@click.option("--device", default="auto", show_default=True,
+              type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train.")
+@click.option("--resume/--no-resume", default=False, show_default=True,
+              help="Continue from the checkpoint when one exists.")
+@click.option("--checkpoint", "checkpoint_path", type=click.Path(), default=None,
+              help="Checkpoint file.  [default: OUT + '.ckpt']")
+@click.option("--checkpoint-minutes", type=float, default=5.0, show_default=True,
+              help="Wall minutes between checkpoints (checked at log points).")
+@click.option("--max-minutes", type=float, default=None,
+              help="Stop cleanly after this many wall minutes (checkpoint, partial log).  "
+                   "[default: none, no limit]")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Train only shard I of N (0 ≤ I < N) of the sweep's runs.  "
+                   "[default: none, every run]")
+@click.option("--threads", type=int, default=None,
+              help="torch CPU threads.  [default: torch's choice]")
+@click.option("--progress", default="auto", show_default=True,
+              type=click.Choice(["auto", "bar", "lines", "none"]),
+              help="Progress display: a bar on a terminal, plain lines otherwise.")
+@click.option("--manifest/--no-manifest", default=True, show_default=True,
+              help="Write OUT's MANIFEST.toml (config, command, versions, device, wall time).")
+@_config_options
+def train(config_file: str, output: str, device: str, resume: bool,
+          checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
+          shard: str | None, threads: int | None, progress: str, manifest: bool,
+          **overrides: Any) -> None:
+    """Train the sweep in CONFIG.toml and write the canonical log to OUT.
+
+    Runs whose shapes match train together as one batched model. Flags named after config
+    keys override CONFIG (and fix that key: it leaves the grid).
+    """
+    try:
+        _train(config_file, output, device, resume, checkpoint_path, checkpoint_minutes,
+               max_minutes, shard, threads, progress, manifest,
+               {k: v for k, v in overrides.items() if v is not None})
+    except GrokauditError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _train(config_file: str, output: str, device: str, resume: bool,
+           checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
+           shard_text: str | None, threads: int | None, progress: str, manifest: bool,
+           overrides: dict[str, Any]) -> None:
+    import torch
+
+    from grokaudit.errors import ConfigError
+    from grokaudit.schema import write_table
+
+    from .manifest import write_manifest
+    from .sweep import expand, load_sweep, parse_shard, run_sweep, shard
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto")
+    if max_minutes is not None and max_minutes <= 0:
+        raise ConfigError("--max-minutes must be > 0")
+    if checkpoint_minutes < 0:
+        raise ConfigError("--checkpoint-minutes must be ≥ 0")
+    sw = load_sweep(config_file).with_overrides(overrides)
+    specs = expand(sw)
+    out = Path(output)
+    if shard_text is not None:
+        i, n = parse_shard(shard_text)
+        specs = shard(specs, i, n)
+        tag = f"{i}-of-{n}"
+        if "{shard}" in out.name:
+            out = out.with_name(out.name.replace("{shard}", tag))
+        elif out.suffix == "" or out.is_dir():
+            out = out / f"shard-{tag}.parquet"
+        if not specs:
+            raise ConfigError(f"--shard {shard_text}: this shard holds no runs "
+                              f"(the sweep has fewer runs than shards)")
+    if out.suffix.lower() not in (".parquet", ".pq"):
+        raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ckpt = Path(checkpoint_path) if checkpoint_path else out.with_name(out.name + ".ckpt")
+    res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
+                    checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                    progress=progress)
+    if res.table.empty:
+        click.echo("stopped before the first log point; nothing written", err=True)
+        return
+    dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                           else ("cpu" if device == "auto" else device)))
+    command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
+        if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
+        else "grokaudit train " + shlex.quote(config_file) + " -o " + shlex.quote(output)
+    prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
+            "config_file": str(config_file), "complete": res.complete,
+            "runs": len(specs), "command": command}
+    write_table(res.table, out, prov)
+    if manifest:
+        write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), command=command,
+                       sweep_file=str(config_file),
+                       sweep={"name": sw.name, "base": sw.base,
+                              "grid": {k: list(v) for k, v in sw.grid.items()}},
+                       device=dev, wall_seconds=res.wall_seconds, n_runs=len(specs),
+                       n_rows=len(res.table), complete=res.complete)
+    if res.complete:
+        ckpt.unlink(missing_ok=True)  # the log now holds everything the checkpoint did
+    state = "complete" if res.complete else "partial (resume with --resume)"
+    click.echo(f"wrote {out} ({len(res.table)} rows, {len(specs)} runs, {state}, "
+               f"{res.wall_seconds:.0f} s)", err=True)

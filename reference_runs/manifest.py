@@ -1,0 +1,84 @@
+"""The ``MANIFEST.toml`` written next to a log: config, command, versions, device, wall time."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return repr(v) if v == v and abs(v) != float("inf") else ('"nan"' if v != v else '"inf"')
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{s}"'
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """A small TOML emitter for flat values and one level of tables (None values skipped)."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
+             if not isinstance(v, dict) and v is not None]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"]
+            for kk, vv in v.items():
+                if isinstance(vv, dict):
+                    continue
+                if vv is not None:
+                    lines.append(f"{kk} = {_toml_value(vv)}")
+            for kk, vv in v.items():
+                if isinstance(vv, dict):
+                    lines += ["", f"[{k}.{kk}]"]
+                    lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items() if b is not None]
+    return "\n".join(lines) + "\n"
+
+
+def environment(device: str) -> dict[str, Any]:
+    """Package versions and the device, for reproducibility."""
+    import numpy
+    import pandas
+    import pyarrow
+    import torch
+
+    from grokaudit import __version__
+
+    dev = device
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = f"{device} ({torch.cuda.get_device_name(0)})"
+    elif device == "cpu":
+        dev = f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, " \
+              f"{torch.get_num_threads()} torch threads)"
+    return {"grokaudit": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
+            "pandas": pandas.__version__, "pyarrow": pyarrow.__version__,
+            "python": platform.python_version(), "platform": platform.platform(),
+            "device": dev}
+
+
+def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str, Any],
+                   device: str, wall_seconds: float, n_runs: int, n_rows: int,
+                   complete: bool) -> Path:
+    """Write the manifest atomically; returns its path."""
+    data = {
+        "log": path.name.replace(".MANIFEST.toml", ".parquet"),
+        "command": command,
+        "config_file": sweep_file,
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_seconds": round(wall_seconds, 1),
+        "runs": n_runs,
+        "rows": n_rows,
+        "complete": complete,
+        "environment": environment(device),
+        "sweep": sweep,
+    }
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(to_toml(data))
+    os.replace(tmp, path)
+    return path
