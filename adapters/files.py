@@ -142,6 +142,8 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
         points.origins.setdefault(r, origin)
 
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
+    logged_any = np.zeros(table.num_rows, dtype=bool)
+    metric_names: list[str] = []
     for name in names:
         if name in skip:
             continue
@@ -154,6 +156,8 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
                     points.add_condition(r, name, int(v) if v.is_integer() and
                                          pa.types.is_integer(col.type) else float(v))
                 continue
+            logged_any |= ~np.isnan(a)
+            metric_names.append(name)
             for r, g in zip(run_names, groups):
                 v = a[g]
                 ok = ~np.isnan(v)
@@ -171,6 +175,14 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
             else:
                 points.warnings.append(f"{path.name}: text column {name!r} varies within a run; "
                                        "ignored (it is neither a metric nor a condition)")
+    # a row whose every value is NaN was still logged: keep it (as a NaN test accuracy)
+    if metric_names and not logged_any.all():
+        keep_in = "test_acc" if "test_acc" in metric_names else metric_names[0]
+        for r, g in zip(run_names, groups):
+            empty = g[~logged_any[g]]
+            if empty.size:
+                points.add(r, keep_in, step[empty],
+                           np.full(empty.size, np.nan), None if wall is None else wall[empty])
 
 
 def _key(x: Any) -> Any:

@@ -259,8 +259,9 @@ def read(path: Path, options: ReadOptions) -> Points:
         rel = f.parent.relative_to(root).as_posix()
         run = root.name if rel == "." else rel
         payload, lengths = frame(data, str(f), points)
-        if payload.size == 0 and not points.findings:
-            raise LogFormatError("no records in this event file", path=str(f))
+        if payload.size == 0:
+            why = points.findings[-1].detail if points.findings else "no records"
+            raise LogFormatError(f"not a readable event file: {why}", path=str(f))
         decode(data, payload, lengths, str(f), run, points, stats)
     if stats["tensor"]:
         points.extra["tensor_scalars"] = stats["tensor"]

@@ -406,7 +406,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     sj = _take(S, j)
     nxt = _take(S, j + 1)
     prv = _take(S, j - 1)
-    interval = np.where(j + 1 < n, nxt - sj, sj - prv)
+    # the local metric cadence: the gap that led to the point (the next gap for the first point)
+    interval = np.where(j >= 1, sj - prv, nxt - sj)
     near = (j >= 0) & (tgv - sj <= np.nan_to_num(interval, nan=0.0))
     at_grok = grokked & near
     m_grok = np.where(at_grok, _take(V, j), np.nan)

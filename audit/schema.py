@@ -152,6 +152,9 @@ def write_table(df: pd.DataFrame, path: str | Path,
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a log is an ordinary file
     try:
         if p.suffix.lower() == ".csv":
             pacsv.write_csv(table, tmp)

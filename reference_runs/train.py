@@ -83,11 +83,13 @@ class GroupTrainer:
         self.t_int = [c.t_int for c in cfgs]
         self._active_key: tuple[bool, ...] | None = None
         self._active = torch.zeros(len(cfgs), dtype=torch.bool, device=device)
-        self.gen: torch.Generator | None = None
+        # Minibatches (batch_size > 0) come from one CPU generator per run, seeded by that run's
+        # seed alone, so a run draws the same batches alone or in a batch.
+        self.gens: list[torch.Generator] | None = None
         if c0.batch_size > 0:
-            self.gen = torch.Generator(device=device).manual_seed(
-                int(np.random.default_rng([c.seed for c in cfgs] + [BATCH_STREAM])
-                    .integers(2 ** 62)))
+            self.gens = [torch.Generator().manual_seed(
+                int(np.random.default_rng([c.seed, BATCH_STREAM]).integers(2 ** 62)))
+                for c in cfgs]
         self.log_at = log_steps(c0)
         self.step = 0
         self.rows: list[dict[str, np.ndarray]] = []
@@ -101,25 +103,26 @@ class GroupTrainer:
             model={k: v.detach().clone() for k, v in self.model.state_dict().items()},
             optim={"t": self.opt.t, "m": {k: v.clone() for k, v in self.opt.m.items()},
                    "v": {k: v.clone() for k, v in self.opt.v.items()}},
-            rng=self.gen.get_state() if self.gen is not None else None,
+            rng=None if self.gens is None else torch.stack([g.get_state() for g in self.gens]),
             rows=list(self.rows))
 
     def load(self, st: GroupState) -> None:
         self.step = st.step
         self.model.load_state_dict(st.model)
         self.opt.load_state_dict(st.optim)
-        if self.gen is not None and st.rng is not None:
-            self.gen.set_state(st.rng)
+        if self.gens is not None and st.rng is not None:
+            for g, state in zip(self.gens, st.rng):
+                g.set_state(state.clone())
         self.rows = list(st.rows)
 
     # ---- one optimizer step -----------------------------------------------------------------
     def _train_idx(self) -> torch.Tensor:
         idx = self.data.train_idx
-        if self.gen is None or self.cfg.batch_size >= idx.shape[1]:
+        if self.gens is None or self.cfg.batch_size >= idx.shape[1]:
             return idx
-        R, n = idx.shape
-        pick = torch.rand(R, n, generator=self.gen, device=self.device).argsort(1)
-        return idx.gather(1, pick[:, : self.cfg.batch_size])
+        n, bs = idx.shape[1], self.cfg.batch_size
+        pick = torch.stack([torch.randperm(n, generator=g)[:bs] for g in self.gens])
+        return idx.gather(1, pick.to(self.device))
 
     def train_step(self) -> None:
         idx = self._train_idx()

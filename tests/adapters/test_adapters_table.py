@@ -1,0 +1,122 @@
+"""Generic tables: CSV, TSV, JSONL, Parquet; one file or a directory; --map, --run-from, --cond."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grokaudit.adapters import detect_format, read_log
+from grokaudit.errors import LogFormatError
+from grokaudit.schema import build_log_table
+
+
+def test_one_csv_with_run_column_round_trips(tmp_path: Path, sweep: pd.DataFrame, prov) -> None:
+    p = tmp_path / "logs.csv"
+    sweep.to_csv(p, index=False)
+    assert detect_format(p) == "table"
+    t = read_log(p)
+    log = build_log_table(t, path=str(p))
+    assert log.n_runs == 4
+    df = t.to_pandas()
+    assert set(df.columns) >= {"run", "step", "test_acc", "train_acc", "emb_erank", "wd", "seed"}
+    ref = sweep.sort_values(["run", "step"]).reset_index(drop=True)
+    np.testing.assert_array_equal(df["test_acc"].to_numpy(), ref["test_acc"].to_numpy())
+    assert prov(t)["adapter"] == "table"
+    assert prov(t)["findings"] == []
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv", ".parquet"])
+def test_directory_one_run_per_file_with_cond(tmp_path: Path, sweep: pd.DataFrame,
+                                              suffix: str) -> None:
+    # sweep/wd1.5_s0/metrics<suffix>, sweep/wd1.5_s1/metrics<suffix>, ...
+    root = tmp_path / "sweep"
+    for run, g in sweep.groupby("run"):
+        d = root / str(run)
+        d.mkdir(parents=True)
+        g = g.drop(columns=["run", "wd", "seed"]).rename(columns={"test_acc": "val_acc"})
+        f = d / f"metrics{suffix}"
+        if suffix == ".jsonl":
+            g.to_json(f, orient="records", lines=True)
+        elif suffix == ".tsv":
+            g.to_csv(f, sep="\t", index=False)
+        else:
+            g.to_parquet(f, index=False)
+    t = read_log(root, mapping={"val_acc": "test_acc"}, run_from="path",
+                 cond={"wd": r"wd([0-9.]+)", "seed": r"_s(\d+)"})
+    df = t.to_pandas()
+    assert sorted(df["run"].unique()) == sorted(sweep["run"].unique())
+    per_run = df.groupby("run")[["wd", "seed"]].first()
+    assert per_run.loc["wd1.5_s1", "wd"] == 1.5 and per_run.loc["wd1.5_s1", "seed"] == 1
+    build_log_table(t)
+
+
+def test_resumed_run_last_writer_wins(tmp_path: Path, codes, prov) -> None:
+    # run.csv then run_resumed.csv in one folder, both with a `run` column: steps 60..100 twice
+    a = pd.DataFrame({"run": "r", "step": np.arange(0, 101, 10), "test_acc": 0.1})
+    b = pd.DataFrame({"run": "r", "step": np.arange(60, 201, 10), "test_acc": 0.9})
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    t = read_log(tmp_path)
+    df = t.to_pandas().set_index("step")
+    assert df.loc[60, "test_acc"] == 0.9 and df.loc[50, "test_acc"] == 0.1
+    assert len(df) == 21  # 0..200 by 10: no step lost, none doubled
+    assert codes(t) == ["RESUMED_DUPLICATES"]
+    assert prov(t)["findings"][0]["count"] == 5
+
+
+def test_nan_and_sparse_rows_stay_sparse(tmp_path: Path) -> None:
+    # accuracy every 10 steps, the metric every 20, one NaN accuracy
+    df = pd.DataFrame({"step": np.arange(0, 100, 10), "test_acc": np.linspace(0, 1, 10)})
+    df.loc[3, "test_acc"] = np.nan
+    df["emb_erank"] = np.where(df["step"] % 20 == 0, 5.0, np.nan)
+    p = tmp_path / "run1.csv"
+    df.to_csv(p, index=False)
+    out = read_log(p).to_pandas()
+    assert len(out) == 10
+    assert np.isnan(out["test_acc"].iloc[3])
+    assert out["emb_erank"].isna().sum() == 5  # not interpolated
+
+
+def test_percent_accuracy_rescaled_with_warning(tmp_path: Path, prov) -> None:
+    df = pd.DataFrame({"step": np.arange(50), "test_acc": np.linspace(0, 100, 50)})
+    p = tmp_path / "r.csv"
+    df.to_csv(p, index=False)
+    t = read_log(p)
+    assert t.column("test_acc").to_numpy().max() == pytest.approx(1.0)
+    assert len(prov(t)["warnings"]) == 1
+
+
+def test_many_points_read_in_full(tmp_path: Path) -> None:
+    n = 150_000
+    df = pd.DataFrame({"step": np.arange(n), "test_acc": np.random.default_rng(0).random(n)})
+    p = tmp_path / "big.parquet"
+    df.to_parquet(p)
+    t = read_log(p)
+    assert t.num_rows == n
+    np.testing.assert_array_equal(t.column("test_acc").to_numpy(), df["test_acc"].to_numpy())
+
+
+def test_epoch_step_unit_recorded(tmp_path: Path, prov) -> None:
+    p = tmp_path / "r.csv"
+    pd.DataFrame({"epoch": np.arange(5), "test_acc": 0.5}).to_csv(p, index=False)
+    assert prov(read_log(p))["step_unit"] == "epoch"
+
+
+@pytest.mark.parametrize("content", [b"", b"a,b\n", b"step,loss\n1,2\n", b"\x00\x01garbage"])
+def test_empty_or_wrong_file_names_the_file(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "bad.csv"
+    p.write_bytes(content)
+    with pytest.raises(LogFormatError) as exc:
+        read_log(p)
+    assert exc.value.path is not None and "bad.csv" in exc.value.path
+
+
+def test_truncated_parquet_is_an_error(tmp_path: Path, sweep: pd.DataFrame) -> None:
+    p = tmp_path / "logs.parquet"
+    sweep.to_parquet(p)
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    with pytest.raises(LogFormatError):
+        read_log(p)

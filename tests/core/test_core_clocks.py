@@ -1,0 +1,208 @@
+"""Per-run definitions of AUDIT_SPEC §1 on trajectories whose answer is known by construction."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as st
+from core_builders import CAD, compressing_run, grid, piecewise, run_frame, step_acc
+
+import grokaudit
+from grokaudit import Reason
+from grokaudit.clocks import theil_sen
+
+
+def one_run(df: pd.DataFrame, **cfg):
+    cfg.setdefault("by", "rho")
+    df = df.assign(rho=1.0) if "rho" not in df else df
+    res = grokaudit.audit_table(df, **cfg)
+    (run,) = res.studies[0].runs
+    return run, res
+
+
+def test_t_grok_is_first_logged_step_with_its_cadence_interval():
+    s = grid(10_000, 100)
+    df = run_frame("a", s, step_acc(s, 2350), piecewise(s, [(0, 40), (2350, 20), (5000, 10)]))
+    run, _ = one_run(df)
+    assert run.t_grok.value == 2400
+    assert (run.t_grok.lower, run.t_grok.upper, run.t_grok.censored) == (2300, 2400, False)
+
+
+def test_t_grok_interval_follows_a_log_spaced_cadence():
+    s = np.unique(np.round(np.geomspace(1, 50_000, 200)).astype(np.int64))
+    true = 3000
+    df = run_frame("a", s, step_acc(s, true), np.full(s.shape, 5.0))
+    run, _ = one_run(df)
+    k = int(np.argmax(s >= true))
+    assert run.t_grok.value == s[k]
+    assert run.t_grok.lower == s[k - 1]
+    assert run.t_grok.lower < true <= run.t_grok.upper
+
+
+def test_no_grok_is_right_censored_with_no_derived_quantities():
+    s = grid(10_000)
+    df = run_frame("a", s, step_acc(s, None), piecewise(s, [(0, 40), (3000, 10)]))
+    run, _ = one_run(df)
+    assert run.t_grok.censored and run.t_grok.value is None and run.t_grok.upper is None
+    assert run.t_grok.lower == 10_000
+    assert run.t_compress is None and run.lag is None
+    assert run.frac_pre is None and run.inflation is None
+    assert Reason.NO_GROK in run.reasons
+
+
+def test_t_mem_from_train_acc():
+    s = grid(10_000)
+    df = run_frame("a", s, step_acc(s, 5000), np.full(s.shape, 5.0),
+                   train_acc=step_acc(s, 700, lo=0.2))
+    run, _ = one_run(df)
+    assert run.t_mem.value == 700 and run.t_mem.lower == 600
+
+
+def test_grok_not_sustained_reports_the_step_it_fell():
+    s = grid(10_000)
+    acc = step_acc(s, 2000)
+    acc[(s >= 3000) & (s < 3300)] = 0.5  # three consecutive points below threshold
+    df = run_frame("a", s, acc, np.full(s.shape, 5.0))
+    run, _ = one_run(df)
+    assert not run.grok_sustained and run.grok_fell_at == 3000
+    assert Reason.GROK_NOT_SUSTAINED in run.reasons
+    acc2 = step_acc(s, 2000)
+    acc2[(s >= 3000) & (s < 3200)] = 0.5  # only two: still sustained
+    run2, _ = one_run(run_frame("a", s, acc2, np.full(s.shape, 5.0)))
+    assert run2.grok_sustained
+
+
+def test_fully_generalized_uses_the_final_window_median():
+    s = grid(10_000)
+    run, _ = one_run(run_frame("a", s, step_acc(s, 2000, hi=0.95), np.full(s.shape, 5.0)))
+    assert not run.fully_generalized and Reason.NOT_FULLY_GENERALIZED in run.reasons
+    assert run.final_test_acc == pytest.approx(0.95)
+
+
+def test_stable_floor_and_settle_time():
+    df = compressing_run("a", 2000, 8000)
+    run, _ = one_run(df)
+    assert run.floor == 10 and run.delta == pytest.approx(0.5)
+    assert run.floor_stability == "stable"
+    assert run.t_compress.value == 8000 + CAD
+    assert (run.t_compress.lower, run.t_compress.upper) == (8000, 8000 + CAD)
+    assert run.m_grok == 25  # the metric point at t_grok is already the mid level
+    assert run.inflation == pytest.approx(2.5) and run.snapshot == "transient"
+    # lag by interval arithmetic on (1900, 2000] and (8000, 8100]
+    assert run.lag.value == 8100 - 2000
+    assert (run.lag.lower, run.lag.upper) == (8000 - 2000, 8100 - 1900)
+    assert run.rel_lag == pytest.approx(6100 / 2000)
+    # frac_pre = (m_start - m_grok) / (m_start - F)
+    assert run.frac_pre == pytest.approx((40 - 25) / (40 - 10))
+
+
+def test_slow_drift_is_unstable():
+    s = grid(40_000)
+    m = np.where(s < 4000, 40.0, 20.0 - 0.00025 * s)  # keeps falling: 0.5 per 2000 steps
+    df = run_frame("a", s, step_acc(s, 3000), m)
+    run, _ = one_run(df)
+    assert run.floor_stability == "unstable"
+    lo, hi = run.drift_interval
+    assert hi < -run.delta  # the whole drift interval lies below -delta
+    assert run.t_compress.censored
+    assert Reason.FLOOR_UNSTABLE in run.reasons
+    assert run.compression == "unknown" and run.inflation_is_lower_bound
+
+
+def test_late_second_collapse_is_unstable_and_censors_t_compress():
+    s = grid(40_000)
+    m = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])  # second drop inside W2
+    run, _ = one_run(run_frame("a", s, step_acc(s, 3000), m))
+    assert run.floor == 10 and run.w1_median == 20
+    assert run.floor_stability == "unstable"
+    assert run.t_compress.censored and run.t_compress.value is None
+    assert Reason.COMPRESSION_UNKNOWN in run.reasons
+
+
+def test_noise_above_tolerance_is_indeterminate_and_noisy():
+    s = grid(40_000)
+    # 10, 10.6, 9.4 repeating: the MAD (0.6) exceeds delta/2 (0.25); every window's median is 10
+    m = np.where(s < 5000, 40.0, 10.0 + np.tile([0.0, 0.6, -0.6], s.size)[: s.size])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 3000), m))
+    assert run.floor_stability == "indeterminate"
+    assert Reason.FLOOR_NOISY in run.reasons
+    assert run.t_compress.censored
+
+
+def test_too_few_points_in_the_final_windows_means_no_floor():
+    s = np.array([0, 100, 200, 300, 400, 500, 20_000])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 200), np.full(s.shape, 5.0)))
+    assert run.floor is None and run.floor_stability == "none"
+    assert Reason.FLOOR_TOO_FEW_POINTS in run.reasons and run.t_compress is None
+
+
+def test_final_window_falls_back_to_the_last_five_points():
+    # log-spaced tail: fewer than 5 points in the last 10 % but 5 within the last 25 %
+    s = np.concatenate([np.arange(0, 30_000, 100), [31_000, 33_000, 35_000, 37_000, 39_000,
+                                                   40_000]])
+    m = piecewise(s, [(0, 40), (2000, 20), (20_000, 10)])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 2000), m))
+    assert run.floor == 10
+
+
+def test_settle_versus_crossing():
+    s = grid(20_000)
+    m = piecewise(s, [(0, 40), (2000, 25), (3000, 10), (4000, 25), (6000, 10)])
+    df = run_frame("a", s, step_acc(s, 2000), m)
+    settle, _ = one_run(df)
+    crossing, _ = one_run(df, rule="crossing")
+    assert settle.t_compress.value == 6100  # after the last exit from the band
+    # first logged step >= t_grok with m <= F + 0.1 (m_grok - F) = 11.5
+    assert crossing.t_compress.value == 3000
+
+
+def test_rebound_reports_undershoot_and_final_settling():
+    s = grid(20_000)
+    m = piecewise(s, [(0, 40), (2000, 25), (4000, 7), (5000, 10)])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 2000), m))
+    assert Reason.REBOUND in run.reasons
+    assert run.undershoot == pytest.approx(3.0)
+    assert run.t_compress.value == 5100  # never the first dip at 4000
+
+
+def test_compression_before_grok_keeps_the_negative_lag():
+    s = grid(40_000)
+    m = piecewise(s, [(0, 40), (1000, 10)])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 5000), m))
+    assert run.t_compress.value == 1100
+    assert Reason.COMPRESSION_BEFORE_GROK in run.reasons
+    assert run.lag.value == 1100 - 5000  # negative, not clipped to 0
+    assert run.snapshot == "converged"
+
+
+def test_no_compression_needs_a_stable_floor():
+    s = grid(40_000)
+    run, _ = one_run(run_frame("a", s, step_acc(s, 3000), np.full(s.shape, 40.0)))
+    assert Reason.NO_COMPRESSION in run.reasons and run.compression == "none"
+    assert run.t_compress is None or run.t_compress.value is None
+
+
+def test_metric_not_at_grok_when_the_metric_stopped_before():
+    s = grid(40_000)
+    m = np.where(s <= 1000, 40.0, np.nan)
+    m[-6:] = 10.0  # the metric comes back only at the end
+    run, _ = one_run(run_frame("a", s, step_acc(s, 5000), m))
+    assert run.m_grok is None and Reason.METRIC_NOT_AT_GROK in run.reasons
+
+
+def test_theil_sen_matches_scipy():
+    rng = np.random.default_rng(3)
+    for n in (5, 12, 40):
+        x = np.sort(rng.uniform(0, 100, n))
+        y = 0.2 * x + rng.normal(size=n)
+        slope, lo, hi = theil_sen(x[None], y[None], 0.90)
+        ref = st.theilslopes(y, x, 0.90)
+        assert slope[0] == pytest.approx(ref.slope)
+        assert (lo[0], hi[0]) == pytest.approx((ref.low_slope, ref.high_slope))
+
+
+def test_binned_slope_keeps_a_long_window_linear():
+    # 2 000 points in W2: the slope uses at most 64 bin medians and still sees the drift
+    s = np.arange(0, 200_001, 10)
+    m = np.where(s < 1000, 40.0, 20.0 - 0.00005 * s)
+    run, _ = one_run(run_frame("a", s, step_acc(s, 500), m))
+    assert run.drift == pytest.approx(-0.00005 * 20_000, rel=0.05)
