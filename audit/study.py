@@ -4,6 +4,7 @@ snapshot hazards, over the cells that pass every gate."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -76,7 +77,7 @@ def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering
     mids = [(iv[0] + iv[1]) / 2 for _, iv in pts]  # type: ignore[index]
     rho = None
     if n >= 3 and all(math.isfinite(m) for m in mids):
-        r = stats.spearmanr([float(a) for a in axis_vals], mids).statistic
+        r = _spearman([float(a) for a in axis_vals], mids)
         rho = None if not np.isfinite(r) else float(r)
     if not identified:
         sub = (Reason.TOO_FEW_CELLS if n < 3 else
@@ -96,6 +97,13 @@ def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering
                     Reason.ORDERING_IDENTIFIED, None, axis_vals)
 
 
+def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho; NaN when an input is constant (no warning: the caller refuses it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.spearmanr(x, y).statistic)
+
+
 def _spearman_ordering(q: str, pts: list[tuple[Any, Any]], cfg: AuditConfig) -> Ordering:
     """The reference analyzer's ordering: Spearman on point medians, ≥ 3 finite cells."""
     fin = [(a, iv[2]) for a, iv in pts if not iv[3] and math.isfinite(iv[2])]
@@ -104,7 +112,7 @@ def _spearman_ordering(q: str, pts: list[tuple[Any, Any]], cfg: AuditConfig) -> 
     if n < 3:
         return Ordering(q, n, 0, 0, 0, False, 0, None, None, None, Reason.ORDERING_UNDEFINED,
                         Reason.TOO_FEW_CELLS, axis_vals)
-    r = stats.spearmanr([float(a) for a, _ in fin], [v for _, v in fin]).statistic
+    r = _spearman([float(a) for a, _ in fin], [v for _, v in fin])
     if not np.isfinite(r):
         return Ordering(q, n, 0, 0, 0, False, 0, None, None, None, Reason.ORDERING_UNDEFINED,
                         Reason.TIES_WITHIN_RESOLUTION, axis_vals)
