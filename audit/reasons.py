@@ -76,6 +76,22 @@ class Reason(str, Enum):
     RESUMED_DUPLICATES = "RESUMED_DUPLICATES"
     SOURCE_TRUNCATED = "SOURCE_TRUNCATED"
     POSSIBLY_SAMPLED = "POSSIBLY_SAMPLED"
+    # -- claims (issue 6) -----------------------------------------------------------------
+    SURVIVORSHIP_BIAS = "SURVIVORSHIP_BIAS"
+    THRESHOLD_SENSITIVE = "THRESHOLD_SENSITIVE"
+    TOO_FEW_RUNS = "TOO_FEW_RUNS"
+    FIT_FAILED = "FIT_FAILED"
+    MODELS_INDISTINGUISHABLE = "MODELS_INDISTINGUISHABLE"
+    OUTSIDE_FIT_RANGE = "OUTSIDE_FIT_RANGE"
+    MEDIATOR_OUT_OF_RANGE = "MEDIATOR_OUT_OF_RANGE"
+    INSUFFICIENT_BUDGET = "INSUFFICIENT_BUDGET"
+    TOO_FEW_LEVELS = "TOO_FEW_LEVELS"
+    NO_TRANSITION = "NO_TRANSITION"
+    PEAK_AT_WINDOW_EDGE = "PEAK_AT_WINDOW_EDGE"
+    PRECURSOR_NOT_SPECIFIC = "PRECURSOR_NOT_SPECIFIC"
+    CENSORED_PAIRS = "CENSORED_PAIRS"
+    UNDERPOWERED = "UNDERPOWERED"
+    VERDICT_FRAGILE = "VERDICT_FRAGILE"
 
 
 #: Findings that make ``check`` exit 1 unless ``--fail-on`` says otherwise (AUDIT_SPEC §4).
@@ -87,6 +103,13 @@ DEFAULT_CRITICAL: frozenset[Reason] = frozenset({
     Reason.SNAPSHOT_HIDES_BOUNDARY,
     Reason.FLOOR_UNSTABLE,
     Reason.INCONCLUSIVE_CENSORING,
+    # claims (issue 6)
+    Reason.SURVIVORSHIP_BIAS,
+    Reason.MODELS_INDISTINGUISHABLE,
+    Reason.TOO_FEW_LEVELS,
+    Reason.PRECURSOR_NOT_SPECIFIC,
+    Reason.UNDERPOWERED,
+    Reason.VERDICT_FRAGILE,
 })
 
 #: Codes that are informational: they describe, they do not warn.
@@ -100,4 +123,6 @@ INFO_CODES: frozenset[Reason] = frozenset({
     Reason.PARTIALLY_SEPARATED,
     Reason.SINGLE_CLOCK_SMALL_LAG,
     Reason.UNSORTED_STEPS,
+    # claims (issue 6)
+    Reason.OUTSIDE_FIT_RANGE,
 })
