@@ -1,10 +1,371 @@
-"""placeholder"""
+"""Weights & Biases logs: panel CSV exports, history exports, and offline run directories.
+
+Panel "Export CSV" (wide, bucketed by the chart: read, but every run is flagged downsampled)::
+
+    Step,"wd1.5_s0 - test/acc","wd1.5_s0 - test/acc__MIN","wd1.5_s0 - test/acc__MAX",...
+
+History exports (``run.scan_history()`` / ``run.history()`` saved as CSV, JSON(L) or Parquet;
+one run per file, named by the file; columns ``_step``, ``_runtime``, ``_timestamp`` and one
+per metric)::
+
+    wd1.5_s0-history.csv   ->  run "wd1.5_s0"
+
+Offline run directories (``wandb.init(mode="offline")``; a resumed run is a second directory
+with the same id, merged)::
+
+    wandb/offline-run-20260101_120000-abc123/run-abc123.wandb
+
+The ``.wandb`` file: a 7-byte header (``b":W&B"``, ``0xBEE1``, version), then LevelDB log
+framing (32 KiB blocks; records ``<uint32 crc, uint16 length, uint8 type>``, the CRC being
+zlib's CRC-32 of the type byte and the data), whose payloads are wandb ``Record`` protobufs
+decoded with wandb's own protobuf module (extra ``[wandb]``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+import zlib
 from pathlib import Path
-from .registry import Reader
-def _no(path: Path) -> bool:
-    return False
-def _read(path, options):
-    raise NotImplementedError
-PANEL_CSV_READER = Reader("wandb-csv", "x", _read, _no)
-HISTORY_READER = Reader("wandb-history", "x", _read, _no)
-OFFLINE_READER = Reader("wandb-offline", "x", _read, _no)
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from grokaudit.errors import LogFormatError
+
+from .files import TABLE_SUFFIXES, header_of, melt_wide, read_file, table_files
+from .merge import ReadOptions
+from .points import Points
+from .registry import Reader, import_extra
+
+# ------------------------------------------------------------------------------------------
+# panel CSV exports
+# ------------------------------------------------------------------------------------------
+
+STEP_AXES = ("Step", "step", "_step", "global_step")
+TIME_AXES = ("Relative Time (Process)", "Relative Time (Wall)", "Wall Time", "_runtime",
+             "_timestamp")
+_BAND = re.compile(r"__(MIN|MAX)$")
+
+
+def _detect_panel(path: Path) -> bool:
+    if not (path.is_file() and path.suffix.lower() == ".csv"):
+        return False
+    cols = header_of(path)
+    return (len(cols) > 1 and cols[0] in STEP_AXES + TIME_AXES
+            and any(" - " in c for c in cols[1:]))
+
+
+def read_panel_csv(path: Path, options: ReadOptions) -> Points:
+    """Read a W&B panel CSV export; every run is marked downsampled (SOURCE_DOWNSAMPLED)."""
+    table = read_file(path)
+    names = table.column_names
+    axis = names[0]
+    if axis not in STEP_AXES:
+        raise LogFormatError(f"panel exported against {axis!r}, not steps; set the chart's "
+                             "x-axis to Step and export again", path=str(path), column=axis)
+    sf = np.asarray(table.column(0).cast(pa.float64()).to_numpy(zero_copy_only=False))
+    rows = ~np.isnan(sf)
+    step = np.round(sf).astype(np.int64)
+    points = Points(files=[str(path)])
+    if np.any(sf[rows] != step[rows]):
+        points.warnings.append("non-integer bucket steps rounded to the nearest step")
+    bands = 0
+    for name in names[1:]:
+        if _BAND.search(name):
+            bands += 1
+            continue
+        run, sep, metric = name.rpartition(" - ")
+        if not sep:
+            points.warnings.append(f"column {name!r} is not '<run> - <metric>'; ignored")
+            continue
+        if run.startswith("Group: "):
+            run = run[len("Group: "):]
+            points.extra.setdefault("grouped_runs", []).append(run)
+        col = table.column(name)
+        v = np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        ok = rows & ~np.isnan(v)
+        points.add(run, metric, step[ok], v[ok])
+    if bands:
+        points.warnings.append(f"{bands} __MIN/__MAX bucket-band columns not read (the bucket "
+                               "values are)")
+    if "grouped_runs" in points.extra:
+        points.warnings.append("grouped chart: each 'run' is a group aggregate, not one run")
+    for run in sorted({c.run for c in points.chunks}):
+        n = sum(c.step.size for c in points.chunks if c.run == run)
+        points.downsampled_runs.add(run)
+        points.finding("SOURCE_DOWNSAMPLED",
+                       "W&B panel CSV export: values are chart buckets (at most ~1500 points, "
+                       "min/max per bucket), not every logged step", run=run, file=str(path),
+                       count=n)
+    return points
+
+
+# ------------------------------------------------------------------------------------------
+# history exports
+# ------------------------------------------------------------------------------------------
+
+SAMPLED_ROW_COUNTS = (500, 1500)
+
+
+def _columns(path: Path) -> list[str]:
+    kind = TABLE_SUFFIXES.get(path.suffix.lower())
+    if kind in ("csv", "tsv"):
+        return header_of(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        head = fh.read(65536).lstrip()
+    if kind == "jsonl":
+        try:
+            return list(json.loads(head.splitlines()[0]))
+        except (ValueError, IndexError):
+            return []
+    return ["_step"] if '"_step"' in head else []
+
+
+def _detect_history(path: Path) -> bool:
+    files = table_files(path) if path.exists() else []
+    if not files or (path.is_dir() and len(files) > 1000):
+        return False
+    try:
+        return all("_step" in _columns(f) for f in files if f.stat().st_size)
+    except OSError:
+        return False
+
+
+def read_history(path: Path, options: ReadOptions) -> Points:
+    """Read W&B history exports (one run per file); warns when a history may be sampled."""
+    files = table_files(path)
+    if not files:
+        raise LogFormatError("no history export files (.csv, .json, .jsonl, .parquet) here",
+                             path=str(path))
+    points = Points()
+    for f in files:
+        points.files.append(str(f))
+        table = read_file(f)
+        if table.num_rows == 0:
+            raise LogFormatError("history export has no rows", path=str(f))
+        run = re.sub(r"[-_]history$", "", f.stem)
+        if path.is_dir():
+            rel = f.relative_to(path).with_suffix("").as_posix()
+            run = re.sub(r"[-_]history$", "", rel)
+        run_column = None
+        if options.run_from not in (None, "path", "column"):
+            run_column = options.run_from
+        elif options.run_from == "column" or (options.run_from is None
+                                               and "run" in table.column_names):
+            run_column = "run"
+        melt_wide(points, table, path=f, origin=run, run=run, run_column=run_column)
+        if run_column is None and table.num_rows in SAMPLED_ROW_COUNTS:
+            points.finding("POSSIBLY_SAMPLED",
+                           f"history has exactly {table.num_rows} rows, the size of W&B's "
+                           "sampled run.history(); export with run.scan_history() to get "
+                           "every step", run=run, file=str(f), count=table.num_rows)
+    return points
+
+
+# ------------------------------------------------------------------------------------------
+# offline run directories (.wandb)
+# ------------------------------------------------------------------------------------------
+
+HEADER = struct.Struct("<4sHB")
+MAGIC = (b":W&B", 0xBEE1)
+BLOCK = 32768
+REC = struct.Struct("<IHB")
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_SPECIAL = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def wandb_files(path: Path) -> list[Path]:
+    """``.wandb`` files at ``path``, ordered by directory name (which starts with the date)."""
+    if path.is_file():
+        return [path]
+    found = {q.resolve(): q for q in path.rglob("*.wandb")
+             if q.is_file() and "latest-run" not in q.parts}
+    return sorted(found.values(), key=lambda q: (q.parent.name, q.name))
+
+
+def _detect_offline(path: Path) -> bool:
+    if path.is_file():
+        if path.suffix != ".wandb":
+            return False
+        with path.open("rb") as fh:
+            return fh.read(4) == MAGIC[0]
+    return bool(wandb_files(path))
+
+
+def records(data: bytes, file: str, points: Points) -> list[bytes]:
+    """Payloads of the complete records of one ``.wandb`` file, CRC-checked.
+
+    A record failing its CRC skips to the next 32 KiB block (LevelDB's recovery) and a short
+    tail ends the file; both are reported as ``SOURCE_TRUNCATED`` with the byte offset.
+    """
+    if len(data) < HEADER.size:
+        raise LogFormatError("file is shorter than the W&B header", path=file)
+    ident, magic, _version = HEADER.unpack_from(data, 0)
+    if (ident, magic) != MAGIC:
+        raise LogFormatError("not a W&B .wandb file (bad header)", path=file)
+    out: list[bytes] = []
+    pos = HEADER.size
+    n = len(data)
+    pending: list[bytes] | None = None
+    pending_at = 0
+    crc32 = zlib.crc32
+    unpack = REC.unpack_from
+    while pos < n:
+        room = BLOCK - pos % BLOCK
+        if room < REC.size:
+            pos += room  # block trailer
+            continue
+        if n - pos < REC.size:
+            if any(data[pos:]):
+                points.finding("SOURCE_TRUNCATED", f"file ends inside a record header; "
+                               f"{len(out)} records read", file=file, offset=pos, count=n - pos)
+            break
+        crc, length, kind = unpack(data, pos)
+        if kind == 0 and length == 0:
+            pos += room  # zero padding to the block end
+            continue
+        end = pos + REC.size + length
+        if end > n:
+            points.finding("SOURCE_TRUNCATED", f"file ends inside a record (truncated write); "
+                           f"{len(out)} records read", file=file, offset=pos, count=n - pos)
+            break
+        body = data[pos + REC.size:end]
+        if crc32(body, crc32(bytes((kind,)))) != crc or kind > LAST:
+            skip_to = pos + room
+            points.finding("SOURCE_TRUNCATED", f"record fails its CRC (corrupt byte); skipped to "
+                           f"the next block, {min(skip_to, n) - pos} bytes unread", file=file,
+                           offset=pos, count=min(skip_to, n) - pos)
+            pending = None
+            pos = skip_to
+            continue
+        if kind == FULL:
+            out.append(body)
+        elif kind == FIRST:
+            pending, pending_at = [body], pos
+        elif kind == MIDDLE and pending is not None:
+            pending.append(body)
+        elif kind == LAST and pending is not None:
+            pending.append(body)
+            out.append(b"".join(pending))
+            pending = None
+        pos = end
+    if pending is not None:
+        points.finding("SOURCE_TRUNCATED", "file ends inside a fragmented record", file=file,
+                       offset=pending_at, count=n - pending_at)
+    return out
+
+
+def _value(text: str) -> Any:
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(v, str):
+        return _SPECIAL.get(v)
+    return v
+
+
+def read_offline(path: Path, options: ReadOptions) -> Points:
+    """Read offline run directories; a resumed run (same id, second directory) is merged."""
+    pb = import_extra("wandb.proto.wandb_internal_pb2", "wandb")
+    files = wandb_files(path)
+    if not files:
+        raise LogFormatError("no .wandb files (wandb/offline-run-*/run-*.wandb) here",
+                             path=str(path))
+    points = Points()
+    names: dict[str, str] = {}
+    skipped = 0
+    for f in files:
+        points.files.append(str(f))
+        data = f.read_bytes()
+        if not data:
+            raise LogFormatError("file is empty; there is nothing to read", path=str(f))
+        payloads = records(data, str(f), points)
+        run_id = re.sub(r"^run-", "", f.stem)
+        series: dict[str, tuple[list[int], list[float], list[float]]] = {}
+        config: dict[str, Any] = {}
+        for body in payloads:
+            try:
+                rec = pb.Record.FromString(body)
+            except Exception:  # noqa: BLE001 - protobuf's DecodeError
+                raise LogFormatError("a record is not a wandb Record protobuf", path=str(f)) from None
+            kind = rec.WhichOneof("record_type")
+            if kind == "history":
+                step = None
+                wall = math.nan
+                vals: list[tuple[str, float]] = []
+                for item in rec.history.item:
+                    key = item.key or ".".join(item.nested_key)
+                    if key == "_step":
+                        step = _value(item.value_json)
+                    elif key == "_timestamp":
+                        w = _value(item.value_json)
+                        wall = float(w) if isinstance(w, (int, float)) else math.nan
+                    elif key.startswith("_"):
+                        continue
+                    else:
+                        v = _value(item.value_json)
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            vals.append((key, float(v)))
+                        else:
+                            skipped += 1
+                if step is None and rec.history.HasField("step"):
+                    step = rec.history.step.num
+                if step is None:
+                    skipped += len(vals)
+                    continue
+                for key, v in vals:
+                    s = series.get(key)
+                    if s is None:
+                        s = series[key] = ([], [], [])
+                    s[0].append(int(step))
+                    s[1].append(v)
+                    s[2].append(wall)
+            elif kind == "run":
+                if rec.run.run_id:
+                    run_id = rec.run.run_id
+                if rec.run.display_name:
+                    names.setdefault(run_id, rec.run.display_name)
+                for item in rec.run.config.update:
+                    config[item.key or ".".join(item.nested_key)] = _value(item.value_json)
+            elif kind == "config":
+                for item in rec.config.update:
+                    config[item.key or ".".join(item.nested_key)] = _value(item.value_json)
+        run = names.get(run_id, run_id)
+        for key, (st, val, wt) in series.items():
+            points.add(run, key, st, val, wt)
+        for key, v in config.items():
+            if key.startswith("_") or isinstance(v, (dict, list)) or v is None:
+                continue
+            points.add_condition(run, key, v)
+        points.origins[run] = f.parent.name
+    if skipped:
+        points.warnings.append(f"{skipped} non-numeric history value(s) (media, tables, "
+                               "histograms) ignored")
+    return points
+
+
+PANEL_CSV_READER = Reader(
+    name="wandb-csv",
+    description="W&B panel 'Export CSV' (bucketed by the chart: flagged SOURCE_DOWNSAMPLED)",
+    read=read_panel_csv, detect=_detect_panel, version="1", priority=30,
+)
+HISTORY_READER = Reader(
+    name="wandb-history",
+    description="W&B history exports (scan_history / history, as CSV, JSON(L) or Parquet)",
+    read=read_history, detect=_detect_history, version="1", priority=35,
+)
+OFFLINE_READER = Reader(
+    name="wandb-offline",
+    description="W&B offline run directories (run-<id>.wandb, CRC-checked, every step)",
+    read=read_offline, detect=_detect_offline, version="1", extra="wandb",
+    extra_module="wandb", priority=20,
+)

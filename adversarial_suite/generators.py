@@ -258,3 +258,46 @@ def step_of(steps: np.ndarray, t: float) -> int:
     """The first logged step at or after ``t`` (where an event at ``t`` is first seen)."""
     i = int(np.searchsorted(steps, t, side="left"))
     return int(steps[i])
+
+
+def settle_step(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3) -> tuple[int, int] | None:
+    """The spec's settling step, worked out by hand on the noise-free logged metric.
+
+    A direct transcription of AUDIT_SPEC §1 (rule ``settle``), written as a plain loop so that
+    it shares no code with the audit: trailing median of ``smooth`` points, the band
+    ``floor ± rel_tol·|floor|`` around the constructed floor, and the step after the last
+    exit. Returns ``(value, lower)`` (``lower`` = the last logged step outside the band), or
+    None when the smoothed metric never settles.
+    """
+    g = spec.grid()
+    k = np.arange(g.size)
+    on = (k % spec.metric_every == 0)
+    on[-1] = True
+    steps = [int(s) for s in g[on]]
+    vals = [float(v) for v in spec.metric(g[on])]
+    F = spec.floor if spec.metric_shape != "late_collapse" else float(spec.floor2 or 0.0)
+    d = rel_tol * abs(F)
+    sm = []
+    for i in range(len(vals)):
+        w = sorted(vals[max(0, i - smooth + 1): i + 1])
+        n = len(w)
+        sm.append(w[n // 2] if n % 2 else 0.5 * (w[n // 2 - 1] + w[n // 2]))
+    last_out = -1
+    for i, v in enumerate(sm):
+        if not (F - d <= v <= F + d):
+            last_out = i
+    if last_out == len(sm) - 1:
+        return None
+    lower = steps[last_out] if last_out >= 0 else 0
+    return steps[last_out + 1], lower
+
+
+def band_margin(spec: RunSpec, rel_tol: float = 0.05) -> float:
+    """The smallest distance of a logged noise-free metric value from a band edge, in units
+    of the band half-width: a case whose margin is tiny would test float rounding, not the
+    audit, so the named cases keep it above 1%."""
+    g = spec.grid()
+    v = spec.metric(g)
+    F = spec.floor
+    d = rel_tol * abs(F)
+    return float(np.min(np.minimum(np.abs(v - (F + d)), np.abs(v - (F - d)))) / d)

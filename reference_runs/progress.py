@@ -51,6 +51,6 @@ class Progress:
     def message(self, text: str) -> None:
         if self.mode == "bar":
             self.stream.write("\r\033[K")
-        if self.mode != "none" or text.startswith(("run ", "stopped")):
-            self.stream.write(text + "\n")
-            self.stream.flush()
+        # Messages (resume, per-run summaries, a stop) print even with mode "none".
+        self.stream.write(text + "\n")
+        self.stream.flush()

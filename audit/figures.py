@@ -1,0 +1,473 @@
+"""The audit's figures: one dashboard per study and metric, drawn with matplotlib (Agg).
+
+Printing only, like :mod:`grokaudit.report`: every marked number (``t_grok``, ``t_compress``,
+the lag, the floor ``F`` and its band ``δ``, ``m_grok``, every censoring interval) is read from
+the :class:`~grokaudit.results.AuditResult`; the curves are the log itself (the per-step median
+over a cell's seeds, and the band between the lowest and highest seed).
+
+matplotlib is the optional extra ``report``; it is imported inside the functions that need it,
+never when this module is imported, and a missing install raises
+:class:`~grokaudit.errors.MissingExtraError`.
+
+SVG hooks (stable, documented in ``docs/report.md``): each marked element is an SVG ``<g>`` with a
+``class`` and ``data-quantity`` / ``data-cell`` attributes —
+
+- ``censored-median``: a censored cell median (half or more runs censored), drawn as an
+  open-ended arrow from its known lower bound (never as a point);
+- ``median-interval``: an uncensored cell median with its interval ``(lower, upper]``;
+- ``cell-panel`` / ``cell-panel gated``: the trajectory panel of one cell (``gated`` when the cell
+  failed a gate; the panel also says so in words).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import MissingExtraError
+from .results import AuditResult, CellSummary, Interval, StudyResult
+from .schema import LogTable
+
+#: Okabe–Ito, the colour-blind-safe palette (Okabe & Ito 2008).
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "skyblue": "#56B4E9", "green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+}
+C_METRIC = OKABE_ITO["blue"]
+C_GROK = OKABE_ITO["vermillion"]
+C_COMPRESS = OKABE_ITO["green"]
+C_LAG = OKABE_ITO["purple"]
+C_MGROK = OKABE_ITO["orange"]
+C_FLOOR = OKABE_ITO["blue"]
+C_TRAIN = OKABE_ITO["black"]
+C_BAND = "#BBBBBB"
+
+#: The ``gid`` prefix that :func:`svg_for_html` turns into a ``class`` and ``data-`` attributes.
+GID_PREFIX = "ga:"
+
+_RC = {
+    "svg.fonttype": "none",  # real <text> in the SVG: searchable, accessible, small
+    "svg.hashsalt": "grokaudit",  # deterministic clip-path ids: byte-identical reports
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "legend.fontsize": 7.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def require_matplotlib() -> Any:
+    """Import matplotlib with the Agg backend; raise MissingExtraError when it is absent."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise MissingExtraError(
+            "the HTML report and figures need matplotlib, which is not installed; "
+            "fix: pip install 'grokaudit[report]'") from None
+    matplotlib.use("Agg", force=True)
+    return matplotlib
+
+
+# ------------------------------------------------------------------------------------------
+# trajectories: the log, aggregated per cell
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Band:
+    """A cell's per-step median over its seeds and the seed band (lowest to highest seed).
+
+    Runs logged at different steps are linearly interpolated onto the union of their steps,
+    each only within its own logged range.
+    """
+
+    step: np.ndarray
+    median: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_runs: int
+
+
+def run_rows(log: LogTable) -> dict[str, int]:
+    """Run id → the run's row number in the log."""
+    return {str(r): i for i, r in enumerate(log.run_ids)}
+
+
+def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
+    """The median and seed band of ``column`` over the runs ``rows``; None when nothing logged."""
+    if column == "test_acc":
+        values = log.test_acc
+    elif column == "train_acc":
+        if log.train_acc is None:
+            return None
+        values = log.train_acc
+    else:
+        values = log.series.get(column)
+        if values is None:
+            return None
+    per_run = []
+    for i in rows:
+        a, b = int(log.offsets[i]), int(log.offsets[i + 1])
+        v = values[a:b]
+        ok = ~np.isnan(v)
+        if ok.sum():
+            per_run.append((log.step[a:b][ok].astype(float), v[ok]))
+    if not per_run:
+        return None
+    grid = np.unique(np.concatenate([s for s, _ in per_run]))
+    M = np.vstack([np.interp(grid, s, v, left=np.nan, right=np.nan) for s, v in per_run])
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+            return Band(grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0),
+                        np.nanmax(M, axis=0), len(per_run))
+
+
+# ------------------------------------------------------------------------------------------
+# the dashboard
+# ------------------------------------------------------------------------------------------
+
+def _gid(cls: str, quantity: str, cell: Any) -> str:
+    return f"{GID_PREFIX}{cls}:{quantity}:{cell}"
+
+
+def _cell_label(axis: str, c: CellSummary) -> str:
+    return f"{axis}={c.axis_value}"
+
+
+def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
+               xmax: float) -> None:
+    """Mark a cell-median time on a step axis: a line at its value with its interval shaded,
+    or — when censored — an open-ended arrow from the lower bound to the right edge."""
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.transforms import blended_transform_factory
+
+    if iv is None:
+        return
+    if iv.censored:
+        if iv.lower is None:
+            return
+        tr = blended_transform_factory(ax.transData, ax.transAxes)
+        y = 0.93 if name == "t_grok" else 0.83
+        arrow = FancyArrowPatch((iv.lower, y), (max(xmax, iv.lower), y), transform=tr,
+                                arrowstyle="]->", mutation_scale=9, color=color, lw=1.4,
+                                linestyle=ls)
+        arrow.set_gid(_gid("censored-median", name, cell))
+        ax.add_patch(arrow)
+        ax.text(iv.lower, y + 0.025, f" {name} > {_fmt(iv.lower)} (censored)", transform=tr,
+                color=color, fontsize=7, va="bottom", ha="left")
+        return
+    if iv.value is None:
+        return
+    if iv.lower is not None and iv.upper is not None and iv.upper > iv.lower:
+        ax.axvspan(iv.lower, iv.upper, color=color, alpha=0.18, lw=0)
+    ax.axvline(iv.value, color=color, ls=ls, lw=1.3)
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if abs(x) >= 1000 or float(x).is_integer():
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
+              log_steps: bool = False, max_cols: int = 4) -> Any:
+    """The dashboard of one study and metric, as a matplotlib Figure.
+
+    Top: per cell, the metric (median over seeds, seed band, floor band ``F ± δ``, ``t_grok``
+    and ``t_compress`` marked) above test and train accuracy on the same step axis. Bottom:
+    (b) ``m_grok`` against the floor along the axis, gated cells marked; (c) ``t_grok``,
+    ``t_compress`` and the lag along the axis with their censoring intervals. ``log_steps``
+    puts the step axis on a log scale (steps ≤ 0 are not drawn).
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    cells = study.cells
+    n = max(len(cells), 1)
+    ncols = min(n, max_cols)
+    nrows = math.ceil(n / ncols)
+    with _rc():
+        fig = Figure(figsize=(max(10.0, 2.9 * ncols), 3.3 * nrows + 3.1), layout="constrained")
+        outer = fig.add_gridspec(nrows + 1, 1, height_ratios=[3.3] * nrows + [3.1])
+        rows = run_rows(log)
+        grok_thr = result.config.get("grok_threshold")
+        for k, c in enumerate(cells):
+            r, col = divmod(k, ncols)
+            sub = outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05)
+            axm = fig.add_subplot(sub[0, col])
+            axa = fig.add_subplot(sub[1, col], sharex=axm)
+            _cell_panels(axm, axa, study, c, log, [rows[x] for x in c.runs if x in rows],
+                         grok_thr, log_steps, first=(col == 0))
+        bottom = outer[nrows].subgridspec(1, 3, wspace=0.08)
+        _snapshot_panel(fig.add_subplot(bottom[0, 0]), study)
+        _times_panel(fig.add_subplot(bottom[0, 1]), study)
+        _lag_panel(fig.add_subplot(bottom[0, 2]), study)
+        key = ", ".join(f"{k}={v}" for k, v in study.study.items()) or "all runs"
+        verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
+        fig.suptitle(f"{key} · {study.metric} along {study.axis} · clock verdict: {verdict}",
+                     fontsize=10, fontweight="bold")
+    return fig
+
+
+class _rc:
+    """matplotlib rc settings for every figure (a context manager)."""
+
+    def __enter__(self) -> None:
+        mpl = require_matplotlib()
+        self._ctx = mpl.rc_context(_RC)
+        self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._ctx.__exit__(*exc)
+
+
+def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: LogTable,
+                 rows: list[int], grok_thr: Any, log_steps: bool, first: bool) -> None:
+    band = cell_band(log, rows, study.metric)
+    xmax = float(np.nanmax(band.step)) if band is not None else 1.0
+    gated = not c.passes
+    axm.set_gid(_gid("cell-panel" + (" gated" if gated else ""), study.metric, c.axis_value))
+    if c.floor is not None and c.delta is not None:
+        axm.axhspan(c.floor - c.delta, c.floor + c.delta, facecolor=C_BAND, alpha=0.45,
+                    hatch="////", edgecolor="#888888", lw=0, label="floor F ± δ")
+        axm.axhline(c.floor, color="#666666", lw=0.8)
+    if band is not None:
+        axm.fill_between(band.step, band.low, band.high, color=C_METRIC, alpha=0.22, lw=0,
+                         label="seed range")
+        axm.plot(band.step, band.median, color=C_METRIC, lw=1.4,
+                 label=f"median of {band.n_runs} seeds")
+    _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value, xmax)
+    _mark_time(axm, c.t_compress, C_COMPRESS, ":", "t_compress", c.axis_value, xmax)
+    title = f"{study.axis}={c.axis_value} · {c.n_runs} runs"
+    if gated:
+        title += "\nGATED: " + ", ".join(g.value for g in c.gates)
+        for sp in axm.spines.values():
+            sp.set_linestyle((0, (4, 2)))
+        axm.set_facecolor("#F4F4F4")
+    else:
+        title += "\npasses every gate"
+    axm.set_title(title, fontsize=8, loc="left", fontweight="bold" if gated else "normal")
+    if first:
+        axm.set_ylabel(study.metric)
+        axa.set_ylabel("accuracy")
+    axm.tick_params(labelbottom=False)
+    for name, color, ls in (("test_acc", C_METRIC, "-"), ("train_acc", C_TRAIN, "--")):
+        b = cell_band(log, rows, name)
+        if b is None:
+            continue
+        if name == "test_acc":
+            axa.fill_between(b.step, b.low, b.high, color=color, alpha=0.2, lw=0)
+        axa.plot(b.step, b.median, color=color, ls=ls, lw=1.1, label=name.replace("_acc", ""))
+    if isinstance(grok_thr, (int, float)):
+        axa.axhline(float(grok_thr), color="#999999", lw=0.7, ls="-.")
+    _mark_time(axa, c.t_grok if not (c.t_grok and c.t_grok.censored) else None, C_GROK, "--",
+               "t_grok", c.axis_value, xmax)
+    axa.set_ylim(-0.03, 1.05)
+    axa.set_xlabel("step")
+    if log_steps:
+        axm.set_xscale("log", nonpositive="mask")
+    if first:
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        handles = [Line2D([], [], color=C_METRIC, lw=1.4, label="median over seeds"),
+                   Patch(facecolor=C_METRIC, alpha=0.22, label="seed range"),
+                   Patch(facecolor=C_BAND, hatch="////", edgecolor="#888888",
+                         label="floor band F ± δ"),
+                   Line2D([], [], color=C_GROK, ls="--", label="t_grok (cell median)"),
+                   Line2D([], [], color=C_COMPRESS, ls=":", label="t_compress (cell median)")]
+        axm.legend(handles=handles, loc="upper right", frameon=False, fontsize=6.5)
+        axa.legend(loc="lower right", frameon=False, fontsize=6.5)
+
+
+def _axis_x(study: StudyResult) -> list[float]:
+    return [float(c.axis_value) for c in study.cells]
+
+
+def _spread(xs: list[float]) -> float:
+    u = sorted(set(xs))
+    return (min(b - a for a, b in zip(u, u[1:])) if len(u) > 1 else 1.0) * 0.12
+
+
+def _gate_marks(ax: Any, study: StudyResult) -> None:
+    """Label gated cells in words along the bottom of an axis-panel (not colour alone)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    tr = blended_transform_factory(ax.transData, ax.transAxes)
+    for c in study.cells:
+        if not c.passes:
+            ax.text(float(c.axis_value), 0.01, "gated", transform=tr, ha="center",
+                    va="bottom", fontsize=6.5, style="italic", color="#444444")
+
+
+def _snapshot_panel(ax: Any, study: StudyResult) -> None:
+    """(b) the at-grok value against the converged floor, per cell, along the axis."""
+    dx = _spread(_axis_x(study))
+    for c in study.cells:
+        x = float(c.axis_value)
+        gated = not c.passes
+        face_f = "white" if gated else C_FLOOR
+        face_g = "white" if gated else C_MGROK
+        if c.floor is not None:
+            ax.errorbar([x + dx / 2], [c.floor], yerr=[[c.delta or 0.0], [c.delta or 0.0]],
+                        fmt="o", color=C_FLOOR, mfc=face_f, ms=6, capsize=3, lw=1.2,
+                        gid=_gid("floor", study.metric, c.axis_value))
+        if c.m_grok is not None:
+            ax.plot([x - dx / 2], [c.m_grok], marker="^", color=C_MGROK, mfc=face_g, ms=7,
+                    ls="none")
+        if c.floor is not None and c.m_grok is not None:
+            ax.plot([x - dx / 2, x + dx / 2], [c.m_grok, c.floor], color="#888888", lw=0.7,
+                    ls=":")
+        if gated:
+            ys = [v for v in (c.floor, c.m_grok) if v is not None]
+            if ys:
+                ax.plot([x], [max(ys)], marker="x", color="black", ms=7, ls="none")
+    _gate_marks(ax, study)
+    from matplotlib.lines import Line2D
+
+    ax.legend(handles=[
+        Line2D([], [], marker="^", color=C_MGROK, ls="none", label="m_grok (at-grok median)"),
+        Line2D([], [], marker="o", color=C_FLOOR, ls="none", label="floor F ± δ"),
+        Line2D([], [], marker="x", color="black", ls="none",
+               label="gated cell (hollow markers)")], frameon=False, fontsize=6.5, loc="best")
+    ax.set_xlabel(study.axis)
+    ax.set_ylabel(study.metric)
+    ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left")
+
+
+def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, marker: str,
+                    offset: float, top: float) -> None:
+    from matplotlib.patches import FancyArrowPatch
+
+    for c in study.cells:
+        iv: Interval | None = getattr(c, quantity)
+        if iv is None:
+            continue
+        x = float(c.axis_value) + offset
+        hollow = not c.passes
+        if iv.censored:
+            if iv.lower is None:
+                continue
+            arrow = FancyArrowPatch((x, iv.lower), (x, top), arrowstyle="]->",
+                                    mutation_scale=10, color=color, lw=1.4)
+            arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
+            ax.add_patch(arrow)
+            continue
+        if iv.value is None:
+            continue
+        lo = iv.value - (iv.lower if iv.lower is not None else iv.value)
+        hi = (iv.upper if iv.upper is not None else iv.value) - iv.value
+        ax.errorbar([x], [iv.value], yerr=[[max(lo, 0.0)], [max(hi, 0.0)]], fmt=marker,
+                    color=color, mfc="white" if hollow else color, ms=6, capsize=3, lw=1.2,
+                    gid=_gid("median-interval", quantity, c.axis_value))
+
+
+def _top(study: StudyResult, quantities: Sequence[str]) -> tuple[float, float]:
+    vals = [0.0]
+    for c in study.cells:
+        for q in quantities:
+            iv = getattr(c, q)
+            if iv is None:
+                continue
+            vals += [v for v in (iv.lower, iv.upper, iv.value) if v is not None]
+    lo, hi = min(vals), max(vals)
+    span = (hi - lo) or 1.0
+    return lo - 0.05 * span, hi + 0.18 * span
+
+
+def _times_panel(ax: Any, study: StudyResult) -> None:
+    """(c) cell-median t_grok and t_compress with their censoring intervals."""
+    dx = _spread(_axis_x(study))
+    lo, top = _top(study, ("t_grok", "t_compress"))
+    ax.set_ylim(lo, top)
+    _interval_marks(ax, study, "t_grok", C_GROK, "s", -dx / 2, top)
+    _interval_marks(ax, study, "t_compress", C_COMPRESS, "D", dx / 2, top)
+    _gate_marks(ax, study)
+    from matplotlib.lines import Line2D
+
+    ax.legend(handles=[
+        Line2D([], [], marker="s", color=C_GROK, label="t_grok median (interval)"),
+        Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
+        Line2D([], [], marker=r"$\uparrow$", color="#444444", ls="none", ms=8,
+               label="censored median: lower bound, open-ended")],
+        frameon=False, fontsize=6.5, loc="upper left")
+    ax.set_xlabel(study.axis)
+    ax.set_ylabel("step")
+    ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left")
+
+
+def _lag_panel(ax: Any, study: StudyResult) -> None:
+    """(c) the cell-median lag t_compress − t_grok with its interval."""
+    lo, top = _top(study, ("lag",))
+    ax.set_ylim(min(lo, 0.0), top)
+    ax.axhline(0, color="#999999", lw=0.7)
+    _interval_marks(ax, study, "lag", C_LAG, "o", 0.0, top)
+    _gate_marks(ax, study)
+    ax.set_xlabel(study.axis)
+    ax.set_ylabel("steps")
+    ax.set_title("(c) lag = t_compress − t_grok", fontsize=8.5, loc="left")
+
+
+# ------------------------------------------------------------------------------------------
+# output: SVG for inlining, PNG files
+# ------------------------------------------------------------------------------------------
+
+def figure_svg(fig: Any) -> str:
+    """The figure as SVG text (deterministic: no date, fixed hash salt)."""
+    buf = io.StringIO()
+    with _rc():
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+_ID = re.compile(r'\bid="([^"]*)"')
+_REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^)"]*)')
+
+
+def svg_for_html(svg: str, prefix: str) -> str:
+    """Make matplotlib's SVG fit inline in an HTML page.
+
+    Drops the XML prolog, DOCTYPE and metadata; prefixes every id (and every reference to one)
+    with ``prefix`` so several figures can share one page; turns each ``ga:`` gid into a
+    ``class`` plus ``data-quantity``/``data-cell`` attributes; and makes the figure scale to
+    the page width.
+    """
+    s = svg[svg.index("<svg"):]
+    s = re.sub(r"<metadata>.*?</metadata>\s*", "", s, flags=re.S)
+    counter = {"n": 0}
+
+    def fix_id(m: re.Match[str]) -> str:
+        raw = html.unescape(m.group(1))
+        if raw.startswith(GID_PREFIX):
+            cls, quantity, cell = (raw[len(GID_PREFIX):].split(":", 2) + ["", ""])[:3]
+            counter["n"] += 1
+            slug = re.sub(r"[^A-Za-z0-9_-]+", "-", cls)
+            return (f'id="{prefix}-{slug}-{counter["n"]}" class="{html.escape(cls)}" '
+                    f'data-quantity="{html.escape(quantity)}" data-cell="{html.escape(cell)}"')
+        return f'id="{prefix}-{m.group(1)}"'
+
+    s = _ID.sub(fix_id, s)
+    s = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", s)
+    s = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
+               r'<svg \1width="100%" preserveAspectRatio="xMidYMin meet"', s, count=1)
+    return s
+
+
+def save_png(fig: Any, path: Any, dpi: int = 120) -> None:
+    """Write the figure as a PNG file."""
+    with _rc():
+        fig.savefig(path, format="png", dpi=dpi, metadata={"Software": None})

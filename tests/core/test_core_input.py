@@ -1,0 +1,194 @@
+"""Bad input (AUDIT_SPEC §6): exit code 2, a one-line message naming the problem, no
+traceback; and nothing is silently dropped."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from core_builders import cells_from
+
+import grokaudit
+from grokaudit import LogFormatError, Reason
+from grokaudit.cli import cli
+
+
+def run_cli(*args):
+    r = CliRunner().invoke(cli, list(args), catch_exceptions=True)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r
+
+
+def good():
+    return cells_from([(1.1, 2000, 9000), (1.2, 3000, 11000), (1.3, 4000, 13000)])
+
+
+def write(df, path, fmt="parquet"):
+    if fmt == "parquet":
+        grokaudit.write_table(df, path)
+    elif fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        df.to_json(path, orient="records", lines=True)
+    return str(path)
+
+
+def assert_input_error(res, *names):
+    assert res.exit_code == 2, res.output
+    err = res.stderr
+    assert "Traceback" not in res.output and err.startswith("error:")
+    assert len(err.strip().splitlines()) == 1
+    for n in names:
+        assert n in err
+
+
+@pytest.mark.parametrize("col", ["run", "step", "test_acc"])
+def test_missing_required_column(tmp_path, col):
+    p = str(tmp_path / "x.parquet")
+    good().drop(columns=[col]).to_parquet(p)  # grokaudit's own writer refuses such a table
+    assert_input_error(run_cli("check", p, "--by", "rho"), p, repr(col))
+
+
+def test_missing_required_column_names_the_alias(tmp_path):
+    p = write(good().rename(columns={"test_acc": "val_acc"}), tmp_path / "x.csv", "csv")
+    assert_input_error(run_cli("check", p, "--by", "rho"), "val_acc", "--map")
+
+
+def test_unknown_metric(tmp_path):
+    p = write(good(), tmp_path / "x.parquet")
+    assert_input_error(run_cli("check", p, "--by", "rho", "--metric", "nope"), "'nope'")
+
+
+def test_axis_cannot_be_inferred_when_several_conditions_vary(tmp_path):
+    df = good()
+    df["lr"] = df["rho"] * 1e-3
+    p = write(df, tmp_path / "x.parquet")
+    assert_input_error(run_cli("check", p), "lr", "rho", "--by")
+
+
+def test_axis_inferred_when_one_condition_varies(tmp_path):
+    p = write(good(), tmp_path / "x.parquet")
+    res = run_cli("check", p, "--json", "-")
+    assert json.loads(res.output)["config"]["axis"] == "rho"
+
+
+def test_duplicate_axis_values_across_arms(tmp_path):
+    a, b = good(), good()
+    b["run"] = b["run"] + "_ln"
+    b["arch"] = "ln"
+    a["arch"] = "mlp"
+    p = write(pd.concat([a, b]), tmp_path / "x.parquet")
+    res = run_cli("check", p, "--by", "rho")
+    assert_input_error(res, "DUPLICATE_AXIS_VALUES", "--cell arch")
+    assert run_cli("check", p, "--by", "rho", "--cell", "arch").exit_code in (0, 1)
+    with pytest.raises(LogFormatError) as ei:
+        grokaudit.audit_table(pd.concat([a, b]), by="rho")
+    assert ei.value.code == Reason.DUPLICATE_AXIS_VALUES.value and ei.value.column == "arch"
+
+
+def test_percent_accuracy_suggests_acc_scale(tmp_path):
+    df = good()
+    df["test_acc"] *= 100
+    df["train_acc"] *= 100
+    p = write(df, tmp_path / "x.parquet")
+    assert_input_error(run_cli("check", p, "--by", "rho"), "test_acc", "--acc-scale 100")
+    ok = run_cli("check", p, "--by", "rho", "--acc-scale", "100", "--json", "-")
+    ref = run_cli("check", write(good(), tmp_path / "y.parquet"), "--by", "rho", "--json", "-")
+    assert json.loads(ok.output)["studies"] == json.loads(ref.output)["studies"]
+
+
+def test_conflicting_duplicate_rows(tmp_path):
+    df = good()
+    dup = df.iloc[[10]].copy()
+    dup["emb_erank"] += 1.0
+    p = write(pd.concat([df, dup]), tmp_path / "x.parquet")
+    assert_input_error(run_cli("check", p, "--by", "rho"), "duplicate", "--on-duplicate")
+    res = run_cli("check", p, "--by", "rho", "--on-duplicate", "last", "--json", "-")
+    inp = json.loads(res.output)["input"]
+    assert inp["set_aside"] == {"duplicate_last_wins": 1}
+    assert inp["rows_read"] == len(df) + 1 and inp["rows_kept"] == len(df)
+
+
+def test_identical_duplicate_rows_are_counted(tmp_path):
+    df = good()
+    res = grokaudit.audit_table(pd.concat([df, df.iloc[:4]]), by="rho")
+    assert res.input["set_aside"] == {"duplicate_identical": 4}
+    assert Reason.DUPLICATE_ROWS in res.codes
+
+
+def test_unsorted_steps_are_sorted():
+    df = good()
+    shuffled = df.sample(frac=1.0, random_state=0)
+    a = grokaudit.audit_table(df, by="rho").to_dict()
+    b = grokaudit.audit_table(shuffled, by="rho").to_dict()
+    assert a["studies"] == b["studies"]
+    assert b["input"]["sorted_input"] is False
+
+
+def test_nan_metric_values_are_missing_and_counted():
+    df = good()
+    df.loc[df.index[5:15], "emb_erank"] = np.nan
+    res = grokaudit.audit_table(df, by="rho")
+    assert res.input["missing_values"]["emb_erank"] == 10
+    assert res.input["rows_kept"] == len(df)
+
+
+def test_infinite_metric_is_an_error(tmp_path):
+    df = good()
+    df.loc[df.index[7], "emb_erank"] = np.inf
+    p = write(df, tmp_path / "x.parquet")
+    assert_input_error(run_cli("check", p, "--by", "rho"), "emb_erank", "inf")
+
+
+def test_condition_not_constant_within_a_run(tmp_path):
+    df = good()
+    df["arch"] = "mlp"
+    df.loc[df.index[3], "arch"] = "tf"
+    p = write(df, tmp_path / "x.jsonl", "jsonl")
+    assert_input_error(run_cli("check", p, "--by", "rho"), "arch", df.loc[df.index[3], "run"])
+
+
+def test_empty_file_and_empty_table(tmp_path):
+    p = tmp_path / "empty.csv"
+    p.write_text("")
+    assert_input_error(run_cli("check", str(p)), str(p))
+    q = write(good().iloc[:0], tmp_path / "none.parquet")
+    assert_input_error(run_cli("check", q, "--by", "rho"), q)
+
+
+def test_run_with_fewer_than_three_points_is_set_aside_and_reported():
+    df = good()
+    short = df[df["run"] == df["run"].iloc[0]].iloc[:2].assign(run="tiny")
+    res = grokaudit.audit_table(pd.concat([df, short]), by="rho")
+    assert res.input["runs_too_short"] == ["tiny"]
+    assert res.input["set_aside"] == {"run_too_short": 2}
+    f = next(f for f in res.findings if f.code == Reason.TOO_SHORT)
+    assert f.runs == ("tiny",)
+
+
+def test_rows_with_nothing_are_set_aside_and_counted():
+    df = good()
+    extra = df.iloc[:3].copy()
+    extra["step"] += 1
+    extra[["test_acc", "train_acc", "emb_erank"]] = np.nan
+    res = grokaudit.audit_table(pd.concat([df, extra]), by="rho")
+    assert res.input["set_aside"] == {"empty_row": 3}
+    assert res.input["rows_read"] == res.input["rows_kept"] + 3
+
+
+def test_unknown_file_type_and_missing_file(tmp_path):
+    p = tmp_path / "x.xlsx"
+    p.write_text("nope")
+    assert_input_error(run_cli("check", str(p)), str(p))
+    assert_input_error(run_cli("check", str(tmp_path / "missing.parquet")), "missing.parquet")
+
+
+def test_bad_config_value_is_a_usage_error(tmp_path):
+    p = write(good(), tmp_path / "x.parquet")
+    cfgf = tmp_path / "grokaudit.toml"
+    cfgf.write_text("grok_threshold = 1.5\n")
+    assert_input_error(run_cli("check", p, "--config", str(cfgf)), "grok_threshold")
+    cfgf.write_text("no_such_option = 1\n")
+    assert_input_error(run_cli("check", p, "--config", str(cfgf)), "no_such_option")
