@@ -324,8 +324,7 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
         face_g = "white" if gated else C_MGROK
         if c.floor is not None:
             ax.errorbar([x + dx / 2], [c.floor], yerr=[[c.delta or 0.0], [c.delta or 0.0]],
-                        fmt="o", color=C_FLOOR, mfc=face_f, ms=6, capsize=3, lw=1.2,
-                        gid=_gid("floor", study.metric, c.axis_value))
+                        fmt="o", color=C_FLOOR, mfc=face_f, ms=6, capsize=3, lw=1.2)
         if c.m_grok is not None:
             ax.plot([x - dx / 2], [c.m_grok], marker="^", color=C_MGROK, mfc=face_g, ms=7,
                     ls="none")
@@ -371,9 +370,10 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
             continue
         lo = iv.value - (iv.lower if iv.lower is not None else iv.value)
         hi = (iv.upper if iv.upper is not None else iv.value) - iv.value
-        ax.errorbar([x], [iv.value], yerr=[[max(lo, 0.0)], [max(hi, 0.0)]], fmt=marker,
-                    color=color, mfc="white" if hollow else color, ms=6, capsize=3, lw=1.2,
-                    gid=_gid("median-interval", quantity, c.axis_value))
+        eb = ax.errorbar([x], [iv.value], yerr=[[max(lo, 0.0)], [max(hi, 0.0)]], fmt=marker,
+                         color=color, mfc="white" if hollow else color, ms=6, capsize=3,
+                         lw=1.2)
+        eb[0].set_gid(_gid("median-interval", quantity, c.axis_value))
 
 
 def _top(study: StudyResult, quantities: Sequence[str]) -> tuple[float, float]:

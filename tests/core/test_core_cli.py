@@ -1,0 +1,91 @@
+"""The CLI and the result's JSON: determinism, config sources, exit codes."""
+
+import json
+import os
+
+from click.testing import CliRunner
+from core_builders import cells_from
+
+import grokaudit
+from grokaudit.cli import cli
+
+
+def log(tmp_path):
+    df = cells_from([(1.1, 2000, 9000), (1.2, 3000, 11000), (1.3, 4000, 13000)])
+    p = tmp_path / "logs.parquet"
+    grokaudit.write_table(df, p)
+    return str(p)
+
+
+def invoke(*args, cwd=None):
+    old = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_same_input_and_config_give_byte_identical_json(tmp_path):
+    p = log(tmp_path)
+    a = invoke("check", p, "--json", str(tmp_path / "a.json"))
+    b = invoke("check", p, "--json", str(tmp_path / "b.json"))
+    assert a.exit_code == b.exit_code == 1
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert doc["schema"] == "grokaudit.audit/1"
+    assert doc["summary"]["exit_code"] == 1
+
+
+def test_json_to_stdout_replaces_the_text(tmp_path):
+    res = invoke("check", log(tmp_path), "--json", "-")
+    doc = json.loads(res.output)
+    assert doc["summary"]["verdicts"][0]["verdict"] == "ONE_CLOCK_LARGE_LAG"
+    assert "SNAPSHOT_TRANSIENT" in doc["summary"]["failing_codes"]
+
+
+def test_exit_codes_and_fail_on(tmp_path):
+    p = log(tmp_path)
+    assert invoke("check", p).exit_code == 1
+    assert invoke("check", p, "--fail-on", "none").exit_code == 0
+    assert invoke("check", p, "--fail-on", "REBOUND,NO_GROK").exit_code == 0
+    assert invoke("check", p, "--fail-on", "SHARED_ENDPOINT").exit_code == 1
+
+
+def test_config_from_pyproject_and_grokaudit_toml(tmp_path):
+    p = log(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.grokaudit]\nfail_on = "none"\nrule = "crossing"\n')
+    res = invoke("check", p, "--json", "-", cwd=tmp_path)
+    doc = json.loads(res.output)
+    assert res.exit_code == 0 and doc["config"]["rule"] == "crossing"
+    # grokaudit.toml wins over pyproject.toml in the same folder; flags win over both
+    (tmp_path / "grokaudit.toml").write_text('fail_on = "default"\n')
+    assert invoke("check", p, cwd=tmp_path).exit_code == 1
+    res2 = invoke("check", p, "--rule", "settle", "--fail-on", "none", "--json", "-", cwd=tmp_path)
+    assert json.loads(res2.output)["config"]["rule"] == "settle" and res2.exit_code == 0
+
+
+def test_effective_config_is_echoed(tmp_path):
+    res = invoke("check", log(tmp_path), "--grok-threshold", "0.95")
+    assert "grok_threshold=0.95" in res.output
+    doc = json.loads(invoke("check", log(tmp_path), "--grok-threshold", "0.95", "--json",
+                            "-").output)
+    assert doc["config"]["grok_threshold"] == 0.95
+
+
+def test_python_api_matches_the_cli(tmp_path):
+    p = log(tmp_path)
+    api = grokaudit.audit_path(p).to_json()
+    cli_json = invoke("check", p, "--json", "-").output
+    a, b = json.loads(api), json.loads(cli_json)
+    a["input"]["source"] = b["input"]["source"]
+    assert a == b
+
+
+def test_lazy_command_without_its_dependency_is_a_clean_error(monkeypatch):
+    import grokaudit.cli as c
+
+    monkeypatch.setitem(c.LAZY_COMMANDS, "train", ("grokaudit_no_such_module:train", "x"))
+    res = CliRunner().invoke(cli, ["train", "a.toml"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
