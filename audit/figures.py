@@ -147,9 +147,12 @@ def _cell_label(axis: str, c: CellSummary) -> str:
 
 
 def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
-               xmax: float) -> None:
+               label: bool = True) -> None:
     """Mark a cell-median time on a step axis: a line at its value with its interval shaded,
-    or — when censored — an open-ended arrow from the lower bound to the right edge."""
+    or — when censored — an open-ended arrow from the lower bound to the right edge.
+
+    Call after the x limits are set: the arrow runs to the right limit.
+    """
     from matplotlib.patches import FancyArrowPatch
     from matplotlib.transforms import blended_transform_factory
 
@@ -159,14 +162,17 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
         if iv.lower is None:
             return
         tr = blended_transform_factory(ax.transData, ax.transAxes)
-        y = 0.93 if name == "t_grok" else 0.83
-        arrow = FancyArrowPatch((iv.lower, y), (max(xmax, iv.lower), y), transform=tr,
+        y = 0.93 if name == "t_grok" else 0.80
+        right = ax.get_xlim()[1]
+        arrow = FancyArrowPatch((min(iv.lower, right), y), (right, y), transform=tr,
                                 arrowstyle="]->", mutation_scale=9, color=color, lw=1.4,
-                                linestyle=ls)
+                                clip_on=False)
         arrow.set_gid(_gid("censored-median", name, cell))
         ax.add_patch(arrow)
-        ax.text(iv.lower, y + 0.025, f" {name} > {_fmt(iv.lower)} (censored)", transform=tr,
-                color=color, fontsize=7, va="bottom", ha="left")
+        if label:
+            ax.text(0.99, y + 0.02, f"{name} > {_fmt(iv.lower)} (censored)",
+                    transform=ax.transAxes, color=color, fontsize=6.5, va="bottom",
+                    ha="right")
         return
     if iv.value is None:
         return
@@ -205,13 +211,16 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
         outer = fig.add_gridspec(nrows + 1, 1, height_ratios=[3.3] * nrows + [3.1])
         rows = run_rows(log)
         grok_thr = result.config.get("grok_threshold")
+        xlim = _step_limits(log, [rows[x] for c in cells for x in c.runs if x in rows],
+                            log_steps)
         for k, c in enumerate(cells):
             r, col = divmod(k, ncols)
             sub = outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05)
             axm = fig.add_subplot(sub[0, col])
             axa = fig.add_subplot(sub[1, col], sharex=axm)
             _cell_panels(axm, axa, study, c, log, [rows[x] for x in c.runs if x in rows],
-                         grok_thr, log_steps, first=(col == 0))
+                         grok_thr, log_steps, xlim, first=(col == 0))
+        _trajectory_legend(fig)
         bottom = outer[nrows].subgridspec(1, 3, wspace=0.08)
         _snapshot_panel(fig.add_subplot(bottom[0, 0]), study)
         _times_panel(fig.add_subplot(bottom[0, 1]), study)
@@ -235,10 +244,39 @@ class _rc:
         self._ctx.__exit__(*exc)
 
 
+def _step_limits(log: LogTable, rows: list[int], log_steps: bool) -> tuple[float, float]:
+    """Shared step limits of a study's panels, with room on the right for censoring arrows."""
+    steps = np.concatenate([log.step[log.offsets[i]:log.offsets[i + 1]] for i in rows]
+                           ) if rows else np.array([0, 1])
+    steps = steps.astype(float)
+    if log_steps:
+        pos = steps[steps > 0]
+        lo, hi = (float(pos.min()), float(pos.max())) if pos.size else (1.0, 10.0)
+        return lo, hi * 1.5
+    lo, hi = float(steps.min()), float(steps.max())
+    return lo, hi + 0.08 * ((hi - lo) or 1.0)
+
+
+def _trajectory_legend(fig: Any) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Line2D([], [], color=C_METRIC, lw=1.4, label="metric / test acc: median over seeds"),
+               Patch(facecolor=C_METRIC, alpha=0.22, label="seed range (lowest–highest seed)"),
+               Patch(facecolor=C_BAND, hatch="////", edgecolor="#888888",
+                     label="converged floor band F ± δ"),
+               Line2D([], [], color=C_GROK, ls="--", label="t_grok (cell median, interval shaded)"),
+               Line2D([], [], color=C_COMPRESS, ls=":", label="t_compress (cell median)"),
+               Line2D([], [], color=C_TRAIN, ls="--", lw=1.1, label="train acc (median)"),
+               Line2D([], [], color="#999999", ls="-.", lw=0.7, label="grok threshold")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
+               fontsize=7)
+
+
 def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: LogTable,
-                 rows: list[int], grok_thr: Any, log_steps: bool, first: bool) -> None:
+                 rows: list[int], grok_thr: Any, log_steps: bool, xlim: tuple[float, float],
+                 first: bool) -> None:
     band = cell_band(log, rows, study.metric)
-    xmax = float(np.nanmax(band.step)) if band is not None else 1.0
     gated = not c.passes
     axm.set_gid(_gid("cell-panel" + (" gated" if gated else ""), study.metric, c.axis_value))
     if c.floor is not None and c.delta is not None:
@@ -250,8 +288,6 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
                          label="seed range")
         axm.plot(band.step, band.median, color=C_METRIC, lw=1.4,
                  label=f"median of {band.n_runs} seeds")
-    _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value, xmax)
-    _mark_time(axm, c.t_compress, C_COMPRESS, ":", "t_compress", c.axis_value, xmax)
     title = f"{study.axis}={c.axis_value} · {c.n_runs} runs"
     if gated:
         title += "\nGATED: " + ", ".join(g.value for g in c.gates)
@@ -274,24 +310,19 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
         axa.plot(b.step, b.median, color=color, ls=ls, lw=1.1, label=name.replace("_acc", ""))
     if isinstance(grok_thr, (int, float)):
         axa.axhline(float(grok_thr), color="#999999", lw=0.7, ls="-.")
-    _mark_time(axa, c.t_grok if not (c.t_grok and c.t_grok.censored) else None, C_GROK, "--",
-               "t_grok", c.axis_value, xmax)
     axa.set_ylim(-0.03, 1.05)
     axa.set_xlabel("step")
     if log_steps:
         axm.set_xscale("log", nonpositive="mask")
-    if first:
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
+    axm.set_xlim(*xlim)
+    from matplotlib.ticker import MaxNLocator
 
-        handles = [Line2D([], [], color=C_METRIC, lw=1.4, label="median over seeds"),
-                   Patch(facecolor=C_METRIC, alpha=0.22, label="seed range"),
-                   Patch(facecolor=C_BAND, hatch="////", edgecolor="#888888",
-                         label="floor band F ± δ"),
-                   Line2D([], [], color=C_GROK, ls="--", label="t_grok (cell median)"),
-                   Line2D([], [], color=C_COMPRESS, ls=":", label="t_compress (cell median)")]
-        axm.legend(handles=handles, loc="upper right", frameon=False, fontsize=6.5)
-        axa.legend(loc="lower right", frameon=False, fontsize=6.5)
+    if not log_steps:
+        axa.xaxis.set_major_locator(MaxNLocator(4))
+    _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value)
+    _mark_time(axm, c.t_compress, C_COMPRESS, ":", "t_compress", c.axis_value)
+    _mark_time(axa, c.t_grok if not (c.t_grok and c.t_grok.censored) else None, C_GROK, "--",
+               "t_grok", c.axis_value)
 
 
 def _axis_x(study: StudyResult) -> list[float]:
@@ -365,6 +396,8 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
                                     mutation_scale=10, color=color, lw=1.4)
             arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
             ax.add_patch(arrow)
+            ax.text(x, iv.lower, f" >{_fmt(iv.lower)}", color=color, fontsize=6.5,
+                    va="top", ha="left")
             continue
         if iv.value is None:
             continue
