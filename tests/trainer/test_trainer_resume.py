@@ -22,7 +22,7 @@ p = 11
 alpha = 0.5
 d_emb = 8
 lr = 0.01
-steps = 6000
+steps = 3000
 log_every = 100
 [grid]
 hidden = [16, 24]   # two shapes: two groups, so resume crosses a finished group
@@ -61,7 +61,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
             st = _checkpoint_state(ckpt) if ckpt.exists() else None
             # Kill inside the second group, past a few checkpoints: both the finished-group
             # and the mid-group paths of resume are then exercised.
-            if st is not None and st[0] == 1 and st[1] >= 500:
+            if st is not None and st[0] == 1 and st[1] >= 300:
                 os.kill(proc.pid, signal.SIGKILL)
                 killed_at = st
                 break
