@@ -104,16 +104,16 @@ def run_rows(log: LogTable) -> dict[str, int]:
 
 def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
     """The median and seed band of ``column`` over the runs ``rows``; None when nothing logged."""
+    found: np.ndarray | None
     if column == "test_acc":
-        values = log.test_acc
+        found = log.test_acc
     elif column == "train_acc":
-        if log.train_acc is None:
-            return None
-        values = log.train_acc
+        found = log.train_acc
     else:
-        values = log.series.get(column)
-        if values is None:
-            return None
+        found = log.series.get(column)
+    if found is None:
+        return None
+    values = found
     per_run = []
     for i in rows:
         a, b = int(log.offsets[i]), int(log.offsets[i + 1])
@@ -331,7 +331,7 @@ def _axis_x(study: StudyResult) -> list[float]:
 
 def _spread(xs: list[float]) -> float:
     u = sorted(set(xs))
-    return (min(b - a for a, b in zip(u, u[1:])) if len(u) > 1 else 1.0) * 0.12
+    return (min(b - a for a, b in zip(u, u[1:], strict=False)) if len(u) > 1 else 1.0) * 0.12
 
 
 def _gate_marks(ax: Any, study: StudyResult) -> None:

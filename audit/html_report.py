@@ -1,0 +1,481 @@
+"""The HTML report: one self-contained page drawn from an AuditResult and its log.
+
+``render_html(result, log)`` returns the page; ``write_report(result, log, path)`` writes it
+atomically; ``grokaudit report LOGS -o report.html`` is the command. The page needs no network
+and no JavaScript: figures are SVG inlined in the page (matplotlib, the optional extra
+``report``), styles are inline, and a Content-Security-Policy forbids every external load.
+
+Page order: a summary (the outcome, each study's clock verdict in words, the critical findings,
+the input counts including everything set aside), one section per study and metric (the verdict
+and its reasons, the gate table, the orderings, the dashboard figure, the findings), then the
+effective config and the provenance. Every number comes from the AuditResult; the curves are the
+log. ``docs/report.md`` documents the page and its SVG hooks (``censored-median``…).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .reasons import Reason, Severity
+from .results import AuditResult, Finding, Interval, Ordering, StudyResult
+from .schema import LogTable
+
+#: What each verdict, gate and study-level code means, in words (for readers of the page).
+WORDS: dict[str, str] = {
+    "TWO_CLOCKS": "Two clocks: the lag is large and t_grok and t_compress are ordered in "
+                  "opposite directions along the axis.",
+    "ONE_CLOCK_LARGE_LAG": "One clock with a large lag: compression ends well after "
+                           "generalization, and both move the same way along the axis.",
+    "PARTIALLY_SEPARATED": "Partially separated: the lag is large and both orderings are "
+                           "identified, but not both are monotone.",
+    "SINGLE_CLOCK_SMALL_LAG": "A single clock: compression follows generalization closely "
+                              "(small lag).",
+    "LARGE_LAG_ORDERING_UNDETERMINED": "The lag is large, but the t_grok or t_compress ordering "
+                                       "cannot be identified from this log: no clock claim.",
+    "INCONCLUSIVE_CENSORING": "Inconclusive: too many runs have a censored t_compress (they had "
+                              "not settled when the log ended) for a clock verdict.",
+    "LOW_POWER_DESCRIPTIVE": "Descriptive only: fewer than two cells pass every gate, so "
+                             "nothing comparative can be said.",
+    "BOUNDARY_PARTIAL_GENERALIZATION": "fewer than half of its runs fully generalize",
+    "BOUNDARY_NO_COMPRESSION": "more than half of its grokked runs do not compress",
+    "HIGH_FLOOR_OUTLIER": "its converged floor is far above the other cells'",
+    "COMPRESSION_NOT_ESTABLISHED": "fewer than half of its grokked runs have a stable floor and "
+                                   "a settled t_compress",
+    "MEDIAN_CENSORED": "half or more runs are censored: only a lower bound of the median is known",
+    "SNAPSHOT_TRANSIENT": "the metric read at grok is a transient, well above the converged "
+                          "floor",
+    "SNAPSHOT_REVERSES_ORDERING": "reading the metric at grok reverses its ordering along the "
+                                  "axis compared with the converged floor",
+    "SNAPSHOT_HIDES_BOUNDARY": "a boundary cell looks like its neighbours at grok but converges "
+                               "elsewhere",
+    "FLOOR_UNSTABLE": "the floor is still moving at the end of the log",
+    "ORDERING_UNDEFINED": "the ordering along the axis cannot be identified from this log",
+    "SHARED_ENDPOINT": "the passing cells converge to one shared floor",
+}
+
+_CSS = """
+:root { --ink:#1b1b1b; --muted:#555; --rule:#ccc; --crit:#D55E00; --warn:#E69F00; --ok:#009E73; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--ink); margin: 0 auto; max-width: 1400px; padding: 1rem 2rem 4rem; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.4rem;
+     border-bottom: 2px solid var(--ink); } h3 { margin-bottom: .3rem; }
+.muted { color: var(--muted); }
+table { border-collapse: collapse; margin: .4rem 0 1rem; font-size: .88rem; }
+th, td { border-bottom: 1px solid var(--rule); padding: .22rem .55rem; text-align: left;
+         vertical-align: top; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.outcome { border: 3px solid var(--ink); padding: .6rem 1rem; margin: 1rem 0; }
+.outcome.fail { border-color: var(--crit); border-style: double; border-width: 6px; }
+.outcome.pass { border-color: var(--ok); }
+.outcome .head { font-size: 1.25rem; font-weight: 700; }
+.sev { font-weight: 700; white-space: nowrap; }
+.sev.critical::before { content: "\\2716  "; } .sev.warning::before { content: "\\25B2  "; }
+.sev.info::before { content: "\\2139  "; }
+.sev.critical { color: var(--crit); } .sev.warning { color: #8a5a00; }
+tr.gated td { background: repeating-linear-gradient(135deg, #fff, #fff 6px, #f1f1f1 6px,
+              #f1f1f1 12px); }
+.gate { font-weight: 700; } .gate.pass::before { content: "\\2714  "; }
+.gate.fail::before { content: "\\2716  "; }
+code { font-size: .92em; }
+figure.dashboard { margin: 1rem 0; } figure.dashboard svg { display: block; height: auto; }
+figcaption { font-size: .85rem; color: var(--muted); max-width: 70rem; }
+pre { background: #f6f6f6; padding: .6rem; overflow-x: auto; font-size: .8rem; }
+nav ul { columns: 2; }
+"""
+
+
+# ------------------------------------------------------------------------------------------
+# small formatting helpers
+# ------------------------------------------------------------------------------------------
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _n(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if abs(x) >= 1000 or float(x).is_integer():
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _iv(iv: Interval | None) -> str:
+    """A censoring-aware median as text: ``1400 (1300–1400]`` or ``> 20000 (censored)``."""
+    if iv is None:
+        return "—"
+    if iv.censored:
+        return f"&gt; {_n(iv.lower)} <span class='muted'>(censored)</span>"
+    if iv.lower is not None and iv.upper is not None and iv.lower != iv.upper:
+        return f"{_n(iv.value)} <span class='muted'>({_n(iv.lower)}, {_n(iv.upper)}]</span>"
+    return _n(iv.value)
+
+
+def _study_key(s: StudyResult) -> str:
+    return ", ".join(f"{k}={v}" for k, v in s.study.items()) or "all runs"
+
+
+def _slug(s: StudyResult) -> str:
+    raw = "-".join([*(f"{k}-{v}" for k, v in s.study.items()), s.metric])
+    return "study-" + re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")
+
+
+def _where(f: Finding) -> str:
+    parts = [f"{k}={v}" for k, v in dict(f.study).items()]
+    if f.metric:
+        parts.append(f.metric)
+    if f.cell is not None:
+        parts.append(f"cell {f.cell}")
+    return "; ".join(parts) or "input"
+
+
+def _verdict_code(s: StudyResult) -> str:
+    return s.verdict.value if s.verdict else Reason.LOW_POWER_DESCRIPTIVE.value
+
+
+def _table(head: Sequence[str], rows: Iterable[tuple[str, ...]], *, cls: str = "",
+           row_classes: Sequence[str] | None = None) -> str:
+    out = [f"<table class='{cls}'><thead><tr>"]
+    out += [f"<th scope='col'>{h}</th>" for h in head]
+    out.append("</tr></thead><tbody>")
+    for i, r in enumerate(rows):
+        rc = f" class='{row_classes[i]}'" if row_classes and row_classes[i] else ""
+        out.append(f"<tr{rc}>" + "".join(f"<td>{v}</td>" for v in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _findings_table(findings: Sequence[Finding], cls: str) -> str:
+    if not findings:
+        return "<p class='muted'>None.</p>"
+    rows = [(f"<span class='sev {f.severity.value}'>{f.severity.value}</span>",
+             f"<code>{f.code.value}</code>", _e(_where(f)),
+             _e(f.message) + (f"<br><span class='muted'>{_e(WORDS[f.code.value])}</span>"
+                              if f.code.value in WORDS else ""))
+            for f in findings]
+    return _table(("severity", "code", "where", "what it means"), rows, cls=cls)
+
+
+# ------------------------------------------------------------------------------------------
+# page sections
+# ------------------------------------------------------------------------------------------
+
+def _summary(result: AuditResult) -> str:
+    out = ["<section id='summary'><h2>Summary</h2>"]
+    if result.failing:
+        codes = sorted({f.code.value for f in result.failing})
+        out.append(
+            "<div id='verdict' class='outcome fail' role='status'>"
+            f"<div class='head'>&#x2716; FAIL — {len(result.failing)} critical finding(s): "
+            f"{_e(', '.join(codes))}</div>"
+            "<div>This log does not support some of the readings below (exit code 1 of "
+            "<code>grokaudit check</code>).</div>")
+    else:
+        out.append(
+            "<div id='verdict' class='outcome pass' role='status'>"
+            "<div class='head'>&#x2714; PASS — no critical finding</div>"
+            "<div>Exit code 0 of <code>grokaudit check</code>.</div>")
+    out.append("<ul class='verdicts'>")
+    for s in result.studies:
+        code = _verdict_code(s)
+        out.append(f"<li><a href='#{_slug(s)}'>{_e(_study_key(s))} · {_e(s.metric)}</a>: "
+                   f"<strong class='verdict-code'>{_e(code)}</strong> — "
+                   f"{_e(WORDS.get(code, code))}</li>")
+    out.append("</ul></div>")
+    out.append("<h3>Critical findings</h3>")
+    crit = [f for f in result.findings if f.severity is Severity.CRITICAL]
+    out.append(_findings_table(crit, "critical-findings"))
+    out.append(_input_section(result))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _input_section(result: AuditResult) -> str:
+    inp = result.input
+    rows = [("source", _e(inp.get("source") or "<table>")),
+            ("rows read", _e(inp.get("rows_read"))), ("rows kept", _e(inp.get("rows_kept"))),
+            ("runs read", _e(inp.get("runs_read"))), ("runs kept", _e(inp.get("runs_kept"))),
+            ("metrics", _e(", ".join(inp.get("metrics", [])) or "none")),
+            ("conditions", _e(", ".join(inp.get("conditions", [])) or "none"))]
+    aside = dict(inp.get("set_aside") or {})
+    aside_rows = [(f"<code>{_e(k)}</code>", _e(v)) for k, v in aside.items()]
+    short = list(inp.get("runs_too_short") or [])
+    miss = {k: v for k, v in dict(inp.get("missing_values") or {}).items() if v}
+    out = ["<h3>Input</h3>", _table(("", "count"), rows, cls="input-counts")]
+    out.append("<p><strong>Set aside:</strong> ")
+    if aside_rows:
+        out.append("</p>" + _table(("reason", "rows"), aside_rows, cls="set-aside"))
+    else:
+        out.append("nothing (every row read was kept).</p>")
+    if short:
+        out.append(f"<p>Runs set aside as too short: {_e(', '.join(short))}</p>")
+    if miss:
+        out.append("<p class='muted'>Missing (NaN) values, treated as not logged: "
+                   + _e(", ".join(f"{k} {v}" for k, v in miss.items())) + "</p>")
+    if not inp.get("sorted_input", True):
+        out.append("<p class='muted'>Rows were not sorted by run and step; they were sorted.</p>")
+    return "".join(out)
+
+
+def _gate_table(s: StudyResult) -> str:
+    head = (_e(s.axis), "runs", "grokked", "fully gen.", "t_compress censored", "t_grok",
+            "m_grok", "floor F ± δ", "floor stability", "t_compress", "lag", "rel_lag",
+            "inflation", "gate")
+    rows = []
+    classes = []
+    for c in s.cells:
+        gate = ("<span class='gate pass'>passes</span>" if c.passes else
+                "<span class='gate fail'>GATED</span>: " + "; ".join(
+                    f"<code>{g.value}</code> ({_e(WORDS.get(g.value, ''))})" for g in c.gates))
+        if c.notes:
+            gate += "<br><span class='muted'>" + "; ".join(
+                f"{n.value}: {_e(WORDS.get(n.value, ''))}" for n in c.notes) + "</span>"
+        fl = "—" if c.floor is None else f"{_n(c.floor)} ± {_n(c.delta)}"
+        stab = ", ".join(f"{v} {k}" for k, v in sorted(c.floor_stability.items())) or "—"
+        rows.append((_e(c.axis_value), str(c.n_runs), str(c.n_grokked),
+                     str(c.n_fully_generalized), str(c.n_tc_censored), _iv(c.t_grok),
+                     _n(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
+                     _n(c.rel_lag), _n(c.inflation), gate))
+        classes.append("gated" if not c.passes else "passes")
+    return _table(head, rows, cls="gate-table", row_classes=classes)
+
+
+def _ordering_row(o: Ordering) -> tuple[str, ...]:
+    if not o.identified:
+        sub = o.sub_reason.value if o.sub_reason else ""
+        return (f"<code>{o.quantity}</code>", f"<strong>undefined</strong> (<code>{sub}</code>)",
+                "not identified: no number is reported", f"C={o.concordant} D={o.discordant} "
+                f"U={o.unidentified}", str(o.n_cells))
+    arrow = "increases" if o.direction > 0 else "decreases"
+    tau = (f"[{o.tau_bounds[0]:+.2f}, {o.tau_bounds[1]:+.2f}]" if o.tau_bounds else "—")
+    rho = f"; Spearman {o.spearman:+.2f}" if o.spearman is not None else ""
+    return (f"<code>{o.quantity}</code>", f"{o.shape}: {arrow} along the axis",
+            f"Kendall tau in {tau}{rho}", f"C={o.concordant} D={o.discordant} "
+            f"U={o.unidentified}", str(o.n_cells))
+
+
+def _study_section(s: StudyResult, k: int, svg: str) -> str:
+    code = _verdict_code(s)
+    out = [f"<section class='study' id='{_slug(s)}'>",
+           f"<h2>{_e(_study_key(s))} · metric <code>{_e(s.metric)}</code> · axis "
+           f"<code>{_e(s.axis)}</code></h2>",
+           f"<p class='study-verdict'>Clock verdict: <strong class='verdict-code'>{_e(code)}"
+           f"</strong> — {_e(WORDS.get(code, code))}</p>"]
+    gated = [c for c in s.cells if not c.passes]
+    passing = len(s.cells) - len(gated)
+    why = f"{passing} of {len(s.cells)} cells pass every gate"
+    if gated:
+        why += "; gated (shown, left out of every ordering): " + "; ".join(
+            f"{s.axis}={c.axis_value} ({', '.join(WORDS.get(g.value, g.value) for g in c.gates)})"
+            for c in gated)
+    out.append(f"<p>{_e(why)}.</p>")
+    out.append("<h3>Gates and cell medians</h3>")
+    out.append(_gate_table(s))
+    out.append("<p class='muted'>Times are logged steps; a median is the censoring-aware "
+               "median interval (lower, upper]. Floor stability is conditional on the logged "
+               "horizon.</p>")
+    out.append("<h3>Orderings over the passing cells</h3>")
+    out.append(_table(("quantity", "ordering", "strength", "pairs", "cells"),
+                      [_ordering_row(o) for o in s.orderings], cls="orderings"))
+    out.append(f"<figure class='dashboard' id='fig-{k}' data-metric='{_e(s.metric)}' "
+               f"data-study='{_e(_study_key(s))}'>{svg}<figcaption>"
+               "Top: for each cell, the metric (median over seeds; the shaded band runs from "
+               "the lowest to the highest seed), the converged floor band F ± δ (hatched), "
+               "t_grok (dashed) and t_compress (dotted) at their cell medians, and below it "
+               "test (solid) and train (dashed) accuracy on the same step axis. Gated cells "
+               "say GATED in their title and have a grey, dashed frame. "
+               "(b) The metric read at grok (triangles) against the converged floor (circles, "
+               "± δ); hollow markers and a cross mark gated cells. (c) Cell-median t_grok, "
+               "t_compress and lag with their censoring intervals; a censored median is an "
+               "open-ended arrow from its known lower bound, never a point."
+               "</figcaption></figure>")
+    shown = [f for f in s.findings if f.severity is not Severity.INFO]
+    info = [f for f in s.findings if f.severity is Severity.INFO]
+    out.append("<h3>Findings</h3>")
+    out.append(_findings_table(shown, "study-findings"))
+    if info:
+        out.append(f"<details><summary>{len(info)} informational finding(s)</summary>"
+                   + _findings_table(info, "study-info") + "</details>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _config_section(result: AuditResult) -> str:
+    cfg = dict(result.config)
+    rows = [(f"<code>{_e(k)}</code>", _e(json.dumps(v, default=str)))
+            for k, v in cfg.items()]
+    prov = dict(result.input.get("provenance") or {})
+    out = ["<section id='config'><h2>Effective config and provenance</h2>",
+           f"<p>grokaudit {_e(result.version)}, profile "
+           f"<code>{_e(cfg.get('profile'))}</code>.</p>",
+           _table(("setting", "value"), rows, cls="config"),
+           "<h3>Provenance</h3>"]
+    if prov:
+        out.append("<pre>" + _e(json.dumps(prov, indent=2, sort_keys=True, default=str))
+                   + "</pre>")
+    else:
+        out.append("<p class='muted'>The log carries no provenance metadata.</p>")
+    input_findings = [f for f in result.findings if f.scope == "input"]
+    if input_findings:
+        out.append("<h3>Input findings</h3>" + _findings_table(input_findings, "input-findings"))
+    out.append("</section>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------
+# public API
+# ------------------------------------------------------------------------------------------
+
+def dashboards(result: AuditResult, log: LogTable, *, log_steps: bool = False) -> list[Any]:
+    """One matplotlib Figure per study and metric, in ``result.studies`` order."""
+    from .figures import dashboard
+
+    return [dashboard(s, log, result, log_steps=log_steps) for s in result.studies]
+
+
+def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
+                figures: Sequence[Any] | None = None) -> str:
+    """The whole report as one self-contained HTML page (str).
+
+    ``log`` is the validated log the audit read (:func:`grokaudit.schema.build_log_table`); its
+    trajectories are drawn, every marked number comes from ``result``. ``figures`` reuses
+    Figures from :func:`dashboards`. Raises MissingExtraError without matplotlib.
+    """
+    from .figures import figure_svg, svg_for_html
+
+    figs = list(figures) if figures is not None else dashboards(result, log, log_steps=log_steps)
+    src = result.input.get("source") or "<table>"
+    csp = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+           "font-src data:; base-uri 'none'; form-action 'none'")
+    head = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<meta name='generator' content='grokaudit {_e(result.version)}'>"
+            f"<title>grokaudit report — {_e(src)}</title><style>{_CSS}</style></head><body>")
+    parts = [head, "<header><h1>grokaudit report</h1>",
+             f"<p class='muted'>{_e(src)} · axis <code>{_e(result.config.get('axis'))}</code>"
+             f" · {len(result.studies)} study/metric section(s)</p>"]
+    parts.append("<nav><ul>" + "".join(
+        f"<li><a href='#{_slug(s)}'>{_e(_study_key(s))} · {_e(s.metric)}</a></li>"
+        for s in result.studies) + "<li><a href='#config'>config and provenance</a></li>"
+        "</ul></nav></header><main>")
+    parts.append(_summary(result))
+    for k, (s, fig) in enumerate(zip(result.studies, figs, strict=True), start=1):
+        parts.append(_study_section(s, k, svg_for_html(figure_svg(fig), f"f{k}")))
+    parts.append(_config_section(result))
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+def write_report(result: AuditResult, log: LogTable, path: str | Path,
+                 png_dir: str | Path | None = None, *, log_steps: bool = False) -> Path:
+    """Write the HTML report to ``path`` atomically (temp file, then rename); with ``png_dir``
+    also one PNG per study and metric there (named after its section). Returns ``path``."""
+    from .figures import save_png
+
+    figs = dashboards(result, log, log_steps=log_steps)
+    text = render_html(result, log, log_steps=log_steps, figures=figs)
+    p = Path(path)
+    _atomic_write(p, text.encode("utf-8"))
+    if png_dir is not None:
+        d = Path(png_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for s, fig in zip(result.studies, figs, strict=True):
+            save_png(fig, d / f"{_slug(s).removeprefix('study-')}.png")
+    return p
+
+
+def write_report_from_table(result: AuditResult, table: Any, config: Any, path: str | Path,
+                            *, source: str | None = None, png_dir: str | Path | None = None
+                            ) -> Path:
+    """``grokaudit check --report PATH``: validate ``table`` (the Arrow table or DataFrame
+    ``check`` audited) exactly as the audit did, then :func:`write_report`."""
+    from .schema import build_log_table
+
+    log = build_log_table(table, path=source, acc_scale=config.acc_scale,
+                          on_duplicate=config.on_duplicate, metrics=config.metrics)
+    return write_report(result, log, path, png_dir)
+
+
+def _atomic_write(p: Path, data: bytes) -> None:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, p)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# ------------------------------------------------------------------------------------------
+# grokaudit report
+# ------------------------------------------------------------------------------------------
+
+def _audit_options(f: Any) -> Any:
+    from .cli import audit_options
+
+    return audit_options(f)
+
+
+@click.command(name="report")
+@click.argument("path", type=click.Path())
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="the HTML file to write (self-contained: no network, no JavaScript)")
+@click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False),
+              help="also write one PNG per study and metric into this folder")
+@click.option("--log-steps", is_flag=True, help="log-scaled step axis on the trajectory panels")
+@_audit_options
+def report(path: str, output: str, png_dir: str | None, log_steps: bool, by: str | None,
+           cell: tuple[str, ...], metrics: tuple[str, ...], profile: str | None,
+           rule: str | None, config_file: str | None, acc_scale: float | None,
+           on_duplicate: str | None, fail_on: str | None, fmt: str | None,
+           maps: tuple[str, ...], run_from: str | None, conds: tuple[str, ...],
+           **thresholds: Any) -> None:
+    """Audit the training log at PATH and write a self-contained HTML report.
+
+    Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
+    1 critical findings (the report is written either way), 2 usage or input error.
+    """
+    from .api import audit_log
+    from .cli import _split, build_config, load_for_audit
+    from .errors import GrokauditError
+    from .schema import build_log_table
+
+    try:
+        overrides = dict(thresholds)
+        overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
+                         fail_on=_split((fail_on,)) if fail_on else None,
+                         cell=_split(cell) or None, metrics=_split(metrics) or None)
+        cfg = build_config(profile, config_file, overrides)
+        table = load_for_audit(path, fmt, maps, run_from, conds)
+        log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
+                              on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+        result = audit_log(log, cfg)
+        out = write_report(result, log, output, png_dir, log_steps=log_steps)
+    except GrokauditError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if result.failing:
+        codes = sorted({f.code.value for f in result.failing})
+        line = f"{len(result.failing)} critical finding(s): {', '.join(codes)} (exit 1)"
+    else:
+        line = "no critical finding (exit 0)"
+    click.echo(f"wrote {out} · {line}")
+    sys.exit(result.exit_code)
+
+
+__all__ = ["WORDS", "dashboards", "render_html", "report", "write_report",
+           "write_report_from_table"]
