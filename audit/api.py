@@ -32,7 +32,7 @@ from .clocks import (
 from .config import AuditConfig, make_config
 from .errors import LogFormatError
 from .reasons import Reason, Severity
-from .results import AuditResult, CellSummary, Finding, StudyResult, sort_findings
+from .results import AuditResult, CellSummary, Finding, RunResult, StudyResult, sort_findings
 from .schema import SEED_COLUMNS, LogTable, build_log_table, read_arrow
 from .study import (
     QUANTITIES,
@@ -198,7 +198,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                  acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> StudyResult:
     base = {"study": study_key, "metric": metric}
     cells: list[CellSummary] = []
-    runs = []
+    runs: list[RunResult] = []
     run_rows: list[int] = []  # each run's row in the clock arrays, parallel to ``runs``
     for av, cframe in sframe.groupby(axis, sort=True):
         cframe = cframe.sort_values("__run")
@@ -272,8 +272,8 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                     message=(f"the ordering of {o.quantity} along {axis} is undefined "
                              f"({o.sub_reason.value if o.sub_reason else ''})")))
         passing_values = {c.axis_value for c in passing}
-        sel = np.array([r.cell in passing_values and r.t_grok.value is not None for r in runs],
-                       dtype=bool)
+        sel = np.fromiter((r.cell in passing_values and r.t_grok.value is not None
+                           for r in runs), dtype=bool, count=len(runs))
         elig = np.asarray(run_rows, dtype=np.int64)[sel]
         tcs = mc.tc_status[elig]
         n_cens = int(np.isin(tcs, _CENSORED_TC).sum())

@@ -24,8 +24,8 @@ from .clocks import (
     TC_IN_FINAL_WINDOW,
     TC_NEVER_CROSSED,
     TC_NEVER_SETTLED,
-    TC_NO_FLOOR,
     TC_NO_COMPRESSION,
+    TC_NO_FLOOR,
     TC_NO_GROK,
     TC_OK,
     AccuracyClocks,
@@ -34,7 +34,7 @@ from .clocks import (
 )
 from .config import AuditConfig
 from .reasons import Reason
-from .results import CellSummary, Interval
+from .results import CellSummary, Interval, RunResult
 
 _TC_REASON = {
     TC_NO_GROK: Reason.NO_GROK,
@@ -103,10 +103,9 @@ def run_reasons(acc: AccuracyClocks, mc: MetricClocks, i: int) -> tuple[Reason, 
     return tuple(out)
 
 
-def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int):  # noqa: ANN201
+def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int
+              ) -> RunResult:
     """The :class:`RunResult` of run ``i``."""
-    from .results import RunResult
-
     grokked = not bool(acc.t_grok.censored[i])
     tg = _interval(acc.t_grok, i)
     assert tg is not None
@@ -174,7 +173,11 @@ def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True
     if 2 * n_cens >= n:
         return Interval(None, med_lo, None, True), True
     med_up = float(np.median(up))
-    return Interval(med_up, med_lo, med_up, False), False
+    # the value is the median of the runs' values (censored ones rank last); for a lag the
+    # value is not its interval's upper end, so median(U) would be off by up to a cadence
+    vals = np.where(np.isinf(up), np.inf, ev.value[idx][keep])
+    med_val = float(np.median(vals))
+    return Interval(med_val, med_lo, med_up, False), False
 
 
 def _median(a: np.ndarray) -> float | None:

@@ -97,27 +97,31 @@ def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def _nanmedian(W: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(W, axis=1)
+        out: np.ndarray = np.nanmedian(W, axis=1)
+    return out
 
 
 def _first_true(mask: np.ndarray) -> np.ndarray:
     """Index of the first True per row, −1 when none."""
     has = mask.any(axis=1)
-    return np.where(has, mask.argmax(axis=1), -1)
+    out: np.ndarray = np.where(has, mask.argmax(axis=1), -1)
+    return out
 
 
 def _last_true(mask: np.ndarray) -> np.ndarray:
     """Index of the last True per row, −1 when none."""
     K = mask.shape[1]
     has = mask.any(axis=1)
-    return np.where(has, K - 1 - mask[:, ::-1].argmax(axis=1), -1)
+    out: np.ndarray = np.where(has, K - 1 - mask[:, ::-1].argmax(axis=1), -1)
+    return out
 
 
 def trailing_median(P: Packed, width: int) -> np.ndarray:
     """Trailing rolling median of ``width`` points (fewer at the start of a run)."""
     V = P.values
     if width <= 1:
-        return V.copy()
+        copy: np.ndarray = V.copy()
+        return copy
     if width == 3:
         # median of three without sorting; the first two points use what is available
         a = V
@@ -129,13 +133,15 @@ def trailing_median(P: Packed, width: int) -> np.ndarray:
             out[:, 0] = V[:, 0]
         if V.shape[1] >= 2:
             out[:, 1] = 0.5 * (V[:, 0] + V[:, 1])
-        return np.where(P.valid, out, np.nan)
+        smoothed: np.ndarray = np.where(P.valid, out, np.nan)
+        return smoothed
     pad = np.concatenate((np.full((V.shape[0], width - 1), np.nan), V), axis=1)
     win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        out = np.nanmedian(win, axis=2)
-    return np.where(P.valid, out, np.nan)
+        med = np.nanmedian(win, axis=2)
+    res: np.ndarray = np.where(P.valid, med, np.nan)
+    return res
 
 
 # ------------------------------------------------------------------------------------------
@@ -153,7 +159,8 @@ class Event:
 
     @property
     def censored(self) -> np.ndarray:
-        return np.isinf(self.upper)
+        out: np.ndarray = np.isinf(self.upper)
+        return out
 
 
 def first_passage(P: Packed, threshold: float, interval: bool = True) -> Event:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from .reasons import Severity
@@ -34,7 +35,7 @@ def _stab(c: CellSummary) -> str:
     return "/".join(parts) or "—"
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
 

@@ -117,7 +117,7 @@ def _provenance_of(schema: pa.Schema) -> dict[str, Any]:
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read a canonical table as a DataFrame; provenance is in ``df.attrs['grokaudit']``."""
     t = read_arrow(path)
-    df = t.to_pandas()
+    df: pd.DataFrame = t.to_pandas()
     df.attrs["grokaudit"] = _provenance_of(t.schema)
     return df
 
@@ -274,9 +274,9 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     prov = _provenance_of(table.schema)
     names = list(table.column_names)
     if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise LogFormatError(f"column(s) {dup} appear more than once; rename one", path=path,
-                             column=dup[0])
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise LogFormatError(f"column(s) {twice} appear more than once; rename one", path=path,
+                             column=twice[0])
     for c in REQUIRED:
         if c not in names:
             hint = ""
@@ -440,12 +440,12 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     if dup.any():
         cols_all = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
         idx = np.flatnonzero(dup)
-        same = np.ones(idx.size, dtype=bool)
+        same_vals = np.ones(idx.size, dtype=bool)
         for a in cols_all:
             x, y = a[idx], a[idx - 1]
-            same &= (x == y) | (np.isnan(x) & np.isnan(y))
-        identical = idx[same]
-        conflicting = idx[~same]
+            same_vals &= (x == y) | (np.isnan(x) & np.isnan(y))
+        identical = idx[same_vals]
+        conflicting = idx[~same_vals]
         keep[identical] = False
         set_aside["duplicate_identical"] = int(identical.size)
         if conflicting.size:

@@ -3,10 +3,9 @@
 import json
 import os
 
+import grokaudit
 from click.testing import CliRunner
 from core_builders import cells_from
-
-import grokaudit
 from grokaudit.cli import cli
 
 

@@ -1,12 +1,11 @@
 """Per-run definitions of AUDIT_SPEC §1 on trajectories whose answer is known by construction."""
 
+import grokaudit
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as st
 from core_builders import CAD, compressing_run, grid, piecewise, run_frame, step_acc
-
-import grokaudit
 from grokaudit import Reason
 from grokaudit.clocks import theil_sen
 

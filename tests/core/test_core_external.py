@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
+import grokaudit
 import numpy as np
 import pytest
-
-import grokaudit
 
 EXT = Path(__file__).resolve().parents[2].parent / "shared" / "external" / "critical-norm-grokking"
 pytestmark = pytest.mark.skipif(not EXT.is_dir(), reason=f"external logs not found at {EXT}")

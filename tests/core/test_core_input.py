@@ -3,13 +3,12 @@ traceback; and nothing is silently dropped."""
 
 import json
 
+import grokaudit
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 from core_builders import cells_from
-
-import grokaudit
 from grokaudit import LogFormatError, Reason
 from grokaudit.cli import cli
 

@@ -1,11 +1,10 @@
 """``--profile reference`` (AUDIT_SPEC §5): one test per difference from the default profile."""
 
+import grokaudit
 import numpy as np
 import pandas as pd
 import pytest
 from core_builders import cells_from, compressing_run, grid, piecewise, run_frame, step_acc
-
-import grokaudit
 from grokaudit import Reason
 
 

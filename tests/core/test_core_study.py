@@ -1,10 +1,9 @@
 """Cells, gates, orderings, clock verdicts and snapshot hazards (AUDIT_SPEC §2–§4)."""
 
+import grokaudit
 import pandas as pd
 import pytest
 from core_builders import cells_from, compressing_run, flat_run
-
-import grokaudit
 from grokaudit import Reason, Severity
 
 

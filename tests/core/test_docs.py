@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 import pytest
-
 from grokaudit import Reason
 from grokaudit.cli import cli
 
