@@ -264,6 +264,14 @@ def records(data: bytes, file: str, points: Points) -> list[bytes]:
 
 
 def _value(text: str) -> Any:
+    """A history value: float fast path (also reads NaN and Infinity), else JSON."""
+    try:
+        return float(text)
+    except ValueError:
+        return _json_value(text)
+
+
+def _json_value(text: str) -> Any:
     try:
         v = json.loads(text)
     except ValueError:
@@ -335,10 +343,10 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
                 if rec.run.display_name:
                     names.setdefault(run_id, rec.run.display_name)
                 for item in rec.run.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _value(item.value_json)
+                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
             elif kind == "config":
                 for item in rec.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _value(item.value_json)
+                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
         run = names.get(run_id, run_id)
         for key, (st, val, wt) in series.items():
             points.add(run, key, st, val, wt)

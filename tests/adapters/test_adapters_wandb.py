@@ -1,0 +1,198 @@
+"""W&B: offline run directories written by wandb itself, hand-made panel CSVs, history exports."""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grokaudit.adapters import detect_format, read_log
+from grokaudit.errors import LogFormatError
+from grokaudit.schema import build_log_table
+
+
+# -- offline runs -------------------------------------------------------------------------------
+
+def log_offline(root: Path, run_id: str, rows: list[dict], *, name: str | None = None,
+                config: dict | None = None, resume: bool = False) -> Path:
+    """One ``wandb.init(mode="offline")`` session under ``root``; returns its ``.wandb`` file.
+
+    Creates root/wandb/offline-run-<date>-<run_id>/run-<run_id>.wandb (a second session with the
+    same id — a resumed run — creates a second such directory).
+    """
+    wandb = pytest.importorskip("wandb", reason="the [wandb] extra is not installed")
+    before = set(root.glob("wandb/offline-run-*"))
+    run = wandb.init(project="grokaudit-tests", id=run_id, name=name, config=config,
+                     dir=str(root), mode="offline", resume="allow" if resume else None,
+                     settings=wandb.Settings(console="off", x_disable_stats=True,
+                                             x_disable_meta=True, disable_git=True))
+    for row in rows:
+        step = row.pop("_step")
+        run.log(row, step=step)
+    run.finish()
+    (new,) = set(root.glob("wandb/offline-run-*")) - before
+    return new / f"run-{run_id}.wandb"
+
+
+def test_offline_sweep_matches_canonical(wandb_env: Path, sweep: pd.DataFrame) -> None:
+    for run, g in sweep.groupby("run"):
+        rows = [{"_step": int(r.step), "test/acc": r.test_acc, "train/acc": r.train_acc,
+                 "emb_erank": r.emb_erank} for r in g.itertuples()]
+        log_offline(wandb_env, str(run).replace(".", ""), rows, name=str(run),
+                    config={"wd": float(g.wd.iloc[0]), "seed": int(g.seed.iloc[0])})
+    assert detect_format(wandb_env) == "wandb-offline"
+    t = read_log(wandb_env)
+    build_log_table(t)
+    got = t.to_pandas()
+    ref = sweep.sort_values(["run", "step"]).reset_index(drop=True)
+    for col in ("test_acc", "train_acc", "emb_erank", "wd", "seed"):
+        np.testing.assert_array_equal(got[col].to_numpy(), ref[col].to_numpy())
+
+
+def test_resumed_offline_run_merged_last_writer_wins(wandb_env: Path, codes, prov) -> None:
+    log_offline(wandb_env, "abc", [{"_step": s, "test_acc": 0.1} for s in range(0, 100, 10)],
+                name="r")
+    log_offline(wandb_env, "abc", [{"_step": s, "test_acc": 0.7} for s in range(50, 160, 10)],
+                resume=True)
+    t = read_log(wandb_env / "wandb")
+    df = t.to_pandas().set_index("step")
+    assert len(df) == 16 and set(df.run) == {"r"}
+    assert df.loc[40, "test_acc"] == 0.1 and df.loc[50, "test_acc"] == 0.7
+    assert codes(t) == ["RESUMED_DUPLICATES"] and prov(t)["findings"][0]["count"] == 5
+
+
+def test_offline_nan_and_percent(wandb_env: Path, prov) -> None:
+    rows = [{"_step": s, "test_acc": 10.0 * s, "emb_erank": math.nan if s == 3 else 1.0}
+            for s in range(10)]
+    log_offline(wandb_env, "nanrun", rows)
+    t = read_log(wandb_env)
+    df = t.to_pandas()
+    assert len(df) == 10 and np.isnan(df["emb_erank"].iloc[3])
+    assert df["test_acc"].max() == pytest.approx(0.9)
+    assert any("percent" in w for w in prov(t)["warnings"])
+
+
+def test_offline_100k_steps_read_in_full(wandb_env: Path) -> None:
+    n = 100_001
+    log_offline(wandb_env, "big", [{"_step": s, "test_acc": (s % 101) / 101} for s in range(n)])
+    t = read_log(wandb_env)
+    assert t.num_rows == n
+    np.testing.assert_array_equal(t.column("test_acc").to_numpy(), (np.arange(n) % 101) / 101)
+
+
+@pytest.fixture
+def small_offline(wandb_env: Path) -> Path:
+    return log_offline(wandb_env, "small",
+                       [{"_step": s, "test_acc": s / 400} for s in range(400)])
+
+
+def test_truncated_wandb_file_reported_with_offset(small_offline: Path, prov, codes) -> None:
+    data = small_offline.read_bytes()
+    small_offline.write_bytes(data[: len(data) * 2 // 3])
+    t = read_log(small_offline.parent)
+    assert "SOURCE_TRUNCATED" in codes(t)
+    f = next(x for x in prov(t)["findings"] if x["code"] == "SOURCE_TRUNCATED")
+    assert f["file"] == str(small_offline) and 0 < f["offset"] < len(data) * 2 // 3
+    assert 0 < t.num_rows < 400
+
+
+def test_flipped_byte_fails_leveldb_crc(small_offline: Path, prov, codes) -> None:
+    data = bytearray(small_offline.read_bytes())
+    # walk the framing to the 40th record of block 0 and corrupt its payload
+    pos, k = 7, 0
+    while k < 40:
+        length = struct.unpack_from("<H", data, pos + 4)[0]
+        pos += 7 + length
+        k += 1
+    crc, length, kind = struct.unpack_from("<IHB", data, pos)
+    assert zlib.crc32(bytes(data[pos + 6:pos + 7 + length])) == crc
+    data[pos + 7 + length // 2] ^= 0x01
+    small_offline.write_bytes(bytes(data))
+    t = read_log(small_offline.parent)
+    assert "SOURCE_TRUNCATED" in codes(t)
+    f = next(x for x in prov(t)["findings"] if x["code"] == "SOURCE_TRUNCATED")
+    assert f["offset"] == pos and f["file"] == str(small_offline)
+    assert t.num_rows < 400  # the rest of the block is skipped, and that is reported
+
+
+@pytest.mark.parametrize("content", [b"", b":W&B", b"PK\x03\x04 not a wandb file"])
+def test_empty_or_wrong_wandb_file(tmp_path: Path, content: bytes) -> None:
+    pytest.importorskip("wandb", reason="the [wandb] extra is not installed")
+    d = tmp_path / "offline-run-x-abc"
+    d.mkdir()
+    f = d / "run-abc.wandb"
+    f.write_bytes(content)
+    with pytest.raises(LogFormatError) as exc:
+        read_log(d, "wandb-offline")
+    assert exc.value.path == str(f)
+
+
+# -- panel CSV exports (hand-made in W&B's layout) ----------------------------------------------
+
+def panel_csv(path: Path, sweep: pd.DataFrame) -> None:
+    """Step,"<run> - test/acc","<run> - test/acc__MIN","<run> - test/acc__MAX",... (wide)."""
+    wide = pd.DataFrame({"Step": np.sort(sweep["step"].unique())})
+    for run, g in sweep.groupby("run"):
+        for col, metric in (("test_acc", "test/acc"), ("emb_erank", "emb_erank")):
+            v = g.set_index("step")[col].reindex(wide["Step"]).to_numpy()
+            wide[f"{run} - {metric}"] = v
+            wide[f"{run} - {metric}__MIN"] = v
+            wide[f"{run} - {metric}__MAX"] = v
+    wide.to_csv(path, index=False)
+
+
+def test_panel_csv_flagged_downsampled(tmp_path: Path, sweep: pd.DataFrame, prov, codes) -> None:
+    p = tmp_path / "panel.csv"
+    panel_csv(p, sweep)
+    assert detect_format(p) == "wandb-csv"
+    t = read_log(p, cond={"wd": r"wd([0-9.]+)", "seed": r"_s(\d+)"})
+    build_log_table(t)
+    assert codes(t) == ["SOURCE_DOWNSAMPLED"] * 4
+    assert prov(t)["downsampled_runs"] == sorted(sweep["run"].unique())
+    df = t.to_pandas()
+    ref = sweep.sort_values(["run", "step"]).reset_index(drop=True)
+    np.testing.assert_array_equal(df["test_acc"].to_numpy(), ref["test_acc"].to_numpy())
+
+
+def test_panel_csv_time_axis_refused(tmp_path: Path) -> None:
+    p = tmp_path / "panel.csv"
+    pd.DataFrame({"Relative Time (Process)": [0.0, 1.0], "r - test/acc": [0.1, 0.2]}).to_csv(
+        p, index=False)
+    with pytest.raises(LogFormatError) as exc:
+        read_log(p)
+    assert exc.value.column == "Relative Time (Process)"
+
+
+# -- history exports ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_rows", [499, 500, 1500])
+def test_history_export_possibly_sampled(tmp_path: Path, n_rows: int, codes) -> None:
+    # wd1.5_s0-history.csv: _step,_runtime,_timestamp,test/acc (what run.history() returns)
+    p = tmp_path / "wd1.5_s0-history.csv"
+    steps = np.arange(n_rows) * 7
+    pd.DataFrame({"_step": steps, "_runtime": steps / 10.0, "_timestamp": 1.7e9 + steps,
+                  "test/acc": np.linspace(0, 1, n_rows)}).to_csv(p, index=False)
+    assert detect_format(p) == "wandb-history"
+    t = read_log(p)
+    assert t.column("run").to_pylist()[0] == "wd1.5_s0"
+    assert codes(t) == ([] if n_rows == 499 else ["POSSIBLY_SAMPLED"])
+    assert "_runtime" not in t.column_names
+
+
+def test_history_sparse_rows_and_resumed(tmp_path: Path, codes) -> None:
+    # r-history.jsonl: accuracy every row, the metric every other row; steps 40..60 logged twice
+    rows = [{"_step": s, "_timestamp": 1.7e9 + i, "test/acc": 0.1 if i < 7 else 0.9,
+             **({"emb_erank": 3.0} if s % 20 == 0 else {})}
+            for i, s in enumerate(list(range(0, 70, 10)) + list(range(40, 120, 10)))]
+    p = tmp_path / "r-history.jsonl"
+    pd.DataFrame(rows).to_json(p, orient="records", lines=True)
+    t = read_log(p)
+    df = t.to_pandas().set_index("step")
+    assert len(df) == 12 and df.loc[50, "test_acc"] == 0.9
+    assert df["emb_erank"].notna().sum() == 6
+    assert codes(t) == ["RESUMED_DUPLICATES"]
