@@ -19,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-
 from grokaudit.errors import LogFormatError
 
 from .merge import ReadOptions, apply_options, build_table

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import click
-
 from grokaudit.errors import GrokauditError
 from grokaudit.schema import PROVENANCE_KEY, write_table
 

@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
-
 from grokaudit.errors import LogFormatError
 from grokaudit.schema import ACCURACY_COLUMNS, KNOWN_SERIES, is_known_metric
 

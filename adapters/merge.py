@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
 from grokaudit.errors import LogFormatError
 from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION
 

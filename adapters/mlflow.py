@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from grokaudit.errors import LogFormatError
 
 from .merge import ReadOptions

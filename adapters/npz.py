@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from grokaudit.errors import LogFormatError
 
 from .merge import ReadOptions

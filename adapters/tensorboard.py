@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from grokaudit.errors import LogFormatError
 
 from .crc32c import crc32c_many, masked

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
 from grokaudit.errors import LogFormatError
 
 from .files import TABLE_SUFFIXES, header_of, melt_wide, read_file, table_files

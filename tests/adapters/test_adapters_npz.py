@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import LogFormatError
 from grokaudit.schema import build_log_table

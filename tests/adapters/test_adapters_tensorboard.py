@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import LogFormatError
 from grokaudit.schema import build_log_table
