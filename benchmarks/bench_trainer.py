@@ -1,0 +1,174 @@
+"""Benchmark of the reference trainer: a naive loop of R separate models vs R runs batched.
+
+For p ∈ {59, 97} and R ∈ {1, 4, 12} on CPU (and R up to 256 on CUDA when present) it measures,
+in one process and side by side:
+
+(a) a naive loop: R ordinary ``nn.Module`` MLPs (embedding, ``Linear(2d, H)`` on the
+    concatenated pair, GELU, ``Linear(H, p)``), each with its own ``torch.optim.AdamW``
+    (decay on matrices only), full batch on its own split, stepped one after another;
+(b) this trainer: the same R runs as one batched, factorized model (``GroupTrainer``);
+
+and reports aggregate run-steps/s of each, the ratio b/a, the achieved FLOP rate of (b) (useful
+FLOPs of the factorized model, :func:`flops_per_step`) next to the machine's measured float32
+matmul peak, and the cost of logging at the default cadence (one ``evaluate()`` every
+``log_every`` = 100 steps, as a share of training time).
+
+Usage::
+
+    python benchmarks/bench_trainer.py              # CPU table (+ CUDA when available)
+    python benchmarks/bench_trainer.py --quick      # fewer steps, for a smoke test
+
+On CUDA the naive loop is measured at R ≤ 16 and, being sequential, extrapolated linearly to
+larger R (marked "extrap." in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grokaudit.reference_runs.config import TrainConfig
+from grokaudit.reference_runs.tasks import build_dataset
+from grokaudit.reference_runs.train import GroupTrainer, flops_per_step
+
+
+class NaiveMLP(nn.Module):
+    """The textbook form of the seed MLP: concat the two embeddings, no factorization."""
+
+    def __init__(self, p: int, d: int, h: int) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(p, d)
+        self.fc1 = nn.Linear(2 * d, h)
+        self.fc2 = nn.Linear(h, p)
+
+    def forward(self, ab: torch.Tensor) -> torch.Tensor:
+        x = self.emb(ab).flatten(1)
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def naive_rate(cfgs: list[TrainConfig], dev: torch.device, steps: int) -> float:
+    """Run-steps/s of R separate models with separate optimizers, stepped in a Python loop."""
+    data = build_dataset(cfgs, dev)
+    models, opts, xs, ys = [], [], [], []
+    for r, c in enumerate(cfgs):
+        torch.manual_seed(c.seed)
+        m = NaiveMLP(c.p, c.d_emb, c.hidden).to(dev)
+        mats = [m.emb.weight, m.fc1.weight, m.fc2.weight]
+        rest = [m.fc1.bias, m.fc2.bias]
+        opts.append(torch.optim.AdamW([{"params": mats, "weight_decay": c.wd},
+                                       {"params": rest, "weight_decay": 0.0}],
+                                      lr=c.lr, betas=(c.beta1, c.beta2)))
+        models.append(m)
+        idx = data.train_idx[r]
+        xs.append(data.x[idx])
+        ys.append(data.y[idx])
+
+    def one_round() -> None:
+        for m, o, x, y in zip(models, opts, xs, ys):
+            loss = F.cross_entropy(m(x), y)
+            o.zero_grad(set_to_none=True)
+            loss.backward()
+            o.step()
+
+    for _ in range(3):
+        one_round()
+    _sync(dev)
+    t = time.perf_counter()
+    for _ in range(steps):
+        one_round()
+    _sync(dev)
+    return len(cfgs) * steps / (time.perf_counter() - t)
+
+
+def batched_rate(cfgs: list[TrainConfig], dev: torch.device, steps: int
+                 ) -> tuple[float, float, GroupTrainer]:
+    """Run-steps/s of the batched trainer, and seconds per ``evaluate()`` (one log point)."""
+    tr = GroupTrainer(cfgs, dev)
+    for _ in range(3):
+        tr.train_step()
+    _sync(dev)
+    t = time.perf_counter()
+    for _ in range(steps):
+        tr.train_step()
+    _sync(dev)
+    rate = len(cfgs) * steps / (time.perf_counter() - t)
+    tr.evaluate()
+    _sync(dev)
+    t = time.perf_counter()
+    n_eval = 3
+    for _ in range(n_eval):
+        tr.evaluate()
+    _sync(dev)
+    return rate, (time.perf_counter() - t) / n_eval, tr
+
+
+def matmul_peak(dev: torch.device, n: int = 1024, reps: int = 10) -> float:
+    """Measured float32 matmul rate (FLOP/s) of an n×n by n×n product."""
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    for _ in range(2):
+        a @ b
+    _sync(dev)
+    t = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    _sync(dev)
+    return 2 * n ** 3 * reps / (time.perf_counter() - t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps (smoke test)")
+    ap.add_argument("--device", default="all", choices=["all", "cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = []
+    if args.device in ("all", "cpu"):
+        devices.append(torch.device("cpu"))
+    if args.device in ("all", "cuda") and torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    print(f"# torch {torch.__version__}, {platform.processor() or platform.machine()}, "
+          f"{torch.get_num_threads()} CPU threads"
+          + (f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no CUDA"))
+    print()
+    print("| device | p | R | naive (a) run-steps/s | batched (b) run-steps/s | b/a "
+          "| batched GFLOP/s | matmul peak GFLOP/s | logging overhead |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dev in devices:
+        peak = matmul_peak(dev, 2048 if dev.type == "cuda" else 1024)
+        rs = (1, 4, 12) if dev.type == "cpu" else (1, 16, 64, 128, 256)
+        for p in (59, 97):
+            naive_per_run = None
+            for R in rs:
+                cfgs = [TrainConfig(p=p, seed=s, alpha=0.4) for s in range(R)]
+                steps = (5 if args.quick else 20) if dev.type == "cpu" else (10 if args.quick
+                                                                              else 50)
+                if dev.type == "cuda" and R > 16:
+                    assert naive_per_run is not None
+                    a, note = naive_per_run, " (extrap.)"
+                else:
+                    a, note = naive_rate(cfgs, dev, steps), ""
+                    naive_per_run = a  # sequential: aggregate rate is flat in R
+                b, t_eval, tr = batched_rate(cfgs, dev, steps)
+                flops = flops_per_step(cfgs[0], tr.data.n_train) * b
+                step_time = R / b
+                overhead = t_eval / (cfgs[0].log_every * step_time)
+                print(f"| {dev.type} | {p} | {R} | {a:.0f}{note} | {b:.0f} | {b / a:.2f} "
+                      f"| {flops / 1e9:.1f} | {peak / 1e9:.0f} | {100 * overhead:.1f}% |",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
