@@ -162,7 +162,7 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
         if iv.lower is None:
             return
         tr = blended_transform_factory(ax.transData, ax.transAxes)
-        y = 0.93 if name == "t_grok" else 0.80
+        y = 0.90 if name == "t_grok" else 0.76
         right = ax.get_xlim()[1]
         arrow = FancyArrowPatch((min(iv.lower, right), y), (right, y), transform=tr,
                                 arrowstyle="]->", mutation_scale=9, color=color, lw=1.4,
@@ -273,6 +273,15 @@ def _trajectory_legend(fig: Any) -> None:
                fontsize=7)
 
 
+#: Gate codes in a few words, for panel titles (the gate table gives the full codes).
+_SHORT_GATE = {
+    "BOUNDARY_PARTIAL_GENERALIZATION": "partial generalization",
+    "BOUNDARY_NO_COMPRESSION": "no compression",
+    "HIGH_FLOOR_OUTLIER": "high-floor outlier",
+    "COMPRESSION_NOT_ESTABLISHED": "compression not established",
+}
+
+
 def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: LogTable,
                  rows: list[int], grok_thr: Any, log_steps: bool, xlim: tuple[float, float],
                  first: bool) -> None:
@@ -290,13 +299,13 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
                  label=f"median of {band.n_runs} seeds")
     title = f"{study.axis}={c.axis_value} · {c.n_runs} runs"
     if gated:
-        title += "\nGATED: " + ", ".join(g.value for g in c.gates)
+        title += "\nGATED: " + ";\n".join(_SHORT_GATE.get(g.value, g.value) for g in c.gates)
         for sp in axm.spines.values():
             sp.set_linestyle((0, (4, 2)))
         axm.set_facecolor("#F4F4F4")
     else:
         title += "\npasses every gate"
-    axm.set_title(title, fontsize=8, loc="left", fontweight="bold" if gated else "normal")
+    axm.set_title(title, fontsize=7.5, loc="left", fontweight="bold" if gated else "normal")
     if first:
         axm.set_ylabel(study.metric)
         axa.set_ylabel("accuracy")
@@ -341,8 +350,8 @@ def _gate_marks(ax: Any, study: StudyResult) -> None:
     tr = blended_transform_factory(ax.transData, ax.transAxes)
     for c in study.cells:
         if not c.passes:
-            ax.text(float(c.axis_value), 0.01, "gated", transform=tr, ha="center",
-                    va="bottom", fontsize=6.5, style="italic", color="#444444")
+            ax.text(float(c.axis_value), 0.02, "gated", transform=tr, ha="center",
+                    va="bottom", fontsize=6.5, style="italic", color="#444444", rotation=90)
 
 
 def _snapshot_panel(ax: Any, study: StudyResult) -> None:
@@ -373,7 +382,8 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
         Line2D([], [], marker="^", color=C_MGROK, ls="none", label="m_grok (at-grok median)"),
         Line2D([], [], marker="o", color=C_FLOOR, ls="none", label="floor F ± δ"),
         Line2D([], [], marker="x", color="black", ls="none",
-               label="gated cell (hollow markers)")], frameon=False, fontsize=6.5, loc="best")
+               label="gated cell (hollow markers)")], frameon=False, fontsize=6.5,
+        loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     ax.set_xlabel(study.axis)
     ax.set_ylabel(study.metric)
     ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left")
@@ -396,8 +406,9 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
                                     mutation_scale=10, color=color, lw=1.4)
             arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
             ax.add_patch(arrow)
-            ax.text(x, iv.lower, f" >{_fmt(iv.lower)}", color=color, fontsize=6.5,
-                    va="top", ha="left")
+            left = offset < 0
+            ax.text(x, (iv.lower + top) / 2, f">{_fmt(iv.lower)}", color=color, fontsize=6.5,
+                    va="center", ha="right" if left else "left", rotation=90)
             continue
         if iv.value is None:
             continue
@@ -437,7 +448,7 @@ def _times_panel(ax: Any, study: StudyResult) -> None:
         Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
         Line2D([], [], marker=r"$\uparrow$", color="#444444", ls="none", ms=8,
                label="censored median: lower bound, open-ended")],
-        frameon=False, fontsize=6.5, loc="upper left")
+        frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     ax.set_xlabel(study.axis)
     ax.set_ylabel("step")
     ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left")

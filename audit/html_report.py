@@ -414,6 +414,9 @@ def _atomic_write(p: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
         os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):
