@@ -30,11 +30,10 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from grokaudit.reference_runs.config import TrainConfig
 from grokaudit.reference_runs.tasks import build_dataset
 from grokaudit.reference_runs.train import GroupTrainer, flops_per_step
+from torch import nn
 
 
 class NaiveMLP(nn.Module):

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from grokaudit.errors import ConfigError
 
 from .train import GroupState

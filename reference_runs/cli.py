@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from grokaudit.errors import GrokauditError
 
 from . import config as _config
@@ -98,7 +97,6 @@ def _train(config_file: str, output: str, device: str, resume: bool,
            shard_text: str | None, threads: int | None, progress: str, manifest: bool,
            overrides: dict[str, Any]) -> None:
     import torch
-
     from grokaudit.errors import ConfigError
     from grokaudit.schema import write_table
 

@@ -46,7 +46,6 @@ def environment(device: str) -> dict[str, Any]:
     import pandas
     import pyarrow
     import torch
-
     from grokaudit import __version__
 
     dev = device

@@ -10,10 +10,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-#: Singular values at or below ``σ_max · max(rows, cols) · ε_float64`` count as zero and are
-#: masked out (numpy's ``matrix_rank`` tolerance): rounding noise must not add rank.
+
 def singular_values(mat: torch.Tensor) -> torch.Tensor:
-    """Float64 singular values of ``[R, rows, cols]``, descending; zeros masked to exactly 0."""
+    """Float64 singular values of ``[R, rows, cols]``, descending; zeros masked to exactly 0.
+
+    Values at or below ``σ_max · max(rows, cols) · ε_float64`` (numpy's ``matrix_rank``
+    tolerance) count as zero: rounding noise must not add rank.
+    """
     s = torch.linalg.svdvals(mat.detach().to(torch.float64))
     tol = s[:, :1] * max(mat.shape[-2:]) * torch.finfo(torch.float64).eps
     return torch.where(s > tol, s, torch.zeros_like(s))

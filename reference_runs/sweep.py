@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-
 from grokaudit.errors import ConfigError
 
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -251,7 +250,8 @@ def run_sweep(specs: list[RunSpec], *, device: str = "auto", checkpoint: Path | 
             should_stop=lambda: deadline is not None and time.monotonic() >= deadline,
             on_steps=lambda n: bar.advance(n * R, label),  # noqa: B023
             on_checkpoint=save,
-            checkpoint_due=lambda: time.monotonic() - last_ckpt >= 60.0 * checkpoint_minutes)
+            # reads the latest last_ckpt on purpose (save() updates it)
+            checkpoint_due=lambda: time.monotonic() - last_ckpt >= 60.0 * checkpoint_minutes)  # noqa: B023
         if tr.rows:
             frames.append(rows_to_frame(group, tr.rows))
         if not finished:

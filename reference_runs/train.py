@@ -9,7 +9,6 @@ norm clamp, and at log points a no-grad evaluation on every example.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -17,8 +16,14 @@ import numpy as np
 import torch
 
 from .config import TrainConfig
-from .metrics import (accuracy_and_loss, attention_metrics, logit_scale, per_example_loss,
-                      softmax_collapse, spectral_metrics)
+from .metrics import (
+    accuracy_and_loss,
+    attention_metrics,
+    logit_scale,
+    per_example_loss,
+    softmax_collapse,
+    spectral_metrics,
+)
 from .models import BatchedModel, build_model
 from .optim import BatchedAdamW, clamp_norm, weight_norm_sq
 from .tasks import Dataset, build_dataset

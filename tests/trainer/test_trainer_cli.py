@@ -13,7 +13,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402
-
 from grokaudit.cli import cli as main  # noqa: E402
 from grokaudit.reference_runs.cli import train  # noqa: E402
 from grokaudit.schema import build_log_table, read_table  # noqa: E402
