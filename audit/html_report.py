@@ -455,9 +455,11 @@ def report(path: str, output: str, png_dir: str | None, log_steps: bool, by: str
     from .api import audit_log
     from .cli import _split, build_config, load_for_audit
     from .errors import GrokauditError
+    from .figures import require_matplotlib
     from .schema import build_log_table
 
     try:
+        require_matplotlib()  # fail before the audit runs, not after
         overrides = dict(thresholds)
         overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
                          fail_on=_split((fail_on,)) if fail_on else None,
