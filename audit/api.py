@@ -200,11 +200,18 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     cells: list[CellSummary] = []
     runs: list[RunResult] = []
     run_rows: list[int] = []  # each run's row in the clock arrays, parallel to ``runs``
-    for av, cframe in sframe.groupby(axis, sort=True):
-        cframe = cframe.sort_values("__run")
-        idx = cframe["__i"].to_numpy()
-        ids = tuple(cframe["__run"])
-        av_py = _py(av)
+    # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
+    axis_vals = sframe[axis].to_numpy()
+    names = sframe["__run"].to_numpy(dtype=str)
+    rows_all = sframe["__i"].to_numpy()
+    order = np.lexsort((names, axis_vals))
+    av_sorted = axis_vals[order]
+    bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        sel_rows = order[lo:hi]
+        idx = rows_all[sel_rows]
+        ids = tuple(names[sel_rows].tolist())
+        av_py = _py(av_sorted[lo])
         cells.append(summarize_cell(av_py, ids, idx, acc, mc, cfg))
         runs.extend(build_run(r, av_py, acc, mc, int(i)) for r, i in zip(ids, idx))
         run_rows.extend(int(i) for i in idx)
@@ -214,10 +221,13 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
 
     # per-run codes, one finding per cell and code
     by_cell: dict[Any, dict[Reason, list[str]]] = {}
+    unstable_by_cell: dict[Any, list[str]] = {}
     for r in runs:
         for code in r.reasons:
             if code in _RUN_CODES:
                 by_cell.setdefault(r.cell, {}).setdefault(code, []).append(r.run)
+        if r.floor_stability == "unstable" and r.t_grok.value is not None:
+            unstable_by_cell.setdefault(r.cell, []).append(r.run)
     cell_pass = {c.axis_value: c.passes for c in cells_t}
     for c in cells_t:
         for code, rs in by_cell.get(c.axis_value, {}).items():
@@ -225,8 +235,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                 code, "run", base, cell=c.axis_value, runs=rs,
                 evidence={"n_runs": len(rs), "of": c.n_runs},
                 message=f"{len(rs)}/{c.n_runs} runs of cell {axis}={c.axis_value}"))
-        unstable = [r.run for r in runs if r.cell == c.axis_value
-                    and r.floor_stability == "unstable" and r.t_grok.value is not None]
+        unstable = unstable_by_cell.get(c.axis_value, [])
         if unstable:
             sev = Severity.CRITICAL if cell_pass[c.axis_value] else Severity.WARNING
             findings.append(make_finding(

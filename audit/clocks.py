@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
+from statistics import NormalDist
 
 from .config import AuditConfig
 from .schema import LogTable
@@ -59,6 +59,11 @@ def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = Non
     """Pack the non-NaN entries of a per-row column into per-run rows (order kept)."""
     R = table.n_runs
     ok = ~np.isnan(values)
+    if ok.all() and table.equal_lengths:
+        # the common case: every run logs the column at every row -- a reshape, no scatter
+        T = values.size // max(R, 1)
+        return Packed(values.reshape(R, T), table.step.reshape(R, T).astype(np.float64),
+                      np.full(R, T, dtype=np.int64))
     ri = table.run_index if run_index is None else run_index
     r_ok = ri[ok]
     counts = np.bincount(r_ok, minlength=R).astype(np.int64)
@@ -123,16 +128,18 @@ def trailing_median(P: Packed, width: int) -> np.ndarray:
         copy: np.ndarray = V.copy()
         return copy
     if width == 3:
-        # median of three without sorting; the first two points use what is available
-        a = V
-        b = np.concatenate((np.full((V.shape[0], 1), np.nan), V[:, :-1]), axis=1)
-        c = np.concatenate((np.full((V.shape[0], 2), np.nan), V[:, :-2]), axis=1)[:, : V.shape[1]]
-        med3 = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
-        out = med3
+        # median of three on shifted views, without sorting; the first two points use what
+        # is available (the point itself, then the mean of two)
+        out = np.empty_like(V)
+        if V.shape[1] >= 3:
+            a, b, c = V[:, 2:], V[:, 1:-1], V[:, :-2]
+            out[:, 2:] = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
         if V.shape[1] >= 1:
             out[:, 0] = V[:, 0]
         if V.shape[1] >= 2:
             out[:, 1] = 0.5 * (V[:, 0] + V[:, 1])
+        if (P.counts == V.shape[1]).all():
+            return out
         smoothed: np.ndarray = np.where(P.valid, out, np.nan)
         return smoothed
     pad = np.concatenate((np.full((V.shape[0], width - 1), np.nan), V), axis=1)
@@ -244,27 +251,27 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
     dy = y[:, ju] - y[:, iu]
     with np.errstate(invalid="ignore", divide="ignore"):
         s = np.where(dx > 0, dy / dx, np.nan)
-    s.sort(axis=1)  # NaN last
-    nt = np.sum(~np.isnan(s), axis=1)
+    valid = ~np.isnan(s)
+    nt = valid.sum(axis=1)
     ny = np.sum(~np.isnan(y), axis=1)
     slope = np.full(R, np.nan)
     lo = np.full(R, np.nan)
     hi = np.full(R, np.nan)
-    ok = nt > 0
-    if not ok.any():
-        return slope, lo, hi
-    rows = np.nonzero(ok)[0]
-    ntr = nt[ok]
-    m_lo = s[rows, (ntr - 1) // 2]
-    m_hi = s[rows, ntr // 2]
-    slope[ok] = 0.5 * (m_lo + m_hi)
-    z = ndtri((1.0 - level) / 2.0)  # negative
-    nyr = ny[ok].astype(float)
-    sigma = np.sqrt(nyr * (nyr - 1) * (2 * nyr + 5) / 18.0)
-    ru = np.minimum(np.round((ntr - z * sigma) / 2.0).astype(np.int64), ntr - 1)
-    rl = np.maximum(np.round((ntr + z * sigma) / 2.0).astype(np.int64) - 1, 0)
-    lo[ok] = s[rows, rl]
-    hi[ok] = s[rows, ru]
+    z = NormalDist().inv_cdf((1.0 - level) / 2.0)  # negative
+    # Rows share (nt, ny) in the common case: one partial sort (np.partition, NaN last) per
+    # distinct pair picks the four order statistics, instead of a full sort of every row.
+    pairs = np.stack([nt, ny], axis=1)
+    for ntv, nyv in np.unique(pairs[nt > 0], axis=0):
+        rows = np.flatnonzero((nt == ntv) & (ny == nyv))
+        sigma = float(np.sqrt(nyv * (nyv - 1) * (2 * nyv + 5) / 18.0))
+        ru = min(int(np.round((ntv - z * sigma) / 2.0)), ntv - 1)
+        rl = max(int(np.round((ntv + z * sigma) / 2.0)) - 1, 0)
+        m_lo, m_hi = (ntv - 1) // 2, ntv // 2
+        kth = sorted({m_lo, m_hi, rl, ru})
+        part = np.partition(s[rows], kth, axis=1)
+        slope[rows] = 0.5 * (part[:, m_lo] + part[:, m_hi])
+        lo[rows] = part[:, rl]
+        hi[rows] = part[:, ru]
     return slope, lo, hi
 
 
@@ -275,6 +282,17 @@ def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tup
     Rows with ``n <= nbins`` are returned unbinned. Vectorized: one lexsort over all points.
     """
     R, K = X.shape
+    if R and (n == n[0]).all() and n[0] > nbins:
+        # every row has the same count: the bins share their boundaries, one median per bin
+        n0 = int(n[0])
+        edges = np.searchsorted((np.arange(n0) * nbins) // n0, np.arange(nbins + 1))
+        bx = np.empty((R, nbins))
+        by = np.empty((R, nbins))
+        for k in range(nbins):
+            lo, hi = int(edges[k]), int(edges[k + 1])
+            bx[:, k] = np.median(X[:, lo:hi], axis=1)
+            by[:, k] = np.median(Y[:, lo:hi], axis=1)
+        return bx, by
     valid = np.arange(K)[None, :] < n[:, None]
     nb = np.minimum(n, nbins)
     pos = np.broadcast_to(np.arange(K)[None, :], (R, K))

@@ -8,7 +8,9 @@ and nothing is dropped silently — rows set aside are counted by reason in :cla
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import re
 import tempfile
@@ -211,7 +213,7 @@ class InputSummary:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LogTable:
     """The validated log: rows grouped by run (contiguous) and sorted by step within a run.
 
@@ -231,10 +233,16 @@ class LogTable:
     def n_runs(self) -> int:
         return int(self.run_ids.shape[0])
 
-    @property
+    @functools.cached_property
     def run_index(self) -> np.ndarray:
-        """(N,) the run number of each row."""
+        """(N,) the run number of each row (computed once)."""
         return np.repeat(np.arange(self.n_runs), np.diff(self.offsets))
+
+    @functools.cached_property
+    def equal_lengths(self) -> bool:
+        """True when every run has the same number of rows (then columns reshape to (R, T))."""
+        c = np.diff(self.offsets)
+        return bool(c.size and (c == c[0]).all())
 
 
 def _first_examples(values: Sequence[Any], k: int = 3) -> str:
@@ -252,6 +260,14 @@ def _float_array(col: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_null(col.type):
         return np.full(len(col), np.nan)
     return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _nan_extremes(a: np.ndarray) -> tuple[float, float]:
+    """``(max, min)`` ignoring NaN; ``(nan, nan)`` for an all-NaN or empty column."""
+    if a.size == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):
+        return float(np.fmax.reduce(a)), float(np.fmin.reduce(a))
 
 
 def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
@@ -336,11 +352,14 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     # -- group by run, sort by step --------------------------------------------------------
     R = dictionary.shape[0]
     sorted_input = True
+    strictly = True  # steps strictly increase within each run: no duplicate (run, step)
     if n_read > 1:
         dc = np.diff(codes)
         ds = np.diff(step)
         contiguous = np.count_nonzero(dc) == R - 1
-        sorted_input = bool(contiguous and np.all((dc != 0) | (ds >= 0)))
+        same_run = dc == 0
+        sorted_input = bool(contiguous and not np.any(same_run & (ds < 0)))
+        strictly = sorted_input and not np.any(same_run & (ds == 0))
     if sorted_input:
         order = None
         block_first = np.concatenate(([0], np.flatnonzero(np.diff(codes)) + 1))
@@ -367,18 +386,20 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         if not _numeric(c):
             raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
                                  "in [0, 1]", path=path, column=name)
-        a = col(name) / acc_scale
-        fin = a[np.isfinite(a)]
-        if np.isinf(a).any():
+        a = col(name)
+        if acc_scale != 1.0:
+            a = a / acc_scale
+        hi, lo = _nan_extremes(a)
+        if math.isinf(hi) or math.isinf(lo):
             raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
                                  path=path, column=name)
-        if fin.size and fin.max() > 1.5:
+        if hi > 1.5:
             raise LogFormatError(
-                f"column {name!r} looks like percent (max {fin.max():g}); pass --acc-scale 100",
+                f"column {name!r} looks like percent (max {hi:g}); pass --acc-scale 100",
                 path=path, column=name)
-        if fin.size and (fin.max() > 1.0 + 1e-9 or fin.min() < -1e-9):
+        if hi > 1.0 + 1e-9 or lo < -1e-9:
             raise LogFormatError(
-                f"column {name!r} has values outside [0, 1] (min {fin.min():g}, max {fin.max():g})",
+                f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g})",
                 path=path, column=name)
         accs[name] = a
 
@@ -393,10 +414,14 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         c = table.column(name)
         if _numeric(c):
             a = col(name)
-            first = a[starts][row_run]
-            varies = ~((a == first) | (np.isnan(a) & np.isnan(first)))
-            if name in metrics or is_known_metric(name) or name in KNOWN_SERIES or varies.any():
-                if np.isinf(a).any():
+            known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
+            if known and name not in SEED_COLUMNS:
+                varies = np.zeros(1, dtype=bool)  # a series whatever it does: skip the test
+            else:
+                first = np.repeat(a[starts], counts)
+                varies = ~((a == first) | (np.isnan(a) & np.isnan(first)))
+            if known or varies.any():
+                if any(math.isinf(v) for v in _nan_extremes(a)):
                     r = run_ids[row_run[np.argmax(np.isinf(a))]]
                     raise LogFormatError(
                         f"column {name!r} holds ±inf (first in run {r!r}); replace it with NaN "
@@ -434,7 +459,7 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
 
     # -- duplicate (run, step) rows ------------------------------------------------------------
     dup = np.zeros(n_read, dtype=bool)
-    if n_read > 1:
+    if n_read > 1 and not (strictly and order is None):
         dup[1:] = (row_run[1:] == row_run[:-1]) & (step[1:] == step[:-1])
     keep = np.ones(n_read, dtype=bool)
     if dup.any():
@@ -464,19 +489,21 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         if not set_aside.get("duplicate_identical"):
             set_aside.pop("duplicate_identical", None)
 
-    # -- rows with nothing in them ---------------------------------------------------------------
+    # -- rows with nothing in them (only possible where test_acc is missing) -------------------
     empty = np.isnan(test_acc)
-    if train_acc is not None:
-        empty &= np.isnan(train_acc)
-    for a in series.values():
-        empty &= np.isnan(a)
-    empty &= keep
     if empty.any():
-        set_aside["empty_row"] = int(empty.sum())
-        keep &= ~empty
+        if train_acc is not None:
+            empty &= np.isnan(train_acc)
+        for a in series.values():
+            empty &= np.isnan(a)
+        empty &= keep
+        if empty.any():
+            set_aside["empty_row"] = int(empty.sum())
+            keep &= ~empty
 
     # -- runs too short ---------------------------------------------------------------------------
-    kept_per_run = np.bincount(row_run[keep], minlength=R)
+    all_kept = bool(keep.all())
+    kept_per_run = counts if all_kept else np.bincount(row_run[keep], minlength=R)
     short = kept_per_run < TOO_SHORT_POINTS
     too_short = tuple(sorted(str(r) for r in run_ids[short]))
     if short.any():

@@ -205,3 +205,33 @@ def test_binned_slope_keeps_a_long_window_linear():
     m = np.where(s < 1000, 40.0, 20.0 - 0.00005 * s)
     run, _ = one_run(run_frame("a", s, step_acc(s, 500), m))
     assert run.drift == pytest.approx(-0.00005 * 20_000, rel=0.05)
+
+
+def test_equal_count_bin_medians_match_the_general_path():
+    from grokaudit.clocks import _bin_medians
+
+    rng = np.random.default_rng(1)
+    X = np.sort(rng.uniform(0, 1e4, (4, 500)), axis=1)
+    Y = rng.normal(size=(4, 500))
+    fast = _bin_medians(X, Y, np.full(4, 500), 64)
+    # a fifth, shorter row forces the general (lexsort) path for every row
+    X2 = np.vstack([X, np.pad(X[:1, :300], ((0, 0), (0, 200)), constant_values=np.nan)])
+    Y2 = np.vstack([Y, np.pad(Y[:1, :300], ((0, 0), (0, 200)), constant_values=np.nan)])
+    general = _bin_medians(X2, Y2, np.array([500] * 4 + [300]), 64)
+    np.testing.assert_allclose(fast[0], general[0][:4])
+    np.testing.assert_allclose(fast[1], general[1][:4])
+
+
+def test_packed_fast_path_equals_the_scatter_path():
+    from grokaudit.clocks import pack
+    from grokaudit.schema import build_log_table
+
+    df = compressing_run("a", 2000, 8000, rho=1.0)
+    df2 = pd.concat([df, compressing_run("b", 3000, 9000, rho=1.0)])
+    t = build_log_table(df2)
+    fast = pack(t.series["emb_erank"], t)
+    holes = t.series["emb_erank"].copy()
+    holes[-1] = np.nan  # one missing value forces the scatter path
+    slow = pack(holes, t)
+    np.testing.assert_array_equal(fast.values[0], slow.values[0])
+    assert slow.counts.tolist() == [fast.counts[0], fast.counts[1] - 1]
