@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from statistics import NormalDist
 
 from .config import AuditConfig
 from .schema import LogTable

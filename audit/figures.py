@@ -479,13 +479,15 @@ def figure_svg(fig: Any) -> str:
 
 
 _ID = re.compile(r'\bid="([^"]*)"')
+_PATH_D = re.compile(r' d="([^"]*)"')
+_DIGITS = re.compile(r"(\d\.\d\d)\d+")
 _REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^)"]*)')
 
 
 def svg_for_html(svg: str, prefix: str) -> str:
     """Make matplotlib's SVG fit inline in an HTML page.
 
-    Drops the XML prolog, DOCTYPE and metadata; prefixes every id (and every reference to one)
+    Drops the XML prolog, DOCTYPE and metadata; rounds path coordinates to 0.01 pt; prefixes every id (and every reference to one)
     with ``prefix`` so several figures can share one page; turns each ``ga:`` gid into a
     ``class`` plus ``data-quantity``/``data-cell`` attributes; and makes the figure scale to
     the page width.
@@ -505,6 +507,8 @@ def svg_for_html(svg: str, prefix: str) -> str:
         return f'id="{prefix}-{m.group(1)}"'
 
     s = _ID.sub(fix_id, s)
+    # path coordinates to 0.01 pt: a third of the bytes, no visible change
+    s = _PATH_D.sub(lambda m: ' d="' + _DIGITS.sub(r"\1", m.group(1)) + '"', s)
     s = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", s)
     s = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
                r'<svg \1width="100%" preserveAspectRatio="xMidYMin meet"', s, count=1)

@@ -7,7 +7,8 @@ log of the chosen hyperparameters fitted two ways, side by side:
 1. as papers do — OLS on the runs that grokked (R², leave-one-out R²);
 2. as the log supports — a Weibull AFT that keeps every run (interval- and right-censored).
 
-``SURVIVORSHIP_BIAS`` when an OLS exponent lies outside the AFT's confidence interval;
+``SURVIVORSHIP_BIAS`` when the seeded bootstrap CI of ``exponent_OLS − exponent_AFT`` (runs
+resampled within cells, both fits redone) excludes 0;
 ``THRESHOLD_SENSITIVE`` when an exponent's sign or a cell ordering changes with the grok
 threshold.
 """
@@ -30,7 +31,7 @@ from ..results import Finding, Interval
 from ..schema import LogTable
 from .results import ClaimResult, finding, make_result
 from .runs import RunClocks, median_interval, py, require_columns, run_clocks
-from .stats import LinearFit, ols, wilson
+from .stats import BootstrapCI, LinearFit, ols, wilson
 from .survival import AFTFit, weibull_aft
 
 
@@ -83,6 +84,47 @@ def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: flo
         if not aft_fit.converged:
             aft_why = Reason.FIT_FAILED
     return ols_fit, aft_fit, names, ols_why, aft_why
+
+
+def _bootstrap_difference(frame: pd.DataFrame, by: Sequence[str], interactions: bool,
+                          names: Sequence[str], level: float, seed: int, B: int
+                          ) -> dict[str, BootstrapCI]:
+    """Seeded percentile bootstrap of ``exponent_OLS − exponent_AFT`` per term: runs resampled
+    within cells (the design is kept), both fits redone on each resample."""
+    rng = np.random.default_rng(seed)
+    X, _ = _design(frame, by, interactions)
+    p = X.shape[1]
+    g = frame["grokked"].to_numpy(dtype=bool)
+    y = np.log(np.maximum(frame["tg_value"].to_numpy(dtype=float), 1.0))
+    lo, up = _aft_bounds(frame)
+    groups = [ix for _, ix in frame.groupby(list(by), sort=True).indices.items()]
+    est_o = ols(X[g], y[g], names, level).coef
+    est_a = weibull_aft(X, lo, up, names, level).coef
+    vals = np.full((B, p), np.nan)
+    for b in range(B):
+        pick = np.concatenate([rng.choice(ix, ix.size) for ix in groups])
+        gp = pick[g[pick]]
+        if gp.size <= p + 1 or np.linalg.matrix_rank(X[gp]) < p or gp.size == 0:
+            continue
+        try:
+            fa = weibull_aft(X[pick], lo[pick], up[pick], names, level, inference=False)
+        except ValueError:
+            continue
+        if not fa.converged:
+            continue
+        co, *_ = np.linalg.lstsq(X[gp], y[gp], rcond=None)
+        vals[b] = co - np.asarray(fa.coef)
+    a = (1 - level) / 2
+    out = {}
+    for i, nm in enumerate(names):
+        v = vals[:, i][np.isfinite(vals[:, i])]
+        est = float(est_o[i] - est_a[i])
+        if v.size < 20:
+            out[nm] = BootstrapCI(est, None, None, level, "percentile (stratified)", B, seed)
+        else:
+            out[nm] = BootstrapCI(est, float(np.quantile(v, a)), float(np.quantile(v, 1 - a)),
+                                  level, "percentile (stratified)", B, seed)
+    return out
 
 
 def _cells(rc: RunClocks, by: Sequence[str], level: float) -> list[dict[str, Any]]:
@@ -141,8 +183,8 @@ def _phase_map(cells: list[dict[str, Any]], axes: Sequence[str]) -> dict[str, An
 def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
               by: Sequence[str], interactions: bool = False,
               thresholds: Sequence[float] = (), phase_map: Sequence[str] = (),
-              level: float = 0.95, step_unit: str | None = None,
-              source: str | None = None) -> ClaimResult:
+              level: float = 0.95, seed: int = 0, n_resamples: int = 199,
+              step_unit: str | None = None, source: str | None = None) -> ClaimResult:
     """Audit onset-scaling claims; see the module docstring. Times are in the log's step unit."""
     if not by:
         raise LogFormatError("onset needs --by COL[,COL] (the hyperparameters of the scaling "
@@ -170,26 +212,34 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     # -- the two fits, exponent by exponent -----------------------------------------------
     comparison = []
     for nm in names[1:]:
-        row: dict[str, Any] = {"term": nm, "ols": None, "aft": None, "survivorship_bias": None}
+        row: dict[str, Any] = {"term": nm, "ols": None, "aft": None, "difference": None,
+                               "survivorship_bias": None}
         if ols_fit is not None:
             e, lo, hi = ols_fit.get(nm)
             row["ols"] = {"estimate": e, "low": lo, "high": hi}
         if aft_fit is not None and aft_why is None:
             e, lo, hi = aft_fit.get(nm)
             row["aft"] = {"estimate": e, "low": lo, "high": hi}
-        if row["ols"] and row["aft"] and row["aft"]["low"] is not None:
-            o = row["ols"]["estimate"]
-            biased = not (row["aft"]["low"] <= o <= row["aft"]["high"])
+        comparison.append(row)
+    if ols_fit is not None and aft_fit is not None and aft_why is None:
+        diffs = _bootstrap_difference(f, by, interactions, names, level, seed, n_resamples)
+        for row in comparison:
+            ci = diffs[row["term"]]
+            row["difference"] = ci
+            if ci.low is None or ci.high is None:
+                continue
+            biased = not (ci.low <= 0.0 <= ci.high)
             row["survivorship_bias"] = biased
             if biased:
                 findings.append(finding(
                     Reason.SURVIVORSHIP_BIAS, "study",
-                    f"the OLS exponent of {nm} on grokked runs only lies outside the censored "
-                    f"AFT's {level:.0%} CI ({n_left_out} censored runs left out of OLS)",
+                    f"the exponent of {row['term']} fitted by OLS on grokked runs only differs "
+                    f"from the censored AFT's beyond the {level:.0%} CI of the difference "
+                    f"({n_left_out} censored runs left out of OLS)",
                     runs=f.loc[~f["grokked"], "run"].tolist(),
-                    evidence={"term": nm, "ols": row["ols"], "aft": row["aft"],
-                              "n_left_out": n_left_out, "n_runs": len(f)}))
-        comparison.append(row)
+                    evidence={"term": row["term"], "ols": row["ols"], "aft": row["aft"],
+                              "difference": ci, "n_left_out": n_left_out,
+                              "n_runs": len(f)}))
 
     # -- threshold sensitivity --------------------------------------------------------------
     sens: list[dict[str, Any]] = []
@@ -253,6 +303,7 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     }
     params = {"by": list(by), "interactions": interactions,
               "thresholds": [float(t) for t in thresholds], "phase_map": axes, "level": level,
+              "seed": seed, "n_resamples": n_resamples,
               "step_unit": rc.step_unit}
     return make_result("onset", params=params, config=config.to_dict(),
                        input=rc.log.summary.to_dict(), body=body, findings=findings,

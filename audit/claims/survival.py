@@ -168,12 +168,14 @@ def _hessian(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]) -> np.ndar
 
 
 def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                names: Sequence[str], level: float = 0.95) -> AFTFit:
+                names: Sequence[str], level: float = 0.95, *, inference: bool = True) -> AFTFit:
     """Fit the Weibull AFT model by maximum likelihood.
 
     ``X``: ``(n, p)`` design matrix (include an intercept column yourself). ``lower``/``upper``:
     each run's time interval ``(lower, upper]`` in steps — ``lower == upper`` for an exact time,
     ``upper = inf`` for a right-censored one, ``lower = 0`` for a left-censored one.
+    ``inference=False`` (inside a bootstrap) skips the Newton polish, the covariance and the
+    concordance: only the point estimates are computed (to the optimizer's tolerance).
     Returns an :class:`AFTFit`; raises ``ValueError`` on malformed input.
     """
     X = np.asarray(X, dtype=float)
@@ -192,6 +194,17 @@ def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     res = optimize.minimize(_negll, theta0, args=(X, kinds), jac=True, method="BFGS",
                             options={"gtol": 1e-9, "maxiter": 2000})
     theta = res.x
+    if not inference:
+        nll, g = _negll(theta, X, kinds)
+        return AFTFit(
+            names=tuple(names), coef=tuple(float(b) for b in theta[:p]), se=(None,) * p,
+            ci_low=(None,) * p, ci_high=(None,) * p, sigma=math.exp(float(theta[p])),
+            sigma_ci=(None, None), loglik=-float(nll), aic=2 * (p + 1) + 2 * float(nll),
+            n=int(n), n_exact=int(kinds["exact"].sum()),
+            n_interval=int(kinds["interval"].sum() + kinds["left"].sum()),
+            n_right=int(kinds["right"].sum()), concordance=None,
+            converged=bool(np.all(np.isfinite(theta)) and float(np.max(np.abs(g))) < 1e-3),
+            level=level)
     # A few Newton steps polish the optimum so coefficients agree with other solvers to 1e-6.
     H = _hessian(theta, X, kinds)
     for _ in range(20):
