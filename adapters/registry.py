@@ -128,7 +128,7 @@ def detect_format(path: str | Path) -> str:
         try:
             if reader.detect(p):
                 return reader.name
-        except OSError:
+        except (OSError, ValueError):  # an unreadable header is not this format
             continue
     raise LogFormatError(
         "not a log format grokaudit recognises (see `grokaudit formats`); pass --format NAME "

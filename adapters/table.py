@@ -34,7 +34,7 @@ def run_ids_from_paths(files: list[Path], root: Path) -> list[str]:
     if root.is_file():
         return [root.stem]
     rels = [f.relative_to(root).with_suffix("") for f in files]
-    if len(files) > 1 and len({r.name for r in rels}) == 1 and all(len(r.parts) > 1 for r in rels):
+    if len({r.name for r in rels}) == 1 and all(len(r.parts) > 1 for r in rels):
         rels = [r.parent for r in rels]
     return [r.as_posix() for r in rels]
 

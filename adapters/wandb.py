@@ -134,7 +134,7 @@ def _detect_history(path: Path) -> bool:
         return False
     try:
         return all("_step" in _columns(f) for f in files if f.stat().st_size)
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 

@@ -94,3 +94,16 @@ def prov():  # type: ignore[no-untyped-def]
 def codes():  # type: ignore[no-untyped-def]
     """``codes(table)``: the finding codes in a table's provenance, as a sorted list."""
     return lambda t: sorted(f["code"] for f in provenance_of(t)["findings"])
+
+
+@pytest.fixture(scope="session")
+def empty_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An MLflow SQLite store with its tables created once (migrations take seconds)."""
+    pytest.importorskip("sqlalchemy", reason="MLflow's SQLite backend needs sqlalchemy")
+    pytest.importorskip("alembic", reason="MLflow's SQLite backend needs alembic")
+    pytest.importorskip("mlflow", reason="mlflow(-skinny) is not installed (test fixtures)")
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path_factory.mktemp("mlflow") / "template.db"
+    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+    return db

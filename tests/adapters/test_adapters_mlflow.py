@@ -16,18 +16,6 @@ from grokaudit.schema import build_log_table
 mlflow = pytest.importorskip("mlflow", reason="mlflow(-skinny) is not installed (test fixtures)")
 
 
-@pytest.fixture(scope="session")
-def empty_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An MLflow SQLite store with its tables created once (migrations take seconds)."""
-    pytest.importorskip("sqlalchemy", reason="MLflow's SQLite backend needs sqlalchemy")
-    pytest.importorskip("alembic", reason="MLflow's SQLite backend needs alembic")
-    from mlflow.tracking import MlflowClient
-
-    db = tmp_path_factory.mktemp("mlflow") / "template.db"
-    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
-    return db
-
-
 @pytest.fixture(params=["file", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """(client, path to read): a file store ``tmp/mlruns/`` or a SQLite store ``tmp/mlflow.db``.
@@ -105,6 +93,7 @@ def test_nan_and_percent(store, prov) -> None:
     assert any("percent" in w for w in prov(t)["warnings"])
 
 
+@pytest.mark.slow  # the writer, not the reader, takes the time
 def test_100k_points_read_in_full(store) -> None:
     client, path, exp = store
     n = 100_001

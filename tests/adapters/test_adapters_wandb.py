@@ -75,6 +75,7 @@ def test_offline_nan_and_percent(wandb_env: Path, prov) -> None:
     assert any("percent" in w for w in prov(t)["warnings"])
 
 
+@pytest.mark.slow  # the writer, not the reader, takes the time
 def test_offline_100k_steps_read_in_full(wandb_env: Path) -> None:
     n = 100_001
     log_offline(wandb_env, "big", [{"_step": s, "test_acc": (s % 101) / 101} for s in range(n)])
