@@ -1,0 +1,152 @@
+"""Make the figures in docs/ and the README from the bundled reference runs.
+
+    python scripts/make_figures.py            # every reference_runs/data/*.parquet
+    python scripts/make_figures.py --bench    # also time report generation (docs/performance.md)
+
+For each bundled log ``reference_runs/data/NAME.parquet`` this runs the real command,
+
+    grokaudit report reference_runs/data/NAME.parquet -o docs/figures/NAME/report.html \\
+        --png docs/figures/NAME [--cell COL]
+
+so ``docs/figures/NAME/`` holds the self-contained report and one PNG per study and metric
+(``METRIC.png``, or ``COL-VALUE-METRIC.png`` per study), and, when headless Chromium is
+installed, ``report-screenshot.png`` (the top of the page). Studies are split by every text
+condition that varies across runs (``arch``, ``task``…), as ``docs/report.md`` suggests.
+
+``--bench`` times each stage for each bundled log (median of ``--repeat`` runs, in one process,
+matplotlib already imported) and prints the Markdown table of ``docs/performance.md``'s
+``## Report`` section. Needs the extra: ``pip install 'grokaudit[report]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "reference_runs" / "data"
+OUT = ROOT / "docs" / "figures"
+
+
+def cell_args(log: Path) -> list[str]:
+    """``--cell`` for every text condition that varies across the log's runs."""
+    from grokaudit.schema import read_arrow
+
+    runs = read_arrow(log).to_pandas().groupby("run").first()
+    cols = [c for c in runs.columns if c != "step" and runs[c].dtype == object
+            and runs[c].nunique() > 1]
+    return ["--cell", ",".join(cols)] if cols else []
+
+
+def make(log: Path, out: Path) -> Path:
+    """Run ``grokaudit report`` on ``log``; returns the HTML path. Exit 0 or 1 both count as
+    written (1 = the audit has critical findings, which the report shows)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.png"):
+        if old.name != "report-screenshot.png":
+            old.unlink()
+    page = out / "report.html"
+    cmd = [sys.executable, "-c", "from grokaudit.cli import main; main()", "report",
+           str(log.relative_to(ROOT)), "-o", str(page.relative_to(ROOT)),
+           "--png", str(out.relative_to(ROOT)), *cell_args(log)]
+    print("$ grokaudit " + " ".join(cmd[3:]))
+    proc = subprocess.run(cmd, cwd=ROOT)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"grokaudit report failed on {log} (exit {proc.returncode})")
+    return page
+
+
+def screenshot(page: Path, out: Path) -> Path | None:
+    """The top of the page as a PNG, with headless Chromium when it is installed."""
+    chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                     if shutil.which(n)), None)
+    if chromium is None:
+        print("  (no chromium: screenshot skipped)")
+        return None
+    profile = out.parent / ".chromium-profile"
+    try:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", f"--user-data-dir={profile}",
+                        "--window-size=1400,1800", f"--screenshot={out}", page.as_uri()],
+                       check=True, capture_output=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return out
+
+
+def bench(logs: list[Path], repeat: int) -> str:
+    """Time read+audit, figures, HTML, PNG per bundled log; the Markdown table."""
+    import matplotlib
+    from grokaudit.api import audit_log
+    from grokaudit.config import make_config
+    from grokaudit.figures import save_png
+    from grokaudit.html_report import dashboards, render_html
+    from grokaudit.schema import build_log_table, read_arrow
+
+    rows = []
+    for log in logs:
+        args = cell_args(log)
+        cfg = make_config(cell=tuple(args[1].split(",")) if args else ())
+        times: dict[str, list[float]] = {k: [] for k in ("audit", "figures", "html", "png")}
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            lt = build_log_table(read_arrow(log), path=str(log))
+            result = audit_log(lt, cfg)
+            t1 = time.perf_counter()
+            figs = dashboards(result, lt)
+            t2 = time.perf_counter()
+            page = render_html(result, lt, figures=figs)
+            t4 = time.perf_counter()
+            tmp = OUT / ".bench.png"
+            for f in figs:
+                save_png(f, tmp)
+            t5 = time.perf_counter()
+            tmp.unlink(missing_ok=True)
+            times["audit"].append(t1 - t0)
+            times["figures"].append(t2 - t1)
+            times["html"].append(t4 - t2)
+            times["png"].append(t5 - t4)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        n_runs = lt.n_runs
+        rows.append(
+            f"| `{log.name}` | {n_runs} runs, {lt.step.size} rows | {len(result.studies)} | "
+            f"{med['audit']:.2f} | {med['figures']:.2f} | {med['html']:.2f} | "
+            f"{med['audit'] + med['figures'] + med['html']:.2f} | {med['png']:.2f} | "
+            f"{len(page.encode()) / 1e6:.2f} MB |")
+    head = ("| log | size | figures | read + audit (s) | draw figures (s) | "
+            "SVG + HTML page (s) | `report -o` total (s) | `--png` extra (s) | page size |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    note = (f"\nmatplotlib {matplotlib.__version__}, Python {sys.version.split()[0]}; median "
+            f"of {repeat} runs in one process. `report -o` total = read + audit + draw figures "
+            "+ SVG and HTML page; process start-up and the matplotlib import come on top.")
+    return head + "\n" + "\n".join(rows) + "\n" + note
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", nargs="*", type=Path, help="bundled logs (default: all)")
+    ap.add_argument("--bench", action="store_true", help="time report generation")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-figures", action="store_true", help="only --bench")
+    a = ap.parse_args(argv)
+    logs = [p.resolve() for p in a.logs] or sorted(DATA.glob("*.parquet"))
+    if not logs:
+        raise SystemExit(f"no bundled reference runs in {DATA} (run `grokaudit train` first)")
+    if not a.no_figures:
+        for log in logs:
+            out = OUT / log.stem
+            page = make(log, out)
+            screenshot(page, out / "report-screenshot.png")
+            print(f"  wrote {out.relative_to(ROOT)}/: "
+                  + ", ".join(sorted(p.name for p in out.iterdir())))
+    if a.bench:
+        print(bench(logs, a.repeat))
+
+
+if __name__ == "__main__":
+    main()
