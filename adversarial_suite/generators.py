@@ -39,6 +39,9 @@ import numpy as np
 import pandas as pd
 
 ACC_LOW = 0.05
+#: Metric shapes with no settling time: no compression, a floor that keeps moving, or a fall
+#: that outlasts the log.
+NO_SETTLE_SHAPES = frozenset({"none", "drift", "late_collapse", "still_falling"})
 ACC_HIGH = 1.0
 
 
@@ -198,8 +201,14 @@ class RunSpec:
                 settles = False
         interval = float(np.max(np.diff(met_steps))) if met_steps.size > 1 else float(self.dt)
         acc_interval = float(np.max(np.diff(acc_steps))) if acc_steps.size > 1 else float(self.dt)
+        clean = (bool(settles) and self.metric_shape == "compress" and self.noise == 0
+                 and self.cadence == "uniform" and self.metric_every == 1
+                 and self.acc_every == 1 and self.acc_shape in ("sharp", "gradual")
+                 and max(self.t_floor, tg_true) <= 0.6 * self.length)
         return RunTruth(
             run=self.run, grokked=bool(grokked), t_grok=float(tg_true),
+            no_t_compress=(not grokked) or self.metric_shape in NO_SETTLE_SHAPES,
+            clean=clean,
             settles=bool(settles), t_settle=float(t_in) if settles else math.nan,
             floor=F if self.metric_shape in ("compress", "rebound", "none") else math.nan,
             compresses=self.metric_shape != "none",
@@ -216,6 +225,8 @@ class RunTruth:
     run: str
     grokked: bool
     t_grok: float  #: continuous time test_acc crosses the grok threshold
+    no_t_compress: bool  #: by construction there is no compression time to report
+    clean: bool  #: a plain, noise-free settle well before the end: it must be reported
     settles: bool  #: the metric reaches a floor that stays flat to the end of the log
     t_settle: float  #: continuous time the noise-free metric enters the floor band for good
     floor: float  #: the converged floor (NaN when there is none)
