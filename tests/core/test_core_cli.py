@@ -88,3 +88,17 @@ def test_lazy_command_without_its_dependency_is_a_clean_error(monkeypatch):
     monkeypatch.setitem(c.LAZY_COMMANDS, "train", ("grokaudit_no_such_module:train", "x"))
     res = CliRunner().invoke(cli, ["train", "a.toml"])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_a_folder_of_parquet_shards_reads_as_one_dataset(tmp_path):
+    df = cells_from([(1.1, 2000, 9000), (1.2, 3000, 11000), (1.3, 4000, 13000)])
+    whole = tmp_path / "whole.parquet"
+    grokaudit.write_table(df, whole)
+    shards = tmp_path / "shards"
+    for i, rho in enumerate((1.1, 1.2, 1.3)):
+        grokaudit.write_table(df[df["rho"] == rho], shards / f"part-{i}.parquet")
+    a = json.loads(invoke("check", str(whole), "--json", "-").output)
+    b = json.loads(invoke("check", str(shards), "--json", "-").output)
+    assert a["studies"] == b["studies"]
+    assert b["input"]["provenance"]["shards"] == ["part-0.parquet", "part-1.parquet",
+                                                   "part-2.parquet"]
