@@ -139,7 +139,7 @@ def onset(**kw: Any) -> None:
     _run("onset", common, lambda t, c, p: run_onset(
         t, c, by=_names(o["by"]), interactions=o["interactions"],
         thresholds=_floats(o["thresholds"], "--thresholds"),
-        phase_map=_names(o["phase_map"]), level=common["level"],
+        phase_map=_names(o["phase_map"]), level=common["level"], seed=common["seed"],
         step_unit=common["step_unit"], source=p))
 
 

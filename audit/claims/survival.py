@@ -88,7 +88,19 @@ def _check(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
 
 
 def _negll(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]) -> tuple[float, np.ndarray]:
-    """Negative log-likelihood and its gradient in ``θ = (β, log σ)``."""
+    """Negative log-likelihood and its gradient in ``θ = (β, log σ)``.
+
+    A line search may probe absurd ``θ`` where a term underflows; the value is then ``inf``
+    (the search backs off), so floating-point warnings are silenced here."""
+    with np.errstate(all="ignore"):
+        nll, grad = _negll_raw(theta, X, kinds)
+    if not np.isfinite(nll) or not np.all(np.isfinite(grad)):
+        return math.inf, np.zeros_like(theta)
+    return nll, grad
+
+
+def _negll_raw(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]
+               ) -> tuple[float, np.ndarray]:
     p = X.shape[1]
     beta, s = theta[:p], theta[p]
     sigma = math.exp(s)
