@@ -151,59 +151,68 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     ordered += [m for m in metric_names if m not in ordered]
     metric_code = {m: i for i, m in enumerate(ordered)}
 
-    sizes = [c.step.size for c in points.chunks]
-    rc = np.repeat(np.array([run_code[c.run] for c in points.chunks], dtype=np.int64), sizes)
-    mc = np.repeat(np.array([metric_code[c.metric] for c in points.chunks], dtype=np.int64), sizes)
-    st = np.concatenate([c.step for c in points.chunks])
-    val = np.concatenate([c.value for c in points.chunks])
-    wall = np.concatenate([c.wall_time if c.wall_time is not None else np.full(c.step.size, np.nan)
-                           for c in points.chunks])
-    if st.size and st.min() < 0:
-        raise LogFormatError(f"negative step {int(st.min())} in the log; steps must be >= 0",
-                             path=path, column="step")
-
-    # -- last writer wins: by wall time, then read order -----------------------------------
-    read_order = np.arange(st.size)
-    order = np.lexsort((read_order, wall, st, mc, rc))
-    rc, mc, st, val = rc[order], mc[order], st[order], val[order]
-    same_next = (rc[1:] == rc[:-1]) & (mc[1:] == mc[:-1]) & (st[1:] == st[:-1])
-    replaced = np.zeros(st.size, dtype=bool)
-    replaced[:-1] = same_next
-    per_run_replaced = np.bincount(rc[replaced], minlength=len(runs))
-    keep = ~replaced
-    rc, mc, st, val = rc[keep], mc[keep], st[keep], val[keep]
-    for r in np.flatnonzero(per_run_replaced):
-        n = int(per_run_replaced[r])
+    # -- last writer wins, per (run, metric): by wall time, then read order -----------------
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, c in enumerate(points.chunks):
+        groups.setdefault((run_code[c.run], metric_code[c.metric]), []).append(k)
+    per_run: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in runs]
+    n_read = 0
+    n_replaced = np.zeros(len(runs), dtype=np.int64)
+    for (r, m), ks in groups.items():
+        cs = [points.chunks[k] for k in ks]
+        n_read += sum(c.step.size for c in cs)
+        if len(cs) == 1 and (cs[0].step.size < 2 or bool(np.all(np.diff(cs[0].step) > 0))):
+            per_run[r][m] = (cs[0].step, cs[0].value)  # the common case: nothing to resolve
+            continue
+        st = np.concatenate([c.step for c in cs])
+        val = np.concatenate([c.value for c in cs])
+        wall = np.concatenate([c.wall_time if c.wall_time is not None
+                               else np.full(c.step.size, np.nan) for c in cs])
+        order = np.lexsort((np.arange(st.size), wall, st))
+        st, val = st[order], val[order]
+        last = np.ones(st.size, dtype=bool)
+        last[:-1] = st[1:] != st[:-1]
+        n_replaced[r] += int(st.size - last.sum())
+        per_run[r][m] = (st[last], val[last])
+    for r in np.flatnonzero(n_replaced):
+        n = int(n_replaced[r])
         points.findings.append(Finding(
             "RESUMED_DUPLICATES",
             f"{n} logged point(s) repeated an earlier (step, metric) of this run (a resumed or "
             "rewound run); the last written value was kept", run=runs[r], count=n))
-
-    inf = np.isinf(val)
-    if inf.any():
-        val = np.where(inf, np.nan, val)
-        bad = sorted({ordered[i] for i in np.unique(mc[inf])})
-        points.warnings.append(f"{int(inf.sum())} infinite value(s) in {bad} read as missing (NaN)")
+    replaced_total = int(n_replaced.sum())
+    if any(int(st.min()) < 0 for d in per_run for st, _ in d.values() if st.size):
+        raise LogFormatError("negative step in the log; steps must be >= 0", path=path,
+                             column="step")
 
     # -- join the metrics on (run, step), no interpolation --------------------------------
-    by_row = np.lexsort((st, rc))
-    rs, ss = rc[by_row], st[by_row]
-    new_row = np.ones(rs.size, dtype=bool)
-    new_row[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1])
-    row_of_sorted = np.cumsum(new_row) - 1
-    row_id = np.empty_like(row_of_sorted)
-    row_id[by_row] = row_of_sorted
-    row_run = rs[new_row]
-    row_step = ss[new_row]
-    n_rows = row_run.size
-    columns: dict[str, np.ndarray] = {}
-    metric_sorted = np.argsort(mc, kind="stable")
-    bounds = np.searchsorted(mc[metric_sorted], np.arange(len(ordered) + 1))
-    for i, name in enumerate(ordered):
-        sel = metric_sorted[bounds[i]:bounds[i + 1]]
-        col = np.full(n_rows, np.nan)
-        col[row_id[sel]] = val[sel]
-        columns[name] = col
+    step_parts: list[np.ndarray] = []
+    col_parts: dict[str, list[np.ndarray]] = {name: [] for name in ordered}
+    counts = np.zeros(len(runs), dtype=np.int64)
+    for r, metrics in enumerate(per_run):
+        arrays = list(metrics.values())
+        first = arrays[0][0]
+        if all(a[0] is first or np.array_equal(a[0], first) for a in arrays[1:]):
+            rows = first
+        else:
+            rows = np.unique(np.concatenate([a[0] for a in arrays]))
+        counts[r] = rows.size
+        step_parts.append(rows)
+        for i, name in enumerate(ordered):
+            col = np.full(rows.size, np.nan)
+            if i in metrics:
+                st, val = metrics[i]
+                col[np.searchsorted(rows, st) if st is not rows else slice(None)] = val
+            col_parts[name].append(col)
+    row_step = np.concatenate(step_parts)
+    row_run = np.repeat(np.arange(len(runs)), counts)
+    columns = {name: np.concatenate(parts) for name, parts in col_parts.items()}
+    inf_cols = [name for name, col in columns.items() if np.isinf(col).any()]
+    if inf_cols:
+        n_inf = sum(int(np.isinf(columns[n]).sum()) for n in inf_cols)
+        for n in inf_cols:
+            columns[n][np.isinf(columns[n])] = np.nan
+        points.warnings.append(f"{n_inf} infinite value(s) in {inf_cols} read as missing (NaN)")
 
     run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
     for name in ("test_acc", "train_acc"):
@@ -235,8 +244,8 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         "warnings": list(points.warnings),
         "findings": [f.to_dict() for f in points.findings],
         "downsampled_runs": sorted(points.downsampled_runs),
-        "points_read": int(st.size + int(replaced.sum())),
-        "points_replaced": int(replaced.sum()),
+        "points_read": n_read,
+        "points_replaced": replaced_total,
         "runs": len(present),
         **points.extra,
     }
