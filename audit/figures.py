@@ -207,24 +207,31 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
     ncols = min(n, max_cols)
     nrows = math.ceil(n / ncols)
     with _rc():
-        fig = Figure(figsize=(max(10.0, 2.9 * ncols), 3.3 * nrows + 3.1), layout="constrained")
-        outer = fig.add_gridspec(nrows + 1, 1, height_ratios=[3.3] * nrows + [3.1])
+        # legends and labels take fixed room: the bottom row gets a fixed extra inch
+        fig = Figure(figsize=(max(10.0, 2.9 * ncols), 3.4 * nrows + 4.4), layout="constrained")
+        outer = fig.add_gridspec(nrows + 1, 1, height_ratios=[3.4] * nrows + [4.0])
         rows = run_rows(log)
         grok_thr = result.config.get("grok_threshold")
         xlim = _step_limits(log, [rows[x] for c in cells for x in c.runs if x in rows],
                             log_steps)
         for k, c in enumerate(cells):
             r, col = divmod(k, ncols)
-            sub = outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05)
+            sub = outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05, wspace=0.12)
             axm = fig.add_subplot(sub[0, col])
             axa = fig.add_subplot(sub[1, col], sharex=axm)
             _cell_panels(axm, axa, study, c, log, [rows[x] for x in c.runs if x in rows],
                          grok_thr, log_steps, xlim, first=(col == 0))
         _trajectory_legend(fig)
         bottom = outer[nrows].subgridspec(1, 3, wspace=0.08)
-        _snapshot_panel(fig.add_subplot(bottom[0, 0]), study)
-        _times_panel(fig.add_subplot(bottom[0, 1]), study)
-        _lag_panel(fig.add_subplot(bottom[0, 2]), study)
+        axes = [fig.add_subplot(bottom[0, i]) for i in range(3)]
+        _snapshot_panel(axes[0], study)
+        _times_panel(axes[1], study)
+        _lag_panel(axes[2], study)
+        xs = _axis_x(study)
+        if xs:  # one axis range for the three panels, whichever cells each one shows
+            pad = 4 * _spread(xs)
+            for ax in axes:
+                ax.set_xlim(min(xs) - pad, max(xs) + pad)
         key = ", ".join(f"{k}={v}" for k, v in study.study.items()) or "all runs"
         verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
         fig.suptitle(f"{key} · {study.metric} along {study.axis} · clock verdict: {verdict}",

@@ -242,9 +242,8 @@ def test_render_is_deterministic_and_write_is_atomic(tmp_path: Path) -> None:
     log = build_log_table(df)
     result = audit_log(log, make_config(by="rho"))
     first = render_html(result, log)
-    assert render_html(result, log) == first  # byte-identical for identical input
-    out = write_report(result, log, tmp_path / "sub" / "r.html")
-    assert out.read_text(encoding="utf-8") == first
+    out = write_report(result, log, tmp_path / "sub" / "r.html")  # a second, separate render
+    assert out.read_text(encoding="utf-8") == first  # byte-identical for identical input
     assert [p.name for p in out.parent.iterdir()] == ["r.html"]  # no temp file left
     assert out.stat().st_mode & 0o044  # readable by others, like any written file
 
@@ -257,3 +256,33 @@ def test_log_step_axis(tmp_path: Path) -> None:
     text = render_html(result, log, log_steps=True)
     _check_source(text)
     assert len(dom.parse(text).by_class("dashboard", tag="figure")) == 1
+
+
+def test_low_power_study_without_train_acc(tmp_path: Path) -> None:
+    """One cell that never groks next to one that does, no train_acc column: the page still
+    renders, says LOW_POWER_DESCRIPTIVE, and draws the censored t_grok as an arrow."""
+    df = rb.study([{"rho": 1.0, "t_grok": 50_000, "tau": 500, "floor": 12.0, "acc_hi": 0.5},
+                   {"rho": 2.0, "t_grok": 1000, "tau": 500, "floor": 12.0}], seeds=2)
+    log = build_log_table(df.drop(columns=["train_acc"]))
+    result = audit_log(log, make_config(by="rho"))
+    assert result.studies[0].verdict is None
+    text = render_html(result, log)
+    _check_source(text)
+    d = dom.parse(text)
+    _check_dom(d, result)
+    assert {(e.attrs["data-quantity"], e.attrs["data-cell"])
+            for e in d.by_class("censored-median")} == {("t_grok", "1.0")}
+
+
+def test_check_report_shortcut(tmp_path: Path) -> None:
+    """``write_report_from_table`` is what ``check --report PATH`` calls: the table ``check``
+    audited, validated again the same way, gives the same page as the report command."""
+    from grokaudit.html_report import write_report_from_table
+
+    df = rb.study([{"rho": 1.0, "t_grok": 1500, "tau": 500, "floor": 12.0},
+                   {"rho": 2.0, "t_grok": 2500, "tau": 900, "floor": 13.0}], seeds=2)
+    cfg = make_config(by="rho")
+    result = grokaudit.audit_table(df, cfg, source="runs.parquet")
+    out = write_report_from_table(result, df, cfg, tmp_path / "r.html", source="runs.parquet")
+    log = build_log_table(df, path="runs.parquet")
+    assert out.read_text(encoding="utf-8") == render_html(audit_log(log, cfg), log)
