@@ -44,6 +44,8 @@ def _detect(path: Path) -> bool:
 
 
 def _scalar(a: np.ndarray) -> Any:
+    if a.dtype == np.float32:  # the value as written (0.15), not its float32 expansion
+        return float(str(a.reshape(())[()]))
     v = a.item()
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")

@@ -174,7 +174,10 @@ class _Batch:
             except KeyError:
                 pool.Add(fdp)
                 desc = pool.FindMessageTypeByName("grokaudit_tb.EventBatch")
-            cls.cls = message_factory.GetMessageClass(desc)
+            if hasattr(message_factory, "GetMessageClass"):
+                cls.cls = message_factory.GetMessageClass(desc)
+            else:  # protobuf < 4.21
+                cls.cls = message_factory.MessageFactory(pool).GetPrototype(desc)
         return cls.cls
 
 
@@ -190,22 +193,31 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+_BATCH = 65536  # records per parse: keeps each batch message far below protobuf's 2 GiB cap
+
+
+def _events(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str) -> Any:
+    """Yield the decoded Event of every record, parsing ``_BATCH`` records per C call."""
+    batch_cls = _Batch.get()
+    for lo in range(0, payload.size, _BATCH):
+        # one repeated field: tag 0x0a, varint length, payload
+        parts: list[bytes] = []
+        for s, ln in zip(payload[lo:lo + _BATCH].tolist(), lengths[lo:lo + _BATCH].tolist()):
+            parts.append(b"\x0a" + _varint(ln) + data[s:s + ln])
+        try:
+            batch = batch_cls.FromString(b"".join(parts))
+        except Exception as exc:  # noqa: BLE001 - protobuf raises its own DecodeError
+            raise LogFormatError(f"an event record is not a TensorBoard Event ({exc}); the "
+                                 "file is not an event file", path=file) from None
+        yield from batch.events
+
+
 def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
            run: str, points: Points, stats: dict[str, int]) -> None:
     """Decode the Event records of one file and add their scalar values to ``points``."""
-    batch_cls = _Batch.get()
-    # one repeated field: tag 0x0a, varint length, payload — parsed by one C call
-    parts: list[bytes] = []
-    for s, ln in zip(payload.tolist(), lengths.tolist()):
-        parts.append(b"\x0a" + _varint(ln) + data[s:s + ln])
-    try:
-        batch = batch_cls.FromString(b"".join(parts))
-    except Exception as exc:  # noqa: BLE001 - protobuf raises its own DecodeError
-        raise LogFormatError(f"an event record is not a TensorBoard Event ({exc}); the file "
-                             "is not an event file", path=file) from None
     series: dict[str, tuple[list[int], list[float], list[float]]] = {}
     non_scalar_plugins: set[str] = set()
-    for ev in batch.events:
+    for ev in _events(data, payload, lengths, file):
         if not ev.HasField("summary"):
             continue
         step = ev.step

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from grokaudit.adapters import read_log
 from grokaudit.adapters.crc32c import crc32c_many, masked
 
@@ -219,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
                                       .notna().to_numpy().sum()), args.repeat, n)))
         for fmt in ("parquet", "jsonl", "npz", "wandb-history", "mlflow", "mlflow-sqlite"):
             rows.append((fmt, "grokaudit read_log", n,
-                         best(lambda: _points(read_log(files[fmt])), args.repeat, n)))
+                         best(lambda p=files[fmt]: _points(read_log(p)), args.repeat, n)))
         wb = write_wandb(root / "wb", args.wandb_points) if args.wandb_points else None
         if wb is not None:
             rows.append(("wandb-offline", "grokaudit read_log", args.wandb_points,
