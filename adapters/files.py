@@ -66,6 +66,26 @@ def read_file(path: Path) -> pa.Table:
         raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(path)) from None
 
 
+def check_tail(path: Path, points: Points) -> None:
+    """Report a text table whose last line lacks its newline: it may have been cut short.
+
+    Every CSV/JSONL writer in common use ends each row with a newline, so a missing one at the
+    end of the file is the mark of an interrupted write (a last value ``0.25`` cut to ``0.2``
+    would otherwise be read as a plausible number).
+    """
+    if TABLE_SUFFIXES.get(path.suffix.lower()) not in ("csv", "tsv", "jsonl"):
+        return
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        fh.seek(max(0, size - 65536))
+        tail = fh.read()
+    if tail and not tail.endswith(b"\n"):
+        start = size - (len(tail) - tail.rfind(b"\n") - 1)
+        points.finding("SOURCE_TRUNCATED", "the last line has no newline: the file may have "
+                       "been cut short while it was written; check that line", file=str(path),
+                       offset=start, count=size - start)
+
+
 def header_of(path: Path) -> list[str]:
     """Column names of a CSV/TSV file from its first line (cheap, for detection)."""
     with path.open("r", encoding="utf-8", errors="replace") as fh:

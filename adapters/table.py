@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grokaudit.errors import LogFormatError
 
-from .files import TABLE_SUFFIXES, melt_wide, read_file, table_files
+from .files import TABLE_SUFFIXES, check_tail, melt_wide, read_file, table_files
 from .merge import ReadOptions
 from .points import Points
 from .registry import Reader
@@ -63,6 +63,7 @@ def read(path: Path, options: ReadOptions) -> Points:
         else:
             run_column = options.run_from
         origin = rid if path.is_dir() else str(f)
+        check_tail(f, points)
         melt_wide(points, table, path=f, origin=origin, run=rid, run_column=run_column)
     return points
 

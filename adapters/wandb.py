@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 from grokaudit.errors import LogFormatError
 
-from .files import TABLE_SUFFIXES, header_of, melt_wide, read_file, table_files
+from .files import TABLE_SUFFIXES, check_tail, header_of, melt_wide, read_file, table_files
 from .merge import ReadOptions
 from .points import Points
 from .registry import Reader, import_extra
@@ -70,6 +70,7 @@ def read_panel_csv(path: Path, options: ReadOptions) -> Points:
     rows = ~np.isnan(sf)
     step = np.round(sf).astype(np.int64)
     points = Points(files=[str(path)])
+    check_tail(path, points)
     if np.any(sf[rows] != step[rows]):
         points.warnings.append("non-integer bucket steps rounded to the nearest step")
     bands = 0
@@ -160,6 +161,7 @@ def read_history(path: Path, options: ReadOptions) -> Points:
         elif options.run_from == "column" or (options.run_from is None
                                                and "run" in table.column_names):
             run_column = "run"
+        check_tail(f, points)
         melt_wide(points, table, path=f, origin=run, run=run, run_column=run_column)
         if run_column is None and table.num_rows in SAMPLED_ROW_COUNTS:
             points.finding("POSSIBLY_SAMPLED",

@@ -119,3 +119,13 @@ def test_truncated_parquet_is_an_error(tmp_path: Path, sweep: pd.DataFrame) -> N
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
     with pytest.raises(LogFormatError):
         read_log(p)
+
+
+def test_csv_cut_mid_line_is_reported(tmp_path: Path, codes, prov) -> None:
+    p = tmp_path / "run.csv"
+    pd.DataFrame({"step": np.arange(10), "test_acc": np.full(10, 0.25)}).to_csv(p, index=False)
+    data = p.read_bytes()
+    p.write_bytes(data[:-2])  # "9,0.25\n" -> "9,0.2"
+    t = read_log(p)
+    assert codes(t) == ["SOURCE_TRUNCATED"]
+    assert prov(t)["findings"][0]["offset"] == data[:-1].rfind(b"\n") + 1
