@@ -40,9 +40,34 @@ def _run(chromium: str, args: list[str], profile: Path, timeout: float = 90) -> 
     return proc.stdout
 
 
-def dump_dom(chromium: str, page: Path, profile: Path) -> str:
-    """The DOM of ``page`` after Chromium loaded it, serialized as HTML."""
-    return _run(chromium, ["--dump-dom", page.resolve().as_uri()], profile)
+def dump_dom(chromium: str, page: Path, profile: Path) -> tuple[str, list[str]]:
+    """The DOM of ``page`` after Chromium loaded it (serialized as HTML), and every network
+    request the page made (from Chromium's net log; see :func:`page_requests`)."""
+    netlog = profile.parent / f"{profile.name}-netlog.json"
+    text = _run(chromium, [f"--log-net-log={netlog}", "--dump-dom", page.resolve().as_uri()],
+                profile)
+    return text, page_requests(netlog)
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """URLs the page itself requested, read from a ``--log-net-log`` file.
+
+    Chromium's own background traffic (update checks, time sync) is in the log too; a request
+    made by the page is a ``URL_REQUEST_START_JOB`` whose network isolation key is the page's
+    ``file://`` origin.
+    """
+    import json
+
+    d = json.loads(netlog.read_text(encoding="utf-8", errors="replace"))
+    start = d["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    out = []
+    for e in d.get("events", []):
+        p = e.get("params") or {}
+        if e.get("type") == start and "file://" in str(p.get("network_isolation_key", "")):
+            url = str(p.get("url", ""))
+            if not url.startswith(("file:", "data:")):
+                out.append(url)
+    return out
 
 
 def screenshot(chromium: str, page: Path, out: Path, profile: Path,

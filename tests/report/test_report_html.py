@@ -74,8 +74,12 @@ def two_study_case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     import pandas as pd
 
     d = tmp_path_factory.mktemp("two-study")
-    a = rb.healthy_study(arch="mlp")
-    b = rb.censored_study(arch="transformer")
+    # small on purpose (two cells each): the bundled and censored cases carry the detail
+    a = rb.study([{"rho": 1.0, "t_grok": 1500, "tau": 500, "floor": 12.0},
+                  {"rho": 2.0, "t_grok": 2500, "tau": 900, "floor": 13.0}], seeds=2, arch="mlp")
+    b = rb.study([{"rho": 1.0, "t_grok": 1500, "tau": 500, "floor": 12.0},
+                  {"rho": 2.0, "t_grok": 2500, "tau": 900, "floor": 13.0, "never_settle": 2}],
+                 seeds=2, arch="transformer")
     b["run"] = "tf_" + b["run"]
     log = d / "two.parquet"
     grokaudit.write_table(pd.concat([a, b], ignore_index=True), log)
@@ -177,7 +181,8 @@ def figure_of(d: dom.DomIndex, el: dom.Element) -> tuple[str, str]:
 def _browser_checks(case: dict[str, Any], artifacts: Path) -> Path:
     assert CHROMIUM is not None
     profile = artifacts / f".chromium-{case['name']}"
-    dumped = dom.dump_dom(CHROMIUM, case["page"], profile)
+    dumped, requests = dom.dump_dom(CHROMIUM, case["page"], profile)
+    assert requests == []  # the page loads nothing: no network, no other file
     _check_dom(dom.parse(dumped), case["result"])
     shot = dom.screenshot(CHROMIUM, case["page"], artifacts / f"report-{case['name']}.png",
                           profile)
@@ -215,6 +220,16 @@ def test_page_in_headless_chromium(case: str, request: pytest.FixtureRequest,
 
 def _cases(found: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found if isinstance(found, list) else [found]
+
+
+@needs_chromium
+def test_the_request_check_sees_requests(tmp_path: Path) -> None:
+    """Positive control for ``requests == []``: a page with one external image is caught."""
+    assert CHROMIUM is not None
+    page = tmp_path / "leaky.html"
+    page.write_text("<!DOCTYPE html><img src='http://192.0.2.1/x.png'>", encoding="utf-8")
+    _, requests = dom.dump_dom(CHROMIUM, page, tmp_path / "profile")
+    assert requests == ["http://192.0.2.1/x.png"]
 
 
 def test_censored_median_in_the_figure(censored_case: dict[str, Any]) -> None:
