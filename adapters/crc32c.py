@@ -70,5 +70,6 @@ def _one(seg: np.ndarray) -> int:
 def masked(crc: np.ndarray) -> np.ndarray:
     """TFRecord's CRC mask: ``((c >> 15) | (c << 17)) + 0xa282ead8`` (uint32 arithmetic)."""
     c = crc.astype(np.uint64)
-    return ((((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(0xA282EAD8))
-            & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    out: np.ndarray = ((((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(0xA282EAD8))
+                       & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return out

@@ -147,7 +147,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         raise LogFormatError(
             f"no test accuracy among the metrics read ({shown}); name it with "
             f"--map NAME=test_acc", path=path, column="test_acc")
-    ordered = [m for m in ("test_acc", "train_acc") if m in metric_names]
+    ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
     ordered += [m for m in metric_names if m not in ordered]
     metric_code = {m: i for i, m in enumerate(ordered)}
 
@@ -174,7 +174,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         last[:-1] = st[1:] != st[:-1]
         n_replaced[r] += int(st.size - last.sum())
         per_run[r][m] = (st[last], val[last])
-    for r in np.flatnonzero(n_replaced):
+    for r in np.flatnonzero(n_replaced).tolist():
         n = int(n_replaced[r])
         points.findings.append(Finding(
             "RESUMED_DUPLICATES",
@@ -190,12 +190,12 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     col_parts: dict[str, list[np.ndarray]] = {name: [] for name in ordered}
     counts = np.zeros(len(runs), dtype=np.int64)
     for r, metrics in enumerate(per_run):
-        arrays = list(metrics.values())
-        first = arrays[0][0]
-        if all(a[0] is first or np.array_equal(a[0], first) for a in arrays[1:]):
+        run_series = list(metrics.values())
+        first = run_series[0][0]
+        if all(a[0] is first or np.array_equal(a[0], first) for a in run_series[1:]):
             rows = first
         else:
-            rows = np.unique(np.concatenate([a[0] for a in arrays]))
+            rows = np.unique(np.concatenate([a[0] for a in run_series]))
         counts[r] = rows.size
         step_parts.append(rows)
         for i, name in enumerate(ordered):
@@ -209,9 +209,9 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     columns = {name: np.concatenate(parts) for name, parts in col_parts.items()}
     inf_cols = [name for name, col in columns.items() if np.isinf(col).any()]
     if inf_cols:
-        n_inf = sum(int(np.isinf(columns[n]).sum()) for n in inf_cols)
-        for n in inf_cols:
-            columns[n][np.isinf(columns[n])] = np.nan
+        n_inf = sum(int(np.isinf(columns[name]).sum()) for name in inf_cols)
+        for name in inf_cols:
+            columns[name][np.isinf(columns[name])] = np.nan
         points.warnings.append(f"{n_inf} infinite value(s) in {inf_cols} read as missing (NaN)")
 
     run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
@@ -229,11 +229,11 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     }
     for name, col in columns.items():
         arrays[name] = pa.array(col, type=pa.float64())
-    for key, per_run in _condition_columns(points, runs).items():
+    for key, values in _condition_columns(points, runs).items():
         if key in arrays:
             points.warnings.append(f"condition {key!r} has the name of a logged metric; dropped")
             continue
-        arrays[key] = pa.array(per_run).take(pa.array(row_run))
+        arrays[key] = pa.array(values).take(pa.array(row_run))
     table = pa.table(arrays)
 
     provenance: dict[str, Any] = {
@@ -280,7 +280,7 @@ def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:
                    for v in vals) and all(v is not None for v in vals):
                 out[k] = [int(v) for v in vals]  # type: ignore[arg-type]
             else:
-                out[k] = [np.nan if v is None else float(v) for v in vals]  # type: ignore[arg-type]
+                out[k] = [np.nan if v is None else float(v) for v in vals]
         else:
             out[k] = [None if v is None else str(v) for v in vals]
     return out

@@ -102,7 +102,7 @@ def frame(data: bytes, file: str, points: Points) -> tuple[np.ndarray, np.ndarra
         got_len = masked(crc32c_many(buf, h, np.full(h.size, 8)))
         bad = np.flatnonzero(got_len != want_len)
         if bad.size:
-            k = int(bad[0])
+            k = int(bad[0].item())
             stop = (int(h[k]), "record length fails its CRC (corrupt byte)")
             h, ln = h[:k], ln[:k]
     records_ok = int(h.size)
@@ -116,10 +116,10 @@ def frame(data: bytes, file: str, points: Points) -> tuple[np.ndarray, np.ndarra
         want = buf[(payload + ln)[:, None] + np.arange(4)].copy().view("<u4").ravel()
         got = masked(crc32c_many(buf, payload, ln))
         bad = np.flatnonzero(got != want)
-        for k in bad:
+        for b in bad.tolist():
             points.finding("SOURCE_TRUNCATED",
-                           f"record at byte {int(h[k])} fails its data CRC (corrupt byte); "
-                           "the record was skipped", file=file, offset=int(h[k]), count=1)
+                           f"record at byte {int(h[b])} fails its data CRC (corrupt byte); "
+                           "the record was skipped", file=file, offset=int(h[b]), count=1)
         if bad.size:
             keep = np.ones(h.size, dtype=bool)
             keep[bad] = False
@@ -215,7 +215,7 @@ def _events(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str) ->
 def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
            run: str, points: Points, stats: dict[str, int]) -> None:
     """Decode the Event records of one file and add their scalar values to ``points``."""
-    series: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    series: dict[str, tuple[list[int], list[float | None], list[float]]] = {}
     non_scalar_plugins: set[str] = set()
     for ev in _events(data, payload, lengths, file):
         if not ev.HasField("summary"):
