@@ -545,6 +545,46 @@ HALF_SEEDS_CENSORED = Case(
 )
 
 
+def _censored_overlap_specs() -> list[RunSpec]:
+    # 20 000-step runs. Cells 1 and 3 settle at 13000 and 14000; in cell 2 two seeds settle
+    # at 5200 and two are still falling when the log ends: its median t_compress is censored
+    # with lower bound (5100 + 20000)/2 = 12550, which overlaps both neighbours.
+    return _runs([1.0, 2.0, 3.0], 4, replace(BASE, length=20000),
+                 t_grok=[2050.0, 3050.0, 4050.0],
+                 t_floor=[13050.0, [5050.0, 5050.0, 19500.0, 19500.0], 14050.0])
+
+
+CENSORED_INTERVALS_OVERLAP = Case(
+    name="censored_intervals_overlap",
+    title="a middle cell whose censored median t_compress (> 12550) overlaps both neighbours",
+    why=("Only one pair is ordered (cell 1 before cell 3): C = 1, D = 0, U = 2, so no "
+         "assignment of the overlapping pairs is ruled out and the t_compress ordering is "
+         "undefined (CENSORED_INTERVALS_OVERLAP, tau in [−1/3, 1]); with a large lag the "
+         "verdict is LARGE_LAG_ORDERING_UNDETERMINED. Calling the ordering identified because "
+         "C > D would claim a partial separation the log cannot support."),
+    build=lambda: table(_censored_overlap_specs()),
+    expect=Expect(
+        studies=(StudyExpect(
+            verdict=R.LARGE_LAG_ORDERING_UNDETERMINED,
+            cells={1.0: {"t_compress.value": 13000, "t_compress.lower": 12900, "gates": ()},
+                   2.0: {"t_compress.censored": True, "t_compress.value": None,
+                         "t_compress.lower": 12550, "notes": (R.MEDIAN_CENSORED,),
+                         "gates": ()},
+                   3.0: {"t_compress.value": 14000, "gates": ()}},
+            orderings={"t_compress": {"identified": False, "concordant": 1, "discordant": 0,
+                                      "unidentified": 2, "tau_bounds": (-1 / 3, 1.0),
+                                      "sub_reason": R.CENSORED_INTERVALS_OVERLAP},
+                       "t_grok": {"identified": True, "shape": "monotone", "direction": 1}},
+        ),),
+        present=frozenset({R.LARGE_LAG_ORDERING_UNDETERMINED, R.MEDIAN_CENSORED}),
+        absent=frozenset({R.PARTIALLY_SEPARATED, R.TWO_CLOCKS, R.ONE_CLOCK_LARGE_LAG,
+                          R.INCONCLUSIVE_CENSORING}),
+    ),
+    options={"by": "rho"},
+    reference_fails=None,
+)
+
+
 def _hides_boundary_specs() -> list[RunSpec]:
     # cells 1–3 compress 40 → 12; cell 4 only 40 → 31 (a drop of 9 < 25% of 40: no
     # compression). Grok is on a logged step (3000) at the peak, so every m_grok is 40.
@@ -710,7 +750,7 @@ CASES: tuple[Case, ...] = (
     CLEAN_ONE_CLOCK, ALL_CENSORED, HIGH_FLOOR_BOUNDARY, TRUE_TWO_CLOCKS, SINGLE_CELL,
     NON_MONOTONE_REBOUND, COMPRESSION_BEFORE_GROK, TIES, NOISY,
     LATE_SECOND_COLLAPSE, SLOW_DRIFT, DIFFERENT_CADENCES, COARSE_CADENCE_TIE,
-    HALF_SEEDS_CENSORED, SNAPSHOT_HIDES_BOUNDARY, SNAPSHOT_REVERSES_ORDERING,
+    HALF_SEEDS_CENSORED, CENSORED_INTERVALS_OVERLAP, SNAPSHOT_HIDES_BOUNDARY, SNAPSHOT_REVERSES_ORDERING,
     DUPLICATE_AXIS_VALUES, DUPLICATE_AXIS_VALUES_SPLIT, GROK_NOT_SUSTAINED,
     ACCURACY_IN_PERCENT, ACCURACY_IN_PERCENT_SCALED,
 )

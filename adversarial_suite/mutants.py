@@ -1,0 +1,176 @@
+"""Deliberate bugs, each a patch over the core, that the suite must catch (the mutation check).
+
+A :class:`Mutant` patches functions where the core looks them up (``grokaudit.api`` imports
+``metric_clocks``, ``ordering``… by name, so those are patched there). Apply one with a
+``monkeypatch``-like object that has ``setattr(target, name, value)``; pytest's fixture works,
+and so does :class:`Patcher` for use outside pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import grokaudit.api as api
+import grokaudit.cells as cells
+from grokaudit import clocks
+from grokaudit.reasons import Reason
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    bug: str  #: the deliberate bug, in one sentence
+    apply: Callable[[Any], None]  #: ``apply(monkeypatch)``
+
+
+def _wrap_metric_clocks(mp: Any, post: Callable[..., Any] | None = None,
+                        **cfg_changes: Any) -> None:
+    orig = api.metric_clocks
+
+    def mutant(table: Any, acc: Any, metric: str, cfg: Any, run_index: Any = None) -> Any:
+        if cfg_changes:
+            cfg = dataclasses.replace(cfg, **cfg_changes)
+        out = orig(table, acc, metric, cfg, run_index)
+        return post(out, table, acc, metric, cfg, run_index) if post else out
+
+    mp.setattr(api, "metric_clocks", mutant)
+
+
+def _first_crossing(mp: Any) -> None:
+    _wrap_metric_clocks(mp, rule="crossing")
+
+
+def _no_stability(mp: Any) -> None:
+    _wrap_metric_clocks(mp, stability_check=False)
+
+
+def _ordering_without_u(mp: Any) -> None:
+    orig = api.ordering
+
+    def mutant(cells_: Any, q: str, cfg: Any) -> Any:
+        o = orig(cells_, q, cfg)
+        C, D, U = o.concordant, o.discordant, o.unidentified
+        if o.identified or o.n_cells < 3 or C == D:
+            return o
+        N = o.n_cells * (o.n_cells - 1) // 2
+        lo, hi = (C - D - U) / N, (C - D + U) / N
+        shape = ("monotone" if (C - D) / N > cfg.mono_threshold or (C - D) / N <
+                 -cfg.mono_threshold else "weak")
+        return dataclasses.replace(o, identified=True, direction=1 if C > D else -1,
+                                   shape=shape, tau_bounds=(lo, hi),
+                                   reason=Reason.ORDERING_IDENTIFIED, sub_reason=None)
+
+    mp.setattr(api, "ordering", mutant)
+
+
+def _censored_dropped(mp: Any) -> None:
+    orig = cells.interval_median
+
+    def mutant(ev: Any, idx: np.ndarray, interval_censoring: bool = True) -> Any:
+        idx = np.asarray(idx)
+        keep = np.isfinite(ev.upper[idx])
+        return orig(ev, idx[keep] if keep.any() else idx, interval_censoring)
+
+    mp.setattr(cells, "interval_median", mutant)
+
+
+def _retime(out: Any, acc: Any, value: np.ndarray, lower: np.ndarray) -> Any:
+    """``out`` with ``t_compress`` (where it was established) set to ``value``/``lower``."""
+    ok = out.tc_status == clocks.TC_OK
+    tv = np.where(ok, value, out.t_compress.value)
+    tl = np.where(ok, lower, out.t_compress.lower)
+    tu = np.where(ok, value, out.t_compress.upper)
+    tg = acc.t_grok
+    lag = clocks.Event(np.where(ok, tv - tg.value, out.lag.value),
+                       np.where(ok, tl - tg.upper, out.lag.lower),
+                       np.where(ok, tu - tg.lower, out.lag.upper), out.lag.index)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(ok, (tv - tg.value) / tg.value, out.rel_lag_low)
+    return dataclasses.replace(
+        out, t_compress=clocks.Event(tv, tl, tu, out.t_compress.index), lag=lag,
+        rel_lag_low=rel, rel_lag_high=np.where(ok, rel, out.rel_lag_high),
+        before_grok=ok & (tu <= tg.lower),
+        concurrent=ok & (tl < tg.upper) & (tg.lower < tu))
+
+
+def _first_dip(mp: Any) -> None:
+    def post(out: Any, table: Any, acc: Any, metric: str, cfg: Any, ri: Any) -> Any:
+        # settling measured against the band's upper edge only: an undershoot counts as
+        # "inside", so a rebound's first dip is taken as the compression time
+        P = clocks.pack(table.series[metric], table, ri)
+        sm = clocks.trailing_median(P, cfg.smooth)
+        above = P.valid & (sm > (out.floor + out.delta)[:, None])
+        last = clocks._last_true(above)
+        val = clocks._take(P.steps, last + 1)
+        low = np.where(last >= 0, clocks._take(P.steps, last), 0.0)
+        return _retime(out, acc, val, low)
+
+    _wrap_metric_clocks(mp, post=post)
+
+
+def _lag_clipped(mp: Any) -> None:
+    def post(out: Any, table: Any, acc: Any, metric: str, cfg: Any, ri: Any) -> Any:
+        lag = clocks.Event(np.maximum(out.lag.value, 0.0), np.maximum(out.lag.lower, 0.0),
+                           np.maximum(out.lag.upper, 0.0), out.lag.index)
+        return dataclasses.replace(out, lag=lag, rel_lag_low=np.maximum(out.rel_lag_low, 0.0),
+                                   rel_lag_high=np.maximum(out.rel_lag_high, 0.0),
+                                   before_grok=np.zeros_like(out.before_grok))
+
+    _wrap_metric_clocks(mp, post=post)
+
+
+def _no_high_floor_gate(mp: Any) -> None:
+    mp.setattr(api, "apply_high_floor_gate", lambda cells_, cfg: tuple(cells_))
+
+
+def _t_grok_point(mp: Any) -> None:
+    orig = api.accuracy_clocks
+
+    def mutant(table: Any, cfg: Any) -> Any:
+        return orig(table, dataclasses.replace(cfg, interval_censoring=False))
+
+    mp.setattr(api, "accuracy_clocks", mutant)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("first_crossing", "t_compress is the first crossing after grok (the reference's "
+           "rule), not the settling time", _first_crossing),
+    Mutant("no_stability_check", "the floor-stability check is disabled: every floor is "
+           "stable", _no_stability),
+    Mutant("ordering_without_u", "an ordering is identified whenever C ≠ D, without the "
+           "|C − D| > U rule", _ordering_without_u),
+    Mutant("censored_dropped", "censored runs are dropped from the cell medians",
+           _censored_dropped),
+    Mutant("rebound_first_dip", "settling ignores the band's lower edge, so a rebound's first "
+           "dip is taken as compression", _first_dip),
+    Mutant("lag_clipped", "a negative lag is clipped to 0 (compression before grok hidden)",
+           _lag_clipped),
+    Mutant("no_high_floor_gate", "the HIGH_FLOOR_OUTLIER gate is never applied",
+           _no_high_floor_gate),
+    Mutant("t_grok_point", "t_grok is a point, not an interval (lower = the logged step)",
+           _t_grok_point),
+)
+
+
+class Patcher:
+    """A minimal ``monkeypatch`` for use outside pytest: ``with Patcher() as mp: ...``."""
+
+    def __init__(self) -> None:
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def setattr(self, target: Any, name: str, value: Any) -> None:
+        self._undo.append((target, name, getattr(target, name)))
+        setattr(target, name, value)
+
+    def __enter__(self) -> Patcher:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for target, name, old in reversed(self._undo):
+            setattr(target, name, old)
+        self._undo.clear()
