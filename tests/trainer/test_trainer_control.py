@@ -1,0 +1,71 @@
+"""w_c from a free control run, and --max-minutes: a clean stop that --resume completes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from click.testing import CliRunner  # noqa: E402
+
+from grokaudit.cli import cli  # noqa: E402
+from grokaudit.reference_runs.config import TrainConfig  # noqa: E402
+from grokaudit.reference_runs.models import build_model  # noqa: E402
+from grokaudit.reference_runs.train import measure_wc  # noqa: E402
+
+CPU = torch.device("cpu")
+SMALL = dict(p=7, alpha=0.5, d_emb=6, hidden=8, steps=10, log_every=5, rho=0.9)
+
+
+def test_measure_wc_is_the_median_norm_at_grok_of_free_controls() -> None:
+    # With a grok threshold of 0 every control "groks" at step 0, so w_c must be the median
+    # initial norm of the three seeds' models, computed here directly from their parameters.
+    cfgs = [TrainConfig(**SMALL, seed=s) for s in (0, 1, 2)]
+    got = measure_wc(cfgs, CPU, grok_threshold=0.0)
+    norms = []
+    for s in (0, 1, 2):
+        m = build_model(cfgs[0], [s], 7, CPU)
+        norms.append(np.sqrt(sum(float((getattr(m, n).detach().double() ** 2).sum())
+                                 for n in ("E", "W1", "W2"))))
+    assert got == pytest.approx(float(np.median(norms)), rel=1e-6)
+
+
+def test_measure_wc_refuses_when_no_control_groks() -> None:
+    with pytest.raises(ValueError, match="no free control run grokked"):
+        measure_wc([TrainConfig(**SMALL, seed=0)], CPU, grok_threshold=1.01)
+
+
+def test_clamped_sweep_without_wc_and_no_grok_exits_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.toml"
+    cfg.write_text("[base]\np = 7\nd_emb = 6\nhidden = 8\nsteps = 10\nlog_every = 5\n"
+                   "rho = 0.9\n")
+    res = CliRunner().invoke(cli, ["train", str(cfg), "-o", str(tmp_path / "o.parquet"),
+                                   "--progress", "none"])
+    assert res.exit_code == 2
+    assert res.output.startswith("error:") and "w_c" in res.output
+
+
+def test_max_minutes_stops_cleanly_and_resume_completes(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.toml"
+    cfg.write_text("name = 'mm'\n[base]\np = 7\nalpha = 0.5\nd_emb = 6\nhidden = 8\n"
+                   "steps = 200\nlog_every = 20\nlr = 0.01\n[grid]\nseed = [0, 1]\n")
+    out = tmp_path / "o.parquet"
+    base = ["train", str(cfg), "-o", str(out), "--progress", "none", "--threads", "1"]
+    res = CliRunner().invoke(cli, [*base, "--max-minutes", "1e-9"])
+    assert res.exit_code == 0, res.output
+    assert "stopped at --max-minutes" in res.output
+    partial = pd.read_parquet(out)
+    assert partial["step"].max() < 200  # a partial log, marked incomplete
+    assert "complete = false" in (tmp_path / "o.MANIFEST.toml").read_text()
+    assert (tmp_path / "o.parquet.ckpt").exists()
+    res = CliRunner().invoke(cli, [*base, "--resume"])
+    assert res.exit_code == 0, res.output
+    ref = tmp_path / "ref.parquet"
+    res = CliRunner().invoke(cli, ["train", str(cfg), "-o", str(ref), "--progress", "none",
+                                   "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_parquet(ref), check_exact=True)
