@@ -11,7 +11,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402
-
 from grokaudit.cli import cli  # noqa: E402
 from grokaudit.reference_runs.config import TrainConfig  # noqa: E402
 from grokaudit.reference_runs.models import build_model  # noqa: E402
