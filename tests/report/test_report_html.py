@@ -276,15 +276,23 @@ def test_log_step_axis(tmp_path: Path) -> None:
 def test_low_power_study_without_train_acc(tmp_path: Path) -> None:
     """One cell that never groks next to one that does, no train_acc column: the page still
     renders, says LOW_POWER_DESCRIPTIVE, and draws the censored t_grok as an arrow."""
+    import pandas as pd
+
     df = rb.study([{"rho": 1.0, "t_grok": 50_000, "tau": 500, "floor": 12.0, "acc_hi": 0.5},
                    {"rho": 2.0, "t_grok": 1000, "tau": 500, "floor": 12.0}], seeds=2)
-    log = build_log_table(df.drop(columns=["train_acc"]))
+    short = df[df["run"] == "rho2.0_s0"].head(2).assign(run="short")  # set aside: TOO_SHORT
+    log = build_log_table(pd.concat([df, short]).drop(columns=["train_acc"]))
     result = audit_log(log, make_config(by="rho"))
     assert result.studies[0].verdict is None
+    assert result.input["set_aside"]
     text = render_html(result, log)
     _check_source(text)
     d = dom.parse(text)
     _check_dom(d, result)
+    aside = d.by_class("set-aside", tag="table")  # the summary counts what was set aside
+    assert len(aside) == 1
+    for reason, rows in result.input["set_aside"].items():
+        assert reason in " ".join(aside[0].text) and str(rows) in " ".join(aside[0].text)
     assert {(e.attrs["data-quantity"], e.attrs["data-cell"])
             for e in d.by_class("censored-median")} == {("t_grok", "1.0")}
 
