@@ -176,8 +176,8 @@ def _phase_map(cells: list[dict[str, Any]], axes: Sequence[str]) -> dict[str, An
         rows.append({a: c["cell"].get(a), b: c["cell"].get(b), "k": pr.k, "n": pr.n})
     df = pd.DataFrame(rows).groupby([a, b], sort=True)[["k", "n"]].sum().reset_index()
     return {"rows": a, "columns": b,
-            "cells": [{a: py(r[a]), b: py(r[b]), "grok_rate": wilson(int(r.k), int(r.n))}
-                      for r in df.itertuples(index=False)]}
+            "cells": [{a: py(r[a]), b: py(r[b]), "grok_rate": wilson(int(r["k"]), int(r["n"]))}
+                      for r in df.to_dict("records")]}
 
 
 def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,

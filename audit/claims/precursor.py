@@ -9,8 +9,10 @@ Validity checks:
 
 - ``PEAK_AT_WINDOW_EDGE``: the peak is the first point after the gate or the last logged point
   (a monotone signal "peaks" there trivially).
-- The null: the same statistic (the fraction of grokked runs whose peak precedes grokking) with
-  the signal's time axis permuted within each run. Permuting the values moves the maximum to a
+- The statistic: the fraction of grokked runs whose peak is *interior* (not on the window's
+  edge) and precedes grokking. (The raw fraction, edge peaks included, is reported too: it is what
+  papers quote, and a signal that simply falls after the gate scores 1 on it.)
+- The null: the same statistic with the signal's time axis permuted within each run. Permuting the values moves the maximum to a
   uniformly random logged point of the window, so each null draw places each run's peak
   uniformly over its window points (vectorized, seeded); ``p = (1 + #{null ≥ observed}) /
   (1 + B)``. And a placebo smooth signal (default ``weight_norm``), scored the same way.
@@ -57,10 +59,16 @@ def _peaks(rc: RunClocks, values: np.ndarray) -> dict[str, np.ndarray]:
             "in_window": inwin}
 
 
-def _fraction(peak_step: np.ndarray, tg: np.ndarray, use: np.ndarray) -> float | None:
+def _fraction(peak_step: np.ndarray, tg: np.ndarray, use: np.ndarray,
+              interior: np.ndarray | None = None) -> float | None:
+    """Share of the ``use`` runs whose peak precedes grokking (and, given ``interior``, is not
+    on the window's edge)."""
     if not use.any():
         return None
-    return float(np.mean(peak_step[use] < tg[use]))
+    ok = peak_step[use] < tg[use]
+    if interior is not None:
+        ok &= interior[use]
+    return float(np.mean(ok))
 
 
 def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
@@ -76,9 +84,11 @@ def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: in
     first = np.argmax(inwin, axis=1)
     nw = inwin.sum(axis=1)
     u = rng.random((n_perm, rows.size))
-    idx = first[None, :] + np.floor(u * nw[None, :]).astype(np.int64)
+    k = np.floor(u * nw[None, :]).astype(np.int64)
+    idx = first[None, :] + k
     st = steps[np.arange(rows.size)[None, :], idx]
-    return np.mean(st < tg[rows][None, :], axis=1)
+    interior = (k > 0) & (k < nw[None, :] - 1)
+    return np.mean((st < tg[rows][None, :]) & interior, axis=1)
 
 
 def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[str, Any]:
@@ -88,12 +98,13 @@ def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[s
     tg = f["tg_value"].to_numpy(dtype=float)
     grokked = f["grokked"].to_numpy(dtype=bool)
     use = grokked & (pk["n_window"] > 0)
-    obs = _fraction(pk["peak_step"], tg, use)
+    obs = _fraction(pk["peak_step"], tg, use, ~pk["edge"])
     null = _null(pk, tg, use, n_perm, seed)
     p = None
     if obs is not None and null.size:
         p = (1.0 + float(np.sum(null >= obs - 1e-12))) / (1.0 + null.size)
     return {"pk": pk, "use": use, "fraction": obs, "null": null, "p_perm": p,
+            "fraction_raw": _fraction(pk["peak_step"], tg, use),
             "null_mean": float(null.mean()) if null.size else None}
 
 
@@ -165,22 +176,21 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
                           "placebo_fraction": plc["fraction"] if plc else None,
                           "failed": not_specific}))
     leads = lead[s["use"]]
-    no_edge = s["use"] & ~pk["edge"]
     body = {
         "step_unit": rc.step_unit,
         "signal": signal,
         "n_runs": len(f), "n_memorized": int(memorized.sum()),
         "n_grokked": int(grokked.sum()), "n_scored": int(s["use"].sum()),
         "n_no_grok": len(no_grok), "n_no_memorization": len(no_mem),
-        "fraction_preceding": obs,
-        "fraction_preceding_excluding_edges": (
-            float(np.mean(pk["peak_step"][no_edge] < tg[no_edge])) if no_edge.any() else None),
+        "fraction_preceding": s["fraction_raw"],
+        "fraction_preceding_interior": obs,
         "lead_median": float(np.median(leads)) if leads.size else None,
         "lead_ci": bootstrap_ci(leads, np.median, seed=seed, level=level) if leads.size else None,
         "null_permuted": {"n_perm": n_perm, "seed": seed, "mean_fraction": s["null_mean"],
                           "p_value": s["p_perm"]},
         "null_placebo": None if plc is None else {
-            "signal": placebo, "fraction_preceding": plc["fraction"],
+            "signal": placebo, "fraction_preceding": plc["fraction_raw"],
+            "fraction_preceding_interior": plc["fraction"],
             "p_value": plc["p_perm"], "n_peak_at_edge": int(plc["pk"]["edge"].sum())},
         "runs": runs,
     }

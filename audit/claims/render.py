@@ -47,6 +47,24 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
 
 
+def _lab(v: Any) -> str:
+    """A condition value as a label: numbers compactly (64.0 → 64), anything else as text."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    return _n(v, 4)
+
+
+def _key(v: Any) -> tuple[int, Any]:
+    """Sort numbers numerically and put text after them."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, float(v))
+    return (1, str(v))
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
 def _rate(p: Any) -> str:
     return f"{p.k}/{p.n} = {_n(p.rate, 2)} [{_n(p.low, 2)}, {_n(p.high, 2)}]" if p.n else "0/0"
 
@@ -74,19 +92,19 @@ def render_onset(r: ClaimResult, verbose: bool = False) -> str:
     rows = [(*b["by"], "runs", "grok rate [Wilson]", "median t_grok", "median gap")]
     for c in b["cells"]:
         g = c["gap_median"]
-        rows.append((*[str(c["cell"][k]) for k in b["by"]], str(c["n_runs"]),
+        rows.append((*[_lab(c["cell"][k]) for k in b["by"]], str(c["n_runs"]),
                      _rate(c["grok_rate"]), _med(c["t_grok_median"]),
                      "—" if not g["n_runs"] else _med(g)))
     lines += _table(rows)
     pm = b.get("phase_map")
     if pm:
         lines.append(f"phase map (grok rate), rows {pm['rows']} × columns {pm['columns']}:")
-        cols = sorted({c[pm["columns"]] for c in pm["cells"]}, key=str)
-        rws = sorted({c[pm["rows"]] for c in pm["cells"]}, key=str)
+        cols = sorted({c[pm["columns"]] for c in pm["cells"]}, key=_key)
+        rws = sorted({c[pm["rows"]] for c in pm["cells"]}, key=_key)
         grid = {(c[pm["rows"]], c[pm["columns"]]): c["grok_rate"] for c in pm["cells"]}
-        t = [(pm["rows"], *[str(c) for c in cols])]
+        t = [(pm["rows"], *[_lab(c) for c in cols])]
         for rv in rws:
-            t.append((str(rv), *[_n(grid[(rv, cv)].rate, 2) if (rv, cv) in grid else "·"
+            t.append((_lab(rv), *[_n(grid[(rv, cv)].rate, 2) if (rv, cv) in grid else "·"
                                  for cv in cols]))
         lines += _table(t)
     o, a = b["ols"], b["aft"]
@@ -125,7 +143,7 @@ def render_dose(r: ClaimResult, verbose: bool = False) -> str:
     rows = [(b["by"], "runs", "grokked", "median t_grok", "bootstrap CI", "in fit")]
     fit = set(map(str, b["fit_cells"]))
     for c in b["cells"]:
-        rows.append((str(c["x"]), str(c["n_runs"]), str(c["n_grokked"]),
+        rows.append((_lab(c["x"]), str(c["n_runs"]), str(c["n_grokked"]),
                      _med(c["median_interval"]), _ci(c["median_ci"]),
                      "yes" if str(c["x"]) in fit else "no"))
     lines += _table(rows)
@@ -187,15 +205,17 @@ def render_precursor(r: ClaimResult, verbose: bool = False) -> str:
     lines += _table(rows)
     lines.append(f"{b['n_scored']} grokked runs scored; {b['n_no_grok']} never grokked and "
                  f"{b['n_no_memorization']} never memorized (counted apart)")
-    lines.append(f"peak precedes grokking in {_n(b['fraction_preceding'])} of scored runs "
-                 f"({_n(b['fraction_preceding_excluding_edges'])} excluding edge peaks); "
-                 f"median lead {_n(b['lead_median'])} {_ci(b['lead_ci'])}")
+    lines.append(f"peak precedes grokking: {_pct(b['fraction_preceding'])} of scored runs; "
+                 f"interior peak preceding (the tested statistic): "
+                 f"{_pct(b['fraction_preceding_interior'])}")
+    lines.append(f"median lead t_grok − t_peak {_n(b['lead_median'])} {_ci(b['lead_ci'])}")
     nu = b["null_permuted"]
     lines.append(f"null, time axis permuted within runs ({nu['n_perm']} draws): mean fraction "
-                 f"{_n(nu['mean_fraction'])}, p = {_n(nu['p_value'])}")
+                 f"{_pct(nu['mean_fraction'])}, p = {_n(nu['p_value'])}")
     pl = b["null_placebo"]
     if pl:
-        lines.append(f"placebo {pl['signal']}: fraction {_n(pl['fraction_preceding'])}, "
+        lines.append(f"placebo {pl['signal']}: preceding {_pct(pl['fraction_preceding'])}, "
+                     f"interior preceding {_pct(pl['fraction_preceding_interior'])}, "
                      f"{pl['n_peak_at_edge']} edge peaks")
     return "\n".join(lines + _footer(r, verbose)) + "\n"
 
@@ -203,14 +223,14 @@ def render_precursor(r: ClaimResult, verbose: bool = False) -> str:
 def render_compare(r: ClaimResult, verbose: bool = False) -> str:
     b = r.body
     lines = _head(r, f"paired comparison, d = {b['difference']}")
-    rows = [("pair", "t_grok " + str(b["arms"][0]), "t_grok " + str(b["arms"][1]), "d", "kind")]
+    rows = [("pair", "t_grok " + _lab(b["arms"][0]), "t_grok " + _lab(b["arms"][1]), "d",
+             "kind")]
     for p in b["pairs"]:
         a, c = p["t_grok"]
         d = _n(p["value"]) if p["kind"] == "observed" else (
             f">{_n(p['bound'])}" if p["kind"] == "lower_bound" else
             f"<{_n(p['bound'])}" if p["kind"] == "upper_bound" else "?")
-        rows.append((_n(p["pair"]) if isinstance(p["pair"], (int, float)) else str(p["pair"]),
-                     a.describe() if a else "—", c.describe() if c else "—", d,
+        rows.append((_lab(p["pair"]), a.describe() if a else "—", c.describe() if c else "—", d,
                      p["kind"]))
     lines += _table(rows)
     if b["unpaired"]:

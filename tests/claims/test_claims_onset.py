@@ -80,3 +80,15 @@ def test_bad_by_column_is_an_input_error() -> None:
         run_onset(make_log(runs), make_config(), by=["H"])  # log 0
     with pytest.raises(LogFormatError):
         run_onset(make_log(runs), make_config(), by=["nope"])
+
+
+def test_phase_map_over_two_axes() -> None:
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(8)], "H": [1, 1, 2, 2] * 2,
+                         "lr": [1] * 4 + [3] * 4, "seed": [0, 1] * 4,
+                         "t_grok": [100, 200, np.inf, np.inf, 150, 250, 300, np.inf],
+                         "budget": 1000})
+    r = run_onset(make_log(runs, every=50), make_config(), by=["H", "lr"], n_resamples=10)
+    pm = r["phase_map"]
+    assert (pm["rows"], pm["columns"]) == ("H", "lr")
+    rates = {(c["H"], c["lr"]): c["grok_rate"].rate for c in pm["cells"]}
+    assert rates == {(1, 1): 1.0, (2, 1): 0.0, (1, 3): 1.0, (2, 3): 0.5}
