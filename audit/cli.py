@@ -236,9 +236,15 @@ def build_config(profile: str | None, config_file: str | None, overrides: dict[s
 @audit_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
               help="write the versioned JSON result to PATH (- for stdout, replacing the text)")
+@click.option("--report", "report_out", default=None, metavar="PATH",
+              help="also write the self-contained HTML report to PATH (extra `report`)")
+@click.option("--sensitivity", is_flag=True,
+              help="re-run the audit with each free parameter moved over a small grid and "
+                   "report which verdicts move (VERDICT_FRAGILE)")
 @click.option("-v", "--verbose", is_flag=True, help="show informational findings too")
 @click.option("-q", "--quiet", is_flag=True, help="print only the result line")
-def check(path: str, json_out: str | None, verbose: bool, quiet: bool, by: str | None,
+def check(path: str, json_out: str | None, report_out: str | None, sensitivity: bool,
+          verbose: bool, quiet: bool, by: str | None,
           cell: tuple[str, ...], metrics: tuple[str, ...], profile: str | None,
           rule: str | None, config_file: str | None, acc_scale: float | None,
           on_duplicate: str | None, fail_on: str | None, fmt: str | None,
@@ -259,18 +265,34 @@ def check(path: str, json_out: str | None, verbose: bool, quiet: bool, by: str |
                          cell=_split(cell) or None, metrics=_split(metrics) or None)
         cfg = build_config(profile, config_file, overrides)
         table = load_for_audit(path, fmt, maps, run_from, conds)
-        result = audit_table(table, cfg, source=path)
+        sens = None
+        if sensitivity:
+            from .claims.sensitivity import run_sensitivity
+
+            sens = run_sensitivity(table, cfg, source=path)
+            result = sens.baseline
+        else:
+            result = audit_table(table, cfg, source=path)
+        if report_out:
+            from .html_report import write_report_from_table
+
+            write_report_from_table(result, table, cfg, report_out, source=path)
     except GrokauditError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    doc = sens.to_json() if sens is not None else result.to_json()
     if json_out == "-":
-        click.echo(result.to_json(), nl=False)
+        click.echo(doc, nl=False)
     else:
         if json_out:
-            _write_text(json_out, result.to_json())
+            _write_text(json_out, doc)
         text = render_text(result, verbose=verbose)
+        if sens is not None:
+            from .claims.sensitivity import render_sensitivity
+
+            text += "\n" + render_sensitivity(sens)
         click.echo(text.splitlines()[-1] if quiet else text, nl=quiet)
-    sys.exit(result.exit_code)
+    sys.exit(sens.exit_code if sens is not None else result.exit_code)
 
 
 def _write_text(path: str, text: str) -> None:

@@ -102,3 +102,24 @@ def test_a_folder_of_parquet_shards_reads_as_one_dataset(tmp_path):
     assert a["studies"] == b["studies"]
     assert b["input"]["provenance"]["shards"] == ["part-0.parquet", "part-1.parquet",
                                                    "part-2.parquet"]
+
+
+def test_check_sensitivity_reports_the_grid(tmp_path):
+    res = invoke("check", log(tmp_path), "--sensitivity", "--fail-on", "none", "--json", "-")
+    doc = json.loads(res.output)
+    assert doc["schema"].startswith("grokaudit.sensitivity/")
+    moved = {m["parameter"] for m in doc["moves"]}
+    fragile = [f for f in doc["findings"] if f["code"] == "VERDICT_FRAGILE"]
+    assert bool(fragile) == bool(moved)
+    assert res.exit_code == (1 if fragile else 0)
+
+
+def test_check_report_writes_html(tmp_path):
+    import pytest
+
+    pytest.importorskip("matplotlib", reason="the HTML report needs the `report` extra")
+    out = tmp_path / "r.html"
+    res = invoke("check", log(tmp_path), "--report", str(out))
+    assert res.exit_code == 1
+    html = out.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and "ONE_CLOCK_LARGE_LAG" in html
