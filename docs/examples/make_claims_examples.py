@@ -20,15 +20,15 @@ from grokaudit.claims.simulate import make_log, weibull_times
 
 
 def onset(rng: np.random.Generator) -> pd.DataFrame:
-    """log t_grok = log 40 + 0.8·log H − 0.5·log lr' + 0.4·W (Weibull AFT), budget 6000 steps:
+    """log t_grok = log 40 + 0.8·log H − 0.5·log lr + 0.4·W (Weibull AFT), budget 3000 steps:
     the slow cells are partly censored."""
     H = np.repeat([64, 128, 256, 512], 12)
     lr = np.tile(np.repeat([1.0, 3.0], 6), 4)
     s = np.tile(np.arange(6), 8)
     T = weibull_times(np.log(40) + 0.8 * np.log(H) - 0.5 * np.log(lr), 0.4, rng)
-    T = np.where(T > 6000, np.inf, np.ceil(T))
+    T = np.where(T > 3000, np.inf, np.ceil(T))
     runs = pd.DataFrame({"run": [f"H{h}_lr{l:g}_s{x}" for h, l, x in zip(H, lr, s)], "H": H,
-                         "lr": lr, "seed": s, "t_grok": T, "budget": 6000})
+                         "lr": lr, "seed": s, "t_grok": T, "budget": 3000})
     return make_log(runs, every=50, ramp=400)
 
 
