@@ -433,6 +433,22 @@ def _audit_options(f: Any) -> Any:
     return audit_options(f)
 
 
+def config_from_options(*, by: str | None = None, cell: Sequence[str] = (),
+                        metrics: Sequence[str] = (), profile: str | None = None,
+                        rule: str | None = None, config_file: str | None = None,
+                        acc_scale: float | None = None, on_duplicate: str | None = None,
+                        fail_on: str | None = None, **thresholds: Any) -> Any:
+    """The effective AuditConfig from the audit options, exactly as ``check`` builds it
+    (profile, then config file, then flags; comma lists split)."""
+    from .cli import _split, build_config
+
+    overrides = dict(thresholds)
+    overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
+                     fail_on=_split((fail_on,)) if fail_on else None,
+                     cell=_split(tuple(cell)) or None, metrics=_split(tuple(metrics)) or None)
+    return build_config(profile, config_file, overrides)
+
+
 @click.command(name="report")
 @click.argument("path", type=click.Path())
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
@@ -453,18 +469,16 @@ def report(path: str, output: str, png_dir: str | None, log_steps: bool, by: str
     1 critical findings (the report is written either way), 2 usage or input error.
     """
     from .api import audit_log
-    from .cli import _split, build_config, load_for_audit
+    from .cli import load_for_audit
     from .errors import GrokauditError
     from .figures import require_matplotlib
     from .schema import build_log_table
 
     try:
         require_matplotlib()  # fail before the audit runs, not after
-        overrides = dict(thresholds)
-        overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
-                         fail_on=_split((fail_on,)) if fail_on else None,
-                         cell=_split(cell) or None, metrics=_split(metrics) or None)
-        cfg = build_config(profile, config_file, overrides)
+        cfg = config_from_options(by=by, cell=cell, metrics=metrics, profile=profile, rule=rule,
+                                  config_file=config_file, acc_scale=acc_scale,
+                                  on_duplicate=on_duplicate, fail_on=fail_on, **thresholds)
         table = load_for_audit(path, fmt, maps, run_from, conds)
         log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
                               on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
@@ -482,5 +496,5 @@ def report(path: str, output: str, png_dir: str | None, log_steps: bool, by: str
     sys.exit(result.exit_code)
 
 
-__all__ = ["WORDS", "dashboards", "render_html", "report", "write_report",
-           "write_report_from_table"]
+__all__ = ["WORDS", "config_from_options", "dashboards", "render_html", "report",
+           "write_report", "write_report_from_table"]

@@ -21,6 +21,7 @@ matplotlib already imported) and prints the Markdown table of ``docs/performance
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -31,6 +32,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "reference_runs" / "data"
 OUT = ROOT / "docs" / "figures"
+
+
+def audit_args(log: Path) -> list[str]:
+    """The audit options a bundled log is meant to be read with.
+
+    Taken from the ``Audit: grokaudit check PATH OPTIONS`` line of its sweep's description (in
+    ``NAME.MANIFEST.toml`` beside the log, else ``reference_runs/configs/NAME.toml``); without
+    one, ``--cell`` for every text condition that varies across runs (the axis is inferred).
+    """
+    for desc in _descriptions(log):
+        for line in desc.splitlines():
+            line = line.strip()
+            if line.startswith("Audit:") and " check " in line:
+                words = shlex.split(line.split(" check ", 1)[1])
+                return words[1:]  # drop the log path
+    return cell_args(log)
+
+
+def _descriptions(log: Path) -> list[str]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    out = []
+    manifest = log.with_name(log.stem + ".MANIFEST.toml")
+    config = ROOT / "reference_runs" / "configs" / f"{log.stem}.toml"
+    for path, key in ((manifest, ("sweep", "description")), (config, ("description",))):
+        if not path.exists():
+            continue
+        try:
+            data: object = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for k in key:
+            data = data.get(k) if isinstance(data, dict) else None
+        if isinstance(data, str):
+            out.append(data)
+    return out
 
 
 def cell_args(log: Path) -> list[str]:
@@ -53,7 +93,7 @@ def make(log: Path, out: Path) -> Path:
     page = out / "report.html"
     cmd = [sys.executable, "-c", "from grokaudit.cli import main; main()", "report",
            str(log.relative_to(ROOT)), "-o", str(page.relative_to(ROOT)),
-           "--png", str(out.relative_to(ROOT)), *cell_args(log)]
+           "--png", str(out.relative_to(ROOT)), *audit_args(log)]
     print("$ grokaudit " + " ".join(cmd[3:]))
     proc = subprocess.run(cmd, cwd=ROOT)
     if proc.returncode not in (0, 1):
@@ -79,19 +119,27 @@ def screenshot(page: Path, out: Path) -> Path | None:
     return out
 
 
+def config_for(args: list[str]) -> object:
+    """The AuditConfig that ``grokaudit report LOG ARGS`` builds (parsed by the command)."""
+    from grokaudit.html_report import config_from_options, report
+
+    params = dict(report.make_context("report", ["LOG", "-o", "x.html", *args]).params)
+    for k in ("path", "output", "png_dir", "log_steps", "fmt", "maps", "run_from", "conds"):
+        params.pop(k, None)
+    return config_from_options(**params)
+
+
 def bench(logs: list[Path], repeat: int) -> str:
     """Time read+audit, figures, HTML, PNG per bundled log; the Markdown table."""
     import matplotlib
     from grokaudit.api import audit_log
-    from grokaudit.config import make_config
     from grokaudit.figures import save_png
     from grokaudit.html_report import dashboards, render_html
     from grokaudit.schema import build_log_table, read_arrow
 
     rows = []
     for log in logs:
-        args = cell_args(log)
-        cfg = make_config(cell=tuple(args[1].split(",")) if args else ())
+        cfg = config_for(audit_args(log))
         times: dict[str, list[float]] = {k: [] for k in ("audit", "figures", "html", "png")}
         for _ in range(repeat):
             t0 = time.perf_counter()

@@ -24,9 +24,15 @@ import report_dom as dom  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from grokaudit.api import audit_log  # noqa: E402
 from grokaudit.config import make_config  # noqa: E402
-from grokaudit.html_report import _study_key, render_html, report, write_report  # noqa: E402
+from grokaudit.html_report import (  # noqa: E402
+    _study_key,
+    config_from_options,
+    render_html,
+    report,
+    write_report,
+)
 from grokaudit.results import AuditResult  # noqa: E402
-from grokaudit.schema import build_log_table, read_arrow  # noqa: E402
+from grokaudit.schema import build_log_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "reference_runs" / "data").glob("*.parquet"))
@@ -49,13 +55,11 @@ def _cli_report(log_path: Path, out: Path, *args: str) -> tuple[Path, AuditResul
     res = CliRunner().invoke(report, [str(log_path), "-o", str(out), *args])
     assert res.exit_code in (0, 1), res.output
     assert out.exists()
-    opts: dict[str, Any] = {}
-    argv = list(args)
-    if "--by" in argv:
-        opts["by"] = argv[argv.index("--by") + 1]
-    if "--cell" in argv:
-        opts["cell"] = [argv[argv.index("--cell") + 1]]
-    result = grokaudit.audit_path(log_path, **opts)
+    params = dict(report.make_context("report", [str(log_path), "-o", str(out), *args]).params)
+    for k in ("path", "output", "png_dir", "log_steps", "fmt", "maps", "run_from", "conds"):
+        params.pop(k)
+    cfg = config_from_options(**params)  # the config the command built
+    result = grokaudit.audit_path(log_path, cfg)
     assert res.exit_code == result.exit_code  # the report exits like `check`
     return out, result
 
@@ -102,12 +106,17 @@ def bundled_case(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any
 
 
 def _bundled_args(log: Path) -> list[str]:
-    """Split studies by any text condition that varies (e.g. ``arch``), as the docs do."""
-    df = read_arrow(log).to_pandas()
-    per_run = df.groupby("run").first()
-    cells = [c for c in per_run.columns if c not in ("step",)
-             and per_run[c].dtype == object and per_run[c].nunique() > 1]
-    return ["--cell", ",".join(cells)] if cells else []
+    """The options the docs figures use for this log (``scripts/make_figures.py``): the
+    ``Audit:`` line of its sweep, else ``--cell`` for each varying text condition."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_figures",
+                                                  ROOT / "scripts" / "make_figures.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    args: list[str] = mod.audit_args(log)
+    return args
 
 
 # ------------------------------------------------------------------------------------------
