@@ -187,9 +187,8 @@ def figure_of(d: dom.DomIndex, el: dom.Element) -> tuple[str, str]:
     raise AssertionError("element outside any dashboard figure")
 
 
-def _browser_checks(case: dict[str, Any], artifacts: Path) -> Path:
+def _browser_checks(case: dict[str, Any], artifacts: Path, profile: Path) -> Path:
     assert CHROMIUM is not None
-    profile = artifacts / f".chromium-{case['name']}"
     dumped, requests = dom.dump_dom(CHROMIUM, case["page"], profile)
     assert requests == []  # the page loads nothing: no network, no other file
     _check_dom(dom.parse(dumped), case["result"])
@@ -224,7 +223,8 @@ def test_page_source_is_self_contained(case: str, request: pytest.FixtureRequest
 def test_page_in_headless_chromium(case: str, request: pytest.FixtureRequest,
                                    tmp_path_factory: pytest.TempPathFactory) -> None:
     for c in _cases(request.getfixturevalue(case)):
-        _browser_checks(c, _artifacts(tmp_path_factory))
+        _browser_checks(c, _artifacts(tmp_path_factory),
+                        tmp_path_factory.mktemp("chromium") / "profile")
 
 
 def _cases(found: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
