@@ -97,7 +97,7 @@ def _bootstrap_difference(frame: pd.DataFrame, by: Sequence[str], interactions: 
     g = frame["grokked"].to_numpy(dtype=bool)
     y = np.log(np.maximum(frame["tg_value"].to_numpy(dtype=float), 1.0))
     lo, up = _aft_bounds(frame)
-    groups = [ix for _, ix in frame.groupby(list(by), sort=True).indices.items()]
+    groups = [np.asarray(ix) for ix in frame.groupby(list(by), sort=True).indices.values()]
     est_o = ols(X[g], y[g], names, level).coef
     est_a = weibull_aft(X, lo, up, names, level).coef
     vals = np.full((B, p), np.nan)

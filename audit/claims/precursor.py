@@ -88,7 +88,8 @@ def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: in
     idx = first[None, :] + k
     st = steps[np.arange(rows.size)[None, :], idx]
     interior = (k > 0) & (k < nw[None, :] - 1)
-    return np.mean((st < tg[rows][None, :]) & interior, axis=1)
+    out: np.ndarray = np.mean((st < tg[rows][None, :]) & interior, axis=1)
+    return out
 
 
 def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[str, Any]:

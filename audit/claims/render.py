@@ -140,7 +140,8 @@ def render_onset(r: ClaimResult, verbose: bool = False) -> str:
 def render_dose(r: ClaimResult, verbose: bool = False) -> str:
     b = r.body
     lines = _head(r, f"dose–response along {b['by']}")
-    rows = [(b["by"], "runs", "grokked", "median t_grok", "bootstrap CI", "in fit")]
+    rows: list[tuple[str, ...]] = [(b["by"], "runs", "grokked", "median t_grok",
+                                    "bootstrap CI", "in fit")]
     fit = set(map(str, b["fit_cells"]))
     for c in b["cells"]:
         rows.append((_lab(c["x"]), str(c["n_runs"]), str(c["n_grokked"]),

@@ -49,6 +49,6 @@ def make_log(runs: pd.DataFrame, *, every: int = 100, ramp: float = 0.0,
         for c in cond_cols:
             df[c] = r[c]
         frames.append(df)
-    out = pd.concat(frames, ignore_index=True)
+    out: pd.DataFrame = pd.concat(frames, ignore_index=True)
     out["run"] = out["run"].astype(str)
     return out

@@ -176,7 +176,8 @@ def _hessian(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]) -> np.ndar
         gp = _negll(theta + e, X, kinds)[1]
         gm = _negll(theta - e, X, kinds)[1]
         H[:, i] = (gp - gm) / (2 * h)
-    return 0.5 * (H + H.T)
+    out: np.ndarray = 0.5 * (H + H.T)
+    return out
 
 
 def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
@@ -238,7 +239,7 @@ def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     try:
         cov = np.linalg.inv(H)
         var = np.diag(cov)
-        ok = np.all(np.isfinite(var)) and np.all(var > 0)
+        ok = bool(np.all(np.isfinite(var)) and np.all(var > 0))
     except np.linalg.LinAlgError:
         ok = False
     beta, s = theta[:p], float(theta[p])

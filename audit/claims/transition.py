@@ -167,7 +167,7 @@ def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfi
             "every scored run is on the same side (all grok or none): no transition point",
             evidence={"n_scored": int(use.sum()), "n_grokked": int(y[use].sum())}))
     else:
-        assert ab is not None
+        assert ab is not None and u_c is not None
         below = int(np.sum(levels < lam_c))
         above = int(np.sum(levels > lam_c))
         side_counts = {"below": below, "above": above}

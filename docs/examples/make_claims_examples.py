@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from grokaudit.claims.simulate import make_log, weibull_times
 
 
@@ -27,7 +26,7 @@ def onset(rng: np.random.Generator) -> pd.DataFrame:
     s = np.tile(np.arange(6), 8)
     T = weibull_times(np.log(40) + 0.8 * np.log(H) - 0.5 * np.log(lr), 0.4, rng)
     T = np.where(T > 3000, np.inf, np.ceil(T))
-    runs = pd.DataFrame({"run": [f"H{h}_lr{l:g}_s{x}" for h, l, x in zip(H, lr, s)], "H": H,
+    runs = pd.DataFrame({"run": [f"H{h}_lr{r:g}_s{x}" for h, r, x in zip(H, lr, s)], "H": H,
                          "lr": lr, "seed": s, "t_grok": T, "budget": 3000})
     return make_log(runs, every=50, ramp=400)
 

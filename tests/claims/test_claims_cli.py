@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from grokaudit.claims.simulate import make_log
 from grokaudit.cli import cli
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from grokaudit import Reason, make_config
 from grokaudit.claims.dose import fit_laws, run_dose
 from grokaudit.claims.simulate import make_log

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from grokaudit import LogFormatError, Reason, make_config
 from grokaudit.claims.onset import run_onset
 from grokaudit.claims.simulate import make_log, weibull_times

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pandas as pd
-
 from grokaudit import Reason, make_config
 from grokaudit.claims.sensitivity import render_sensitivity, run_sensitivity
 

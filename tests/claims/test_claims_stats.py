@@ -7,8 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
-
 from grokaudit.claims.stats import (
     aicc,
     bootstrap_ci,
@@ -19,6 +17,7 @@ from grokaudit.claims.stats import (
     wilcoxon_exact,
     wilson,
 )
+from scipy import stats
 
 
 def test_aicc_matches_the_formula_and_refuses_tiny_n() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from grokaudit.claims.survival import harrell_c, weibull_aft
 
 TRUE = (5.0, 1.2)  # log T = 5 + 1.2·x + 0.5·W

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from grokaudit import Reason, make_config
 from grokaudit.claims.simulate import make_log
 from grokaudit.claims.transition import logistic_fit, run_transition
