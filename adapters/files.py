@@ -110,12 +110,13 @@ def _floats(col: pa.ChunkedArray) -> np.ndarray:
 
 
 def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
-              run: str | None, run_column: str | None) -> None:
+              run: str | None, run_column: str | None, numeric_conditions: bool = True) -> None:
     """Add the points of one wide table to ``points``.
 
     The run id is ``run`` (one run per file) or the values of ``run_column``. Numeric columns
     that are constant within every run (and not accuracies or known series) and non-numeric
-    columns become conditions; other numeric columns become metrics, without their NaN cells.
+    columns become conditions (numeric ones only when ``numeric_conditions``); other numeric
+    columns become metrics, without their NaN cells.
     """
     names = list(table.column_names)
     step_col = find_step_column(names)
@@ -164,12 +165,12 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
     logged_any = np.zeros(table.num_rows, dtype=bool)
     metric_names: list[str] = []
     for name in names:
-        if name in skip:
+        if name in skip or name.startswith("__index_level_"):
             continue
         col = table.column(name)
         if _numeric(col.type):
             a = _floats(col)
-            if _is_condition(name, a, groups):
+            if numeric_conditions and _is_condition(name, a, groups):
                 for r, g in zip(run_names, groups):
                     v = a[g[0]]
                     points.add_condition(r, name, int(v) if v.is_integer() and
@@ -210,6 +211,9 @@ def _key(x: Any) -> Any:
 
 def _is_condition(name: str, a: np.ndarray, groups: list[np.ndarray]) -> bool:
     if name in ACCURACY_COLUMNS or name in KNOWN_SERIES or is_known_metric(name):
+        return False
+    low = name.lower()
+    if "acc" in low or "loss" in low or "/" in name:  # accuracies and namespaced metric keys
         return False
     if np.isnan(a).any():
         return False

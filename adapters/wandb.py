@@ -162,12 +162,20 @@ def read_history(path: Path, options: ReadOptions) -> Points:
                                                and "run" in table.column_names):
             run_column = "run"
         check_tail(f, points)
-        melt_wide(points, table, path=f, origin=run, run=run, run_column=run_column)
-        if run_column is None and table.num_rows in SAMPLED_ROW_COUNTS:
-            points.finding("POSSIBLY_SAMPLED",
-                           f"history has exactly {table.num_rows} rows, the size of W&B's "
-                           "sampled run.history(); export with run.scan_history() to get "
-                           "every step", run=run, file=str(f), count=table.num_rows)
+        # a history holds per-step values only (the config is elsewhere): no conditions
+        melt_wide(points, table, path=f, origin=run, run=run, run_column=run_column,
+                  numeric_conditions=False)
+        if run_column is None:
+            rows_per_run = {run: table.num_rows}
+        else:
+            ids = table.column(run_column).to_pandas().astype(str)
+            rows_per_run = {str(k): int(v) for k, v in ids.value_counts().items()}
+        for r, n_rows in sorted(rows_per_run.items()):
+            if n_rows in SAMPLED_ROW_COUNTS:
+                points.finding("POSSIBLY_SAMPLED",
+                               f"history has exactly {n_rows} rows, the size of W&B's sampled "
+                               "run.history(); export with run.scan_history() to get every "
+                               "step", run=r, file=str(f), count=n_rows)
     return points
 
 

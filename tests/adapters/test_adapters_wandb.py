@@ -195,3 +195,13 @@ def test_history_sparse_rows_and_resumed(tmp_path: Path, codes) -> None:
     assert len(df) == 12 and df.loc[50, "test_acc"] == 0.9
     assert df["emb_erank"].notna().sum() == 6
     assert codes(t) == ["RESUMED_DUPLICATES"]
+
+
+def test_history_with_run_column_flags_each_sampled_run(tmp_path: Path, prov) -> None:
+    # histories.parquet: run, _step, test/acc — run "a" has 500 rows (sampled?), "b" 700
+    df = pd.concat([pd.DataFrame({"run": r, "_step": np.arange(n), "test/acc": 0.5})
+                    for r, n in (("a", 500), ("b", 700))])
+    p = tmp_path / "histories.parquet"
+    df.to_parquet(p)
+    t = read_log(p, "wandb-history")
+    assert [(f["code"], f["run"]) for f in prov(t)["findings"]] == [("POSSIBLY_SAMPLED", "a")]
