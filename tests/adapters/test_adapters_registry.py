@@ -131,3 +131,22 @@ def test_formats_command_lists_every_reader() -> None:
     assert {f["name"] for f in json.loads(res.output)} >= BUILTINS
     res = CliRunner().invoke(cli, ["formats"])
     assert res.exit_code == 0 and len(res.output.strip().splitlines()) >= len(BUILTINS)
+
+
+@pytest.mark.parametrize("name,content", [
+    ("run/events.out.tfevents.1.host", b""),
+    ("run/events.out.tfevents.1.host", b"garbage garbage garbage"),
+    ("offline-run-1-abc/run-abc.wandb", b""),
+    ("cell.npz", b"PK\x03\x04 truncated"),
+    ("mlflow.db", b"SQLite format 3\x00" + b"\x00" * 84),
+])
+def test_check_and_convert_exit_2_naming_the_file(tmp_path: Path, name: str,
+                                                  content: bytes) -> None:
+    f = tmp_path / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_bytes(content)
+    target = str(f.parent if f.parent != tmp_path else f)
+    for args in (["check", target], ["convert", target, "-o", str(tmp_path / "o.parquet")]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert f.name in res.output or target in res.output
