@@ -95,8 +95,8 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
             raise LogFormatError(f"arm {by}={py(arm)!r} has several runs with {pair}="
                                  f"{py(dup.iloc[0])!r}; a pair is one run per arm (split the "
                                  "other conditions first)", path=source, column=pair)
-    keys = sorted(set(A[pair]) & set(B[pair]), key=str)
-    unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=str)
+    keys = sorted(set(A[pair]) & set(B[pair]), key=_order)
+    unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=_order)
     Ai = A.set_index(pair)
     Bi = B.set_index(pair)
     pairs = []
@@ -146,6 +146,13 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
     return make_result("compare", params=params, config=config.to_dict(),
                        input=rc.log.summary.to_dict(), body=body, findings=findings,
                        fail_on=config.fail_on)
+
+
+def _order(v: Any) -> tuple[int, Any]:
+    """Pair labels in natural order: numbers numerically, then text."""
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return (0, float(v))
+    return (1, str(v))
 
 
 def _pairs_needed(alpha: float) -> int:

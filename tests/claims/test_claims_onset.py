@@ -91,3 +91,14 @@ def test_phase_map_over_two_axes() -> None:
     assert (pm["rows"], pm["columns"]) == ("H", "lr")
     rates = {(c["H"], c["lr"]): c["grok_rate"].rate for c in pm["cells"]}
     assert rates == {(1, 1): 1.0, (2, 1): 0.0, (1, 3): 1.0, (2, 3): 0.5}
+
+
+def test_without_train_acc_there_is_no_gap_but_the_fits_run() -> None:
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(12)], "H": np.repeat([1, 2, 4], 4),
+                         "seed": np.tile(np.arange(4), 3),
+                         "t_grok": np.repeat([200.0, 400.0, 800.0], 4) + np.tile([0, 50, 100, 150], 3),
+                         "budget": 2000})
+    log = make_log(runs, every=10).drop(columns="train_acc")
+    r = run_onset(log, make_config(), by=["H"], n_resamples=20)
+    assert all(run["gap"] is None and run["t_mem"] is None for run in r["runs"])
+    assert r["aft"]["fit"] is not None and r["aft"]["refused"] is None
