@@ -95,12 +95,16 @@ def _budget(f: pd.DataFrame, by: str, levels: np.ndarray) -> np.ndarray:
     grok = f["grokked"].to_numpy(dtype=bool)
     tg = f["tg_value"].to_numpy(dtype=float)
     last = f["last_step"].to_numpy(dtype=float)
-    short = np.zeros(len(f), dtype=bool)
-    for i in np.flatnonzero(~grok):
-        nb = grok & (np.abs(lvl_idx - lvl_idx[i]) <= 1)
-        if nb.any() and last[i] < float(np.median(tg[nb])):
-            short[i] = True
-    return short
+    # per level: the median t_grok of the grokked runs of that level and its two neighbours
+    near = np.abs(lvl_idx[None, :] - np.arange(levels.size)[:, None]) <= 1  # (levels, runs)
+    pool = np.where(near & grok[None, :], tg[None, :], np.nan)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            need = np.nanmedian(pool, axis=1)  # NaN when no neighbour grokked
+    return ~grok & (last < np.nan_to_num(need[lvl_idx], nan=-np.inf))
 
 
 def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,

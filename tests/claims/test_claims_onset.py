@@ -102,3 +102,16 @@ def test_without_train_acc_there_is_no_gap_but_the_fits_run() -> None:
     r = run_onset(log, make_config(), by=["H"], n_resamples=20)
     assert all(run["gap"] is None and run["t_mem"] is None for run in r["runs"])
     assert r["aft"]["fit"] is not None and r["aft"]["refused"] is None
+
+
+def test_interactions_add_the_pairwise_product() -> None:
+    rng = np.random.default_rng(4)
+    H = np.repeat([1, 2, 4], 8)
+    lr = np.tile(np.repeat([1.0, 2.0], 4), 3)
+    T = weibull_times(np.log(100) + 0.5 * np.log(H) - 0.5 * np.log(lr), 0.2, rng)
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(24)], "H": H, "lr": lr,
+                         "seed": np.tile(np.arange(4), 6), "t_grok": np.ceil(T),
+                         "budget": 5000})
+    r = run_onset(make_log(runs, every=5), make_config(), by=["H", "lr"], interactions=True,
+                  n_resamples=20)
+    assert [c["term"] for c in r["comparison"]] == ["log_H", "log_lr", "log_H:log_lr"]
