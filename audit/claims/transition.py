@@ -104,7 +104,8 @@ def _budget(f: pd.DataFrame, by: str, levels: np.ndarray) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             need = np.nanmedian(pool, axis=1)  # NaN when no neighbour grokked
-    return ~grok & (last < np.nan_to_num(need[lvl_idx], nan=-np.inf))
+    short: np.ndarray = ~grok & (last < np.nan_to_num(need[lvl_idx], nan=-np.inf))
+    return short
 
 
 def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
