@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from grokaudit.errors import LogFormatError
 
 from .crc32c import crc32c_many, masked
@@ -215,17 +216,22 @@ def _events(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str) ->
 def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
            run: str, points: Points, stats: dict[str, int]) -> None:
     """Decode the Event records of one file and add their scalar values to ``points``."""
-    series: dict[str, tuple[list[int], list[float | None], list[float]]] = {}
+    # flat lists, one entry per scalar value, grouped by tag once at the end
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
     non_scalar_plugins: set[str] = set()
     for ev in _events(data, payload, lengths, file):
-        if not ev.HasField("summary"):
+        vals = ev.summary.value
+        if not vals:
             continue
         step = ev.step
         wall = ev.wall_time
-        for v in ev.summary.value:
+        for v in vals:
             kind = v.WhichOneof("value")
             if kind == "simple_value":
-                x: float | None = v.simple_value
+                x = v.simple_value
             elif kind == "tensor":
                 if v.HasField("metadata"):
                     plugin = v.metadata.plugin_data.plugin_name
@@ -234,22 +240,30 @@ def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
                 if v.tag in non_scalar_plugins:
                     stats["non_scalar"] += 1
                     continue
-                x = _tensor_scalar(v.tensor)
-                if x is None:
+                t = _tensor_scalar(v.tensor)
+                if t is None:
                     stats["non_scalar"] += 1
                     continue
+                x = t
                 stats["tensor"] += 1
             else:
                 stats["non_scalar"] += 1
                 continue
-            s = series.get(v.tag)
-            if s is None:
-                s = series[v.tag] = ([], [], [])
-            s[0].append(step)
-            s[1].append(x)
-            s[2].append(wall)
-    for tag, (st, val, wt) in series.items():
-        points.add(run, tag, st, val, wt)
+            tags.append(v.tag)
+            steps.append(step)
+            values.append(x)
+            walls.append(wall)
+    if not tags:
+        return
+    codes, names = pd.factorize(pd.Series(tags, dtype=object))
+    st = np.array(steps, dtype=np.int64)
+    val = np.array(values, dtype=np.float64)
+    wt = np.array(walls, dtype=np.float64)
+    order = np.argsort(codes, kind="stable")  # keeps file order within each tag
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    for i, tag in enumerate(names):
+        sel = order[bounds[i]:bounds[i + 1]]
+        points.add(run, str(tag), st[sel], val[sel], wt[sel])
 
 
 def read(path: Path, options: ReadOptions) -> Points:
