@@ -105,6 +105,7 @@ class SensitivityResult:
             "variants": [v.to_dict() for v in self.variants],
             "moves": [plain(dict(m)) for m in self.moves],
             "findings": [f.to_dict() for f in self.findings],
+            "audit": self.baseline.to_dict(),  #: the full audit at the given config
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -53,4 +53,5 @@ def test_json_is_versioned_and_stable_and_text_renders() -> None:
     d = json.loads(a)
     assert d["schema"] == "grokaudit.sensitivity/1"
     assert d["summary"]["fragile_studies"] == 1
+    assert d["audit"]["schema"] == "grokaudit.audit/1"  # the baseline audit travels along
     assert render_sensitivity(run_sensitivity(_log(3600), make_config(by="rho")))
