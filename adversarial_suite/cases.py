@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
-
 from grokaudit import Reason
 
 from .expect import LOW_POWER, Approx, Between, Expect, OneOf, StudyExpect

@@ -11,7 +11,6 @@ import sys
 import warnings
 
 import click
-
 from grokaudit.errors import GrokauditError
 
 from .runner import SuiteReport, run_suite

@@ -13,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 import grokaudit.api as api
 import grokaudit.cells as cells
+import numpy as np
 from grokaudit import clocks
 from grokaudit.reasons import Reason
 

@@ -19,7 +19,7 @@ ENV = "GROKAUDIT_HYPOTHESIS_PROFILE"
 PROFILES = ("ci", "dev", "deep")
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
-settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True,
                           database=None, print_blob=True, suppress_health_check=_SLOW)
 settings.register_profile("dev", max_examples=150, deadline=None, print_blob=True,
                           suppress_health_check=_SLOW)
@@ -27,7 +27,7 @@ settings.register_profile("deep", max_examples=2000, deadline=None, print_blob=T
                           suppress_health_check=_SLOW)
 
 #: Per-test scale: metamorphic tests audit each example six times, so they get a share.
-METAMORPHIC_SHARE = 0.4
+METAMORPHIC_SHARE = 0.3
 
 
 def current() -> str:

@@ -13,13 +13,12 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
-from hypothesis import HealthCheck, given, settings
-
 import grokaudit
+import pandas as pd
 from grokaudit import AuditConfig, AuditResult, Reason
 from grokaudit.config import replace as replace_config
 from grokaudit.results import CellSummary, Interval, StudyResult
+from hypothesis import HealthCheck, Phase, given, settings
 
 from .strategies import Study, studies
 
@@ -341,12 +340,15 @@ PROPERTIES: tuple[tuple[str, Callable[[Study, AuditConfig], None], float], ...] 
 
 
 def run_property(name: str, fn: Callable[[Study, AuditConfig], None], cfg: AuditConfig,
-                 max_examples: int) -> dict[str, Any]:
-    """Run one property for ``max_examples`` drawn studies; report pass or the failure."""
+                 max_examples: int, shrink: bool = False) -> dict[str, Any]:
+    """Run one property for ``max_examples`` drawn studies; report pass or the first failure
+    (not shrunk unless ``shrink``: shrinking is unbounded in time)."""
     import warnings
 
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+
     @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+              suppress_health_check=list(HealthCheck), phases=phases, print_blob=False)
     @given(studies())
     def prop(study: Study) -> None:
         with warnings.catch_warnings():

@@ -1,0 +1,51 @@
+"""The mutation check: each deliberate bug patched into the core makes the suite fail."""
+
+import warnings
+
+import grokaudit
+import pytest
+from grokaudit.adversarial_suite import properties as P
+from grokaudit.adversarial_suite.mutants import MUTANTS
+from grokaudit.adversarial_suite.runner import run_cases
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+#: The named case(s) each mutant must break (documented in docs/adversarial-suite.md).
+CAUGHT_BY = {
+    "first_crossing": {"non_monotone_rebound", "compression_before_grok", "clean_one_clock"},
+    "no_stability_check": {"late_second_collapse", "slow_drift", "noisy"},
+    "ordering_without_u": {"censored_intervals_overlap"},
+    "censored_dropped": {"half_seeds_censored"},
+    "rebound_first_dip": {"non_monotone_rebound"},
+    "lag_clipped": {"compression_before_grok"},
+    "no_high_floor_gate": {"high_floor_boundary"},
+    "t_grok_point": {"ties", "clean_one_clock"},
+}
+
+
+def test_every_mutant_has_an_expected_catch():
+    assert {m.name for m in MUTANTS} == set(CAUGHT_BY)
+    assert len(MUTANTS) >= 5
+
+
+def test_the_unmutated_core_passes_every_case():
+    assert all(o.passed for o in run_cases(grokaudit.make_config()))
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_suite_fails_on_the_mutant(mutant, monkeypatch):
+    mutant.apply(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs = run_cases(grokaudit.make_config())
+    failed = {o.name for o in outs if not o.passed}
+    assert CAUGHT_BY[mutant.name] <= failed, f"{mutant.name} escaped: failed only {failed}"
+
+
+@pytest.mark.parametrize("name", ["first_crossing", "no_stability_check", "censored_dropped",
+                                  "rebound_first_dip", "lag_clipped", "t_grok_point"])
+def test_properties_alone_also_catch(name, monkeypatch):
+    """The generated logs catch most mutants without the named cases."""
+    next(m for m in MUTANTS if m.name == name).apply(monkeypatch)
+    out = P.run_property("single", P.check_one_result, grokaudit.make_config(), 60)
+    assert not out["pass"], f"{name} passed 60 generated logs"
