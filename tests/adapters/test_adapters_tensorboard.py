@@ -162,3 +162,29 @@ def test_empty_or_wrong_event_file(tmp_path: Path, content: bytes) -> None:
     with pytest.raises(LogFormatError) as exc:
         read_log(d)
     assert exc.value.path == str(f)
+
+
+def test_batch_wrapping_matches_protobuf_varints() -> None:
+    from grokaudit.adapters.tensorboard import _wrap
+
+    rng = np.random.default_rng(0)
+    payloads = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in (0, 5, 127, 128,
+                                                                             200, 20_000, 3)]
+    data = b"".join(b"hdr" + p for p in payloads)
+    starts, pos = [], 0
+    for p in payloads:
+        starts.append(pos + 3)
+        pos += 3 + len(p)
+
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    want = b"".join(b"\x0a" + varint(len(p)) + p for p in payloads)
+    got = _wrap(np.frombuffer(data, dtype=np.uint8), np.array(starts),
+                np.array([len(p) for p in payloads]))
+    assert got == want
