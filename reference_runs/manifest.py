@@ -79,5 +79,8 @@ def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as fh:
         fh.write(to_toml(data))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a manifest is meant to be shared
     os.replace(tmp, path)
     return path
