@@ -20,7 +20,7 @@ from grokaudit.config import replace as replace_config
 from grokaudit.results import CellSummary, Interval, StudyResult
 from hypothesis import HealthCheck, Phase, given, settings
 
-from .strategies import Study, studies
+from .strategies import Study, clock_studies, studies
 
 CLAIMS = (Reason.TWO_CLOCKS, Reason.ONE_CLOCK_LARGE_LAG, Reason.PARTIALLY_SEPARATED)
 TIME_QS = ("t_grok", "t_compress", "lag")
@@ -328,6 +328,29 @@ def check_deterministic(study: Study, cfg: AuditConfig) -> None:
     assert a == b, "two audits of the same log differ"
 
 
+def check_expected_verdict(drawn: tuple[Study, Any], cfg: AuditConfig) -> None:
+    """A :func:`~.strategies.clock_studies` log gets exactly the cell times, pair counts and
+    verdict worked out from its construction."""
+    study, exp = drawn
+    if abs(exp.median_rel_lag - cfg.large_lag) < 1e-9:
+        return  # on the threshold itself: either answer rounds the same way
+    result = audit(study, cfg)
+    s = result.studies[0]
+    for c in s.cells:
+        assert c.gates == (), f"cell {c.axis_value} gated {c.gates}"
+        assert (c.t_grok.lower, c.t_grok.value) == exp.t_grok[c.axis_value], (
+            f"cell {c.axis_value}: t_grok {c.t_grok}, expected {exp.t_grok[c.axis_value]}")
+        assert (c.t_compress.lower, c.t_compress.value) == exp.t_compress[c.axis_value], (
+            f"cell {c.axis_value}: t_compress {c.t_compress}, "
+            f"expected {exp.t_compress[c.axis_value]}")
+    for q, cdu in exp.counts.items():
+        o = s.ordering(q)
+        assert o is not None and (o.concordant, o.discordant, o.unidentified) == cdu, (
+            f"{q}: C/D/U {o and (o.concordant, o.discordant, o.unidentified)}, expected {cdu}")
+    assert s.verdict is exp.verdict, (
+        f"verdict {s.verdict}, expected {exp.verdict} (median rel_lag {exp.median_rel_lag:.3f})")
+
+
 # ------------------------------------------------------------------------------------------
 # running them outside pytest (``grokaudit suite``)
 # ------------------------------------------------------------------------------------------
@@ -336,6 +359,7 @@ PROPERTIES: tuple[tuple[str, Callable[[Study, AuditConfig], None], float], ...] 
     ("single-result properties", check_one_result, 1.0),
     ("metamorphic invariances", check_metamorphic, 0.4),
     ("determinism", check_deterministic, 0.2),
+    ("expected verdicts", check_expected_verdict, 0.5),
 )
 
 
@@ -349,8 +373,8 @@ def run_property(name: str, fn: Callable[[Study, AuditConfig], None], cfg: Audit
 
     @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=phases, print_blob=False)
-    @given(studies())
-    def prop(study: Study) -> None:
+    @given(clock_studies() if fn is check_expected_verdict else studies())
+    def prop(study: Any) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fn(study, cfg)
@@ -367,5 +391,6 @@ def run_property(name: str, fn: Callable[[Study, AuditConfig], None], cfg: Audit
 def run_all(cfg: AuditConfig, max_examples: int) -> tuple[dict[str, Any], ...]:
     return tuple(run_property(n, f, cfg, max(1, int(max_examples * share)))
                  for n, f, share in PROPERTIES)
+
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
@@ -173,3 +174,105 @@ def studies(draw: st.DrawFn, min_cells: int = 1, max_cells: int = 4, max_seeds: 
                                floor=0.2 * spec.m_peak, noise=0.0)
             specs.append(spec)
     return Study(specs=tuple(specs), pattern=pattern)
+
+
+# ------------------------------------------------------------------------------------------
+# studies with a pre-computed verdict
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExpectedStudy:
+    """What a correct audit must say about a :func:`clock_studies` log, derived from the
+    construction by the rules of AUDIT_SPEC §1–§3 (first-passage steps, the settling step of
+    the noise-free metric, Kendall pair counts, the clock-verdict table)."""
+
+    t_grok: dict[float, tuple[float, float]]  #: cell → (lower, value) of the logged t_grok
+    t_compress: dict[float, tuple[float, float]]  #: cell → (lower, value)
+    counts: dict[str, tuple[int, int, int]]  #: quantity → (C, D, U)
+    median_rel_lag: float
+    verdict: Any  #: a Reason
+
+
+@st.composite
+def clock_studies(draw: st.DrawFn) -> tuple[Study, ExpectedStudy]:
+    """3–4 clean cells (sharp grok, linear compression to a shared floor, no noise, one
+    cadence) whose t_grok and t_compress are ordered along ``rho`` the same way, opposite,
+    tied or at random, with the verdict a correct audit must give."""
+    from grokaudit import Reason
+
+    from .generators import settle_step
+
+    n_cells = draw(st.integers(3, 4))
+    n_seeds = draw(st.integers(1, 3))
+    dt = draw(st.sampled_from((50, 100, 200)))
+    pattern = draw(st.sampled_from(("same", "opposite", "tied", "random")))
+    grid = np.arange(0, LENGTH + 1, dt)
+    specs: list[RunSpec] = []
+    tgs: dict[float, tuple[float, float]] = {}
+    tcs: dict[float, tuple[float, float]] = {}
+    rels: list[float] = []
+    base_g = _half(draw, 500, 2500)
+    step_g = float(draw(st.integers(0, 6)) * dt)
+    lag0 = float(draw(st.integers(1, 30)) * dt)
+    for i in range(n_cells):
+        rho = float(i + 1)
+        if pattern == "tied":
+            tg, tf = base_g + float(draw(st.integers(0, dt // 3))), base_g + lag0
+        elif pattern == "same":
+            tg, tf = base_g + i * step_g, base_g + i * step_g + lag0
+        elif pattern == "opposite":
+            tg, tf = base_g + i * step_g, base_g + lag0 + (n_cells - i) * 2 * step_g
+        else:
+            tg, tf = _half(draw, 300, 4000), _half(draw, 400, 6000)
+        tf = min(max(tf, tg - 1500.0, 400.5), 0.6 * LENGTH)
+        spec = RunSpec("x", t_grok=tg, t_mem=min(300.0, tg), m_start=30.0, m_peak=40.0,
+                       t_peak=max(min(tg, tf - 200.0), 100.0), floor=10.0, t_floor=tf, dt=dt,
+                       length=LENGTH)
+        st_ = settle_step(spec)
+        assert st_ is not None
+        k = int(np.searchsorted(grid, tg))
+        tgs[rho] = (float(grid[k - 1]) if k > 0 else 0.0, float(grid[k]))
+        tcs[rho] = (float(st_[1]), float(st_[0]))
+        rels.extend([(tcs[rho][1] - tgs[rho][1]) / tgs[rho][1]] * n_seeds)
+        for s in range(n_seeds):
+            specs.append(replace(spec, run=f"rho={rho}/s{s}",
+                                 conditions={"rho": rho, "seed": s}))
+    med = float(np.median(rels))
+    counts = {}
+    for q, d in (("t_grok", tgs), ("t_compress", tcs)):
+        C = D = U = 0
+        keys = sorted(d)
+        for a in range(len(keys)):
+            for b in range(a + 1, len(keys)):
+                (la, va), (lb, vb) = d[keys[a]], d[keys[b]]
+                if va == vb:
+                    U += 1
+                elif va <= lb:
+                    C += 1
+                elif vb <= la:
+                    D += 1
+                else:
+                    U += 1
+        counts[q] = (C, D, U)
+    n_pairs = n_cells * (n_cells - 1) // 2
+
+    def shape(c: tuple[int, int, int]) -> tuple[bool, int, str | None]:
+        C, D, U = c
+        if abs(C - D) <= U:
+            return False, 0, None
+        lo, hi = (C - D - U) / n_pairs, (C - D + U) / n_pairs
+        mono = lo > 0.6 or hi < -0.6
+        flat = -0.3 <= lo and hi <= 0.3
+        return True, 1 if C > D else -1, "monotone" if mono else "flat" if flat else "weak"
+
+    og, oc = shape(counts["t_grok"]), shape(counts["t_compress"])
+    if med <= 0.5:
+        verdict = Reason.SINGLE_CLOCK_SMALL_LAG
+    elif not (og[0] and oc[0]):
+        verdict = Reason.LARGE_LAG_ORDERING_UNDETERMINED
+    elif og[2] == "monotone" and oc[2] == "monotone":
+        verdict = Reason.TWO_CLOCKS if og[1] != oc[1] else Reason.ONE_CLOCK_LARGE_LAG
+    else:
+        verdict = Reason.PARTIALLY_SEPARATED
+    return (Study(specs=tuple(specs), pattern=pattern),
+            ExpectedStudy(tgs, tcs, counts, med, verdict))

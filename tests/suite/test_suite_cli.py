@@ -17,7 +17,7 @@ def test_suite_passes_on_the_default_profile_and_writes_json(tmp_path, monkeypat
     data = json.loads(r.output)
     assert data["passed"] is True and data["profile"] == "default"
     assert len(data["cases"]) >= 20 and all(c["pass"] for c in data["cases"])
-    assert [p["pass"] for p in data["properties"]] == [True, True, True]
+    assert len(data["properties"]) == 4 and all(p["pass"] for p in data["properties"])
 
 
 def test_suite_reference_profile_fails_several_cases(tmp_path, monkeypatch):
