@@ -745,13 +745,39 @@ ACCURACY_IN_PERCENT_SCALED = Case(
 )
 
 
+def _too_short() -> pd.DataFrame:
+    df = table(_clean_specs())
+    extra = replace(BASE, run="rho=2.0/s9", conditions={"rho": 2.0, "seed": 9}).rows()
+    return pd.concat([df, extra.iloc[:2]], ignore_index=True)
+
+
+RUN_TOO_SHORT = Case(
+    name="run_too_short",
+    title="the clean study plus a run with only two logged points",
+    why=("A run with fewer than 3 points cannot be audited: it is set aside with a TOO_SHORT "
+         "finding and counted in the input section — never a crash, never silently dropped. "
+         "The rest of the study is audited as if it were not there."),
+    build=_too_short,
+    expect=Expect(
+        studies=(StudyExpect(
+            verdict=R.SINGLE_CLOCK_SMALL_LAG,
+            cells={2.0: {"n_runs": 3, "t_compress.value": 3800}},
+        ),),
+        present=frozenset({R.TOO_SHORT}),
+        input={"runs_read": 10, "runs_kept": 9, "runs_too_short": ["rho=2.0/s9"],
+               "set_aside": {"run_too_short": 2}, "rows_read": 911, "rows_kept": 909},
+    ),
+    options={"by": "rho"},
+)
+
+
 CASES: tuple[Case, ...] = (
     CLEAN_ONE_CLOCK, ALL_CENSORED, HIGH_FLOOR_BOUNDARY, TRUE_TWO_CLOCKS, SINGLE_CELL,
     NON_MONOTONE_REBOUND, COMPRESSION_BEFORE_GROK, TIES, NOISY,
     LATE_SECOND_COLLAPSE, SLOW_DRIFT, DIFFERENT_CADENCES, COARSE_CADENCE_TIE,
     HALF_SEEDS_CENSORED, CENSORED_INTERVALS_OVERLAP, SNAPSHOT_HIDES_BOUNDARY, SNAPSHOT_REVERSES_ORDERING,
     DUPLICATE_AXIS_VALUES, DUPLICATE_AXIS_VALUES_SPLIT, GROK_NOT_SUSTAINED,
-    ACCURACY_IN_PERCENT, ACCURACY_IN_PERCENT_SCALED,
+    ACCURACY_IN_PERCENT, ACCURACY_IN_PERCENT_SCALED, RUN_TOO_SHORT,
 )
 
 CASES_BY_NAME: dict[str, Case] = {c.name: c for c in CASES}

@@ -114,6 +114,7 @@ class Expect:
     absent: frozenset[Reason] = frozenset()  #: codes that must not be
     exit_code: int | None = None
     error: str | None = None  #: expected LogFormatError code (or ``column:NAME``)
+    input: Mapping[str, Any] = field(default_factory=dict)  #: ``result.input`` entries
 
     @property
     def label(self) -> str:
@@ -156,6 +157,10 @@ def compare(expect: Expect, result: AuditResult | None, error: LogFormatError | 
         bad.append(f"unexpected code {c.value}")
     if expect.exit_code is not None and result.exit_code != expect.exit_code:
         bad.append(f"exit_code {result.exit_code} != {expect.exit_code}")
+    for key, want in expect.input.items():
+        got_in = result.input.get(key)
+        if not _eq(want, got_in):
+            bad.append(f"input {key} = {got_in!r}, expected {want!r}")
     for se in expect.studies:
         try:
             study = result.study(**dict(se.key))
