@@ -771,13 +771,47 @@ RUN_TOO_SHORT = Case(
 )
 
 
+def _metric_gap_specs() -> list[RunSpec]:
+    # the metric logger was down from step 1000 to 3000 (exclusive); grok at 2050/2550/2850
+    # is first seen at 2100/2600/2900, when the last metric point (1000) is 1100+ steps old
+    return _runs([1.0, 2.0, 3.0], 2, replace(BASE, metric_gap=(1000.0, 3000.0)),
+                 t_grok=[2050.0, 2550.0, 2850.0], t_floor=[4050.0, 5050.0, 6050.0])
+
+
+METRIC_GAP_AT_GROK = Case(
+    name="metric_gap_at_grok",
+    title="the metric was not logged between steps 1000 and 3000, around every grok",
+    why=("The last metric point before grok (step 1000) is far more than one metric logging "
+         "interval (100) before t_grok: there is no at-grok reading. m_grok, inflation and "
+         "frac_pre are null with METRIC_NOT_AT_GROK, never the stale value; the clocks "
+         "themselves are unaffected."),
+    build=lambda: table(_metric_gap_specs()),
+    expect=Expect(
+        studies=(StudyExpect(
+            verdict=OneOf(tuple(CLOCK_VERDICTS)),
+            runs={_rid(v, 0): {"m_grok": None, "inflation": None, "frac_pre": None,
+                               "t_grok.value": tg,
+                               "reasons_include": (R.METRIC_NOT_AT_GROK,),
+                               "reasons_exclude": (R.SNAPSHOT_TRANSIENT,
+                                                   R.SNAPSHOT_CONVERGED)}
+                  for v, tg in ((1.0, 2100), (2.0, 2600), (3.0, 2900))},
+            cells={v: {"m_grok": None} for v in (1.0, 2.0, 3.0)},
+            orderings={"m_grok": {"identified": False}},
+        ),),
+        present=frozenset({R.METRIC_NOT_AT_GROK}),
+        absent=frozenset({R.SNAPSHOT_TRANSIENT, R.SNAPSHOT_REVERSES_ORDERING}),
+    ),
+    options={"by": "rho"},
+)
+
+
 CASES: tuple[Case, ...] = (
     CLEAN_ONE_CLOCK, ALL_CENSORED, HIGH_FLOOR_BOUNDARY, TRUE_TWO_CLOCKS, SINGLE_CELL,
     NON_MONOTONE_REBOUND, COMPRESSION_BEFORE_GROK, TIES, NOISY,
     LATE_SECOND_COLLAPSE, SLOW_DRIFT, DIFFERENT_CADENCES, COARSE_CADENCE_TIE,
     HALF_SEEDS_CENSORED, CENSORED_INTERVALS_OVERLAP, SNAPSHOT_HIDES_BOUNDARY, SNAPSHOT_REVERSES_ORDERING,
     DUPLICATE_AXIS_VALUES, DUPLICATE_AXIS_VALUES_SPLIT, GROK_NOT_SUSTAINED,
-    ACCURACY_IN_PERCENT, ACCURACY_IN_PERCENT_SCALED, RUN_TOO_SHORT,
+    ACCURACY_IN_PERCENT, ACCURACY_IN_PERCENT_SCALED, RUN_TOO_SHORT, METRIC_GAP_AT_GROK,
 )
 
 CASES_BY_NAME: dict[str, Case] = {c.name: c for c in CASES}

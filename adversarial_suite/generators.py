@@ -80,6 +80,7 @@ class RunSpec:
     metric_every: int = 1  #: metric logged on every k-th accuracy point
     acc_every: int = 1  #: accuracy logged on every k-th point of the grid
     metric_name: str = "emb_erank"
+    metric_gap: tuple[float, float] | None = None  #: metric not logged in this open range
 
     # ----------------------------------------------------------------------------------------
     @property
@@ -150,6 +151,8 @@ class RunSpec:
         k = np.arange(g.size)
         acc_on = k % self.acc_every == 0
         met_on = k % self.metric_every == 0
+        if self.metric_gap is not None:
+            met_on &= ~((g > self.metric_gap[0]) & (g < self.metric_gap[1]))
         acc_on[-1] = met_on[-1] = True  # both logged at the last step
         m = self.metric(g)
         if self.noise > 0:
