@@ -136,6 +136,21 @@ def _t_grok_point(mp: Any) -> None:
     mp.setattr(api, "accuracy_clocks", mutant)
 
 
+def _stale_at_grok(mp: Any) -> None:
+    def post(out: Any, table: Any, acc: Any, metric: str, cfg: Any, ri: Any) -> Any:
+        # the last metric point before grok is used however old it is
+        P = clocks.pack(table.series[metric], table, ri)
+        tgv = np.where(acc.t_grok.censored, -np.inf, acc.t_grok.value)
+        j = ((P.steps <= tgv[:, None]) & P.valid).sum(axis=1) - 1
+        stale = out.metric_not_at_grok & (j >= 0)
+        return dataclasses.replace(
+            out, m_grok=np.where(stale, clocks._take(P.values, j), out.m_grok),
+            m_grok_step=np.where(stale, clocks._take(P.steps, j), out.m_grok_step),
+            metric_not_at_grok=out.metric_not_at_grok & ~stale)
+
+    _wrap_metric_clocks(mp, post=post)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("first_crossing", "t_compress is the first crossing after grok (the reference's "
            "rule), not the settling time", _first_crossing),
@@ -153,6 +168,8 @@ MUTANTS: tuple[Mutant, ...] = (
            _no_high_floor_gate),
     Mutant("t_grok_point", "t_grok is a point, not an interval (lower = the logged step)",
            _t_grok_point),
+    Mutant("stale_at_grok", "the at-grok value is the last metric point before grok however "
+           "old it is (METRIC_NOT_AT_GROK never raised)", _stale_at_grok),
 )
 
 

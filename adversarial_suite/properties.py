@@ -280,7 +280,7 @@ def _iv(iv: Interval | None, scale: float) -> Any:
 
 
 def check_metamorphic(study: Study, cfg: AuditConfig, seed: int = 0) -> None:
-    """Shuffling rows, renaming runs and studies, scaling the metric by a power of two,
+    """Shuffling rows, renaming runs, studies and the axis, scaling the metric by a power of two,
     multiplying every step by 2 or 4, and duplicating every seed change nothing that should
     not change."""
     df = study.table()
@@ -299,6 +299,11 @@ def check_metamorphic(study: Study, cfg: AuditConfig, seed: int = 0) -> None:
     sig_a = signature(audit(study, cfg, ren, cell=("arch",)), run_names=lambda r: inv[r])
     sig_z = signature(audit(study, cfg, ren2, cell=("arch",)))
     assert sig_a == sig_z == signature(base), "renaming runs or the study changed it"
+
+    # the axis column renamed
+    axis_ren = df.rename(columns={study.axis: "wd"})
+    assert signature(audit(study, cfg, axis_ren, by="wd")) == signature(base), (
+        "renaming the axis column changed it")
 
     # metric scaled by a power of two (exact in floating point)
     c = rng.choice((0.25, 0.5, 2.0, 8.0))

@@ -20,6 +20,7 @@ CAUGHT_BY = {
     "lag_clipped": {"compression_before_grok"},
     "no_high_floor_gate": {"high_floor_boundary"},
     "t_grok_point": {"ties", "clean_one_clock"},
+    "stale_at_grok": {"metric_gap_at_grok"},
 }
 
 
