@@ -28,7 +28,8 @@ TIME_QS = ("t_grok", "t_compress", "lag")
 
 def audit(study: Study, cfg: AuditConfig, df: pd.DataFrame | None = None,
           **options: Any) -> AuditResult:
-    opts = {**study.options, **options}
+    opts = {"cell": (), "metrics": ("emb_erank",), "acc_scale": 1.0, "on_duplicate": "error",
+            **study.options, **options}
     return grokaudit.audit_table(study.table() if df is None else df,
                                  replace_config(cfg, **opts))
 
@@ -218,6 +219,17 @@ def _check_verdict(s: StudyResult, n_passing: int) -> None:
         assert og.monotone and oc.monotone and og.direction == oc.direction
     if s.verdict is Reason.PARTIALLY_SEPARATED:
         assert not (og.monotone and oc.monotone)
+    if s.verdict is Reason.LARGE_LAG_ORDERING_UNDETERMINED:
+        assert not (og.identified and oc.identified), "undetermined, yet both identified"
+    codes = {f.code for f in s.findings}
+    if Reason.SNAPSHOT_REVERSES_ORDERING in codes:
+        om, of = s.ordering("m_grok"), s.ordering("floor")
+        assert om is not None and of is not None and om.monotone and of.monotone \
+            and om.direction == -of.direction, "SNAPSHOT_REVERSES_ORDERING without the orderings"
+    gated = {c.axis_value for c in s.cells if not c.passes}
+    for f in s.findings:
+        if f.code is Reason.SNAPSHOT_HIDES_BOUNDARY:
+            assert f.cell in gated, f"SNAPSHOT_HIDES_BOUNDARY on passing cell {f.cell}"
 
 
 def check_one_result(study: Study, cfg: AuditConfig) -> None:

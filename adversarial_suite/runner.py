@@ -57,9 +57,16 @@ class SuiteReport:
                 "properties_skipped": self.skipped}
 
 
+#: Fields that describe a log's design, not a threshold: each case sets its own, whatever the
+#: user's config says (a project's ``metrics = ["emb_pr"]`` must not break a synthetic log).
+DESIGN_DEFAULTS: dict[str, Any] = {"by": None, "cell": (), "metrics": ("emb_erank",),
+                                   "acc_scale": 1.0, "on_duplicate": "error"}
+
+
 def case_config(case: Case, cfg: AuditConfig) -> AuditConfig:
-    """The user's config with the case's own design fields (axis, split, scale) applied."""
-    opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in case.options.items()}
+    """The user's config with the case's own design fields (axis, split, metric, scale)."""
+    opts = {**DESIGN_DEFAULTS,
+            **{k: (tuple(v) if isinstance(v, list) else v) for k, v in case.options.items()}}
     return replace_config(cfg, **opts)
 
 

@@ -37,6 +37,11 @@ def test_suite_uses_the_config_file(tmp_path, monkeypatch):
     r = CliRunner().invoke(cli, ["suite", "--config", str(cfg), "--max-examples", "0"])
     assert r.exit_code == 1
     assert "FAIL" in r.output
+    # design fields of the user's project do not break the synthetic logs
+    proj = tmp_path / "proj.toml"
+    proj.write_text('metrics = ["emb_pr"]\nby = "wd"\ncell = ["arch"]\n', encoding="utf-8")
+    r = CliRunner().invoke(cli, ["suite", "--config", str(proj), "--max-examples", "3"])
+    assert r.exit_code == 0, r.output
     bad = tmp_path / "bad.toml"
     bad.write_text("no_such_option = 1\n", encoding="utf-8")
     r = CliRunner().invoke(cli, ["suite", "--config", str(bad)])
