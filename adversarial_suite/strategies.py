@@ -128,12 +128,20 @@ def run_specs(draw: st.DrawFn, run: str = "r", conditions: dict[str, Any] | None
     noise = 0.0
     if shape in ("compress", "none") and draw(st.booleans()):
         noise = floor * 0.05 * draw(st.sampled_from((0.02, 0.05, 0.1)))
-    return RunSpec(run=run, conditions=dict(conditions or {}), t_grok=tg,
+    spec = RunSpec(run=run, conditions=dict(conditions or {}), t_grok=tg,
                    t_mem=min(300.0, tg), acc_shape=acc, metric_shape=shape,
                    m_start=0.75 * m_peak, m_peak=m_peak, t_peak=t_peak, floor=floor,
                    t_floor=tf, noise=noise, noise_seed=draw(st.integers(0, 2**16)),
-                   length=LENGTH, t_fall=tg + 400.0 if acc == "unsustained" else None,
-                   **cad, **kw)
+                   length=LENGTH, **cad, **kw)
+    if acc == "unsustained":
+        # the fall starts just before the second logged accuracy point after the grok, so
+        # the grok itself is seen (a grok that ends between two logged points is not in the
+        # log, and t_grok is the first *logged* crossing)
+        acc_steps = spec.grid()[:: spec.acc_every]
+        k = int(np.searchsorted(acc_steps, tg))
+        if k + 1 < acc_steps.size:
+            spec = replace(spec, t_fall=float(acc_steps[k + 1]) - 0.5)
+    return spec
 
 
 @st.composite
