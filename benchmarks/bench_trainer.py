@@ -8,7 +8,8 @@ in one process and side by side:
     (decay on matrices only), full batch on its own split, stepped one after another;
 (b) this trainer: the same R runs as one batched, factorized model (``GroupTrainer``);
 
-and reports aggregate run-steps/s of each, the ratio b/a, the achieved FLOP rate of (b) (useful
+and reports aggregate run-steps/s of each (best of 3 repetitions, a and b measured in
+alternation so that a change in machine load hits both), the ratio b/a, the achieved FLOP rate of (b) (useful
 FLOPs of the factorized model, :func:`flops_per_step`) next to the machine's measured float32
 matmul peak, and the cost of logging at the default cadence (one ``evaluate()`` every
 ``log_every`` = 100 steps, as a share of training time).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -55,8 +57,8 @@ def _sync(dev: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def naive_rate(cfgs: list[TrainConfig], dev: torch.device, steps: int) -> float:
-    """Run-steps/s of R separate models with separate optimizers, stepped in a Python loop."""
+def naive_setup(cfgs: list[TrainConfig], dev: torch.device) -> Callable[[], None]:
+    """One step of R separate models with separate optimizers, stepped in a Python loop."""
     data = build_dataset(cfgs, dev)
     models, opts, xs, ys = [], [], [], []
     for r, c in enumerate(cfgs):
@@ -79,36 +81,38 @@ def naive_rate(cfgs: list[TrainConfig], dev: torch.device, steps: int) -> float:
             loss.backward()
             o.step()
 
-    for _ in range(3):
-        one_round()
+    return one_round
+
+
+def timed(step: Callable[[], None], steps: int, dev: torch.device) -> float:
+    """Seconds for ``steps`` calls of ``step``."""
     _sync(dev)
     t = time.perf_counter()
     for _ in range(steps):
-        one_round()
+        step()
     _sync(dev)
-    return len(cfgs) * steps / (time.perf_counter() - t)
+    return time.perf_counter() - t
 
 
-def batched_rate(cfgs: list[TrainConfig], dev: torch.device, steps: int
-                 ) -> tuple[float, float, GroupTrainer]:
-    """Run-steps/s of the batched trainer, and seconds per ``evaluate()`` (one log point)."""
+def compare(cfgs: list[TrainConfig], dev: torch.device, steps: int, reps: int,
+            naive: bool = True) -> tuple[float | None, float, float, GroupTrainer]:
+    """Best-of-``reps`` run-steps/s of (a) the naive loop and (b) the batched trainer, measured
+    in alternation so that a change in machine load hits both; plus seconds per log point."""
+    R = len(cfgs)
     tr = GroupTrainer(cfgs, dev)
-    for _ in range(3):
+    a_step = naive_setup(cfgs, dev) if naive else None
+    for _ in range(3):  # warm-up
         tr.train_step()
-    _sync(dev)
-    t = time.perf_counter()
-    for _ in range(steps):
-        tr.train_step()
-    _sync(dev)
-    rate = len(cfgs) * steps / (time.perf_counter() - t)
+        if a_step is not None:
+            a_step()
+    best_a, best_b = 0.0, 0.0
+    for _ in range(reps):
+        if a_step is not None:
+            best_a = max(best_a, R * steps / timed(a_step, steps, dev))
+        best_b = max(best_b, R * steps / timed(tr.train_step, steps, dev))
     tr.evaluate()
-    _sync(dev)
-    t = time.perf_counter()
-    n_eval = 3
-    for _ in range(n_eval):
-        tr.evaluate()
-    _sync(dev)
-    return rate, (time.perf_counter() - t) / n_eval, tr
+    t_eval = min(timed(tr.evaluate, 1, dev) for _ in range(3))
+    return (best_a if naive else None), best_b, t_eval, tr
 
 
 def matmul_peak(dev: torch.device, n: int = 1024, reps: int = 10) -> float:
@@ -152,22 +156,21 @@ def main() -> None:
             naive_per_run = None
             for R in rs:
                 cfgs = [TrainConfig(p=p, seed=s, alpha=0.4) for s in range(R)]
-                steps = (5 if args.quick else 20) if dev.type == "cpu" else (10 if args.quick
-                                                                              else 50)
-                if dev.type == "cuda" and R > 16:
+                steps = (3 if args.quick else 10) if dev.type == "cpu" else (10 if args.quick
+                                                                             else 50)
+                extrap = dev.type == "cuda" and R > 16
+                a, b, t_eval, tr = compare(cfgs, dev, steps, 2 if args.quick else 3,
+                                           naive=not extrap)
+                if a is None:  # the naive loop is sequential: its aggregate rate is flat in R
                     assert naive_per_run is not None
                     a, note = naive_per_run, " (extrap.)"
                 else:
-                    a, note = naive_rate(cfgs, dev, steps), ""
-                    naive_per_run = a  # sequential: aggregate rate is flat in R
-                b, t_eval, tr = batched_rate(cfgs, dev, steps)
+                    naive_per_run, note = a, ""
                 flops = flops_per_step(cfgs[0], tr.data.n_train) * b
-                step_time = R / b
-                overhead = t_eval / (cfgs[0].log_every * step_time)
+                overhead = t_eval / (cfgs[0].log_every * R / b)
                 print(f"| {dev.type} | {p} | {R} | {a:.0f}{note} | {b:.0f} | {b / a:.2f} "
                       f"| {flops / 1e9:.1f} | {peak / 1e9:.0f} | {100 * overhead:.1f}% |",
                       flush=True)
-
 
 if __name__ == "__main__":
     main()

@@ -67,8 +67,14 @@ class BatchedModel(nn.Module):
     def n_runs(self) -> int:
         return int(next(self.parameters()).shape[0])
 
-    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False) -> Forward:
+    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False,
+                    runs: slice = slice(None)) -> Forward:
+        """Logits of the runs ``runs`` (a slice of the run axis) on their examples ``idx``
+        ``[len(runs), n]``. Slicing lets the trainer process a large batch in chunks of runs."""
         raise NotImplementedError
+
+    def _w(self, name: str, runs: slice) -> torch.Tensor:
+        return getattr(self, name)[runs]  # type: ignore[no-any-return]
 
     def emb_matrix(self) -> torch.Tensor:
         """The input embedding as ``[R, rows = tokens, cols = width]``."""
@@ -110,23 +116,32 @@ class BatchedMLP(BatchedModel):
         self.d = d
         self.act: Callable[[torch.Tensor], torch.Tensor] = F.relu if self.depth == 2 else F.gelu
 
-    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False) -> Forward:
+    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False,
+                    runs: slice = slice(None)) -> Forward:
         R, n = idx.shape
-        H = self.W1.shape[-1]
+        W1, b1 = self._w("W1", runs), self._w("b1", runs)
+        H = W1.shape[-1]
         if self.parity:
-            x = data.x.gather(1, idx[..., None].expand(R, n, data.x.shape[-1])).to(self.W1.dtype)
-            pre = torch.baddbmm(self.b1[:, None, :], x, self.W1)
+            xs = data.x[runs]
+            x = xs.gather(1, idx[..., None].expand(R, n, xs.shape[-1])).to(W1.dtype)
+            pre = torch.baddbmm(b1[:, None, :], x, W1)
         else:
-            # Factorized first layer: two p×H tables, then a gather per example.
-            P = torch.bmm(self.E, self.W1[:, : self.d])
-            Q = torch.bmm(self.E, self.W1[:, self.d:])
-            a = data.x[:, 0][idx][..., None].expand(R, n, H)
-            b = data.x[:, 1][idx][..., None].expand(R, n, H)
-            pre = P.gather(1, a) + Q.gather(1, b) + self.b1[:, None, :]
+            # Factorized first layer: two p×H tables per run, P = E·W1_top and Q = E·W1_bot,
+            # stacked as rows [P; Q]; each example sums one row of each. embedding_bag does the
+            # lookup and the sum in one op, with a row-wise backward (a gather/scatter_add pair
+            # over [R, n, H] cost ~30% of the step).
+            E = self._w("E", runs)
+            p = E.shape[1]
+            PQ = torch.cat([torch.bmm(E, W1[:, : self.d]), torch.bmm(E, W1[:, self.d:])], dim=1)
+            base = (torch.arange(R, device=idx.device) * (2 * p))[:, None]
+            rows = torch.stack([data.x[:, 0][idx] + base, data.x[:, 1][idx] + base + p], dim=-1)
+            pre = F.embedding_bag(rows.reshape(R * n, 2), PQ.reshape(R * 2 * p, H),
+                                  mode="sum").reshape(R, n, H) + b1[:, None, :]
         hid = self.act(pre)
         if self.depth == 2:
-            hid = self.act(torch.baddbmm(self.bh[:, None, :], hid, self.Wh))
-        return Forward(torch.baddbmm(self.b2[:, None, :], hid, self.W2))
+            hid = self.act(torch.baddbmm(self._w("bh", runs)[:, None, :], hid,
+                                         self._w("Wh", runs)))
+        return Forward(torch.baddbmm(self._w("b2", runs)[:, None, :], hid, self._w("W2", runs)))
 
     def emb_matrix(self) -> torch.Tensor:
         return self.W1.transpose(1, 2) if self.parity else self.E
@@ -181,44 +196,46 @@ class BatchedTransformer(BatchedModel):
         spec.append(("WU", _uniform((d, n_classes), d), True))
         super().__init__(seeds, dtype, device, spec)
 
-    def _norm(self, x: torch.Tensor, g: str, b: str) -> torch.Tensor:
+    def _norm(self, x: torch.Tensor, g: str, b: str, runs: slice) -> torch.Tensor:
         if not self.ln:
             return x
-        gain, bias = getattr(self, g), getattr(self, b)
+        gain, bias = self._w(g, runs), self._w(b, runs)
         y = F.layer_norm(x, x.shape[-1:], eps=1e-5)
         return y * gain[:, None, None, :] + bias[:, None, None, :]
 
-    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False) -> Forward:
+    def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False,
+                    runs: slice = slice(None)) -> Forward:
         R, n = idx.shape
-        d = self.E.shape[-1]
+        E = self._w("E", runs)
+        d = E.shape[-1]
         heads, dk = self.n_heads, d // self.n_heads
         eq = torch.full((R, n, 1), self.p, dtype=torch.int64, device=idx.device)
         tok = torch.cat([data.x[idx], eq], dim=2)  # [R, n, 3]
-        h = self.E.gather(1, tok.reshape(R, n * 3, 1).expand(R, n * 3, d)).reshape(R, n, 3, d)
+        h = E.gather(1, tok.reshape(R, n * 3, 1).expand(R, n * 3, d)).reshape(R, n, 3, d)
         if not self.rope:
-            h = h + self.pos[:, None, :, :]
+            h = h + self._w("pos", runs)[:, None, :, :]
         causal = torch.ones(3, 3, dtype=torch.bool, device=idx.device).tril()
         probs_all, scores_all = [], []
         for i in range(self.L):
-            x = self._norm(h, f"ln1_g{i}", f"ln1_b{i}")
-            q, k, v = (torch.einsum("rntd,rde->rnte", x, getattr(self, f"W{c}{i}"))
+            x = self._norm(h, f"ln1_g{i}", f"ln1_b{i}", runs)
+            q, k, v = (torch.einsum("rntd,rde->rnte", x, self._w(f"W{c}{i}", runs))
                        .reshape(R, n, 3, heads, dk) for c in "qkv")
             if self.rope:
                 q, k = _rope(q), _rope(k)
             scores = torch.einsum("rnthk,rnshk->rnhts", q, k) / math.sqrt(dk)
             probs = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
             att = torch.einsum("rnhts,rnshk->rnthk", probs, v).reshape(R, n, 3, d)
-            h = h + torch.einsum("rntd,rde->rnte", att, getattr(self, f"Wo{i}"))
-            x = self._norm(h, f"ln2_g{i}", f"ln2_b{i}")
-            x = F.gelu(torch.einsum("rntd,rdm->rntm", x, getattr(self, f"Win{i}"))
-                       + getattr(self, f"bin{i}")[:, None, None, :])
-            h = h + torch.einsum("rntm,rmd->rntd", x, getattr(self, f"Wout{i}")) \
-                + getattr(self, f"bout{i}")[:, None, None, :]
+            h = h + torch.einsum("rntd,rde->rnte", att, self._w(f"Wo{i}", runs))
+            x = self._norm(h, f"ln2_g{i}", f"ln2_b{i}", runs)
+            x = F.gelu(torch.einsum("rntd,rdm->rntm", x, self._w(f"Win{i}", runs))
+                       + self._w(f"bin{i}", runs)[:, None, None, :])
+            h = h + torch.einsum("rntm,rmd->rntd", x, self._w(f"Wout{i}", runs)) \
+                + self._w(f"bout{i}", runs)[:, None, None, :]
             if internals:
                 probs_all.append(probs.detach())
                 scores_all.append(scores.detach())
-        last = self._norm(h, "lnf_g", "lnf_b")[:, :, -1, :]
-        logits = torch.bmm(last, self.WU)
+        last = self._norm(h, "lnf_g", "lnf_b", runs)[:, :, -1, :]
+        logits = torch.bmm(last, self._w("WU", runs))
         if internals:
             return Forward(logits, probs_all, scores_all)
         return Forward(logits)

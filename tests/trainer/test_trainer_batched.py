@@ -96,3 +96,20 @@ def test_adamw_matches_torch_adamw_for_one_run() -> None:
         torch_opt.step()
     for n, p in model.named_parameters():
         torch.testing.assert_close(p.detach()[0], ref[n].detach(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("arch", ["mlp", "transformer"])
+def test_chunked_step_equals_one_chunk(arch: str) -> None:
+    """Processing the runs of a step in chunks (the CPU cache optimization) changes nothing."""
+    extra = dict(d_model=8, n_heads=2, mlp_ratio=2) if arch == "transformer" else {}
+    cfgs = [TrainConfig(arch=arch, p=7, alpha=0.5, d_emb=6, hidden=8, steps=8, log_every=4,
+                        dtype="float64", seed=s, wd=w, **extra)
+            for s, w in ((0, 1.0), (1, 0.3), (2, 2.0))]
+    whole = GroupTrainer(cfgs, CPU, chunk_elems=0)
+    split = GroupTrainer(cfgs, CPU, chunk_elems=1)  # one run per chunk
+    assert len(split._chunks) == 3 and len(whole._chunks) == 1
+    whole.run()
+    split.run()
+    for a, b in zip(whole.rows, split.rows):
+        for key in a:
+            np.testing.assert_allclose(b[key], a[key], rtol=1e-12, atol=1e-12, err_msg=key)
