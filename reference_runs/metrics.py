@@ -93,7 +93,8 @@ def attention_metrics(probs: list[torch.Tensor], scores: list[torch.Tensor]
         vec = vec / vec.norm(dim=-1, keepdim=True)
         gram = vec @ vec.transpose(1, 2)
         off = ~torch.eye(H, dtype=torch.bool, device=pr.device)
-        cos_l.append(gram[:, off].mean(-1) if H > 1 else torch.ones(R, dtype=torch.float64))
+        cos_l.append(gram[:, off].mean(-1) if H > 1
+                     else torch.ones(R, dtype=torch.float64, device=pr.device))
         ent = -torch.where(last > 0, last * last.log(), torch.zeros_like(last)).sum(-1)
         ent_l.append(ent.mean(1).std(dim=-1, unbiased=False))
         causal = torch.ones(T, T, dtype=torch.bool, device=pr.device).tril()
