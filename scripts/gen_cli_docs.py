@@ -18,7 +18,10 @@ def command_help(name: str | None) -> str | None:
     """The --help text of ``grokaudit NAME`` (the group when None); None if unavailable."""
     from grokaudit.cli import cli
 
-    root = click.Context(cli, info_name="grokaudit", terminal_width=WIDTH, max_content_width=WIDTH)
+    # the group's own settings (``-h`` and ``--help``), as a real invocation sees them: click
+    # caches a command's help option, so help text must not depend on which context came first
+    root = click.Context(cli, info_name="grokaudit", terminal_width=WIDTH, max_content_width=WIDTH,
+                         **cli.context_settings)
     if name is None:
         return cli.get_help(root)
     cmd = cli.get_command(root, name)
