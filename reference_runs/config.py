@@ -34,6 +34,7 @@ class TrainConfig:
     d_emb: int = 128  # MLP: embedding width d (shared embedding E ∈ R^{p×d})
     hidden: int = 256  # MLP: hidden width H
     depth: int = 1  # MLP: 1 (one GELU hidden layer) or 2 (two ReLU hidden layers)
+    emb_std: float = 1.0  # MLP: std of the embedding's normal init (nn.Embedding's default is 1)
     n_layers: int = 1  # Transformer: blocks (1–2 in the seeds)
     d_model: int = 128  # Transformer: residual width
     n_heads: int = 4  # Transformer: attention heads
@@ -91,7 +92,7 @@ class TrainConfig:
             raise bad("d_model", "must be divisible by n_heads")
         if self.pos == "rope" and (self.d_model // max(self.n_heads, 1)) % 2:
             raise bad("pos", "rope needs an even head width d_model/n_heads")
-        for name in ("lr", "tau", "steps", "log_every"):
+        for name in ("lr", "tau", "steps", "log_every", "emb_std"):
             if not getattr(self, name) > 0:
                 raise bad(name, "must be > 0")
         for name in ("wd", "t_int", "batch_size", "early_points", "eps"):

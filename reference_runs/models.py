@@ -105,7 +105,7 @@ class BatchedMLP(BatchedModel):
             n = cfg.parity_bits
             spec += [("W1", _uniform((n, h), n), True), ("b1", _uniform((h,), n), False)]
         else:
-            spec += [("E", _normal((cfg.p, d), 1.0), True),  # nn.Embedding's default N(0, 1)
+            spec += [("E", _normal((cfg.p, d), cfg.emb_std), True),  # N(0, emb_std²)
                      ("W1", _uniform((2 * d, h), 2 * d), True),
                      ("b1", _uniform((h,), 2 * d), False)]
         if self.depth == 2:
