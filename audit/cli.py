@@ -203,11 +203,16 @@ def load_for_audit(path: str, fmt: str | None, maps: tuple[str, ...], run_from: 
     adapter_opts = bool(fmt or maps or run_from or conds)
     canonical = p.suffix.lower() in CANONICAL_SUFFIXES or (
         p.is_dir() and any(q.suffix == ".parquet" for q in p.iterdir()))
-    if canonical and not adapter_opts:
+    if canonical and not adapter_opts and p.suffix.lower() in (".parquet", ".pq"):
         return read_arrow(p)
     try:
         adapters = importlib.import_module("grokaudit.adapters")
         read_log = adapters.read_log
+        if canonical and not adapter_opts:
+            # a text table may be a W&B export: let detection decide, keep the fast path else
+            fmt = adapters.detect_format(p)
+            if fmt == "table":
+                return read_arrow(p)
     except (ImportError, AttributeError):
         if canonical:
             return read_arrow(p)

@@ -170,8 +170,13 @@ class Event:
         return out
 
 
-def first_passage(P: Packed, threshold: float, interval: bool = True) -> Event:
-    """First logged step with value ≥ threshold, interval-censored by the cadence."""
+def first_passage(P: Packed, threshold: float, interval: bool = True,
+                  widen: np.ndarray | None = None) -> Event:
+    """First logged step with value ≥ threshold, interval-censored by the cadence.
+
+    ``widen`` marks downsampled runs (a bucketed export): their intervals grow by one logged
+    point on each side, since a bucket's value says little about where inside it the event fell.
+    """
     hit = (P.values >= threshold) & P.valid
     k = _first_true(hit)
     has = k >= 0
@@ -180,9 +185,29 @@ def first_passage(P: Packed, threshold: float, interval: bool = True) -> Event:
     last = _take(P.steps, P.counts - 1, fill=0.0)
     lower = np.where(has, prev, np.nan_to_num(last))
     upper = np.where(has, value, INF)
+    if widen is not None:
+        lower, upper = _widen(P.steps, P.counts, widen & has, k - 1, k, lower, upper)
     if not interval:
         lower = np.where(has, value, lower)
     return Event(value, lower, upper, k)
+
+
+def _widen(S: np.ndarray, n: np.ndarray, mask: np.ndarray, low_idx: np.ndarray,
+           up_idx: np.ndarray, lower: np.ndarray, upper: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Move ``(lower, upper]`` one logged point outwards where ``mask`` (downsampled runs)."""
+    lower = np.where(mask, np.where(low_idx >= 1, _take(S, low_idx - 1), 0.0), lower)
+    upper = np.where(mask & (up_idx + 1 < n) & np.isfinite(upper), _take(S, up_idx + 1), upper)
+    return lower, upper
+
+
+def downsampled_runs(table: LogTable) -> np.ndarray | None:
+    """Boolean mask of the runs the source marked as downsampled (provenance), or None."""
+    ids = table.summary.provenance.get("downsampled_runs") or []
+    if not ids:
+        return None
+    mask: np.ndarray = np.isin(table.run_ids.astype(str), [str(i) for i in ids])
+    return mask
 
 
 @dataclass(frozen=True)
@@ -205,11 +230,12 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
     A = pack(table.test_acc, table, ri)
-    tg = first_passage(A, cfg.grok_threshold, cfg.interval_censoring)
+    widen = downsampled_runs(table)
+    tg = first_passage(A, cfg.grok_threshold, cfg.interval_censoring, widen)
     tm = None
     if table.train_acc is not None:
         tm = first_passage(pack(table.train_acc, table, ri), cfg.mem_threshold,
-                           cfg.interval_censoring)
+                           cfg.interval_censoring, widen)
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     cols = np.arange(A.values.shape[1])[None, :]
@@ -462,6 +488,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         never = has_floor & (last_out == n - 1) & (n > 0)
         tc_val = np.where(never, np.nan, _take(S, k))
         tc_lower = np.where(last_out >= 0, _take(S, last_out), 0.0)
+        low_idx = last_out
         in_final = ~never & (tc_val >= w2_lo)
         tc_status = np.where(never, TC_NEVER_SETTLED, np.where(in_final, TC_IN_FINAL_WINDOW,
                                                                 tc_status))
@@ -475,6 +502,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         last_step = _take(S, n - 1, fill=0.0)
         tc_lower = np.where(never, last_step,
                             np.where(k > 0, _take(S, k - 1), 0.0))
+        low_idx = np.where(never, n - 1, k - 1)
         tc_status = np.where(never, TC_NEVER_CROSSED, tc_status)
     if cfg.stability_check:
         tc_status = np.where((tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW),
@@ -494,6 +522,9 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     t_val = np.where(ok, tc_val, np.nan)
     t_low = np.where(ok | censored_tc, tc_lower, np.nan)
     t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))
+    widen = downsampled_runs(table)
+    if widen is not None:
+        t_low, t_up = _widen(S, n, widen & (ok | censored_tc), low_idx, k, t_low, t_up)
     if not cfg.interval_censoring:
         t_low = np.where(ok, tc_val, t_low)
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))

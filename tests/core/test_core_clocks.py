@@ -235,3 +235,22 @@ def test_packed_fast_path_equals_the_scatter_path():
     slow = pack(holes, t)
     np.testing.assert_array_equal(fast.values[0], slow.values[0])
     assert slow.counts.tolist() == [fast.counts[0], fast.counts[1] - 1]
+
+
+def test_downsampled_runs_get_intervals_one_point_wider():
+    import json
+
+    import pyarrow as pa
+
+    df = compressing_run("a", 2000, 8000, rho=1.0)
+    plain, _ = one_run(df)
+    t = pa.Table.from_pandas(df, preserve_index=False)
+    prov = {"downsampled_runs": ["a"], "findings": [
+        {"code": "SOURCE_DOWNSAMPLED", "run": "a", "detail": "bucketed panel export"}]}
+    t = t.replace_schema_metadata({b"grokaudit": json.dumps(prov).encode()})
+    res = grokaudit.audit_table(t, by="rho")
+    wide = res.studies[0].runs[0]
+    assert wide.t_grok.value == plain.t_grok.value == 2000
+    assert (wide.t_grok.lower, wide.t_grok.upper) == (1800, 2100)
+    assert (wide.t_compress.lower, wide.t_compress.upper) == (7900, 8200)
+    assert Reason.SOURCE_DOWNSAMPLED in res.codes
