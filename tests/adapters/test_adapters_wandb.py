@@ -205,3 +205,14 @@ def test_history_with_run_column_flags_each_sampled_run(tmp_path: Path, prov) ->
     df.to_parquet(p)
     t = read_log(p, "wandb-history")
     assert [(f["code"], f["run"]) for f in prov(t)["findings"]] == [("POSSIBLY_SAMPLED", "a")]
+
+
+def test_check_detects_a_panel_csv_without_flags(tmp_path: Path, sweep: pd.DataFrame, prov) -> None:
+    # `grokaudit check panel.csv` must not read a W&B export as a canonical CSV
+    from grokaudit.cli import load_for_audit
+
+    p = tmp_path / "panel.csv"
+    panel_csv(p, sweep)
+    t = load_for_audit(str(p), None, (), None, ())
+    assert prov(t)["adapter"] == "wandb-csv"
+    assert prov(t)["downsampled_runs"] == sorted(sweep["run"].unique())
