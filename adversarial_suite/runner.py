@@ -59,8 +59,11 @@ class SuiteReport:
 
 #: Fields that describe a log's design, not a threshold: each case sets its own, whatever the
 #: user's config says (a project's ``metrics = ["emb_pr"]`` must not break a synthetic log).
+#: ``fail_on`` is a reporting choice, not a definition: the cases' exit codes are registered
+#: under the default severities, so a project's ``fail_on = "none"`` must not fail them.
 DESIGN_DEFAULTS: dict[str, Any] = {"by": None, "cell": (), "metrics": ("emb_erank",),
-                                   "acc_scale": 1.0, "on_duplicate": "error"}
+                                   "acc_scale": 1.0, "on_duplicate": "error",
+                                   "fail_on": ("default",)}
 
 
 def case_config(case: Case, cfg: AuditConfig) -> AuditConfig:
