@@ -67,7 +67,6 @@ def test_suite_runs_the_cases_without_hypothesis(tmp_path, monkeypatch):
 def test_suite_ignores_a_projects_fail_on(tmp_path):
     # fail_on is a reporting choice; the cases' exit codes are registered under the defaults
     from click.testing import CliRunner
-
     from grokaudit.cli import cli
 
     cfg = tmp_path / "grokaudit.toml"
