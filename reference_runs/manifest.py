@@ -60,6 +60,24 @@ def environment(device: str) -> dict[str, Any]:
             "device": dev}
 
 
+def trainer_commit() -> str | None:
+    """The git commit of the trainer's source tree, with ``+dirty`` when it has local changes;
+    None outside a git checkout (an installed wheel)."""
+    import subprocess
+
+    here = Path(__file__).parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str, Any],
                    device: str, wall_seconds: float, n_runs: int, n_rows: int,
                    complete: bool) -> Path:
@@ -73,6 +91,7 @@ def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str
         "runs": n_runs,
         "rows": n_rows,
         "complete": complete,
+        "trainer_commit": trainer_commit(),
         "environment": environment(device),
         "sweep": sweep,
     }

@@ -255,12 +255,18 @@ def measure_wc(cfgs: list[TrainConfig], device: torch.device, grok_threshold: fl
                ) -> float:
     """``w_c`` for a clamped cell: the median, over the cell's seeds, of ``‖W‖`` at the first
     logged step with ``test_acc ≥ grok_threshold`` in a free control run (same config, no
-    clamp). Raises ValueError when no control run groks."""
+    clamp), trained until every control has grokked or ``steps`` run out. Raises ValueError
+    when no control run groks."""
     from dataclasses import replace
 
     ctrl = [replace(c, rho=None, w_c=None, t_int=0) for c in cfgs]
     tr = GroupTrainer(ctrl, device)
-    tr.run()
+
+    def all_grokked() -> bool:  # only the grok point is needed: stop the controls there
+        seen = np.stack([r["test_acc"] for r in tr.rows]) if tr.rows else np.zeros((1, 1))
+        return bool((seen >= grok_threshold).any(axis=0).all()) and len(tr.rows) > 0
+
+    tr.run(should_stop=all_grokked)
     te = np.stack([r["test_acc"] for r in tr.rows])
     wn = np.stack([r["weight_norm"] for r in tr.rows])
     at = [wn[np.flatnonzero(te[:, r] >= grok_threshold)[0], r]
