@@ -68,3 +68,15 @@ def test_max_minutes_stops_cleanly_and_resume_completes(tmp_path: Path) -> None:
                                    "--threads", "1"])
     assert res.exit_code == 0, res.output
     pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_parquet(ref), check_exact=True)
+
+
+def test_resume_refuses_a_checkpoint_of_another_sweep(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.toml"
+    cfg.write_text("name = 'mm'\n[base]\np = 7\nd_emb = 6\nhidden = 8\nsteps = 50\n"
+                   "log_every = 10\n[grid]\nseed = [0, 1]\n")
+    out = tmp_path / "o.parquet"
+    base = ["train", str(cfg), "-o", str(out), "--progress", "none", "--threads", "1"]
+    assert CliRunner().invoke(cli, [*base, "--max-minutes", "1e-9"]).exit_code == 0
+    res = CliRunner().invoke(cli, [*base, "--resume", "--wd", "0.5"])  # a changed config
+    assert res.exit_code == 2
+    assert res.output.startswith("error:") and "different sweep" in res.output
