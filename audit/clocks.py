@@ -100,6 +100,10 @@ def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _nanmedian(W: np.ndarray) -> np.ndarray:
+    """Row medians ignoring NaN (NaN for an all-NaN row)."""
+    if not np.isnan(W).any():  # the common case: np.median partitions, nanmedian would sort
+        med: np.ndarray = np.median(W, axis=1)
+        return med
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out: np.ndarray = np.nanmedian(W, axis=1)
@@ -238,15 +242,18 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
                            cfg.interval_censoring, widen)
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
+    # (NaN padding compares False: no validity mask needed)
     cols = np.arange(A.values.shape[1])[None, :]
-    below = (A.values < cfg.grok_threshold) & A.valid & (cols > tg.index[:, None]) \
+    below = (A.values < cfg.grok_threshold) & (cols > tg.index[:, None]) \
         & (tg.index[:, None] >= 0)
     w = cfg.sustain
-    c = np.cumsum(below, axis=1)
-    c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[:, : c.shape[1]] \
-        if c.shape[1] > w else np.zeros_like(c)
-    full = (c - c0) >= w  # window ending at k is all below
-    end = _first_true(full)
+    end = np.full(A.values.shape[0], -1)
+    rows = np.flatnonzero(below.any(axis=1))  # only runs that ever dip after grok
+    if rows.size:
+        c: np.ndarray = np.cumsum(below[rows], axis=1)
+        c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[:, : c.shape[1]] \
+            if c.shape[1] > w else np.zeros_like(c)
+        end[rows] = _first_true((c - c0) >= w)  # first window of w points all below
     sustained = end < 0
     fell_at = np.where(sustained, np.nan, _take(A.steps, end - w + 1))
 
@@ -390,7 +397,9 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     P = pack(table.series[metric], table, run_index)
     R, K = P.values.shape
     n = P.counts
-    V, S, valid = P.values, P.steps, P.valid
+    # Beyond each run's points the matrices hold NaN, so every comparison there is False:
+    # no ``& valid`` is needed on the comparisons below (one pass fewer each).
+    V, S = P.values, P.steps
     cols = np.arange(K)[None, :]
     sm = trailing_median(P, cfg.smooth)
     m_start = V[:, 0].copy()
@@ -404,7 +413,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         w2_lo = np.where(has_floor, _take(S, i0), np.nan)
     else:
         target = acc.span_last - cfg.floor_frac * span
-        n_in = ((S >= target[:, None]) & valid).sum(axis=1)
+        n_in = (S >= target[:, None]).sum(axis=1)
         i0 = n - n_in
         few = n_in < cfg.min_floor_points
         i0_fb = n - cfg.min_floor_points
@@ -425,7 +434,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     # -- stability: W1, drift, noise ---------------------------------------------------------
     L = acc.span_last - w2_lo
     w1_from = w2_lo - L
-    i1 = ((S < w1_from[:, None]) & valid).sum(axis=1)
+    i1 = (S < w1_from[:, None]).sum(axis=1)
     i1 = np.minimum(i1, i0)
     w1_points = np.where(has_floor, i0 - i1, 0)
     w1_median = np.where(w1_points > 0, _nanmedian(_window(V, i1, i0)), np.nan)
@@ -453,7 +462,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     tg = acc.t_grok
     grokked = ~tg.censored
     tgv = np.where(grokked, tg.value, -INF)
-    j = ((S <= tgv[:, None]) & valid).sum(axis=1) - 1
+    j = (S <= tgv[:, None]).sum(axis=1) - 1
     sj = _take(S, j)
     nxt = _take(S, j + 1)
     prv = _take(S, j - 1)
@@ -464,10 +473,10 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     m_grok = np.where(at_grok, _take(V, j), np.nan)
     m_grok_step = np.where(at_grok, sj, np.nan)
     metric_not_at_grok = grokked & ~near
-    upto = valid & (cols <= j[:, None]) & grokked[:, None]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        m_peak = np.nanmax(np.where(upto, sm, np.nan), axis=1)
+    # the running maximum read at column j: the largest smoothed value up to t_grok
+    with np.errstate(invalid="ignore"):
+        running_max = np.fmax.accumulate(sm, axis=1)
+    m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
 
     # -- compression amount ------------------------------------------------------------------
     base = m_peak if cfg.drop_from == "peak" else m_grok
@@ -482,7 +491,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     hi_band = floor + delta
     tc_status = np.full(R, TC_OK)
     if cfg.rule == "settle":
-        outside = valid & ((sm < lo_band[:, None]) | (sm > hi_band[:, None]))
+        outside = (sm < lo_band[:, None]) | (sm > hi_band[:, None])
         last_out = _last_true(outside)
         k = last_out + 1
         never = has_floor & (last_out == n - 1) & (n > 0)
@@ -494,7 +503,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                                                                 tc_status))
     else:
         thr = floor + cfg.eps * (m_grok - floor)
-        after = valid & (S >= tgv[:, None])
+        after = S >= tgv[:, None]
         cross = after & (V <= thr[:, None])
         k = _first_true(cross)
         never = k < 0
@@ -530,15 +539,18 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
 
     # -- rebound ----------------------------------------------------------------------------------
-    under = valid & (sm < lo_band[:, None])
-    first_under = _first_true(under)
-    inside = valid & (sm >= lo_band[:, None]) & (sm <= hi_band[:, None])
-    back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
-    rebound = has_floor & back.any(axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        undershoot = np.where(rebound, floor - np.nanmin(np.where(valid, sm, np.nan), axis=1),
-                              np.nan)
+    # only runs whose smoothed minimum dips below the band can rebound: test just those rows
+    with np.errstate(invalid="ignore"):
+        sm_min = np.fmin.reduce(sm, axis=1)
+    cand = np.flatnonzero(has_floor & (sm_min < lo_band))
+    rebound = np.zeros(R, dtype=bool)
+    if cand.size:
+        smc, loc, hic = sm[cand], lo_band[cand, None], hi_band[cand, None]
+        first_under = _first_true(smc < loc)
+        inside = (smc >= loc) & (smc <= hic)
+        back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
+        rebound[cand] = back.any(axis=1)
+    undershoot = np.where(rebound, floor - sm_min, np.nan)
 
     # -- lag and the order of events --------------------------------------------------------------
     have_lag = grokked & (ok | censored_tc)

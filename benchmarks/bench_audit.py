@@ -31,7 +31,7 @@ def make_log(R: int, T: int, seed: int = 0) -> pd.DataFrame:
     """R runs × T logged steps: cells along ``rho`` (4 seeds each) that grok then compress."""
     rng = np.random.default_rng(seed)
     steps = np.arange(T, dtype=np.int64) * 10
-    cells = np.repeat(np.arange(max(R // 4, 1)), 4)[:R]
+    cells = np.arange(R) // 4  # 4 seeds per cell
     t_grok = (0.1 + 0.02 * cells + rng.uniform(0, 0.01, R)) * steps[-1]
     tau = (0.05 + 0.01 * cells) * steps[-1]
     s = steps[None, :]
