@@ -17,6 +17,7 @@ ARCHS = ("mlp", "transformer")
 LOSSES = ("ce", "mse")
 DTYPES = ("float32", "float64")
 POSITIONS = ("learned", "rope")
+OPTIMIZERS = ("adamw", "cv-adamw")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class TrainConfig:
     eps: float = 1e-8  # AdamW ε
     wd: float = 1.0  # decoupled weight decay, on weight matrices only
     batch_size: int = 0  # 0 = full batch (the seeds' protocol); else a per-run minibatch size
+    optimizer: str = "adamw"  # adamw | cv-adamw (seed 004: decay raised online from attn_cv)
+    cv_beta_z: float = 0.9  # cv-adamw: EMA factor of the specific-heat velocity statistics
+    cv_z_thresh: float = 2.0  # cv-adamw: z-score of the velocity above which decay is raised
+    cv_mem_threshold: float = 0.99  # cv-adamw: train accuracy that opens the memorization gate
     # --- interventions ---
     rho: float | None = None  # norm budget: clamp ‖W‖ = rho·w_c from t_int on (None = no clamp)
     w_c: float | None = None  # reference norm; None = median norm at grok of a free control run
@@ -76,6 +81,13 @@ class TrainConfig:
             raise bad("dtype", f"must be one of {', '.join(DTYPES)}")
         if self.pos not in POSITIONS:
             raise bad("pos", f"must be one of {', '.join(POSITIONS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise bad("optimizer", f"must be one of {', '.join(OPTIMIZERS)}")
+        if self.optimizer == "cv-adamw" and self.arch != "transformer":
+            raise bad("optimizer", "cv-adamw reads the attention specific heat: use it with "
+                                   "arch = \"transformer\"")
+        if not 0.0 < self.cv_beta_z < 1.0:
+            raise bad("cv_beta_z", "must lie in (0, 1)")
         if self.task != "parity":
             if self.p < 3 or any(self.p % q == 0 for q in range(2, int(math.isqrt(self.p)) + 1)):
                 raise bad("p", "must be a prime ≥ 3")

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .config import TrainConfig, group_key
+from .cv_adamw import ZScoreDecay
 from .metrics import (
     accuracy_and_loss,
     attention_metrics,
@@ -61,6 +62,7 @@ class GroupState:
     optim: dict[str, object]
     rng: torch.Tensor | None
     rows: list[dict[str, np.ndarray]] = field(default_factory=list)
+    ctrl: dict[str, torch.Tensor] | None = None  # the cv-adamw controller, when used
 
 
 class GroupTrainer:
@@ -85,6 +87,13 @@ class GroupTrainer:
         self.tau = vec("tau")
         self.opt = BatchedAdamW(self.model, vec("lr"), vec("wd"), vec("beta1"), vec("beta2"),
                                 vec("eps"))
+        # cv-adamw (seed 004 §4): each run's weight decay is raised, step by step, when the
+        # velocity of its attention specific heat jumps (z-score), once it has memorized
+        self.ctrl: ZScoreDecay | None = None
+        if c0.optimizer == "cv-adamw":
+            self.ctrl = ZScoreDecay(vec("wd").detach().cpu().double(), beta_z=c0.cv_beta_z,
+                                    z_thresh=c0.cv_z_thresh, mem_threshold=c0.cv_mem_threshold,
+                                    cold_start=True, shape=(len(cfgs),))
         rho = [c.rho for c in cfgs]
         if any(r is not None for r in rho) and any(
                 c.w_c is None for c in cfgs if c.rho is not None):
@@ -118,7 +127,8 @@ class GroupTrainer:
             optim={"t": self.opt.t, "m": {k: v.clone() for k, v in self.opt.m.items()},
                    "v": {k: v.clone() for k, v in self.opt.v.items()}},
             rng=None if self.gens is None else torch.stack([g.get_state() for g in self.gens]),
-            rows=list(self.rows))
+            rows=list(self.rows),
+            ctrl=None if self.ctrl is None else self.ctrl.state_dict())
 
     def load(self, st: GroupState) -> None:
         self.step = st.step
@@ -128,6 +138,9 @@ class GroupTrainer:
             for g, state in zip(self.gens, st.rng):
                 g.set_state(state.clone())
         self.rows = list(st.rows)
+        if self.ctrl is not None and st.ctrl is not None:
+            self.ctrl.load_state_dict(st.ctrl)
+            self.opt.wd = self.ctrl.wd.to(self.opt.wd.dtype).to(self.device)
 
     # ---- one optimizer step -----------------------------------------------------------------
     def _train_idx(self) -> torch.Tensor:
@@ -156,15 +169,26 @@ class GroupTrainer:
     def train_step(self) -> None:
         idx = self._train_idx()
         self.opt.zero_grad()
+        cv_parts, acc_parts = [], []
         for runs in self._chunks:
             sub = idx[runs]
-            fwd = self.model.forward_idx(self.data, sub, runs=runs)
+            fwd = self.model.forward_idx(self.data, sub, runs=runs,
+                                         internals=self.ctrl is not None)
             logits = fwd.logits / self.tau[runs, None, None]
             y = self.data.y[runs].gather(-1, sub) if self.data.per_run_inputs \
                 else self.data.y[sub]
             per = per_example_loss(logits, y, self.cfg.loss, self.data.n_classes)
             # Sum over runs of each run's mean loss: run r's gradient is its own, unscaled.
             per.mean(dim=1).sum().backward()
+            if self.ctrl is not None:
+                assert fwd.attn_probs is not None and fwd.attn_scores is not None
+                with torch.no_grad():
+                    cv_parts.append(attention_metrics(fwd.attn_probs, fwd.attn_scores)["attn_cv"])
+                    acc_parts.append((logits.argmax(-1) == y).double().mean(dim=1))
+        if self.ctrl is not None:
+            # the controller sees this step's training batch (one host copy per step)
+            wd = self.ctrl.update(torch.cat(cv_parts).cpu(), torch.cat(acc_parts).cpu())
+            self.opt.wd = wd.to(self.opt.wd.dtype).to(self.device)
         self.opt.step()
         self.step += 1
         key = tuple(c and self.step >= t for c, t in zip(self.clamped, self.t_int))
@@ -194,6 +218,8 @@ class GroupTrainer:
         for prefix, mat in (("emb", self.model.emb_matrix()), ("unemb", self.model.unemb_matrix())):
             for k, v in spectral_metrics(mat).items():
                 out[f"{prefix}_{k}"] = v
+        if self.ctrl is not None:
+            out["cv_wd"] = self.opt.wd.double()  # the weight decay cv-adamw applied last
         out["logit_scale"] = logit_scale(logits)
         out["softmax_collapse"] = softmax_collapse(logits)
         if internals:
