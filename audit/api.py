@@ -32,7 +32,15 @@ from .clocks import (
 from .config import AuditConfig, make_config
 from .errors import LogFormatError
 from .reasons import Reason, Severity
-from .results import AuditResult, CellSummary, Finding, RunResult, StudyResult, sort_findings
+from .results import (
+    AuditResult,
+    CellSummary,
+    Finding,
+    RunResult,
+    StudyResult,
+    fails,
+    sort_findings,
+)
 from .schema import SEED_COLUMNS, LogTable, build_log_table, read_arrow
 from .study import (
     QUANTITIES,
@@ -173,7 +181,7 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     for s in studies:
         findings.extend(s.findings)
     findings_t = sort_findings(findings)
-    failing = tuple(f for f in findings_t if _fails(f, cfg))
+    failing = tuple(f for f in findings_t if fails(f, cfg.fail_on))
     return AuditResult(version=__version__, config=cfg.to_dict() | {"axis": axis},
                        input=log.summary.to_dict(), studies=tuple(studies), findings=findings_t,
                        failing=failing)
@@ -181,17 +189,6 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
 
 def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
-
-
-def _fails(f: Finding, cfg: AuditConfig) -> bool:
-    mode = tuple(cfg.fail_on)
-    if mode == ("default",):
-        return f.severity is Severity.CRITICAL
-    if mode == ("none",):
-        return False
-    if mode == ("warning",):
-        return f.severity in (Severity.CRITICAL, Severity.WARNING)
-    return f.code.value in mode
 
 
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: pd.DataFrame,

@@ -353,6 +353,19 @@ class AuditResult:
                           ensure_ascii=False) + "\n"
 
 
+def fails(f: Finding, fail_on: Sequence[str]) -> bool:
+    """Whether finding ``f`` makes a command exit 1 under ``fail_on``: ``default`` (critical
+    findings), ``none``, ``warning`` (warnings and critical findings) or a list of codes."""
+    mode = tuple(fail_on)
+    if mode == ("default",):
+        return f.severity is Severity.CRITICAL
+    if mode == ("none",):
+        return False
+    if mode == ("warning",):
+        return f.severity in (Severity.CRITICAL, Severity.WARNING)
+    return f.code.value in mode
+
+
 def sort_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     """A deterministic order: severity (critical first), then scope, study, metric, code."""
     sev = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}

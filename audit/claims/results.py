@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..reasons import Reason, Severity
-from ..results import Finding, Interval, sort_findings
+from ..results import Finding, Interval, fails, sort_findings
 from ..study import severity_of
 
 SCHEMA_VERSION = 1
@@ -65,17 +65,6 @@ def finding(code: Reason, scope: str, message: str, *, cell: Any = None,
                    runs=tuple(str(r) for r in runs), evidence=dict(evidence or {}))
 
 
-def _fails(f: Finding, fail_on: Sequence[str]) -> bool:
-    mode = tuple(fail_on)
-    if mode == ("default",):
-        return f.severity is Severity.CRITICAL
-    if mode == ("none",):
-        return False
-    if mode == ("warning",):
-        return f.severity in (Severity.CRITICAL, Severity.WARNING)
-    return f.code.value in mode
-
-
 @dataclass(frozen=True)
 class ClaimResult:
     """One claim audit: what was asked (``params``), the effective config, the input
@@ -96,7 +85,7 @@ class ClaimResult:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if _fails(f, self.fail_on))
+        return tuple(f for f in self.findings if fails(f, self.fail_on))
 
     @property
     def exit_code(self) -> int:
