@@ -123,3 +123,23 @@ def test_check_report_writes_html(tmp_path):
     assert res.exit_code == 1
     html = out.read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html") and "ONE_CLOCK_LARGE_LAG" in html
+
+
+def test_the_core_imports_no_optional_dependency(tmp_path):
+    # ARCHITECTURE.md: the audit core never imports torch, hypothesis, matplotlib or an
+    # adapter's optional dependency; `check` on a canonical file stays inside the core
+    import subprocess
+    import sys
+
+    p = log(tmp_path)
+    code = (
+        "import sys, grokaudit\n"
+        "from grokaudit.cli import main\n"
+        f"try:\n    main(['check', {p!r}, '-q'])\nexcept SystemExit:\n    pass\n"
+        "bad = sorted(m for m in ('torch', 'hypothesis', 'matplotlib', 'tensorboard', 'wandb',"
+        " 'mlflow', 'scipy.stats', 'grokaudit.adapters', 'grokaudit.reference_runs')"
+        " if m in sys.modules)\n"
+        "print('imported:' + ','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "imported:"
