@@ -33,6 +33,7 @@ import numpy as np
 
 from .errors import MissingExtraError
 from .results import AuditResult, CellSummary, Interval, StudyResult
+from .results import format_number as _fmt
 from .schema import LogTable
 
 #: Okabe–Ito, the colour-blind-safe palette (Okabe & Ito 2008).
@@ -181,12 +182,6 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
     ax.axvline(iv.value, color=color, ls=ls, lw=1.3)
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "—"
-    if abs(x) >= 1000 or float(x).is_integer():
-        return f"{x:.0f}"
-    return f"{x:.3g}"
 
 
 def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,

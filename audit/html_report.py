@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from .reasons import Reason, Severity
-from .results import AuditResult, Finding, Interval, Ordering, StudyResult
+from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
 
 #: What each verdict, gate and study-level code means, in words (for readers of the page).
@@ -103,12 +103,7 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _n(x: float | None, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if abs(x) >= 1000 or float(x).is_integer():
-        return f"{x:.0f}"
-    return f"{x:.{digits}g}"
+_n = format_number
 
 
 def _iv(iv: Interval | None) -> str:

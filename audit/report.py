@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from .reasons import Severity
-from .results import AuditResult, CellSummary, Interval, Ordering, StudyResult
+from .results import AuditResult, CellSummary, Interval, Ordering, StudyResult, format_number
 
 _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_compress", "lag",
          "rel_lag", "frac_pre", "infl", "gate")
 
 
-def _n(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if abs(x) >= 1000:
-        return f"{x:.0f}"
-    return f"{x:.{digits}g}"
+_n = format_number
 
 
 def _iv(iv: Interval | None) -> str:

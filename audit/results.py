@@ -75,12 +75,18 @@ class Interval:
         return _fmt(self.value)
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
+def format_number(x: float | None, digits: int = 3) -> str:
+    """A number for people: ``—`` when missing (None or NaN), whole numbers and values of 1 000
+    or more without decimals (steps), else ``digits`` significant digits. Shared by the text
+    report, the HTML report and the figures."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     if abs(x) >= 1000 or float(x).is_integer():
         return f"{x:.0f}"
-    return f"{x:.3g}"
+    return f"{x:.{digits}g}"
+
+
+_fmt = format_number
 
 
 @dataclass(frozen=True)
