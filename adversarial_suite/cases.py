@@ -730,7 +730,7 @@ ACCURACY_IN_PERCENT = Case(
     why=("Read as fractions every run 'groks' at step 0. The audit must stop with an input "
          "error on test_acc that suggests --acc-scale 100."),
     build=_percent,
-    expect=Expect(error="column:test_acc"),
+    expect=Expect(error="PERCENT_ACCURACY"),
     options={"by": "rho"},
 )
 

@@ -57,7 +57,7 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     """Run the named adversarial cases and a bounded property run against the installed
     audit with your config. Exit 0 when every case and property passes, 1 otherwise,
     2 on a config error."""
-    from grokaudit.cli import build_config
+    from grokaudit.config import build_config
 
     try:
         cfg = build_config(profile, config_file, {})

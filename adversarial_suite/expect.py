@@ -113,7 +113,7 @@ class Expect:
     present: frozenset[Reason] = frozenset()  #: codes that must be among the findings
     absent: frozenset[Reason] = frozenset()  #: codes that must not be
     exit_code: int | None = None
-    error: str | None = None  #: expected LogFormatError code (or ``column:NAME``)
+    error: str | None = None  #: expected LogFormatError code (an ErrorCode value)
     input: Mapping[str, Any] = field(default_factory=dict)  #: ``result.input`` entries
 
     @property
@@ -133,7 +133,8 @@ def verdict_label(v: Any) -> str:
 
 
 def error_label(exc: LogFormatError) -> str:
-    return exc.code or f"column:{exc.column}"
+    """The error's code (an ``ErrorCode`` value), e.g. ``PERCENT_ACCURACY``."""
+    return exc.code.value
 
 
 def compare(expect: Expect, result: AuditResult | None, error: LogFormatError | None

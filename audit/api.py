@@ -30,7 +30,7 @@ from .clocks import (
     metric_clocks,
 )
 from .config import AuditConfig, make_config
-from .errors import LogFormatError
+from .errors import ErrorCode, LogFormatError
 from .reasons import Reason, Severity
 from .results import (
     AuditResult,
@@ -41,7 +41,7 @@ from .results import (
     fails,
     sort_findings,
 )
-from .schema import SEED_COLUMNS, LogTable, build_log_table, read_arrow
+from .schema import SEED_COLUMNS, LogTable, build_log_table
 from .study import (
     QUANTITIES,
     clock_verdict,
@@ -64,20 +64,26 @@ _RUN_CODES = (Reason.NO_GROK, Reason.GROK_NOT_SUSTAINED, Reason.NOT_FULLY_GENERA
 
 def audit_path(path: str | Path, config: AuditConfig | None = None, **options: Any
                ) -> AuditResult:
-    """Audit a canonical log file (Parquet, CSV, TSV, JSONL) or a folder of Parquet shards.
+    """Audit a log file or folder: a canonical table (Parquet, CSV, TSV, JSONL), a folder of
+    Parquet shards, or any format an adapter reads (``grokaudit formats``).
 
     ``options`` are config fields (``by="rho"``, ``metrics=["emb_erank"]``, ``cell=["arch"]``,
     ``profile="reference"``…) applied over ``config``. Returns the :class:`AuditResult`.
     """
+    from .loader import read_any
+
     cfg = _config(config, options)
-    table = read_arrow(path)
+    table = read_any(path)
     return audit_table(table, cfg, source=str(path))
 
 
-def audit_table(table: pd.DataFrame | pa.Table, config: AuditConfig | None = None, *,
+def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,
                 source: str | None = None, **options: Any) -> AuditResult:
-    """Audit a canonical table (a DataFrame or an Arrow table). See :func:`audit_path`."""
+    """Audit a canonical table (a DataFrame, an Arrow table, or an already validated
+    :class:`LogTable`). See :func:`audit_path`."""
     cfg = _config(config, options)
+    if isinstance(table, LogTable):
+        return audit_log(table, cfg)
     log = build_log_table(table, path=source, acc_scale=cfg.acc_scale,
                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
     return audit_log(log, cfg)
@@ -106,10 +112,11 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
         raise LogFormatError(
             "no axis: no numeric condition column varies across runs; pass --by COLUMN "
             f"(conditions present: {sorted(conditions.columns) or 'none'})", path=source,
-            code=Reason.DUPLICATE_AXIS_VALUES.value)
+            column="--by", code=ErrorCode.NO_AXIS)
     raise LogFormatError(
         f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
-        "--by COLUMN and split the others with --cell", path=source)
+        "--by COLUMN and split the others with --cell", path=source, column="--by",
+        code=ErrorCode.AMBIGUOUS_AXIS)
 
 
 def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: str | None) -> None:
@@ -128,7 +135,7 @@ def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: st
         raise LogFormatError(
             f"DUPLICATE_AXIS_VALUES: runs with {axis}={where if not cell else where[-1]!r} differ "
             f"in {cols}; pass --cell {','.join(cols)} to audit them as separate studies",
-            path=source, column=cols[0], code=Reason.DUPLICATE_AXIS_VALUES.value)
+            path=source, column=cols[0], code=ErrorCode.DUPLICATE_AXIS_VALUES)
 
 
 def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
@@ -139,25 +146,27 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
         cands = sorted(log.series)
         raise LogFormatError(
             "no representation metric column found; pass --metric COLUMN (per-step columns "
-            f"present: {cands or 'none'})", path=src, column="--metric")
+            f"present: {cands or 'none'})", path=src, column="--metric",
+            code=ErrorCode.NO_METRIC)
     cond = log.conditions
     for c in cfg.cell:
         if c not in cond.columns:
             raise LogFormatError(f"--cell column {c!r} is not a condition column (constant "
                                  f"within each run); conditions: {sorted(cond.columns)}",
-                                 path=src, column=c)
+                                 path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
     axis = cfg.by or infer_axis(cond, cfg.cell, src)
     if axis not in cond.columns:
         hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
         raise LogFormatError(f"--by column {axis!r} is not a condition column{hint}; conditions:"
-                             f" {sorted(cond.columns)}", path=src, column=axis)
+                             f" {sorted(cond.columns)}", path=src, column=axis,
+                             code=ErrorCode.NOT_A_CONDITION)
     if not pd.api.types.is_numeric_dtype(cond[axis]):
         raise LogFormatError(f"--by column {axis!r} is not numeric; the axis must be ordered",
-                             path=src, column=axis)
+                             path=src, column=axis, code=ErrorCode.NOT_NUMERIC)
     if cond[axis].isna().any():
         r = cond.index[cond[axis].isna()][0]
         raise LogFormatError(f"axis column {axis!r} is missing for run {r!r}", path=src,
-                             column=axis)
+                             column=axis, code=ErrorCode.CONDITION_MISSING)
     _check_design(cond, axis, cfg.cell, src)
 
     acc = accuracy_clocks(log, cfg)
@@ -340,8 +349,12 @@ def _input_findings(log: LogTable) -> list[Finding]:
             code = Reason(f.get("code"))
         except ValueError:
             continue
+        where = ""
+        if f.get("file"):
+            at = f" @ byte {f['offset']}" if f.get("offset") is not None else ""
+            where = f" ({f['file']}{at})"
         out.append(make_finding(
-            code, "input", base, runs=[f["run"]] if f.get("run") else [],
+            code, "input", base, runs=[str(f["run"])] if f.get("run") else [],
             evidence={k: v for k, v in f.items() if k not in ("code", "severity", "run")},
-            message=str(f.get("detail") or code.value)))
+            message=str(f.get("detail") or code.value) + where))
     return out

@@ -8,13 +8,24 @@ adversarial suite to commands, and it imports each lazily, when its command runs
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import click
 
 from . import __version__
-from .errors import GrokauditError
+from .errors import ErrorCode, GrokauditError
+from .options import (
+    audit_options,
+    audit_overrides,
+    config_options,
+    input_options,
+    parse_pairs,
+    split_list,
+)
+from .text import safe
 
 #: Commands that live outside the core: name -> ("module:attribute", one-line help).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,18 +37,6 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
                 "List the log formats grokaudit reads, and whether their extra is installed."),
     "suite": ("grokaudit.adversarial_suite.cli:suite",
               "Run the adversarial self-test against the installed audit and your config."),
-    "report": ("grokaudit.html_report:report",
-               "Render the audit as a self-contained HTML report (and PNG figures)."),
-    "onset": ("grokaudit.claims.cli:onset",
-              "Audit onset-scaling claims: t_grok vs hyperparameters, OLS vs censored AFT."),
-    "dose": ("grokaudit.claims.cli:dose",
-             "Audit dose-response laws: exponential vs power vs saddle-node by AICc."),
-    "transition": ("grokaudit.claims.cli:transition",
-                   "Audit phase-boundary claims: logistic transition point and exponents."),
-    "precursor": ("grokaudit.claims.cli:precursor",
-                  "Audit precursor signals against permuted and placebo nulls."),
-    "compare": ("grokaudit.claims.cli:compare",
-                "Audit paired comparisons of methods (Wilcoxon, sign-flip, power)."),
 }
 
 
@@ -60,8 +59,27 @@ class LazyGroup(click.Group):
             return _unavailable(cmd_name, short, exc)
         return found if isinstance(found, click.Command) else None
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command with the CLI's one error net: a :class:`GrokauditError` becomes one
+        line on stderr and exit 2; so does an unexpected exception (a bug), so that a crash can
+        never exit 1, which means "critical findings" (``GROKAUDIT_TRACEBACK=1`` re-raises)."""
+        try:
+            return super().invoke(ctx)
+        except GrokauditError as exc:
+            fail(exc)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last net, see the docstring
+            if os.environ.get("GROKAUDIT_TRACEBACK"):
+                raise
+            click.echo(f"error: internal error ({type(exc).__name__}: {safe(exc)}); this is a "
+                       "bug in grokaudit, please report it (GROKAUDIT_TRACEBACK=1 shows the "
+                       "traceback)", err=True)
+            ctx.exit(2)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
+        rows: list[tuple[str, str]] = []
         for name in self.list_commands(ctx):
             if name in LAZY_COMMANDS:
                 rows.append((name, LAZY_COMMANDS[name][1]))
@@ -76,14 +94,15 @@ class LazyGroup(click.Group):
 
 def _unavailable(name: str, short: str, exc: BaseException) -> click.Command:
     missing = getattr(exc, "name", None) or str(exc)
-    extra = {"torch": "train", "hypothesis": "test", "matplotlib": "report"}.get(str(missing).split(".")[0], None)
+    extra = {"torch": "train", "hypothesis": "test", "matplotlib": "report"}.get(
+        str(missing).split(".")[0], None)
     fix = f"pip install 'grokaudit[{extra}]'" if extra else "reinstall grokaudit"
 
     @click.command(name=name, help=short, context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def stub(args: tuple[str, ...]) -> None:
-        click.echo(f"error: `grokaudit {name}` needs {missing!s}, which is not installed; "
-                   f"fix: {fix}", err=True)
+        click.echo(f"error: `grokaudit {name}` needs {safe(missing)}, which is not installed; "
+                   f"fix: {fix} [{ErrorCode.MISSING_EXTRA.value}]", err=True)
         sys.exit(2)
 
     return stub
@@ -95,146 +114,83 @@ def cli() -> None:
     """grokaudit: which numbers in a grokking training log can be trusted."""
 
 
+def fail(exc: GrokauditError) -> None:
+    """Print ``exc`` as one safe line on stderr and exit 2."""
+    click.echo(f"error: {safe(exc)} [{exc.code.value}]", err=True)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: run the CLI; a GrokauditError becomes one line and exit 2."""
-    try:
-        return cli.main(args=argv, prog_name="grokaudit", standalone_mode=True)
-    except GrokauditError as exc:  # commands catch their own; this is the last net
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    """Console entry point (``grokaudit``, ``python -m grokaudit``)."""
+    return cli.main(args=argv, prog_name="grokaudit", standalone_mode=True)
+
+
+# ------------------------------------------------------------------------------------------
+# printing a result: one emit() for every command
+# ------------------------------------------------------------------------------------------
+
+class Result(Protocol):
+    """What every result type offers the CLI (AuditResult, ClaimResult, SensitivityResult…)."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_json(self, indent: int | None = 2) -> str: ...
+
+
+def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """Resolve every output a command will write, before any work starts: ``named`` maps a
+    key to ``(value, options of resolve_output)``; a ``None`` value is not asked for."""
+    from .outputs import Output, resolve_output
+
+    done: dict[str, Any] = {}
+    others: list[Output] = []
+    for key, (value, opts) in named.items():
+        if value is None:
+            done[key] = None
+            continue
+        out = resolve_output(value, inputs=inputs, others=tuple(others), **opts)
+        others.append(out)
+        done[key] = out
+    return done
+
+
+def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
+         quiet: bool = False) -> None:
+    """Print ``result`` and exit with its exit code: the JSON (built only when asked) to its
+    checked output, the text from ``render()`` unless the JSON went to stdout; ``quiet``
+    prints only the result line."""
+    if json_out is not None:
+        from .text import safe_json
+
+        json_out.write_text(safe_json(result.to_json()))
+        if json_out.is_stdout:
+            sys.exit(result.exit_code)
+    text = render()
+    click.echo(text.rstrip("\n").splitlines()[-1] if quiet else text, nl=quiet)
+    sys.exit(result.exit_code)
+
+
+def _inputs(path: str, config_file: str | None) -> list[str]:
+    """What a command reads: the log, and the config file when one is named or found."""
+    from .config import config_file_values
+
+    found = config_file or config_file_values()[1]
+    return [path] + ([found] if found else [])
+
+
+def _read(path: str, params: dict[str, Any]) -> Any:
+    from .loader import read_any
+
+    return read_any(path, params.get("fmt"), mapping=parse_pairs(params.get("maps"), "--map"),
+                    run_from=params.get("run_from"),
+                    cond=parse_pairs(params.get("conds"), "--cond"))
 
 
 # ------------------------------------------------------------------------------------------
 # grokaudit check
 # ------------------------------------------------------------------------------------------
-
-def _split(values: tuple[str, ...]) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return tuple(out)
-
-
-def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values:
-        if "=" not in v:
-            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}", param_hint=flag)
-        k, _, val = v.partition("=")
-        out[k.strip()] = val.strip()
-    return out
-
-
-#: (flag, config field, type, help) for every threshold a flag can set.
-THRESHOLD_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--mem-threshold", "mem_threshold", float, "train_acc that counts as memorized [0.99]"),
-    ("--grok-threshold", "grok_threshold", float, "test_acc that counts as grokked [0.90]"),
-    ("--sustain", "sustain", int, "consecutive points below threshold that break a grok [3]"),
-    ("--full-threshold", "full_threshold", float, "final median test_acc of a fully generalized run [0.98]"),
-    ("--floor-frac", "floor_frac", float, "final window W2 as a fraction of the step span [0.10]"),
-    ("--min-floor-points", "min_floor_points", int, "fewest points in W2 [5]"),
-    ("--max-floor-frac", "max_floor_frac", float, "how far back W2 may reach to find them [0.25]"),
-    ("--rel-tol", "rel_tol", float, "floor band half-width relative to |F| [0.05]"),
-    ("--abs-tol", "abs_tol", float, "floor band half-width floor in metric units [0]"),
-    ("--smooth", "smooth", int, "trailing rolling-median width in metric points [3]"),
-    ("--min-rel-drop", "min_rel_drop", float, "compression smaller than this share of the peak is none [0.25]"),
-    ("--min-abs-drop", "min_abs_drop", float, "compression smaller than this is none [0]"),
-    ("--eps", "eps", float, "tolerance of the crossing rule [0.10]"),
-    ("--transient-threshold", "transient_threshold", float, "m_grok/F above this is a transient [1.2]"),
-    ("--high-floor-factor", "high_floor_factor", float, "floor outlier factor [3]"),
-    ("--mono-threshold", "mono_threshold", float, "tau bound for a monotone ordering [0.6]"),
-    ("--flat-threshold", "flat_threshold", float, "tau bound for a flat ordering [0.3]"),
-    ("--large-lag", "large_lag", float, "median rel_lag above this is a large lag [0.5]"),
-    ("--censor-warn", "censor_warn", float, "censored share of t_compress that is inconclusive [0.25]"),
-)
-
-
-def audit_options(f: Any) -> Any:
-    """The options shared by every command that runs the audit."""
-    for flag, field, typ, help_ in reversed(THRESHOLD_FLAGS):
-        f = click.option(flag, field, type=typ, default=None, help=help_)(f)
-    opts = [
-        click.option("--by", "by", default=None, metavar="COL",
-                     help="the axis column (default: the single varying numeric condition)"),
-        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
-                     help="condition column(s) that split studies, e.g. arch"),
-        click.option("--metric", "metrics", multiple=True, metavar="COL",
-                     help="metric column to audit (repeatable; default every known metric)"),
-        click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
-                     help="default (AUDIT_SPEC) or reference (the public v1.5 analyzer)"),
-        click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,
-                     help="t_compress rule [settle]"),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-                     help="config file (default: grokaudit.toml or [tool.grokaudit] in "
-                          "pyproject.toml, searched upwards from the working directory)"),
-        click.option("--acc-scale", type=float, default=None,
-                     help="divide accuracies by this (100 for percent logs) [1]"),
-        click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
-                     default=None, help="duplicate (run, step) rows with different values [error]"),
-        click.option("--fail-on", "fail_on", default=None, metavar="WHAT",
-                     help="what makes the exit code 1: default (critical findings), none, "
-                          "warning, or a comma list of reason codes"),
-        click.option("--format", "fmt", default=None, metavar="NAME",
-                     help="read PATH with this adapter (see `grokaudit formats`)"),
-        click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
-                     help="rename a column before auditing (adapters)"),
-        click.option("--run-from", default=None, metavar="path|column",
-                     help="take run ids from file/directory names or a column (adapters)"),
-        click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
-                     help="take a condition from file/directory names (adapters)"),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-CANONICAL_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson")
-
-
-def load_for_audit(path: str, fmt: str | None, maps: tuple[str, ...], run_from: str | None,
-                   conds: tuple[str, ...]) -> Any:
-    """Read PATH as an Arrow table: directly when it is a canonical file, else through the
-    adapters (imported only then)."""
-    from pathlib import Path
-
-    from .schema import read_arrow
-
-    p = Path(path)
-    adapter_opts = bool(fmt or maps or run_from or conds)
-    canonical = p.suffix.lower() in CANONICAL_SUFFIXES or (
-        p.is_dir() and any(q.suffix == ".parquet" for q in p.iterdir()))
-    if canonical and not adapter_opts and p.suffix.lower() in (".parquet", ".pq"):
-        return read_arrow(p)
-    try:
-        adapters = importlib.import_module("grokaudit.adapters")
-        read_log = adapters.read_log
-        if canonical and not adapter_opts:
-            # a text table may be a W&B export: let detection decide, keep the fast path else
-            fmt = adapters.detect_format(p)
-            if fmt == "table":
-                return read_arrow(p)
-    except (ImportError, AttributeError):
-        if canonical:
-            return read_arrow(p)
-        from .errors import LogFormatError
-
-        raise LogFormatError("not a canonical table (.parquet, .csv, .tsv, .jsonl) and no "
-                             "adapter reads it", path=path) from None
-    return read_log(p, fmt, mapping=_pairs(maps, "--map") or None, run_from=run_from,
-                    cond=_pairs(conds, "--cond") or None)
-
-
-def build_config(profile: str | None, config_file: str | None, overrides: dict[str, Any]) -> Any:
-    """The effective config from profile, config file and flags."""
-    from .config import config_file_values, load_config_file, make_config
-
-    if config_file:
-        values, source = load_config_file(config_file), config_file
-    else:
-        values, src = config_file_values()
-        source = src or "config"
-    return make_config(profile, values, source=source, **overrides)
-
 
 @cli.command()
 @click.argument("path", type=click.Path())
@@ -249,66 +205,295 @@ def build_config(profile: str | None, config_file: str | None, overrides: dict[s
 @click.option("-v", "--verbose", is_flag=True, help="show informational findings too")
 @click.option("-q", "--quiet", is_flag=True, help="print only the result line")
 def check(path: str, json_out: str | None, report_out: str | None, sensitivity: bool,
-          verbose: bool, quiet: bool, by: str | None,
-          cell: tuple[str, ...], metrics: tuple[str, ...], profile: str | None,
-          rule: str | None, config_file: str | None, acc_scale: float | None,
-          on_duplicate: str | None, fail_on: str | None, fmt: str | None,
-          maps: tuple[str, ...], run_from: str | None, conds: tuple[str, ...],
-          **thresholds: Any) -> None:
+          verbose: bool, quiet: bool, profile: str | None, config_file: str | None,
+          **params: Any) -> None:
     """Audit the training log at PATH.
 
     Exit 0: no critical finding; 1: critical findings (a reading the log cannot support);
     2: usage or input error.
     """
-    from .api import audit_table
+    from .api import audit_log
+    from .config import build_config
     from .report import render_text
+    from .schema import build_log_table
 
-    try:
-        overrides = dict(thresholds)
-        overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
-                         fail_on=_split((fail_on,)) if fail_on else None,
-                         cell=_split(cell) or None, metrics=_split(metrics) or None)
-        cfg = build_config(profile, config_file, overrides)
-        table = load_for_audit(path, fmt, maps, run_from, conds)
-        sens = None
-        if sensitivity:
-            from .claims.sensitivity import run_sensitivity
+    cfg = build_config(profile, config_file, audit_overrides(params))
+    outs = resolve_outputs(
+        _inputs(path, config_file),
+        json=(json_out, {"flag": "--json"}),
+        report=(report_out, {"flag": "--report", "allow_stdout": False,
+                             "suffixes": (".html", ".htm")}))
+    if outs["report"] is not None:
+        from .figures import require_matplotlib
 
-            sens = run_sensitivity(table, cfg, source=path)
-            result = sens.baseline
-        else:
-            result = audit_table(table, cfg, source=path)
-        if report_out:
-            from .html_report import write_report_from_table
+        require_matplotlib()  # fail before the audit runs, not after
+    table = _read(path, params)
+    log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
+                          on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    sens = None
+    if sensitivity:
+        from .claims.sensitivity import run_sensitivity
 
-            write_report_from_table(result, table, cfg, report_out, source=path)
-    except GrokauditError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    doc = sens.to_json() if sens is not None else result.to_json()
-    if json_out == "-":
-        click.echo(doc, nl=False)
+        sens = run_sensitivity(log, cfg, source=path)
+        result = sens.baseline
     else:
-        if json_out:
-            _write_text(json_out, doc)
+        result = audit_log(log, cfg)
+    if outs["report"] is not None:
+        from .html_report import write_report
+
+        write_report(result, log, outs["report"])
+
+    def render() -> str:
         text = render_text(result, verbose=verbose)
         if sens is not None:
             from .claims.sensitivity import render_sensitivity
 
             text += "\n" + render_sensitivity(sens)
-        click.echo(text.splitlines()[-1] if quiet else text, nl=quiet)
-    sys.exit(sens.exit_code if sens is not None else result.exit_code)
+        if outs["report"] is not None and not quiet:
+            text += f"wrote {safe(outs['report'].path)}\n"
+        return text
+
+    emit(sens if sens is not None else result, render, json_out=outs["json"], quiet=quiet)
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write atomically: temp file in the same folder, then rename."""
-    import os
-    import tempfile
-    from pathlib import Path
+# ------------------------------------------------------------------------------------------
+# grokaudit report
+# ------------------------------------------------------------------------------------------
 
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, p)
+@cli.command()
+@click.argument("path", type=click.Path())
+@click.option("-o", "--output", "output", required=True, metavar="PATH",
+              help="the HTML file to write (self-contained: no network, no JavaScript)")
+@click.option("--png", "png_dir", default=None, metavar="DIR",
+              help="also write one PNG per study and metric into this folder")
+@click.option("--log-steps", is_flag=True, help="log-scaled step axis on the trajectory panels")
+@audit_options
+def report(path: str, output: str, png_dir: str | None, log_steps: bool,
+           profile: str | None, config_file: str | None, **params: Any) -> None:
+    """Audit the training log at PATH and write a self-contained HTML report.
+
+    Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
+    1 critical findings (the report is written either way), 2 usage or input error.
+    """
+    from .api import audit_log
+    from .config import build_config
+    from .figures import require_matplotlib
+    from .outputs import resolve_output_dir
+    from .schema import build_log_table
+
+    require_matplotlib()  # fail before the audit runs, not after
+    cfg = build_config(profile, config_file, audit_overrides(params))
+    inputs = _inputs(path, config_file)
+    outs = resolve_outputs(inputs, html=(output, {"flag": "--output", "allow_stdout": False,
+                                                  "suffixes": (".html", ".htm")}))
+    png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
+    table = _read(path, params)
+    log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
+                          on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    result = audit_log(log, cfg)
+    from .html_report import write_report
+
+    out = write_report(result, log, outs["html"], png, log_steps=log_steps)
+    if result.failing:
+        codes = sorted({f.code.value for f in result.failing})
+        line = f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"
+    else:
+        line = "no failing finding (exit 0)"
+    click.echo(f"wrote {safe(out)} · {line}")
+    sys.exit(result.exit_code)
+
+
+# ------------------------------------------------------------------------------------------
+# the claim commands
+# ------------------------------------------------------------------------------------------
+
+def _floats(value: str | None, flag: str) -> tuple[float, ...]:
+    from .errors import ConfigError
+
+    out: list[float] = []
+    for v in split_list(value):
+        try:
+            x = float(v)
+        except ValueError:
+            raise ConfigError(f"{flag}: expected comma-separated numbers, got {value!r}",
+                              code=ErrorCode.INVALID_OPTION, option=flag) from None
+        if x != x or x in (float("inf"), float("-inf")):
+            raise ConfigError(f"{flag}: {v!r} is not a finite number",
+                              code=ErrorCode.OPTION_OUT_OF_RANGE, option=flag)
+        out.append(x)
+    return tuple(out)
+
+
+def _assign(value: str | None, flag: str) -> dict[str, Any]:
+    """``rho=1,tau=1`` → ``{"rho": 1.0, "tau": 1.0}`` (numbers where they parse)."""
+    out: dict[str, Any] = {}
+    for k, v in parse_pairs(value, flag, split_commas=True).items():
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by every claim command."""
+    opts = [
+        click.argument("path", type=click.Path()),
+        click.option("--json", "json_out", default=None, metavar="PATH|-",
+                     help="write the versioned JSON result to PATH (- for stdout)"),
+        click.option("-v", "--verbose", is_flag=True, help="show informational findings too"),
+        click.option("-q", "--quiet", is_flag=True, help="print only the result line"),
+        click.option("--grok-threshold", type=float, default=None,
+                     help="test_acc that counts as grokked [default 0.9; valid (0, 1]]"),
+        click.option("--mem-threshold", type=float, default=None,
+                     help="train_acc that counts as memorized [default 0.99; valid (0, 1]]"),
+        click.option("--step-unit", type=click.Choice(["steps", "epochs"]), default=None,
+                     help="what the log's step column counts [from provenance, else steps]"),
+        click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                     default=0.95, show_default=True, help="confidence level of every interval"),
+        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+                     help="seed of every bootstrap and permutation"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return config_options(input_options(f))
+
+
+def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None:
+    """Configure, check outputs, load, compute, print, exit."""
+    from .claims.render import render_text
+    from .config import build_config
+
+    path = common["path"]
+    cfg = build_config(None, common["config_file"], {
+        "grok_threshold": common["grok_threshold"], "mem_threshold": common["mem_threshold"],
+        "acc_scale": common["acc_scale"], "on_duplicate": common["on_duplicate"],
+        "fail_on": common["fail_on"]})
+    outs = resolve_outputs(_inputs(path, common["config_file"]),
+                           json=(common["json_out"], {"flag": "--json"}))
+    table = _read(path, common)
+    result = call(table, cfg, path)
+    emit(result, lambda: render_text(result, verbose=common["verbose"]),
+         json_out=outs["json"], quiet=common["quiet"])
+
+
+_COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_threshold",
+           "config_file", "acc_scale", "on_duplicate", "fail_on", "step_unit", "level", "seed",
+           "fmt", "maps", "run_from", "conds")
+
+
+def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    common = {k: kw.pop(k) for k in _COMMON}
+    return common, kw
+
+
+@cli.command()
+@claim_options
+@click.option("--by", required=True, metavar="COL[,COL]",
+              help="hyperparameters of the scaling fit, e.g. H,D,lr,wd (positive)")
+@click.option("--interactions", is_flag=True, help="add every pairwise product of the logs")
+@click.option("--thresholds", default=None, metavar="T[,T]",
+              help="redo the fit at these grok thresholds, e.g. 0.9,0.95,0.99")
+@click.option("--phase-map", "phase_map", default=None, metavar="ROW,COL",
+              help="two condition columns for the grok-rate table [the first two --by]")
+def onset(**kw: Any) -> None:
+    """Audit onset-scaling claims: t_grok vs hyperparameters, OLS on grokked runs vs a
+    censored Weibull AFT on all runs (SURVIVORSHIP_BIAS, THRESHOLD_SENSITIVE)."""
+    from .claims.onset import run_onset
+
+    common, o = _split_kwargs(kw)
+    _claim(common, lambda t, c, p: run_onset(
+        t, c, by=split_list(o["by"]), interactions=o["interactions"],
+        thresholds=_floats(o["thresholds"], "--thresholds"),
+        phase_map=split_list(o["phase_map"]), level=common["level"], seed=common["seed"],
+        step_unit=common["step_unit"], source=p))
+
+
+@cli.command()
+@claim_options
+@click.option("--by", required=True, metavar="COL", help="the dose axis, e.g. rho")
+@click.option("--fit-range", default=None, metavar="LO,HI",
+              help="fit the laws on cells with LO ≤ dose ≤ HI only [all]")
+@click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=999,
+              show_default=True, help="bootstrap resamples")
+@click.option("--mediator", default=None, metavar="COL", help="mediator column, e.g. logit_scale")
+@click.option("--baseline", default=None, metavar="K=V[,K=V]",
+              help="baseline cell, e.g. rho=1,tau=1")
+@click.option("--raised", default=None, metavar="K=V[,K=V]",
+              help="raised-dose cell, e.g. rho=1.15,tau=1")
+@click.option("--sweep", default=None, metavar="COL",
+              help="condition swept at the raised dose, e.g. tau")
+def dose(**kw: Any) -> None:
+    """Audit dose-response laws: exponential vs power vs saddle-node by AICc
+    (MODELS_INDISTINGUISHABLE), and mediation by a recovery fraction."""
+    from .claims.dose import run_dose
+    from .errors import ConfigError
+
+    common, o = _split_kwargs(kw)
+    fr = _floats(o["fit_range"], "--fit-range")
+    if fr and (len(fr) != 2 or fr[0] > fr[1]):
+        raise ConfigError("--fit-range takes LO,HI with LO ≤ HI",
+                          code=ErrorCode.INVALID_OPTION, option="--fit-range")
+    baseline = _assign(o["baseline"], "--baseline") or None
+    raised = _assign(o["raised"], "--raised") or None
+    _claim(common, lambda t, c, p: run_dose(
+        t, c, by=o["by"], fit_range=(fr[0], fr[1]) if fr else None, level=common["level"],
+        seed=common["seed"], n_resamples=o["n_resamples"], mediator=o["mediator"],
+        baseline=baseline, raised=raised, sweep=o["sweep"], step_unit=common["step_unit"],
+        source=p))
+
+
+@cli.command()
+@claim_options
+@click.option("--by", required=True, metavar="COL", help="the control parameter λ, e.g. wd")
+@click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=499,
+              show_default=True, help="bootstrap resamples")
+def transition(**kw: Any) -> None:
+    """Audit phase-boundary claims: logistic transition point λ_c and the time-to-grok
+    exponent, with bootstrap CIs (TOO_FEW_LEVELS, INSUFFICIENT_BUDGET)."""
+    from .claims.transition import run_transition
+
+    common, o = _split_kwargs(kw)
+    _claim(common, lambda t, c, p: run_transition(
+        t, c, by=o["by"], level=common["level"], seed=common["seed"],
+        n_resamples=o["n_resamples"], step_unit=common["step_unit"], source=p))
+
+
+@cli.command()
+@claim_options
+@click.option("--signal", required=True, metavar="COL", help="the per-step signal, e.g. attn_cv")
+@click.option("--placebo", default=None, metavar="COL",
+              help="a smooth placebo signal [weight_norm when logged]")
+@click.option("--n-perm", type=click.IntRange(1, 1_000_000), default=999, show_default=True,
+              help="draws of the within-run permutation null")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True)
+def precursor(**kw: Any) -> None:
+    """Audit precursor signals against permuted and placebo nulls
+    (PEAK_AT_WINDOW_EDGE, PRECURSOR_NOT_SPECIFIC)."""
+    from .claims.precursor import run_precursor
+
+    common, o = _split_kwargs(kw)
+    _claim(common, lambda t, c, p: run_precursor(
+        t, c, signal=o["signal"], placebo=o["placebo"], n_perm=o["n_perm"],
+        alpha=o["alpha"], level=common["level"], seed=common["seed"],
+        step_unit=common["step_unit"], source=p))
+
+
+@cli.command()
+@claim_options
+@click.option("--by", required=True, metavar="COL", help="the arm column, e.g. method")
+@click.option("--pair", required=True, metavar="COL", help="the pairing column, e.g. seed")
+@click.option("--arms", default=None, metavar="FIRST,SECOND",
+              help="the two arms; d = t_grok(FIRST) − t_grok(SECOND) [the two values, sorted]")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True)
+def compare(**kw: Any) -> None:
+    """Audit paired comparisons of methods: exact Wilcoxon, sign-flip permutation, d_z,
+    bootstrap CIs (UNDERPOWERED, CENSORED_PAIRS)."""
+    from .claims.compare import run_compare
+
+    common, o = _split_kwargs(kw)
+    _claim(common, lambda t, c, p: run_compare(
+        t, c, by=o["by"], pair=o["pair"], arms=split_list(o["arms"]), alpha=o["alpha"],
+        level=common["level"], seed=common["seed"], step_unit=common["step_unit"], source=p))

@@ -8,13 +8,15 @@ and explicit overrides (CLI flags). The effective config is echoed in every repo
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, ErrorCode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,6 +74,10 @@ class AuditConfig:
     gates: str = "default"  #: ``default`` (four gates) or ``reference`` (floor outlier, drop)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if _READY:
+            validate(self)
+
     def to_dict(self) -> dict[str, Any]:
         """The effective config as plain JSON-able values (``extra`` omitted)."""
         out: dict[str, Any] = {}
@@ -109,10 +115,118 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 _FIELD_TYPES = {f.name: f.type for f in fields(AuditConfig)}
+_READY = False  # AuditConfig validates itself once the module (its ranges) is defined
+
+#: Largest value of any integer option: far beyond any real log, small enough for numpy.
+INT_MAX = 1_000_000
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric option: ``lo``/``hi`` with open or closed ends."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def contains(self, v: float) -> bool:
+        if not math.isfinite(v):
+            return False
+        above = v > self.lo if self.lo_open else v >= self.lo
+        below = v < self.hi if self.hi_open else v <= self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        hi = "∞" if math.isinf(self.hi) else _g(self.hi)
+        return (f"{'(' if self.lo_open else '['}{_g(self.lo)}, {hi}"
+                f"{')' if self.hi_open or math.isinf(self.hi) else ']'}")
+
+
+def _g(x: float) -> str:
+    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+
+_INF = math.inf
+#: The valid range of every numeric option (stated in ``--help`` and ``docs/cli.md``).
+RANGES: dict[str, Range] = {
+    "acc_scale": Range(0, _INF, lo_open=True),
+    "mem_threshold": Range(0, 1, lo_open=True),
+    "grok_threshold": Range(0, 1, lo_open=True),
+    "sustain": Range(1, INT_MAX),
+    "full_threshold": Range(0, 1, lo_open=True),
+    "floor_frac": Range(0, 1, lo_open=True, hi_open=True),
+    "min_floor_points": Range(1, INT_MAX),
+    "max_floor_frac": Range(0, 1, lo_open=True, hi_open=True),
+    "rel_tol": Range(0, 1),
+    "abs_tol": Range(0, _INF),
+    "drift_level": Range(0, 1, lo_open=True, hi_open=True),
+    "max_slope_bins": Range(3, 4096),
+    "smooth": Range(1, INT_MAX),
+    "min_rel_drop": Range(0, 1, hi_open=True),
+    "min_abs_drop": Range(0, _INF),
+    "eps": Range(0, 1, lo_open=True, hi_open=True),
+    "transient_threshold": Range(1, _INF),
+    "high_floor_factor": Range(1, _INF, lo_open=True),
+    "mono_threshold": Range(0, 1, lo_open=True),
+    "flat_threshold": Range(0, 1, hi_open=True),
+    "large_lag": Range(0, _INF),
+    "censor_warn": Range(0, 1, hi_open=True),
+    "endpoint_cv": Range(0, _INF, lo_open=True),
+}
+
+#: ``fail_on`` modes; anything else must be a list of reason codes.
+FAIL_ON_MODES = ("default", "none", "warning")
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of config field ``name`` (``rel_tol`` → ``--rel-tol``)."""
+    return "--" + name.replace("_", "-")
+
+
+def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> tuple[str, ...]:
+    """Validate ``fail_on``: ``default``, ``none``, ``warning``, or a list of known reason codes
+    (case-insensitive; a comma list or a sequence). A mode mixed with anything else, an empty
+    value or an unknown token is a :class:`ConfigError` (``INVALID_FAIL_ON``) naming the token
+    and listing the valid ones. Returns the normalized tuple (modes lower case, codes upper)."""
+    from .reasons import Reason
+
+    parts = [value] if isinstance(value, str) else [str(v) for v in value]
+    tokens = [t.strip() for p in parts for t in p.split(",") if t.strip()]
+    valid = f"{', '.join(FAIL_ON_MODES)}, or reason codes (see docs/reasons.md)"
+    if not tokens:
+        raise ConfigError(f"{source}: fail_on is empty; choose {valid}",
+                          code=ErrorCode.INVALID_FAIL_ON, option="fail_on")
+    modes = [t for t in tokens if t.lower() in FAIL_ON_MODES]
+    if modes:
+        if len(tokens) > 1:
+            raise ConfigError(
+                f"{source}: fail_on {','.join(tokens)!r} mixes {modes[0]!r} with other tokens; "
+                f"give one of {', '.join(FAIL_ON_MODES)} alone, or a list of reason codes",
+                code=ErrorCode.INVALID_FAIL_ON, option="fail_on")
+        return (modes[0].lower(),)
+    known = {r.value for r in Reason}
+    out: list[str] = []
+    for t in tokens:
+        u = t.upper()
+        if u not in known:
+            close = difflib.get_close_matches(u, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(
+                f"{source}: fail_on token {t!r} is not a reason code{hint}; choose {valid}",
+                code=ErrorCode.INVALID_FAIL_ON, option="fail_on")
+        if u not in out:
+            out.append(u)
+    return tuple(out)
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
     default = getattr(AuditConfig(), name)
+    if name == "fail_on":
+        if not isinstance(value, (str, list, tuple)):
+            raise ConfigError(f"{source}: option 'fail_on' = {value!r} must be a string or a "
+                              "list of strings", code=ErrorCode.INVALID_OPTION, option=name)
+        return parse_fail_on(value, source)
     try:
         if isinstance(default, bool):
             if isinstance(value, str):
@@ -121,57 +235,145 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 if value.lower() in ("false", "0", "no"):
                     return False
                 raise ValueError(value)
+            if not isinstance(value, (bool, int)):
+                raise ValueError(value)
             return bool(value)
         if isinstance(default, tuple):
             if isinstance(value, str):
                 return tuple(v.strip() for v in value.split(",") if v.strip())
+            if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(v, (str, int, float)) for v in value):
+                raise ValueError(value)
             return tuple(str(v) for v in value)
         if name == "by":
-            return None if value in (None, "") else str(value)
+            if value in (None, ""):
+                return None
+            if not isinstance(value, str):
+                raise ValueError(value)
+            return value
         if isinstance(default, int):
-            if isinstance(value, float) and not value.is_integer():
+            if isinstance(value, bool):
+                raise ValueError(value)
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise ValueError(value)
+            elif isinstance(value, str):
+                value = int(value.strip())
+            elif not isinstance(value, int):
                 raise ValueError(value)
             return int(value)
         if isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ValueError(value)
             return float(value)
-        return str(value)
-    except (TypeError, ValueError):
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return value
+    except (TypeError, ValueError, OverflowError):
+        kind = {bool: "true/false", int: "an integer", float: "a number",
+                tuple: "a list of names"}.get(type(default), "a string")
         raise ConfigError(
-            f"{source}: option {name!r} = {value!r} is not a valid {type(default).__name__}"
-        ) from None
+            f"{source}: option {name!r} ({flag_of(name)}) = {value!r} is not {kind}",
+            code=ErrorCode.INVALID_OPTION, option=name) from None
 
 
-def _validate(cfg: AuditConfig) -> AuditConfig:
+def validate(cfg: AuditConfig) -> AuditConfig:
+    """Check every field of ``cfg``: choices, finite numbers in their :data:`RANGES`, bounded
+    integers, a valid ``fail_on``. Raises :class:`ConfigError` naming the option, its flag and
+    the valid range. Every ``AuditConfig`` passes through here when it is built."""
     for name, choices in _CHOICES.items():
         if getattr(cfg, name) not in choices:
             raise ConfigError(
-                f"option {name!r} = {getattr(cfg, name)!r}; choose one of {', '.join(choices)}"
-            )
-    for name in ("mem_threshold", "grok_threshold", "full_threshold"):
+                f"option {name!r} ({flag_of(name)}) = {getattr(cfg, name)!r}; choose one of "
+                f"{', '.join(choices)}", code=ErrorCode.INVALID_OPTION, option=name)
+    for name, rng in RANGES.items():
         v = getattr(cfg, name)
-        if not 0.0 < v <= 1.0:
-            raise ConfigError(f"option {name!r} = {v}; it is an accuracy in (0, 1]")
-    for name in ("floor_frac", "max_floor_frac", "drift_level", "censor_warn"):
-        v = getattr(cfg, name)
-        if not 0.0 < v < 1.0:
-            raise ConfigError(f"option {name!r} = {v}; it is a fraction in (0, 1)")
+        is_int = isinstance(getattr(_DEFAULTS, name), int)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                is_int and not isinstance(v, int)):
+            raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r} is not "
+                              f"{'an integer' if is_int else 'a number'}",
+                              code=ErrorCode.INVALID_OPTION, option=name)
+        if not rng.contains(float(v)):
+            what = "an integer" if is_int else "a finite number"
+            raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r}; it must be {what} in "
+                              f"{rng}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=name)
     if cfg.floor_frac > cfg.max_floor_frac:
-        raise ConfigError("option 'floor_frac' must not exceed 'max_floor_frac'")
-    for name in ("sustain", "min_floor_points", "smooth", "max_slope_bins"):
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"option {name!r} must be at least 1")
-    if cfg.max_slope_bins < 3:
-        raise ConfigError("option 'max_slope_bins' must be at least 3")
-    if cfg.acc_scale <= 0:
-        raise ConfigError("option 'acc_scale' must be positive (100 for percent accuracies)")
+        raise ConfigError(f"option 'floor_frac' = {cfg.floor_frac} must not exceed "
+                          f"'max_floor_frac' = {cfg.max_floor_frac}",
+                          code=ErrorCode.OPTION_OUT_OF_RANGE, option="floor_frac")
+    if cfg.flat_threshold >= cfg.mono_threshold:
+        raise ConfigError(f"option 'flat_threshold' = {cfg.flat_threshold} must be below "
+                          f"'mono_threshold' = {cfg.mono_threshold}",
+                          code=ErrorCode.OPTION_OUT_OF_RANGE, option="flat_threshold")
+    if tuple(parse_fail_on(cfg.fail_on)) != tuple(cfg.fail_on):
+        raise ConfigError(f"option 'fail_on' = {list(cfg.fail_on)!r} is not normalized; build "
+                          "the config with make_config", code=ErrorCode.INVALID_FAIL_ON,
+                          option="fail_on")
+    for name in ("metrics", "cell"):
+        v = getattr(cfg, name)
+        if not isinstance(v, tuple) or not all(isinstance(x, str) and x for x in v):
+            raise ConfigError(f"option {name!r} = {v!r} must be a list of column names",
+                              code=ErrorCode.INVALID_OPTION, option=name)
+    if cfg.by is not None and (not isinstance(cfg.by, str) or not cfg.by):
+        raise ConfigError(f"option 'by' = {cfg.by!r} must be a column name",
+                          code=ErrorCode.INVALID_OPTION, option="by")
     return cfg
+
+
+_validate = validate
+
+
+def _toml_error(path: Path, exc: Exception) -> ConfigError:
+    return ConfigError(f"{path}: not valid TOML ({exc}); fix the file or pass --config PATH",
+                       code=ErrorCode.CONFIG_SYNTAX)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found",
+                          code=ErrorCode.CONFIG_NOT_FOUND) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc})",
+                          code=ErrorCode.CONFIG_SYNTAX) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _toml_error(path, exc) from None
+
+
+def _table_of(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    """The grokaudit table of a parsed file: ``[tool.grokaudit]`` (pyproject or grokaudit.toml),
+    ``[grokaudit]``, or the top-level keys of a ``grokaudit.toml``."""
+    tool = data.get("tool")
+    table = tool.get("grokaudit") if isinstance(tool, dict) else None
+    if path.name == "pyproject.toml":
+        if table is not None and not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.grokaudit] must be a table",
+                              code=ErrorCode.CONFIG_SYNTAX)
+        return dict(table) if isinstance(table, dict) else None
+    if isinstance(table, dict):
+        rest = {k: v for k, v in data.items() if k != "tool"}
+        if rest or set(tool) != {"grokaudit"}:
+            raise ConfigError(f"{path}: holds [tool.grokaudit] and other keys; keep one form",
+                              code=ErrorCode.UNKNOWN_OPTION)
+        return dict(table)
+    if "grokaudit" in data:
+        if not isinstance(data["grokaudit"], dict) or len(data) > 1:
+            raise ConfigError(f"{path}: [grokaudit] must be the only table",
+                              code=ErrorCode.UNKNOWN_OPTION)
+        return dict(data["grokaudit"])
+    return dict(data)
 
 
 def config_file_values(start: Path | None = None) -> tuple[dict[str, Any], str | None]:
     """Find ``grokaudit.toml`` or a ``pyproject.toml`` with ``[tool.grokaudit]``.
 
     Searches ``start`` (default: the working directory) and its parents; returns the table and
-    the file it came from (``None`` when there is none).
+    the file it came from (``None`` when there is none). A file that cannot be parsed is an
+    error (``CONFIG_SYNTAX``), never skipped: its settings would be silently ignored.
     """
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
@@ -180,31 +382,18 @@ def config_file_values(start: Path | None = None) -> tuple[dict[str, Any], str |
             return load_config_file(g), str(g)
         p = d / "pyproject.toml"
         if p.is_file():
-            try:
-                data = tomllib.loads(p.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError):
-                continue
-            table = data.get("tool", {}).get("grokaudit")
-            if isinstance(table, dict):
-                return dict(table), str(p)
+            table = _table_of(_read_toml(p), p)
+            if table is not None:
+                return table, str(p)
     return {}, None
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a config file: ``grokaudit.toml`` (top-level keys, or a ``[grokaudit]`` table) or
-    a ``pyproject.toml`` (its ``[tool.grokaudit]`` table)."""
+    """Read a config file: ``grokaudit.toml`` (top-level keys, a ``[grokaudit]`` table, or a
+    ``[tool.grokaudit]`` table as in ``pyproject.toml``) or a ``pyproject.toml`` (its
+    ``[tool.grokaudit]`` table)."""
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: config file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML ({exc})") from None
-    if p.name == "pyproject.toml":
-        return dict(data.get("tool", {}).get("grokaudit", {}))
-    if "grokaudit" in data and isinstance(data["grokaudit"], dict):
-        return dict(data["grokaudit"])
-    return dict(data)
+    return _table_of(_read_toml(p), p) or {}
 
 
 def make_config(profile: str | None = None, file_values: Mapping[str, Any] | None = None,
@@ -215,14 +404,20 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
     """
     file_values = dict(file_values or {})
     for k in file_values:
-        k2 = k.replace("-", "_")
+        k2 = str(k).replace("-", "_")
         if k2 not in _FIELD_TYPES or k2 == "extra":
-            raise ConfigError(f"{source}: unknown option {k!r} (see `grokaudit check --help`)")
-    file_values = {k.replace("-", "_"): v for k, v in file_values.items()}
+            close = difflib.get_close_matches(k2, [f for f in _FIELD_TYPES if f != "extra"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{source}: unknown option {k!r}{hint} (see `grokaudit check "
+                              "--help` and docs/config.md)", code=ErrorCode.UNKNOWN_OPTION,
+                              option=str(k))
+    file_values = {str(k).replace("-", "_"): v for k, v in file_values.items()}
     chosen = profile or file_values.pop("profile", None) or "default"
     file_values.pop("profile", None)
     if chosen not in PROFILES:
-        raise ConfigError(f"unknown profile {chosen!r}; choose one of {', '.join(PROFILES)}")
+        raise ConfigError(f"{source}: unknown profile {chosen!r}; choose one of "
+                          f"{', '.join(PROFILES)}", code=ErrorCode.INVALID_OPTION,
+                          option="profile")
     values: dict[str, Any] = {"profile": chosen}
     if chosen == "reference":
         values.update(REFERENCE_OVERRIDES)
@@ -232,11 +427,31 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
         if v is None:
             continue
         if k not in _FIELD_TYPES or k == "extra":
-            raise ConfigError(f"unknown option {k!r}")
+            raise ConfigError(f"unknown option {k!r}", code=ErrorCode.UNKNOWN_OPTION, option=k)
         values[k] = _coerce(k, v, "command line")
-    return _validate(AuditConfig(**values))
+    return AuditConfig(**values)
+
+
+def build_config(profile: str | None, config_file: str | None,
+                 overrides: Mapping[str, Any]) -> AuditConfig:
+    """The effective config of a command: profile, then the config file (``config_file``, else
+    ``grokaudit.toml`` / ``[tool.grokaudit]`` found upwards from the working directory), then
+    the flags in ``overrides`` (``None`` = not given)."""
+    if config_file:
+        values, source = load_config_file(config_file), config_file
+    else:
+        values, src = config_file_values()
+        source = src or "config"
+    return make_config(profile, values, source=source, **dict(overrides))
 
 
 def replace(cfg: AuditConfig, **changes: Any) -> AuditConfig:
-    """A copy of ``cfg`` with ``changes`` applied and validated."""
-    return _validate(dataclasses.replace(cfg, **changes))
+    """A copy of ``cfg`` with ``changes`` applied (coerced like a flag) and validated."""
+    coerced = {k: (_coerce(k, v, "replace") if k in _FIELD_TYPES and k != "extra" else v)
+               for k, v in changes.items()}
+    return dataclasses.replace(cfg, **coerced)
+
+
+_DEFAULTS = AuditConfig()
+_READY = True
+validate(_DEFAULTS)

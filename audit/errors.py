@@ -1,14 +1,93 @@
 """One error root for grokaudit, with subclasses that also take a builtin base.
 
 The CLI catches :class:`GrokauditError` once and turns it into a one-line message and
-exit code 2; library users can catch ``ValueError`` or ``FileNotFoundError`` as usual.
+exit code 2; library users can catch ``ValueError`` or ``ImportError`` as usual. Every error
+carries an :class:`ErrorCode` (``exc.code``): scripts and tests test the code, never the text.
 """
 
 from __future__ import annotations
 
+from enum import Enum
+
+
+class ErrorCode(str, Enum):
+    """Why grokaudit refused an input, an option or an output. The value appears in messages
+    as ``[CODE]`` and is what tests assert."""
+
+    # -- files -------------------------------------------------------------------------------
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    FILE_EMPTY = "FILE_EMPTY"
+    FILE_UNREADABLE = "FILE_UNREADABLE"  #: the parser of its format rejected it
+    UNKNOWN_FILE_TYPE = "UNKNOWN_FILE_TYPE"
+    UNKNOWN_FORMAT = "UNKNOWN_FORMAT"  #: no adapter recognises it / no such adapter
+    FORMAT_MISMATCH = "FORMAT_MISMATCH"  #: the named adapter cannot read this path
+    CORRUPT_RECORD = "CORRUPT_RECORD"  #: a damaged record inside a readable file
+    DATABASE_LOCKED = "DATABASE_LOCKED"
+    NO_SHARDS = "NO_SHARDS"
+    SHARDS_INCOMPATIBLE = "SHARDS_INCOMPATIBLE"
+    PROVENANCE_MALFORMED = "PROVENANCE_MALFORMED"
+    # -- columns and values ------------------------------------------------------------------
+    MISSING_COLUMN = "MISSING_COLUMN"
+    DUPLICATE_COLUMN = "DUPLICATE_COLUMN"
+    BAD_COLUMN_TYPE = "BAD_COLUMN_TYPE"
+    MISSING_VALUES = "MISSING_VALUES"  #: a required value (run id, step) is missing
+    NEGATIVE_STEP = "NEGATIVE_STEP"
+    STEP_OUT_OF_RANGE = "STEP_OUT_OF_RANGE"
+    NON_INTEGER_STEP = "NON_INTEGER_STEP"
+    INFINITE_VALUE = "INFINITE_VALUE"
+    PERCENT_ACCURACY = "PERCENT_ACCURACY"
+    MIXED_ACCURACY_SCALE = "MIXED_ACCURACY_SCALE"
+    ACCURACY_OUT_OF_RANGE = "ACCURACY_OUT_OF_RANGE"
+    NOT_CONSTANT_IN_RUN = "NOT_CONSTANT_IN_RUN"
+    DUPLICATE_ROWS = "DUPLICATE_ROWS"
+    NO_ROWS = "NO_ROWS"
+    TOO_FEW_POINTS = "TOO_FEW_POINTS"
+    # -- what to audit -----------------------------------------------------------------------
+    NO_METRIC = "NO_METRIC"
+    METRIC_NOT_FOUND = "METRIC_NOT_FOUND"
+    RESERVED_COLUMN = "RESERVED_COLUMN"  #: --metric test_acc, --metric step…
+    NOT_A_SERIES = "NOT_A_SERIES"  #: a per-step column was expected
+    NO_AXIS = "NO_AXIS"
+    AMBIGUOUS_AXIS = "AMBIGUOUS_AXIS"
+    NOT_A_CONDITION = "NOT_A_CONDITION"  #: --by / --cell / --pair … is not constant in runs
+    NOT_NUMERIC = "NOT_NUMERIC"
+    NOT_POSITIVE = "NOT_POSITIVE"
+    CONDITION_MISSING = "CONDITION_MISSING"  #: a condition value is missing for a run
+    DUPLICATE_AXIS_VALUES = "DUPLICATE_AXIS_VALUES"
+    UNKNOWN_VALUE = "UNKNOWN_VALUE"  #: --arms / --baseline name a value the log lacks
+    INCOMPATIBLE_INPUTS = "INCOMPATIBLE_INPUTS"
+    # -- options and config files ------------------------------------------------------------
+    INVALID_OPTION = "INVALID_OPTION"  #: wrong type or syntax
+    OPTION_OUT_OF_RANGE = "OPTION_OUT_OF_RANGE"
+    UNKNOWN_OPTION = "UNKNOWN_OPTION"
+    INVALID_FAIL_ON = "INVALID_FAIL_ON"
+    CONFIG_SYNTAX = "CONFIG_SYNTAX"
+    CONFIG_NOT_FOUND = "CONFIG_NOT_FOUND"
+    # -- outputs -----------------------------------------------------------------------------
+    OUTPUT_IS_INPUT = "OUTPUT_IS_INPUT"
+    OUTPUT_IN_INPUT_DIR = "OUTPUT_IN_INPUT_DIR"
+    OUTPUT_IS_DIRECTORY = "OUTPUT_IS_DIRECTORY"
+    OUTPUT_NOT_REGULAR = "OUTPUT_NOT_REGULAR"  #: a device, FIFO, socket or symbolic link
+    OUTPUT_NOT_WRITABLE = "OUTPUT_NOT_WRITABLE"
+    OUTPUT_EXTENSION = "OUTPUT_EXTENSION"
+    OUTPUT_CLASH = "OUTPUT_CLASH"  #: two outputs of one command name the same file
+    # -- environment -------------------------------------------------------------------------
+    MISSING_EXTRA = "MISSING_EXTRA"
+    TRAINER_FAILED = "TRAINER_FAILED"
+    #: transitional: a raise that has not been given its code yet (tests/hostile fails on it)
+    UNSPECIFIED = "UNSPECIFIED"
+
 
 class GrokauditError(Exception):
-    """Root of every error grokaudit raises on purpose."""
+    """Root of every error grokaudit raises on purpose. ``code`` says why (an ErrorCode)."""
+
+    code: ErrorCode
+
+    def __init__(self, message: str, *, code: ErrorCode) -> None:
+        if not isinstance(code, ErrorCode):
+            raise TypeError(f"code must be an ErrorCode, got {code!r}")
+        self.code = code
+        super().__init__(message)
 
 
 class LogFormatError(GrokauditError, ValueError):
@@ -17,21 +96,36 @@ class LogFormatError(GrokauditError, ValueError):
     The message names the file, the column and the fix.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, column: str | None = None,
-                 code: str | None = None) -> None:
+    def __init__(self, message: str, *, code: ErrorCode = ErrorCode.UNSPECIFIED,
+                 path: str | None = None, column: str | None = None) -> None:
         self.path = path
         self.column = column
-        self.code = code
         prefix = f"{path}: " if path else ""
-        super().__init__(prefix + message)
+        super().__init__(prefix + message, code=code)
 
 
 class ConfigError(GrokauditError, ValueError):
-    """An invalid option, flag or configuration file value."""
+    """An invalid option, flag or configuration file value. ``option`` names it."""
+
+    def __init__(self, message: str, *, code: ErrorCode = ErrorCode.INVALID_OPTION,
+                 option: str | None = None) -> None:
+        self.option = option
+        super().__init__(message, code=code)
+
+
+class OutputError(GrokauditError, ValueError):
+    """An output path that grokaudit refuses to write (an input, a device, a directory…)."""
+
+    def __init__(self, message: str, *, code: ErrorCode, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message, code=code)
 
 
 class MissingExtraError(GrokauditError, ImportError):
     """An optional dependency is needed; the message names the extra to install."""
+
+    def __init__(self, message: str, *, code: ErrorCode = ErrorCode.MISSING_EXTRA) -> None:
+        super().__init__(message, code=code)
 
 
 class GrokauditWarning(UserWarning):

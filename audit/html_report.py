@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import click
-
+from .outputs import Output, resolve_output
 from .reasons import Reason, Severity
 from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
@@ -373,16 +369,21 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
     return "".join(parts)
 
 
-def write_report(result: AuditResult, log: LogTable, path: str | Path,
+def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
                  png_dir: str | Path | None = None, *, log_steps: bool = False) -> Path:
     """Write the HTML report to ``path`` atomically (temp file, then rename); with ``png_dir``
-    also one PNG per study and metric there (named after its section). Returns ``path``."""
+    also one PNG per study and metric there (named after its section). ``path`` is checked
+    like every output (:func:`grokaudit.outputs.resolve_output`) unless it already is an
+    :class:`~grokaudit.outputs.Output`. Returns the path written."""
     from .figures import save_png
 
+    out = path if isinstance(path, Output) else resolve_output(
+        path, flag="report", allow_stdout=False, suffixes=(".html", ".htm"))
     figs = dashboards(result, log, log_steps=log_steps)
     text = render_html(result, log, log_steps=log_steps, figures=figs)
-    p = Path(path)
-    _atomic_write(p, text.encode("utf-8"))
+    out.write_text(text)
+    assert out.path is not None
+    p = out.path
     if png_dir is not None:
         d = Path(png_dir)
         d.mkdir(parents=True, exist_ok=True)
@@ -391,105 +392,4 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path,
     return p
 
 
-def write_report_from_table(result: AuditResult, table: Any, config: Any, path: str | Path,
-                            *, source: str | None = None, png_dir: str | Path | None = None
-                            ) -> Path:
-    """``grokaudit check --report PATH``: validate ``table`` (the Arrow table or DataFrame
-    ``check`` audited) exactly as the audit did, then :func:`write_report`."""
-    from .schema import build_log_table
-
-    log = build_log_table(table, path=source, acc_scale=config.acc_scale,
-                          on_duplicate=config.on_duplicate, metrics=config.metrics)
-    return write_report(result, log, path, png_dir)
-
-
-def _atomic_write(p: Path, data: bytes) -> None:
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, p)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-# ------------------------------------------------------------------------------------------
-# grokaudit report
-# ------------------------------------------------------------------------------------------
-
-def _audit_options(f: Any) -> Any:
-    from .cli import audit_options
-
-    return audit_options(f)
-
-
-def config_from_options(*, by: str | None = None, cell: Sequence[str] = (),
-                        metrics: Sequence[str] = (), profile: str | None = None,
-                        rule: str | None = None, config_file: str | None = None,
-                        acc_scale: float | None = None, on_duplicate: str | None = None,
-                        fail_on: str | None = None, **thresholds: Any) -> Any:
-    """The effective AuditConfig from the audit options, exactly as ``check`` builds it
-    (profile, then config file, then flags; comma lists split)."""
-    from .cli import _split, build_config
-
-    overrides = dict(thresholds)
-    overrides.update(by=by, rule=rule, acc_scale=acc_scale, on_duplicate=on_duplicate,
-                     fail_on=_split((fail_on,)) if fail_on else None,
-                     cell=_split(tuple(cell)) or None, metrics=_split(tuple(metrics)) or None)
-    return build_config(profile, config_file, overrides)
-
-
-@click.command(name="report")
-@click.argument("path", type=click.Path())
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="the HTML file to write (self-contained: no network, no JavaScript)")
-@click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False),
-              help="also write one PNG per study and metric into this folder")
-@click.option("--log-steps", is_flag=True, help="log-scaled step axis on the trajectory panels")
-@_audit_options
-def report(path: str, output: str, png_dir: str | None, log_steps: bool, by: str | None,
-           cell: tuple[str, ...], metrics: tuple[str, ...], profile: str | None,
-           rule: str | None, config_file: str | None, acc_scale: float | None,
-           on_duplicate: str | None, fail_on: str | None, fmt: str | None,
-           maps: tuple[str, ...], run_from: str | None, conds: tuple[str, ...],
-           **thresholds: Any) -> None:
-    """Audit the training log at PATH and write a self-contained HTML report.
-
-    Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
-    1 critical findings (the report is written either way), 2 usage or input error.
-    """
-    from .api import audit_log
-    from .cli import load_for_audit
-    from .errors import GrokauditError
-    from .figures import require_matplotlib
-    from .schema import build_log_table
-
-    try:
-        require_matplotlib()  # fail before the audit runs, not after
-        cfg = config_from_options(by=by, cell=cell, metrics=metrics, profile=profile, rule=rule,
-                                  config_file=config_file, acc_scale=acc_scale,
-                                  on_duplicate=on_duplicate, fail_on=fail_on, **thresholds)
-        table = load_for_audit(path, fmt, maps, run_from, conds)
-        log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
-                              on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
-        result = audit_log(log, cfg)
-        out = write_report(result, log, output, png_dir, log_steps=log_steps)
-    except GrokauditError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    if result.failing:
-        codes = sorted({f.code.value for f in result.failing})
-        line = f"{len(result.failing)} critical finding(s): {', '.join(codes)} (exit 1)"
-    else:
-        line = "no critical finding (exit 0)"
-    click.echo(f"wrote {out} · {line}")
-    sys.exit(result.exit_code)
-
-
-__all__ = ["WORDS", "config_from_options", "dashboards", "render_html", "report",
-           "write_report", "write_report_from_table"]
+__all__ = ["WORDS", "dashboards", "render_html", "write_report"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from .reasons import Severity
 from .results import AuditResult, CellSummary, Interval, Ordering, StudyResult, format_number
+from .text import safe
 
 _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_compress", "lag",
          "rel_lag", "frac_pre", "infl", "gate")
@@ -100,7 +101,9 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
                    "(exit 1)")
     else:
         out.append("result: no critical finding (exit 0)")
-    return "\n".join(out) + "\n"
+    # every line is one logical line: a control character from the log (a run id, a cell
+    # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
+    return "\n".join(safe(line) for line in out) + "\n"
 
 
 def _where(study: dict[str, Any] | Any, metric: str | None, cell: Any) -> str:

@@ -14,6 +14,7 @@ import math
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .errors import LogFormatError
+from .errors import ErrorCode, LogFormatError
+from .text import safe
 
 SCHEMA_VERSION = 1
 PROVENANCE_KEY = b"grokaudit"
@@ -66,20 +68,23 @@ def read_arrow(path: str | Path) -> pa.Table:
     """
     p = Path(path)
     if not p.exists():
-        raise LogFormatError("no such file or directory; check the path", path=str(p))
+        raise LogFormatError("no such file or directory; check the path", path=str(p),
+                             code=ErrorCode.FILE_NOT_FOUND)
     if p.is_dir():
         shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
         if not shards:
             raise LogFormatError(
                 "directory holds no .parquet files; pass a file, or convert the logs with "
-                "`grokaudit convert`", path=str(p))
+                "`grokaudit convert`", path=str(p), code=ErrorCode.NO_SHARDS)
         tables = [read_arrow(q) for q in shards]
         try:
             merged = pa.concat_tables(tables, promote_options="default")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise LogFormatError(f"shards have incompatible columns ({exc})", path=str(p)) from None
+            raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to one "
+                                 "schema", path=str(p),
+                                 code=ErrorCode.SHARDS_INCOMPATIBLE) from None
         meta = dict(tables[0].schema.metadata or {})
-        prov = _provenance_of(tables[0].schema)
+        prov = _provenance_of(tables[0].schema, str(shards[0]))
         prov["shards"] = [q.name for q in shards]
         meta[PROVENANCE_KEY] = json.dumps(prov, sort_keys=True).encode()
         return merged.replace_schema_metadata(meta)
@@ -87,9 +92,11 @@ def read_arrow(path: str | Path) -> pa.Table:
     if kind is None:
         raise LogFormatError(
             f"unknown file type {p.suffix!r}; the canonical table is .parquet, .csv, .tsv or "
-            ".jsonl (other formats: `grokaudit convert`)", path=str(p))
+            ".jsonl (other formats: `grokaudit convert`)", path=str(p),
+            code=ErrorCode.UNKNOWN_FILE_TYPE)
     if p.stat().st_size == 0:
-        raise LogFormatError("file is empty", path=str(p))
+        raise LogFormatError("file is empty; there is nothing to audit", path=str(p),
+                             code=ErrorCode.FILE_EMPTY)
     try:
         if kind == "parquet":
             # run ids repeat on every row: read them dictionary-encoded (about 3x faster)
@@ -103,26 +110,50 @@ def read_arrow(path: str | Path) -> pa.Table:
         return pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowInvalid, ValueError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(p)) from None
+        raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(p),
+                             code=ErrorCode.FILE_UNREADABLE) from None
 
 
-def _provenance_of(schema: pa.Schema) -> dict[str, Any]:
+def _provenance_of(schema: pa.Schema, path: str | None = None) -> dict[str, Any]:
+    """The provenance in the schema metadata (``{}`` when there is none).
+
+    The audit trusts parts of it (which runs a source downsampled, which findings a reader
+    raised), so malformed provenance is an error, never skipped: skipping it would silently
+    narrow the intervals of downsampled runs."""
     meta = schema.metadata or {}
     raw = meta.get(PROVENANCE_KEY)
     if not raw:
         return {}
+
+    def bad(why: str) -> LogFormatError:
+        return LogFormatError(
+            f"the file's grokaudit provenance metadata is malformed ({why}); rewrite the file "
+            "with `grokaudit convert`, or drop the 'grokaudit' schema metadata", path=path,
+            code=ErrorCode.PROVENANCE_MALFORMED)
+
     try:
         val = json.loads(raw)
-    except ValueError:
-        return {"unreadable_provenance": True}
-    return val if isinstance(val, dict) else {}
+    except (ValueError, UnicodeDecodeError):
+        raise bad("not JSON") from None
+    if not isinstance(val, dict):
+        raise bad("not a JSON object")
+    ds = val.get("downsampled_runs")
+    if ds is not None and not (isinstance(ds, list) and all(isinstance(r, (str, int)) for r in ds)):
+        raise bad("'downsampled_runs' is not a list of run ids")
+    fs = val.get("findings")
+    if fs is not None and not (isinstance(fs, list) and all(isinstance(f, dict) for f in fs)):
+        raise bad("'findings' is not a list of objects")
+    su = val.get("step_unit")
+    if su is not None and not isinstance(su, str):
+        raise bad("'step_unit' is not a string")
+    return val
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read a canonical table as a DataFrame; provenance is in ``df.attrs['grokaudit']``."""
     t = read_arrow(path)
     df: pd.DataFrame = t.to_pandas()
-    df.attrs["grokaudit"] = _provenance_of(t.schema)
+    df.attrs["grokaudit"] = _provenance_of(t.schema, str(path))
     return df
 
 
@@ -139,12 +170,12 @@ def write_table(df: pd.DataFrame, path: str | Path,
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise LogFormatError(f"cannot write: missing required column(s) {missing}", path=str(p),
-                             column=missing[0])
+                             column=missing[0], code=ErrorCode.MISSING_COLUMN)
     out = df.copy()
     out["run"] = out["run"].astype(str)
     if out["step"].isna().any():
         raise LogFormatError("cannot write: column 'step' has missing values", path=str(p),
-                             column="step")
+                             column="step", code=ErrorCode.MISSING_VALUES)
     out["step"] = out["step"].astype("int64")
     prov = {"schema_version": SCHEMA_VERSION, **dict(provenance or {})}
     prov.setdefault("producer", f"grokaudit {_version()}")
@@ -274,6 +305,74 @@ def _nan_extremes(a: np.ndarray) -> tuple[float, float]:
         return float(np.fmax.reduce(a)), float(np.fmin.reduce(a))
 
 
+#: Largest step accepted: steps are compared as float64, exact up to 2**53.
+STEP_MAX = 2**53
+
+
+def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
+    """The step column as int64, refusing non-integer, non-finite and out-of-range values with
+    one error each (no numpy cast warnings, no wrapped negative values)."""
+    def out_of_range(v: Any) -> LogFormatError:
+        return LogFormatError(
+            f"column 'step' holds {v}, beyond the largest supported step {STEP_MAX}; steps are "
+            "optimizer steps (a corrupted or mis-typed column?)", path=path, column="step",
+            code=ErrorCode.STEP_OUT_OF_RANGE)
+
+    if pa.types.is_floating(col.type):
+        sf = _float_array(col)
+        if not np.all(np.isfinite(sf)):
+            raise LogFormatError("column 'step' holds NaN or ±inf; every row needs a finite "
+                                 "integer step", path=path, column="step",
+                                 code=ErrorCode.NON_INTEGER_STEP)
+        if sf.size and float(np.abs(sf).max()) > STEP_MAX:
+            raise out_of_range(f"{float(np.abs(sf).max()):g}")
+        if np.any(sf != np.round(sf)):
+            raise LogFormatError("column 'step' holds non-integer values; steps are integer "
+                                 "optimizer steps (for epochs, convert them first)", path=path,
+                                 column="step", code=ErrorCode.NON_INTEGER_STEP)
+        return sf.astype(np.int64)
+    if pa.types.is_boolean(col.type) or pa.types.is_null(col.type):
+        raise LogFormatError(f"column 'step' has type {col.type}; it must hold integer "
+                             "optimizer steps", path=path, column="step",
+                             code=ErrorCode.BAD_COLUMN_TYPE)
+    if len(col) and pa.types.is_unsigned_integer(col.type):
+        hi = pc.max(col).as_py()
+        if hi is not None and hi > STEP_MAX:
+            raise out_of_range(hi)
+    a = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if a.size and int(np.abs(a).max()) > STEP_MAX:
+        raise out_of_range(int(np.abs(a).max()))
+    return a
+
+
+def _check_accuracy_scale(name: str, raw: np.ndarray, offsets: np.ndarray, run_ids: np.ndarray,
+                          acc_scale: float, path: str | None) -> None:
+    """Refuse a log whose runs mix percent and fraction accuracy (no single ``--acc-scale`` is
+    right for it), and an ``--acc-scale`` that would turn fractions into near-zero values."""
+    if raw.size == 0:
+        return
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        run_max = np.fmax.reduceat(raw, offsets[:-1])
+    seen = ~np.isnan(run_max)
+    pct = seen & (run_max > 1.5)
+    frac = seen & (run_max <= 1.0 + 1e-9)
+    if pct.any() and frac.any():
+        ex_p = _first_examples([safe(r) for r in run_ids[pct]])
+        ex_f = _first_examples([safe(r) for r in run_ids[frac]])
+        raise LogFormatError(
+            f"column {name!r} mixes percent and fraction accuracy: {int(pct.sum())} runs reach "
+            f"above 1.5 ({ex_p}), {int(frac.sum())} stay within [0, 1] ({ex_f}); no single "
+            "--acc-scale fits: rescale the percent runs in the log (or read it with "
+            "`grokaudit convert`, which rescales per run)", path=path, column=name,
+            code=ErrorCode.MIXED_ACCURACY_SCALE)
+    if acc_scale >= 1.5 and seen.any() and frac[seen].all():
+        raise LogFormatError(
+            f"column {name!r} already holds fractions (max {float(np.nanmax(raw)):g}); "
+            f"--acc-scale {acc_scale:g} would make every run look like it never learned: drop "
+            "--acc-scale", path=path, column=name, code=ErrorCode.ACCURACY_OUT_OF_RANGE)
+
+
 def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                     acc_scale: float = 1.0, on_duplicate: str = "error",
                     metrics: Sequence[str] = ()) -> LogTable:
@@ -290,13 +389,14 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         try:
             table = pa.Table.from_pandas(df, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise LogFormatError(f"cannot convert the table ({exc})", path=path) from None
-    prov = _provenance_of(table.schema)
+            raise LogFormatError(f"cannot convert the table ({exc})", path=path,
+                                 code=ErrorCode.BAD_COLUMN_TYPE) from None
+    prov = _provenance_of(table.schema, path)
     names = list(table.column_names)
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise LogFormatError(f"column(s) {twice} appear more than once; rename one", path=path,
-                             column=twice[0])
+                             column=twice[0], code=ErrorCode.DUPLICATE_COLUMN)
     for c in REQUIRED:
         if c not in names:
             hint = ""
@@ -310,21 +410,29 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                     hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=step`)"
             raise LogFormatError(
                 f"missing required column {c!r}{hint or '; the canonical table needs run, step, test_acc'}",
-                path=path, column=c)
+                path=path, column=c, code=ErrorCode.MISSING_COLUMN)
     for m in metrics:
+        if m in REQUIRED or m in ACCURACY_COLUMNS:
+            raise LogFormatError(
+                f"--metric {m!r} is a required column of the log, not a representation metric; "
+                "name a metric column (e.g. emb_erank)", path=path, column=m,
+                code=ErrorCode.RESERVED_COLUMN)
         if m not in names:
             cands = [n for n in names if n not in REQUIRED and n != "train_acc"]
             raise LogFormatError(f"metric column {m!r} not found; columns present: "
-                                 f"{_first_examples(cands, 12)}", path=path, column=m)
+                                 f"{_first_examples(cands, 12)}", path=path, column=m,
+                                 code=ErrorCode.METRIC_NOT_FOUND)
     n_read = table.num_rows
     if n_read == 0:
-        raise LogFormatError("the table has no rows", path=path)
+        raise LogFormatError("the table has no rows; there is nothing to audit", path=path,
+                             code=ErrorCode.NO_ROWS)
 
     # -- run and step ------------------------------------------------------------------------
     run_col = table.column("run")
     if run_col.null_count:
         raise LogFormatError(f"column 'run' has {run_col.null_count} missing values; every row "
-                             "needs a run id", path=path, column="run")
+                             "needs a run id", path=path, column="run",
+                             code=ErrorCode.MISSING_VALUES)
     if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
             or pa.types.is_dictionary(run_col.type)):
         run_col = run_col.cast(pa.string())
@@ -335,23 +443,18 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     step_col = table.column("step")
     if not _numeric(step_col):
         raise LogFormatError(f"column 'step' has type {step_col.type}; it must hold integer "
-                             "optimizer steps", path=path, column="step")
+                             "optimizer steps", path=path, column="step",
+                             code=ErrorCode.BAD_COLUMN_TYPE)
     if step_col.null_count:
         raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
-                             "needs a step", path=path, column="step")
-    if pa.types.is_floating(step_col.type):
-        sf = _float_array(step_col)
-        if not np.all(np.isfinite(sf)) or np.any(sf != np.round(sf)):
-            raise LogFormatError("column 'step' holds non-integer values; steps are integer "
-                                 "optimizer steps (for epochs, convert them first)", path=path,
-                                 column="step")
-        step = sf.astype(np.int64)
-    else:
-        step = np.asarray(step_col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+                             "needs a step (drop those rows or fill them)", path=path,
+                             column="step", code=ErrorCode.MISSING_VALUES)
+    step = _step_array(step_col, path)
     if step.size and step.min() < 0:
         bad = dictionary[codes[np.argmax(step < 0)]]
-        raise LogFormatError(f"column 'step' has negative values (first in run {bad!r}); steps "
-                             "must be ≥ 0", path=path, column="step")
+        raise LogFormatError(f"column 'step' has negative values (first in run {safe(bad)!r}); "
+                             "steps must be ≥ 0", path=path, column="step",
+                             code=ErrorCode.NEGATIVE_STEP)
 
     # -- group by run, sort by step --------------------------------------------------------
     R = dictionary.shape[0]
@@ -392,22 +495,25 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         c = table.column(name)
         if not _numeric(c):
             raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
-                                 "in [0, 1]", path=path, column=name)
-        a = col(name)
-        if acc_scale != 1.0:
-            a = a / acc_scale
-        hi, lo = _nan_extremes(a)
+                                 "in [0, 1]", path=path, column=name,
+                                 code=ErrorCode.BAD_COLUMN_TYPE)
+        raw = col(name)
+        hi, lo = _nan_extremes(raw)
         if math.isinf(hi) or math.isinf(lo):
             raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
-                                 path=path, column=name)
+                                 path=path, column=name, code=ErrorCode.INFINITE_VALUE)
+        _check_accuracy_scale(name, raw, offsets, run_ids, acc_scale, path)
+        a = raw / acc_scale if acc_scale != 1.0 else raw
+        hi, lo = (hi / acc_scale, lo / acc_scale) if acc_scale != 1.0 else (hi, lo)
         if hi > 1.5:
             raise LogFormatError(
                 f"column {name!r} looks like percent (max {hi:g}); pass --acc-scale 100",
-                path=path, column=name)
+                path=path, column=name, code=ErrorCode.PERCENT_ACCURACY)
         if hi > 1.0 + 1e-9 or lo < -1e-9:
             raise LogFormatError(
-                f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g})",
-                path=path, column=name)
+                f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g}); fix the "
+                "logger or the --acc-scale", path=path, column=name,
+                code=ErrorCode.ACCURACY_OUT_OF_RANGE)
         accs[name] = a
 
     # -- classify the other columns ----------------------------------------------------------
@@ -444,13 +550,14 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                 if any(math.isinf(v) for v in _nan_extremes(a)):
                     r = run_at(int(np.argmax(np.isinf(a))))
                     raise LogFormatError(
-                        f"column {name!r} holds ±inf (first in run {r!r}); replace it with NaN "
-                        "(missing) or fix the logger", path=path, column=name)
+                        f"column {safe(name)!r} holds ±inf (first in run {safe(r)!r}); replace "
+                        "it with NaN (missing) or fix the logger", path=path, column=name,
+                        code=ErrorCode.INFINITE_VALUE)
                 if name in SEED_COLUMNS and change >= 0:
                     raise LogFormatError(
-                        f"condition column {name!r} is not constant within run "
-                        f"{run_at(change)!r}; a run is one seed of one condition", path=path,
-                        column=name)
+                        f"condition column {safe(name)!r} is not constant within run "
+                        f"{safe(run_at(change))!r}; a run is one seed of one condition",
+                        path=path, column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
                 series[name] = a
             else:
                 cond[name] = a[starts]
@@ -462,8 +569,9 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             change = first_change(idx, False)
             if change >= 0:
                 raise LogFormatError(
-                    f"condition column {name!r} is not constant within run {run_at(change)!r};"
-                    " split the run or drop the column", path=path, column=name)
+                    f"condition column {safe(name)!r} is not constant within run "
+                    f"{safe(run_at(change))!r}; split the run or drop the column", path=path,
+                    column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
             vals = c.take(pa.array(starts if order is None else order[starts]))
             cond[name] = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=object)
     for m in metrics:
@@ -496,8 +604,8 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                 ex = [f"{run_at(int(i))}@{step[i]}" for i in conflicting[:3]]
                 raise LogFormatError(
                     f"{conflicting.size} duplicate (run, step) rows with different values "
-                    f"(first: {', '.join(ex)}); pass --on-duplicate first|last to choose",
-                    path=path, column="step")
+                    f"(first: {safe(', '.join(ex))}); pass --on-duplicate first|last to choose",
+                    path=path, column="step", code=ErrorCode.DUPLICATE_ROWS)
             # rows of one (run, step) are consecutive: keep the first or the last of each group
             if on_duplicate == "first":
                 keep &= ~dup
@@ -530,7 +638,8 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         keep &= ~short[row_run()]
     if not keep.any():
         raise LogFormatError(
-            f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path)
+            f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path,
+            code=ErrorCode.TOO_FEW_POINTS)
 
     if not keep.all():
         step = step[keep]

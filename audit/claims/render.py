@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..reasons import Severity
+from ..text import safe
 from .results import ClaimResult
 
 
@@ -256,5 +257,7 @@ RENDERERS = {"onset": render_onset, "dose": render_dose, "transition": render_tr
 
 
 def render_text(r: ClaimResult, verbose: bool = False) -> str:
-    """The text report of any claim result."""
-    return RENDERERS[r.command](r, verbose)
+    """The text report of any claim result (control characters from the log escaped, line by
+    line)."""
+    text = RENDERERS[r.command](r, verbose)
+    return "\n".join(safe(line) for line in text.rstrip("\n").split("\n")) + "\n"

@@ -209,10 +209,10 @@ def test_history_with_run_column_flags_each_sampled_run(tmp_path: Path, prov) ->
 
 def test_check_detects_a_panel_csv_without_flags(tmp_path: Path, sweep: pd.DataFrame, prov) -> None:
     # `grokaudit check panel.csv` must not read a W&B export as a canonical CSV
-    from grokaudit.cli import load_for_audit
+    from grokaudit.loader import read_any
 
     p = tmp_path / "panel.csv"
     panel_csv(p, sweep)
-    t = load_for_audit(str(p), None, (), None, ())
+    t = read_any(p)
     assert prov(t)["adapter"] == "wandb-csv"
     assert prov(t)["downsampled_runs"] == sorted(sweep["run"].unique())

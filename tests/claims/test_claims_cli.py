@@ -90,7 +90,7 @@ def test_bad_input_exits_2_with_one_line(logs: dict[str, Path], tmp_path: Path,
 
 
 def test_claims_never_import_torch() -> None:
-    code = ("import sys, grokaudit.claims.cli, grokaudit.claims.onset, grokaudit.claims.dose, "
+    code = ("import sys, grokaudit.cli, grokaudit.claims.onset, grokaudit.claims.dose, "
             "grokaudit.claims.transition, grokaudit.claims.precursor, grokaudit.claims.compare, "
             "grokaudit.claims.sensitivity, grokaudit.claims.render; "
             "assert 'torch' not in sys.modules; assert 'lifelines' not in sys.modules")

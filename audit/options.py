@@ -1,0 +1,154 @@
+"""The command-line options shared by every command that reads a log, and the one parser of
+``KEY=VALUE`` and comma lists.
+
+Commands (``check``, ``report``, the claims) stack these decorators; each option's help states
+its default and valid range, taken from :mod:`grokaudit.config` so that ``--help``, the docs and
+the validator cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import click
+
+from .config import RANGES, AuditConfig
+from .errors import ConfigError, ErrorCode
+
+F = Callable[..., Any]
+
+_DEFAULTS = AuditConfig()
+
+
+def split_list(values: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``("a,b", "c")`` → ``("a", "b", "c")``: comma lists and repeated flags, blanks dropped."""
+    if values is None:
+        return ()
+    items = [values] if isinstance(values, str) else list(values)
+    return tuple(x.strip() for v in items for x in v.split(",") if x.strip())
+
+
+def parse_pairs(values: str | Iterable[str] | None, flag: str, *,
+                split_commas: bool = False) -> dict[str, str]:
+    """``KEY=VALUE`` items (``--map a=b``, ``--cond wd=REGEX``) as a dict, in order.
+
+    With ``split_commas`` one value may hold several pairs (``--baseline rho=1,tau=1``).
+    A missing ``=`` or an empty key is a :class:`ConfigError` naming the flag."""
+    items = [values] if isinstance(values, str) else list(values or ())
+    if split_commas:
+        items = list(split_list(items))
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag}: expected KEY=VALUE, got {item!r}",
+                              code=ErrorCode.INVALID_OPTION, option=flag)
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _help(text: str, field: str) -> str:
+    default = getattr(_DEFAULTS, field)
+    rng = RANGES.get(field)
+    return f"{text} [default {default}; valid {rng}]" if rng else f"{text} [default {default}]"
+
+
+#: (flag, config field, type, help) for every threshold a flag can set.
+THRESHOLD_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--mem-threshold", "mem_threshold", float, "train_acc that counts as memorized"),
+    ("--grok-threshold", "grok_threshold", float, "test_acc that counts as grokked"),
+    ("--sustain", "sustain", int, "consecutive points below threshold that break a grok"),
+    ("--full-threshold", "full_threshold", float,
+     "final median test_acc of a fully generalized run"),
+    ("--floor-frac", "floor_frac", float, "final window W2 as a fraction of the step span"),
+    ("--min-floor-points", "min_floor_points", int, "fewest points in W2"),
+    ("--max-floor-frac", "max_floor_frac", float, "how far back W2 may reach to find them"),
+    ("--rel-tol", "rel_tol", float, "floor band half-width relative to |F|"),
+    ("--abs-tol", "abs_tol", float, "floor band half-width floor in metric units"),
+    ("--smooth", "smooth", int, "trailing rolling-median width in metric points"),
+    ("--min-rel-drop", "min_rel_drop", float,
+     "compression smaller than this share of the peak is none"),
+    ("--min-abs-drop", "min_abs_drop", float, "compression smaller than this is none"),
+    ("--eps", "eps", float, "tolerance of the crossing rule"),
+    ("--transient-threshold", "transient_threshold", float, "m_grok/F above this is a transient"),
+    ("--high-floor-factor", "high_floor_factor", float, "floor outlier factor"),
+    ("--mono-threshold", "mono_threshold", float, "tau bound for a monotone ordering"),
+    ("--flat-threshold", "flat_threshold", float,
+     "tau bound for a flat ordering (below --mono-threshold)"),
+    ("--large-lag", "large_lag", float, "median rel_lag above this is a large lag"),
+    ("--censor-warn", "censor_warn", float,
+     "censored share of t_compress that is inconclusive"),
+)
+
+FAIL_ON_HELP = ("what makes the exit code 1: default (critical findings), none, warning "
+                "(warnings too), or a comma list of reason codes (case-insensitive); anything "
+                "else is an error")
+
+
+def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def input_options(f: F) -> F:
+    """How the log is read: ``--format``, ``--map``, ``--run-from``, ``--cond``, duplicates and
+    the accuracy scale."""
+    return _stack(f, [
+        click.option("--format", "fmt", default=None, metavar="NAME",
+                     help="read PATH with this adapter (see `grokaudit formats`)"),
+        click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+                     help="rename a column before auditing (adapters)"),
+        click.option("--run-from", default=None, metavar="path|column",
+                     help="take run ids from file/directory names or a column (adapters)"),
+        click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
+                     help="take a condition from file/directory names (adapters)"),
+        click.option("--acc-scale", type=float, default=None,
+                     help=_help("divide accuracies by this (100 for percent logs)", "acc_scale")),
+        click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
+                     default=None,
+                     help="duplicate (run, step) rows with different values [default error]"),
+    ])
+
+
+def config_options(f: F) -> F:
+    """``--config`` and ``--fail-on``: shared by every command that has an exit code."""
+    return _stack(f, [
+        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+                     help="config file (default: grokaudit.toml or [tool.grokaudit] in "
+                          "pyproject.toml, searched upwards from the working directory)"),
+        click.option("--fail-on", "fail_on", default=None, metavar="WHAT", help=FAIL_ON_HELP),
+    ])
+
+
+def audit_options(f: F) -> F:
+    """The options of every command that runs the audit (``check``, ``report``)."""
+    for flag, field, typ, text in reversed(THRESHOLD_FLAGS):
+        f = click.option(flag, field, type=typ, default=None, help=_help(text, field))(f)
+    f = _stack(f, [
+        click.option("--by", "by", default=None, metavar="COL",
+                     help="the axis column (default: the single varying numeric condition)"),
+        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+                     help="condition column(s) that split studies, e.g. arch"),
+        click.option("--metric", "metrics", multiple=True, metavar="COL",
+                     help="metric column to audit (repeatable; default every known metric)"),
+        click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
+                     help="default, or reference (the public v1.5 analyzer)"),
+        click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,
+                     help="t_compress rule [default settle]"),
+    ])
+    return config_options(input_options(f))
+
+
+def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The config overrides named by the parsed options of :func:`audit_options` (``None`` for
+    an option not given)."""
+    out: dict[str, Any] = {field: params.get(field) for _, field, _, _ in THRESHOLD_FLAGS}
+    out.update(
+        by=params.get("by"), rule=params.get("rule"), acc_scale=params.get("acc_scale"),
+        on_duplicate=params.get("on_duplicate"),
+        fail_on=params.get("fail_on"),
+        cell=split_list(params.get("cell")) or None,
+        metrics=split_list(params.get("metrics")) or None)
+    return out

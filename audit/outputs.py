@@ -1,0 +1,232 @@
+"""Outputs that cannot hurt: every path a command writes is checked before any work starts,
+and written atomically.
+
+:func:`resolve_output` refuses (``OutputError``, exit 2) an output that is one of the inputs
+(the same file after symbolic and hard links), lies inside an input folder, is a directory, a
+device, a FIFO, a socket or a symbolic link, or cannot be written; ``-`` means standard
+output. :func:`atomic_write` writes a temporary file beside the target and renames it over the
+target, with the permissions the umask gives a new file, and never leaves the temporary file
+behind. This is the one writer of the project: the JSON result, the HTML report, PNG figures and
+converted logs all go through it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ErrorCode, OutputError
+
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class Output:
+    """A checked output: a file path, or standard output (``path is None``)."""
+
+    flag: str  #: the option that named it, for messages (``--json``, ``-o``)
+    path: Path | None
+
+    @property
+    def is_stdout(self) -> bool:
+        return self.path is None
+
+    def write_text(self, text: str) -> None:
+        """Write ``text`` (UTF-8) to the file atomically, or to standard output."""
+        self.write_bytes(text.encode("utf-8"))
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.path is None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            return
+        atomic_write(self.path, data, flag=self.flag)
+
+
+def _file_id(p: Path) -> tuple[int, int] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _input_ids(inputs: Iterable[str | Path]) -> tuple[set[tuple[int, int]], list[Path]]:
+    """The (device, inode) of every input file, and the resolved input folders."""
+    ids: set[tuple[int, int]] = set()
+    dirs: list[Path] = []
+    for raw in inputs:
+        p = Path(raw)
+        if p.is_dir():
+            dirs.append(p.resolve())
+            continue
+        fid = _file_id(p)
+        if fid is not None:
+            ids.add(fid)
+    return ids, dirs
+
+
+def resolve_output(value: str | os.PathLike[str], *, flag: str,
+                   inputs: Sequence[str | os.PathLike[str]] = (), allow_stdout: bool = True,
+                   suffixes: Sequence[str] | None = None, others: Sequence[Output] = ()
+                   ) -> Output:
+    """Check an output path before any work starts; returns the :class:`Output` to write.
+
+    ``inputs`` are the paths the command reads; ``suffixes`` (lower case, with the dot) are the
+    extensions the output may have; ``others`` are outputs of the same command already resolved
+    (two outputs may not name one file). Raises :class:`OutputError` with an ``ErrorCode``.
+    """
+    raw = os.fspath(value)
+    if raw == STDOUT:
+        if not allow_stdout:
+            raise OutputError(f"{flag} -: this output cannot go to standard output; name a file",
+                              code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
+        return Output(flag, None)
+    if not raw.strip():
+        raise OutputError(f"{flag}: the output path is empty; name a file",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
+    p = Path(raw)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise OutputError(
+            f"{raw}: {flag} writes {'/'.join(suffixes)} files, but this path ends in "
+            f"{p.suffix or '(no extension)'!r}; choose a name ending in {suffixes[0]}",
+            code=ErrorCode.OUTPUT_EXTENSION, path=raw)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{raw}: cannot check {flag} ({exc.strerror}); choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw) from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputError(f"{raw}: {flag} is a symbolic link; grokaudit writes only regular "
+                              "files it can replace: name the real file",
+                              code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"{raw}: {flag} is a directory; name a file inside it",
+                              code=ErrorCode.OUTPUT_IS_DIRECTORY, path=raw)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"{raw}: {flag} is not a regular file (a device, FIFO or socket); "
+                              "name a regular file", code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
+    ids, dirs = _input_ids(inputs)
+    if st is not None and (st.st_dev, st.st_ino) in ids:
+        raise OutputError(f"{raw}: {flag} is one of the inputs; writing it would destroy the log "
+                          "it reads: choose another path", code=ErrorCode.OUTPUT_IS_INPUT,
+                          path=raw)
+    parent = p.parent.resolve()
+    target = parent / p.name
+    for d in dirs:
+        if target == d or d in target.parents:
+            raise OutputError(f"{raw}: {flag} lies inside the input folder {d}; it would be read "
+                              "as part of the log next time: write it elsewhere",
+                              code=ErrorCode.OUTPUT_IN_INPUT_DIR, path=raw)
+    for o in others:
+        if o.path is not None and o.path.parent.resolve() / o.path.name == target:
+            raise OutputError(f"{raw}: {flag} and {o.flag} name the same file; choose two paths",
+                              code=ErrorCode.OUTPUT_CLASH, path=raw)
+    _check_parent(parent, raw, flag)
+    if st is not None and not os.access(p, os.W_OK):
+        raise OutputError(f"{raw}: {flag} exists and is not writable; choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
+    return Output(flag, p)
+
+
+def resolve_output_dir(value: str | os.PathLike[str], *, flag: str,
+                       inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """Check a folder that a command writes files into (``report --png DIR``): it is not an
+    input, not inside an input folder, and is (or can be made) a writable folder."""
+    raw = os.fspath(value)
+    p = Path(raw)
+    if p.is_symlink() or (p.exists() and not p.is_dir()):
+        raise OutputError(f"{raw}: {flag} is not a folder; name a folder (it is created if "
+                          "missing)", code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
+    ids, dirs = _input_ids(inputs)
+    target = p.resolve()
+    for d in dirs:
+        if target == d or d in target.parents:
+            raise OutputError(f"{raw}: {flag} lies inside the input folder {d}: write it "
+                              "elsewhere", code=ErrorCode.OUTPUT_IN_INPUT_DIR, path=raw)
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{raw}: {flag} cannot be created or written; choose another folder",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
+    return p
+
+
+def _check_parent(parent: Path, raw: str, flag: str) -> None:
+    """The folder that will hold the output: an existing writable folder, or creatable."""
+    existing = parent
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputError(f"{raw}: {flag} cannot be created: {existing} is not a folder; choose "
+                          "another path", code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{raw}: {flag} cannot be written: no permission in {existing}; "
+                          "choose another path", code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "output") -> Path:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, renamed over
+    the target. The file gets the permissions the umask gives a new file (not mkstemp's 0600);
+    the temporary file is removed on any failure. Returns the path written."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return p
+
+
+def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], object], *,
+                      flag: str = "output") -> Path:
+    """Like :func:`atomic_write` for writers that want a file name (``pq.write_table``,
+    ``savefig``): ``writer(tmp_path)`` writes the temporary file, which is then renamed."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    try:
+        writer(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return p

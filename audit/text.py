@@ -1,0 +1,35 @@
+"""Safe text: strings that come from a log, printed so that they cannot forge output.
+
+A run id, a condition value, a metric name or a file's content in an error message may hold
+control characters (ESC sequences, carriage returns, newlines, bidirectional overrides). Every
+renderer for the terminal, and every error message, passes such strings through :func:`safe`,
+which writes each control character as a visible escape (``\\x1b``, ``\\n``), so one logical
+line stays one printed line and the terminal interprets nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls, DEL, C1 controls, and the Unicode bidirectional and line/paragraph separators
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def safe(x: Any) -> str:
+    """``str(x)`` with every control character escaped (one line, nothing interpreted)."""
+    s = x if isinstance(x, str) else str(x)
+    return _CONTROL.sub(_escape, s)
+
+
+def safe_json(text: str) -> str:
+    """JSON text with C1 controls and Unicode separators escaped as ``\\uXXXX`` (``json.dumps``
+    escapes C0 controls itself, but not these, which some terminals interpret)."""
+    return re.sub("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f]",
+                  lambda m: f"\\u{ord(m.group(0)):04x}", text)
