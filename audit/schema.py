@@ -11,9 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,7 +157,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def write_table(df: pd.DataFrame, path: str | Path,
                 provenance: Mapping[str, Any] | None = None) -> Path:
-    """Write ``df`` as a canonical table, atomically (temp file in the same folder, then rename).
+    """Write ``df`` as a canonical table, atomically (:func:`grokaudit.outputs.atomic_write_with`:
+    a temporary file in the same folder, then a rename; permissions from the umask).
 
     The format follows the suffix (``.parquet`` or ``.csv``). The Parquet file carries
     ``provenance`` (plus the schema version) in its Arrow metadata under ``grokaudit``.
@@ -184,21 +183,12 @@ def write_table(df: pd.DataFrame, path: str | Path,
     meta.pop(b"pandas", None)
     meta[PROVENANCE_KEY] = json.dumps(prov, sort_keys=True, default=str).encode()
     table = table.replace_schema_metadata(meta)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a log is an ordinary file
-    try:
-        if p.suffix.lower() == ".csv":
-            pacsv.write_csv(table, tmp)
-        else:
-            pq.write_table(table, tmp)
-        os.replace(tmp, p)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from .outputs import atomic_write_with
+
+    if p.suffix.lower() == ".csv":
+        atomic_write_with(p, lambda tmp: pacsv.write_csv(table, tmp))
+    else:
+        atomic_write_with(p, lambda tmp: pq.write_table(table, tmp))
     return p
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from grokaudit.errors import ConfigError
+from grokaudit.errors import ConfigError, ErrorCode
 
 from .train import GroupState
 
@@ -54,12 +54,12 @@ def load_checkpoint(path: Path, sweep_id: str
         payload = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         raise ConfigError(f"{path}: cannot read checkpoint ({type(exc).__name__}); delete it "
-                          "to start over") from None
+                          "to start over", code=ErrorCode.FILE_UNREADABLE) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ConfigError(f"{path}: not a grokaudit trainer checkpoint; delete it to start over")
+        raise ConfigError(f"{path}: not a grokaudit trainer checkpoint; delete it to start over", code=ErrorCode.FILE_UNREADABLE)
     if payload["sweep_id"] != sweep_id:
         raise ConfigError(f"{path}: checkpoint belongs to a different sweep (config, flags or "
-                          "shard changed); delete it or drop --resume to start over")
+                          "shard changed); delete it or drop --resume to start over", code=ErrorCode.INCOMPATIBLE_INPUTS)
     cur = payload["current"]
     current = None if cur is None else (int(cur[0]), GroupState(**cur[1]))
     return payload["done"], current

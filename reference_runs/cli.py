@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from grokaudit.errors import GrokauditError
+from grokaudit.errors import MissingExtraError
 
 from . import config as _config
 from .config import TrainConfig
@@ -83,13 +83,14 @@ def train(config_file: str, output: str, device: str, resume: bool,
     Runs whose shapes match train together as one batched model. Flags named after config
     keys override CONFIG (and fix that key: it leaves the grid).
     """
-    try:
-        _train(config_file, output, device, resume, checkpoint_path, checkpoint_minutes,
-               max_minutes, shard, threads, progress, manifest,
-               {k: v for k, v in overrides.items() if v is not None})
-    except GrokauditError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise MissingExtraError("`grokaudit train` needs torch, which is not installed; fix: "
+                                "pip install 'grokaudit[train]'")
+    _train(config_file, output, device, resume, checkpoint_path, checkpoint_minutes,
+           max_minutes, shard, threads, progress, manifest,
+           {k: v for k, v in overrides.items() if v is not None})
 
 
 def _train(config_file: str, output: str, device: str, resume: bool,
@@ -97,7 +98,8 @@ def _train(config_file: str, output: str, device: str, resume: bool,
            shard_text: str | None, threads: int | None, progress: str, manifest: bool,
            overrides: dict[str, Any]) -> None:
     import torch
-    from grokaudit.errors import ConfigError
+    from grokaudit.errors import ConfigError, ErrorCode
+    from grokaudit.outputs import resolve_output
     from grokaudit.schema import write_table
 
     from .manifest import write_manifest
@@ -106,11 +108,11 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     if threads is not None:
         torch.set_num_threads(threads)
     if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto")
+        raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto", code=ErrorCode.INVALID_OPTION)
     if max_minutes is not None and max_minutes <= 0:
-        raise ConfigError("--max-minutes must be > 0")
+        raise ConfigError("--max-minutes must be > 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
     if checkpoint_minutes < 0:
-        raise ConfigError("--checkpoint-minutes must be ≥ 0")
+        raise ConfigError("--checkpoint-minutes must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
     sw = load_sweep(config_file).with_overrides(overrides)
     specs = expand(sw)
     out = Path(output)
@@ -124,9 +126,13 @@ def _train(config_file: str, output: str, device: str, resume: bool,
             out = out / f"shard-{tag}.parquet"
         if not specs:
             raise ConfigError(f"--shard {shard_text}: this shard holds no runs "
-                              f"(the sweep has fewer runs than shards)")
+                              f"(the sweep has fewer runs than shards)", code=ErrorCode.INVALID_OPTION)
     if out.suffix.lower() not in (".parquet", ".pq"):
-        raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path")
+        raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path",
+                          code=ErrorCode.OUTPUT_EXTENSION)
+    # checked before any training: not the sweep file, not a device, a folder or a link
+    resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
+                   suffixes=(".parquet", ".pq"))
     out.parent.mkdir(parents=True, exist_ok=True)
     ckpt = Path(checkpoint_path) if checkpoint_path else out.with_name(out.name + ".ckpt")
     res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,

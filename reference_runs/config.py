@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from grokaudit.errors import ConfigError
+from grokaudit.errors import ConfigError, ErrorCode
 
 TASKS = ("add", "sub", "mul", "div", "parity")
 ARCHS = ("mlp", "transformer")
@@ -69,7 +69,7 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Return self, or raise :class:`ConfigError` naming the field and the fix."""
         def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(f"config field {name!r}: {why} (got {getattr(self, name)!r})")
+            return ConfigError(f"config field {name!r}: {why} (got {getattr(self, name)!r})", code=ErrorCode.OPTION_OUT_OF_RANGE)
 
         if self.task not in TASKS:
             raise bad("task", f"must be one of {', '.join(TASKS)}")
@@ -131,7 +131,7 @@ def from_dict(d: dict[str, Any], where: str = "config") -> TrainConfig:
     """Build a validated :class:`TrainConfig` from a mapping; unknown keys are an error."""
     unknown = sorted(set(d) - set(FIELD_NAMES))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {', '.join(FIELD_NAMES)}")
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {', '.join(FIELD_NAMES)}", code=ErrorCode.UNKNOWN_OPTION)
     types = {f.name: f.type for f in fields(TrainConfig)}
     clean: dict[str, Any] = {}
     for k, v in d.items():
@@ -152,7 +152,7 @@ def from_dict(d: dict[str, Any], where: str = "config") -> TrainConfig:
             else:
                 clean[k] = str(v)
         except (TypeError, ValueError):
-            raise ConfigError(f"{where}: key {k!r} needs a {t} (got {v!r})") from None
+            raise ConfigError(f"{where}: key {k!r} needs a {t} (got {v!r})", code=ErrorCode.INVALID_OPTION) from None
     return TrainConfig(**clean).validate()
 
 

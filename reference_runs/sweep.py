@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from grokaudit.errors import ConfigError
+from grokaudit.errors import ConfigError, ErrorCode
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import FIELD_NAMES, TrainConfig, from_dict, group_key
@@ -73,23 +73,23 @@ def load_sweep(path: str | Path) -> Sweep:
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"{p}: no such config file") from None
+        raise ConfigError(f"{p}: no such config file", code=ErrorCode.CONFIG_NOT_FOUND) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+        raise ConfigError(f"{p}: not valid TOML ({exc})", code=ErrorCode.CONFIG_SYNTAX) from None
     extra = sorted(set(data) - {"name", "base", "grid", "description"})
     if extra:
         raise ConfigError(f"{p}: unknown top-level key(s) {extra}; a sweep has name, "
-                          "description, [base] and [grid]")
+                          "description, [base] and [grid]", code=ErrorCode.UNKNOWN_OPTION)
     base = data.get("base", {})
     grid = data.get("grid", {})
     if not isinstance(base, dict) or not isinstance(grid, dict):
-        raise ConfigError(f"{p}: [base] and [grid] must be tables")
+        raise ConfigError(f"{p}: [base] and [grid] must be tables", code=ErrorCode.CONFIG_SYNTAX)
     for k, v in grid.items():
         if not isinstance(v, list) or not v:
-            raise ConfigError(f"{p}: grid key {k!r} needs a non-empty list of values")
+            raise ConfigError(f"{p}: grid key {k!r} needs a non-empty list of values", code=ErrorCode.INVALID_OPTION)
     for k in list(base) + list(grid):
         if k not in FIELD_NAMES:
-            raise ConfigError(f"{p}: unknown key {k!r}; known keys: {', '.join(FIELD_NAMES)}")
+            raise ConfigError(f"{p}: unknown key {k!r}; known keys: {', '.join(FIELD_NAMES)}", code=ErrorCode.UNKNOWN_OPTION)
     return Sweep(str(data.get("name", p.stem)), dict(base), dict(grid))
 
 
@@ -114,7 +114,7 @@ def expand(sweep: Sweep) -> list[RunSpec]:
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"sweep {sweep.name!r}: the grid repeats a combination; "
-                          "remove the duplicate values")
+                          "remove the duplicate values", code=ErrorCode.INVALID_OPTION)
     return specs
 
 
@@ -123,9 +123,9 @@ def parse_shard(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise ConfigError(f"--shard {text!r}: expected i/n, e.g. 0/4") from None
+        raise ConfigError(f"--shard {text!r}: expected i/n, e.g. 0/4", code=ErrorCode.INVALID_OPTION) from None
     if not 0 <= i < n:
-        raise ConfigError(f"--shard {text!r}: needs 0 ≤ i < n")
+        raise ConfigError(f"--shard {text!r}: needs 0 ≤ i < n", code=ErrorCode.OPTION_OUT_OF_RANGE)
     return i, n
 
 
@@ -168,7 +168,7 @@ def resolve_wc(specs: list[RunSpec], device: torch.device,
             try:
                 cache[key] = measure_wc(ctrl, device)
             except ValueError as exc:
-                raise ConfigError(f"run {s.run_id}: {exc}") from None
+                raise ConfigError(f"run {s.run_id}: {exc}", code=ErrorCode.INVALID_OPTION) from None
             say(f"w_c measured from {len(seeds)} free control run(s): {cache[key]:.4g}")
         out.append(RunSpec(s.run_id, replace(s.cfg, w_c=cache[key]), s.conditions))
     return out

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..config import AuditConfig
-from ..errors import LogFormatError
+from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
@@ -75,16 +75,16 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
             match = [v for v in levels if str(v) == str(a)]
             if not match:
                 raise LogFormatError(f"--arms: {a!r} is not a value of {by!r} (values: "
-                                     f"{[py(v) for v in levels]})", path=source, column=by)
+                                     f"{[py(v) for v in levels]})", path=source, column=by, code=ErrorCode.UNKNOWN_VALUE)
             chosen.append(match[0])
         if len(chosen) != 2:
             raise LogFormatError("--arms takes exactly two values: FIRST,SECOND", path=source,
-                                 column="--arms")
+                                 column="--arms", code=ErrorCode.INVALID_OPTION)
     else:
         if len(levels) != 2:
             raise LogFormatError(f"--by {by!r} has {len(levels)} values "
                                  f"({[py(v) for v in levels]}); choose two with --arms A,B",
-                                 path=source, column=by)
+                                 path=source, column=by, code=ErrorCode.INVALID_OPTION)
         chosen = levels
     a_arm, b_arm = chosen
     A = f[f[by] == a_arm]
@@ -94,7 +94,7 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
         if len(dup):
             raise LogFormatError(f"arm {by}={py(arm)!r} has several runs with {pair}="
                                  f"{py(dup.iloc[0])!r}; a pair is one run per arm (split the "
-                                 "other conditions first)", path=source, column=pair)
+                                 "other conditions first)", path=source, column=pair, code=ErrorCode.DUPLICATE_AXIS_VALUES)
     keys = sorted(set(A[pair]) & set(B[pair]), key=_order)
     unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=_order)
     Ai = A.set_index(pair)

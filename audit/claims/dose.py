@@ -38,7 +38,7 @@ import pyarrow as pa
 from scipy import optimize
 
 from ..config import AuditConfig
-from ..errors import LogFormatError
+from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
@@ -175,7 +175,7 @@ def _mediator_values(rc: RunClocks, mediator: str, source: str | None) -> np.nda
         return rc.log.conditions[mediator].to_numpy(dtype=float)
     if mediator not in rc.log.series:
         raise LogFormatError(f"--mediator column {mediator!r} is neither a condition nor a "
-                             "per-step column", path=source, column=mediator)
+                             "per-step column", path=source, column=mediator, code=ErrorCode.NOT_A_SERIES)
     from ..clocks import pack
 
     P = pack(rc.log.series[mediator], rc.log)
@@ -233,7 +233,7 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
     sweep_rows = _match(f, sweep_spec)
     if not base.any() or not rai.any():
         raise LogFormatError(f"--baseline {dict(baseline)} or --raised {dict(raised)} matches no "
-                             "run", path=source, column="--baseline")
+                             "run", path=source, column="--baseline", code=ErrorCode.UNKNOWN_VALUE)
     findings: list[Finding] = []
     w = np.ones(len(f), dtype=np.int64)
     est = _recovery(f, med, base, rai, sweep_rows, sweep, w)
@@ -297,7 +297,7 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
     if mediator is not None:
         if not (baseline and raised and sweep):
             raise LogFormatError("mediation needs --baseline, --raised and --sweep with "
-                                 "--mediator", path=source, column="--mediator")
+                                 "--mediator", path=source, column="--mediator", code=ErrorCode.INVALID_OPTION)
         mediation, mf = _mediation(rc, mediator, baseline, raised, sweep, by, level, seed,
                                    min(n_resamples, 499), source)
         findings.extend(mf)

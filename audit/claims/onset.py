@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..config import AuditConfig, replace
-from ..errors import LogFormatError
+from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
@@ -188,14 +188,14 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     """Audit onset-scaling claims; see the module docstring. Times are in the log's step unit."""
     if not by:
         raise LogFormatError("onset needs --by COL[,COL] (the hyperparameters of the scaling "
-                             "fit)", path=source, column="--by")
+                             "fit)", path=source, column="--by", code=ErrorCode.INVALID_OPTION)
     rc = run_clocks(table, config, source, step_unit)
     require_columns(rc, by, "--by", positive=True)
     f = rc.frame
     for c in by:
         if f[c].nunique() < 2:
             raise LogFormatError(f"--by column {c!r} has a single value ({f[c].iloc[0]!r}); a "
-                                 "scaling fit needs it to vary", path=source, column=c)
+                                 "scaling fit needs it to vary", path=source, column=c, code=ErrorCode.NO_AXIS)
     axes = list(phase_map) or (list(by[:2]) if len(by) >= 2 else [])
     require_columns(rc, axes, "--map", numeric=False)
     findings: list[Finding] = []

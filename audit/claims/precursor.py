@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from ..clocks import pack
 from ..config import AuditConfig
-from ..errors import LogFormatError
+from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
@@ -117,7 +117,7 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
     rc = run_clocks(table, config, source, step_unit)
     if rc.log.train_acc is None:
         raise LogFormatError("precursor needs train_acc (the memorization gate); the log has "
-                             "none", path=source, column="train_acc")
+                             "none", path=source, column="train_acc", code=ErrorCode.MISSING_COLUMN)
     require_series(rc, signal, "--signal")
     if placebo is None and DEFAULT_PLACEBO in rc.log.series and signal != DEFAULT_PLACEBO:
         placebo = DEFAULT_PLACEBO

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..clocks import AccuracyClocks, accuracy_clocks
 from ..config import AuditConfig
-from ..errors import LogFormatError
+from ..errors import ErrorCode, LogFormatError
 from ..results import Interval
 from ..schema import LogTable, build_log_table
 
@@ -96,15 +96,15 @@ def require_columns(rc: RunClocks, cols: Sequence[str], flag: str, *, numeric: b
                 else ""
             raise LogFormatError(f"{flag} column {c!r} is not a condition column{hint}; "
                                  f"conditions present: {sorted(cond.columns) or 'none'}",
-                                 path=src, column=c)
+                                 path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
         if numeric and not pd.api.types.is_numeric_dtype(cond[c]):
-            raise LogFormatError(f"{flag} column {c!r} is not numeric", path=src, column=c)
+            raise LogFormatError(f"{flag} column {c!r} is not numeric", path=src, column=c, code=ErrorCode.NOT_NUMERIC)
         if numeric and cond[c].isna().any():
             raise LogFormatError(f"{flag} column {c!r} is missing for some runs", path=src,
-                                 column=c)
+                                 column=c, code=ErrorCode.CONDITION_MISSING)
         if positive and (cond[c] <= 0).any():
             raise LogFormatError(f"{flag} column {c!r} has values ≤ 0; its log is undefined "
-                                 "(choose a positive parametrization)", path=src, column=c)
+                                 "(choose a positive parametrization)", path=src, column=c, code=ErrorCode.NOT_POSITIVE)
 
 
 def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
@@ -112,7 +112,7 @@ def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
     if col not in rc.log.series:
         raise LogFormatError(f"{flag} column {col!r} is not a per-step column; per-step columns "
                              f"present: {sorted(rc.log.series) or 'none'}",
-                             path=rc.log.summary.source, column=col)
+                             path=rc.log.summary.source, column=col, code=ErrorCode.NOT_A_SERIES)
     return rc.log.series[col]
 
 
