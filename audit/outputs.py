@@ -90,7 +90,10 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
     if not raw.strip():
         raise OutputError(f"{flag}: the output path is empty; name a file",
                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
-    p = Path(raw)
+    given = Path(raw)
+    # the path the OS would write: ``..`` and linked folders resolved, the last part kept (a
+    # symbolic link there is refused below, not followed)
+    p = given.parent.resolve() / given.name
     if suffixes is not None and p.suffix.lower() not in suffixes:
         raise OutputError(
             f"{raw}: {flag} writes {'/'.join(suffixes)} files, but this path ends in "
@@ -119,15 +122,15 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
         raise OutputError(f"{raw}: {flag} is one of the inputs; writing it would destroy the log "
                           "it reads: choose another path", code=ErrorCode.OUTPUT_IS_INPUT,
                           path=raw)
-    parent = p.parent.resolve()
-    target = parent / p.name
+    parent = p.parent
+    target = p
     for d in dirs:
         if target == d or d in target.parents:
             raise OutputError(f"{raw}: {flag} lies inside the input folder {d}; it would be read "
                               "as part of the log next time: write it elsewhere",
                               code=ErrorCode.OUTPUT_IN_INPUT_DIR, path=raw)
     for o in others:
-        if o.path is not None and o.path.parent.resolve() / o.path.name == target:
+        if o.path is not None and o.path == target:
             raise OutputError(f"{raw}: {flag} and {o.flag} name the same file; choose two paths",
                               code=ErrorCode.OUTPUT_CLASH, path=raw)
     _check_parent(parent, raw, flag)
