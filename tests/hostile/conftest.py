@@ -1,0 +1,56 @@
+"""Fixtures of the hostile-input suite (issue 10, item 6).
+
+Helpers live in ``hostile_helpers.py`` beside this file (importable because this folder is put
+on ``sys.path``, as tests/core does). The hypothesis profile is the project's: ``ci`` unless
+GROKAUDIT_HYPOTHESIS_PROFILE says otherwise (adversarial_suite/profiles.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from grokaudit.adversarial_suite import profiles  # noqa: E402
+from hostile_helpers import REFERENCE, sweep_df, write_parquet  # noqa: E402
+
+profiles.load()
+
+
+@pytest.fixture(scope="session")
+def clean_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A working directory with no grokaudit.toml / pyproject.toml in it."""
+    return tmp_path_factory.mktemp("clean")
+
+
+@pytest.fixture(scope="session")
+def failing_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundled log with critical findings (exit 1 with FAILING_ARGS)."""
+    if not REFERENCE.is_file():
+        pytest.skip(f"bundled reference log not found at {REFERENCE}")
+    d = tmp_path_factory.mktemp("failing")
+    return Path(shutil.copy(REFERENCE, d / REFERENCE.name))
+
+
+@pytest.fixture
+def good_log(tmp_path: Path) -> Path:
+    """A small valid canonical log (9 runs, 3 cells along wd) in its own folder."""
+    d = tmp_path / "in"
+    d.mkdir()
+    return write_parquet(sweep_df(), d / "log.parquet")
+
+
+@pytest.fixture
+def umask() -> Iterator[object]:
+    """``umask(m)`` sets the process umask for the test; the old one comes back after."""
+    import os
+
+    old = os.umask(0o022)
+    os.umask(old)
+    yield os.umask
+    os.umask(old)
