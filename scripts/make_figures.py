@@ -28,6 +28,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grokaudit.config import AuditConfig
+    from grokaudit.schema import LogTable
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "reference_runs" / "data"
@@ -119,14 +124,31 @@ def screenshot(page: Path, out: Path) -> Path | None:
     return out
 
 
-def config_for(args: list[str]) -> object:
-    """The AuditConfig that ``grokaudit report LOG ARGS`` builds (parsed by the command)."""
-    from grokaudit.html_report import config_from_options, report
+def config_for(args: list[str]) -> AuditConfig:
+    """The AuditConfig that ``grokaudit report LOG ARGS`` builds: ``ARGS`` parsed by the shared
+    audit options (:func:`grokaudit.options.audit_options`, as ``report`` and ``check`` stack
+    them) and assembled by the one config path (:func:`grokaudit.config.build_config`)."""
+    import click
+    from grokaudit.config import build_config
+    from grokaudit.options import audit_options, audit_overrides
 
-    params = dict(report.make_context("report", ["LOG", "-o", "x.html", *args]).params)
-    for k in ("path", "output", "png_dir", "log_steps", "fmt", "maps", "run_from", "conds"):
-        params.pop(k, None)
-    return config_from_options(**params)
+    @click.command()
+    @audit_options
+    def parse(**_: object) -> None:
+        """Only parses."""
+
+    params = dict(parse.make_context("report", list(args)).params)
+    return build_config(params.pop("profile"), params.pop("config_file"),
+                        audit_overrides(params))
+
+
+def read_log(log: Path, cfg: AuditConfig) -> LogTable:
+    """The validated log, read the way ``grokaudit report`` reads it."""
+    from grokaudit.loader import read_any
+    from grokaudit.schema import build_log_table
+
+    return build_log_table(read_any(log), path=str(log), acc_scale=cfg.acc_scale,
+                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
 
 
 def bench(logs: list[Path], repeat: int) -> str:
@@ -135,7 +157,6 @@ def bench(logs: list[Path], repeat: int) -> str:
     from grokaudit.api import audit_log
     from grokaudit.figures import save_png
     from grokaudit.html_report import dashboards, render_html
-    from grokaudit.schema import build_log_table, read_arrow
 
     rows = []
     for log in logs:
@@ -143,7 +164,7 @@ def bench(logs: list[Path], repeat: int) -> str:
         times: dict[str, list[float]] = {k: [] for k in ("audit", "figures", "html", "png")}
         for _ in range(repeat):
             t0 = time.perf_counter()
-            lt = build_log_table(read_arrow(log), path=str(log))
+            lt = read_log(log, cfg)
             result = audit_log(lt, cfg)
             t1 = time.perf_counter()
             figs = dashboards(result, lt)

@@ -38,26 +38,29 @@ def test_missing_matplotlib_is_missing_extra_error(monkeypatch: pytest.MonkeyPat
 
 def test_report_command_without_matplotlib_exits_2(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
-    from grokaudit.html_report import report
+    from grokaudit.cli import cli
 
     log = tmp_path / "log.parquet"
     grokaudit.write_table(rb.study([{"rho": 1.0, "t_grok": 1500, "tau": 500, "floor": 12.0},
                                     {"rho": 2.0, "t_grok": 2500, "tau": 900, "floor": 13.0}],
                                    seeds=2), log)
     _hide_matplotlib(monkeypatch)
-    res = CliRunner().invoke(report, [str(log), "-o", str(tmp_path / "r.html")])
+    res = CliRunner().invoke(cli, ["report", str(log), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2
     assert "grokaudit[report]" in res.output
+    assert res.output.rstrip().endswith("[MISSING_EXTRA]")
     assert not (tmp_path / "r.html").exists()
 
 
 def test_report_command_bad_input_exits_2(tmp_path: Path) -> None:
-    from grokaudit.html_report import report
+    from grokaudit.cli import cli
 
-    res = CliRunner().invoke(report, [str(tmp_path / "missing.parquet"), "-o",
-                                      str(tmp_path / "r.html")])
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "missing.parquet"), "-o",
+                                   str(tmp_path / "r.html")])
     assert res.exit_code == 2
     assert "no such file" in res.output
+    assert res.output.rstrip().endswith("[FILE_NOT_FOUND]")
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_report_is_a_grokaudit_command() -> None:

@@ -23,14 +23,11 @@ import report_builders as rb  # noqa: E402
 import report_dom as dom  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from grokaudit.api import audit_log  # noqa: E402
-from grokaudit.config import make_config  # noqa: E402
-from grokaudit.html_report import (  # noqa: E402
-    _study_key,
-    config_from_options,
-    render_html,
-    report,
-    write_report,
-)
+from grokaudit.cli import cli  # noqa: E402
+from grokaudit.config import AuditConfig, build_config, make_config  # noqa: E402
+from grokaudit.html_report import _study_key, render_html, write_report  # noqa: E402
+from grokaudit.loader import read_any  # noqa: E402
+from grokaudit.options import audit_overrides  # noqa: E402
 from grokaudit.results import AuditResult  # noqa: E402
 from grokaudit.schema import build_log_table  # noqa: E402
 
@@ -50,15 +47,23 @@ def _artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return p
 
 
-def _cli_report(log_path: Path, out: Path, *args: str) -> tuple[Path, AuditResult]:
-    """Run `grokaudit report` and audit the same log the same way for the expectations."""
-    res = CliRunner().invoke(report, [str(log_path), "-o", str(out), *args])
-    assert res.exit_code in (0, 1), res.output
-    assert out.exists()
-    params = dict(report.make_context("report", [str(log_path), "-o", str(out), *args]).params)
+def report_config(args: list[str]) -> AuditConfig:
+    """The config `grokaudit report LOG ARGS` builds: its options, parsed by the command
+    itself, through the one config path (profile, config file, flags)."""
+    cmd = cli.commands["report"]
+    params = dict(cmd.make_context("report", ["LOG", "-o", "x.html", *args]).params)
     for k in ("path", "output", "png_dir", "log_steps", "fmt", "maps", "run_from", "conds"):
         params.pop(k)
-    cfg = config_from_options(**params)  # the config the command built
+    return build_config(params.pop("profile"), params.pop("config_file"),
+                        audit_overrides(params))
+
+
+def _cli_report(log_path: Path, out: Path, *args: str) -> tuple[Path, AuditResult]:
+    """Run `grokaudit report` and audit the same log the same way for the expectations."""
+    res = CliRunner().invoke(cli, ["report", str(log_path), "-o", str(out), *args])
+    assert res.exit_code in (0, 1), res.output
+    assert out.exists()
+    cfg = report_config(list(args))  # the config the command built
     result = grokaudit.audit_path(log_path, cfg)
     assert res.exit_code == result.exit_code  # the report exits like `check`
     return out, result
@@ -307,14 +312,22 @@ def test_low_power_study_without_train_acc(tmp_path: Path) -> None:
 
 
 def test_check_report_shortcut(tmp_path: Path) -> None:
-    """``write_report_from_table`` is what ``check --report PATH`` calls: the table ``check``
-    audited, validated again the same way, gives the same page as the report command."""
-    from grokaudit.html_report import write_report_from_table
-
+    """``check --report PATH`` writes the same page as the report command, and the same page
+    as rendering the audit of the log read and validated the same way; it exits like
+    ``check`` (the page is written either way)."""
     df = rb.study([{"rho": 1.0, "t_grok": 1500, "tau": 500, "floor": 12.0},
                    {"rho": 2.0, "t_grok": 2500, "tau": 900, "floor": 13.0}], seeds=2)
+    log_path = tmp_path / "runs.parquet"
+    grokaudit.write_table(df, log_path)
+    runner = CliRunner()
+    checked = runner.invoke(cli, ["check", str(log_path), "--by", "rho", "--report",
+                                  str(tmp_path / "c.html")])
+    reported = runner.invoke(cli, ["report", str(log_path), "--by", "rho", "-o",
+                                   str(tmp_path / "r.html")])
     cfg = make_config(by="rho")
-    result = grokaudit.audit_table(df, cfg, source="runs.parquet")
-    out = write_report_from_table(result, df, cfg, tmp_path / "r.html", source="runs.parquet")
-    log = build_log_table(df, path="runs.parquet")
-    assert out.read_text(encoding="utf-8") == render_html(audit_log(log, cfg), log)
+    log = build_log_table(read_any(log_path), path=str(log_path))
+    result = audit_log(log, cfg)
+    assert checked.exit_code == reported.exit_code == result.exit_code, checked.output
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    assert page == (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert page == render_html(result, log)
