@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .reasons import Severity
-from .results import AuditResult, CellSummary, Interval, Ordering, StudyResult, format_number
+from .reasons import Reason, Severity
+from .results import (
+    AuditResult,
+    CellSummary,
+    Finding,
+    Interval,
+    Ordering,
+    StudyResult,
+    format_number,
+)
 from .text import safe
 
 _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_compress", "lag",
@@ -68,9 +76,71 @@ def study_lines(s: StudyResult) -> list[str]:
     return lines
 
 
+#: Findings about accuracy alone: the same for every metric of a run group, shown once.
+ACCURACY_CODES = frozenset({Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
+                            Reason.NOT_FULLY_GENERALIZED})
+
+
+def fail_on_words(fail_on: Sequence[str]) -> str:
+    """What makes the exit code 1, in words (matches ``--fail-on``)."""
+    mode = tuple(fail_on)
+    if mode == ("default",):
+        return "critical findings fail (fail_on=default)"
+    if mode == ("none",):
+        return "nothing fails (fail_on=none)"
+    if mode == ("warning",):
+        return "warnings and critical findings fail (fail_on=warning)"
+    return f"these codes fail: {', '.join(mode)}"
+
+
+def result_line(failing: Sequence[Finding], fail_on: Sequence[str]) -> str:
+    """The last line of every report: how many findings fail, and the exit code."""
+    if not failing:
+        return f"result: no failing finding; {fail_on_words(fail_on)} (exit 0)"
+    codes = sorted({f.code.value for f in failing})
+    return (f"result: {len(failing)} failing finding(s): {', '.join(codes)}; "
+            f"{fail_on_words(fail_on)} (exit 1)")
+
+
+def _study_label(study: Any, metric: str | None) -> str:
+    parts = [f"{k}={v}" for k, v in dict(study).items()]
+    if metric:
+        parts.append(metric)
+    return " · ".join(parts) or "all runs"
+
+
+def _grouped(findings: Sequence[Finding]) -> list[str]:
+    """Findings that are not failing, one line per (where, code): the cells joined."""
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in findings:
+        where = _where(f.study, f.metric, None)
+        groups.setdefault((f.severity.value, where, f.code.value), []).append(f)
+    order = {"critical": 0, "warning": 1, "info": 2}
+    lines = []
+    for (sev, where, code), fs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]],
+                                                                          kv[0][1], kv[0][2])):
+        if len(fs) == 1 or any(f.cell is None for f in fs):
+            for f in fs:
+                lines.append(f"  [{sev:<8}] {code:<34} {_where(f.study, f.metric, f.cell)}"
+                             f"{f.message}")
+            continue
+        cells = []
+        for f in fs:
+            n = f.evidence.get("n_runs") if isinstance(f.evidence, dict) else None
+            of = f.evidence.get("of") if isinstance(f.evidence, dict) else None
+            frac = f" ({n}/{of})" if n is not None and of is not None else ""
+            cells.append(f"{f.cell}{frac}")
+        lines.append(f"  [{sev:<8}] {code:<34} {where}cells {', '.join(cells)}")
+    return lines
+
+
 def render_text(result: AuditResult, *, verbose: bool = False) -> str:
-    """The whole report as text (effective config, input, studies, findings, outcome)."""
+    """The whole report as text: the effective config and input; a summary (each study's
+    verdict and the failing findings); then per study its table, orderings, verdict and
+    remaining findings (grouped by code; informational ones only with ``verbose``); findings
+    about accuracy alone once per run group; the result line."""
     cfg = result.config
+    fail_on = tuple(cfg.get("fail_on") or ("default",))
     out: list[str] = [f"grokaudit {result.version} · profile {cfg.get('profile')}"]
     keys = ("axis", "cell", "metrics", "rule", "grok_threshold", "full_threshold",
             "floor_frac", "rel_tol", "smooth", "transient_threshold", "large_lag",
@@ -81,26 +151,63 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     out.append(f"input: {inp.get('source') or '<table>'}: {inp['rows_read']} rows read, "
                f"{inp['rows_kept']} kept, set aside: {aside}; {inp['runs_kept']}/"
                f"{inp['runs_read']} runs; metrics {', '.join(inp['metrics'])}")
+    failing = set(id(f) for f in result.failing)
+
+    # -- summary --------------------------------------------------------------------------
+    out += ["", f"summary ({len(result.studies)} stud{'y' if len(result.studies) == 1 else 'ies'};"
+            f" {fail_on_words(fail_on)}):"]
+    rows: list[tuple[str, ...]] = [("study", "verdict", "failing")]
+    for s in result.studies:
+        fs = [f for f in s.findings if id(f) in failing]
+        counts: dict[str, int] = {}
+        for f in fs:
+            counts[f.code.value] = counts.get(f.code.value, 0) + 1
+        fail_txt = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in sorted(counts.items()))
+        verdict = s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE"
+        rows.append((_study_label(s.study, s.metric), verdict, fail_txt or "—"))
+    out += ["  " + r for r in _table(rows)]
+    if result.failing:
+        out.append("failing findings:")
+        for f in result.failing:
+            where = _where(f.study, f.metric, f.cell)
+            out.append(f"  [{f.severity.value:<8}] {f.code.value:<34} {where}{f.message}")
+
+    # -- accuracy: once per run group -----------------------------------------------------
+    acc_seen: dict[tuple[str, str, str], Finding] = {}
+    for f in result.findings:
+        if f.code in ACCURACY_CODES and id(f) not in failing:
+            acc_seen.setdefault((_study_label(f.study, None), str(f.cell), f.code.value), f)
+    if acc_seen:
+        out += ["", "accuracy (the same for every metric):"]
+        by_group: dict[tuple[str, str], list[Finding]] = {}
+        for (label, _, code), f in acc_seen.items():
+            by_group.setdefault((label, code), []).append(f)
+        for (label, code), fs in sorted(by_group.items()):
+            cells = []
+            for f in fs:
+                n, of = f.evidence.get("n_runs"), f.evidence.get("of")
+                cells.append(f"{f.cell} ({n}/{of})" if n is not None else str(f.cell))
+            out.append(f"  [{fs[0].severity.value:<8}] {code:<34} ({label}) cells "
+                       f"{', '.join(cells)}")
+
+    # -- details per study ---------------------------------------------------------------
     for s in result.studies:
         out.append("")
         out += study_lines(s)
-    out.append("")
-    out.append("findings:")
-    shown = [f for f in result.findings if verbose or f.severity is not Severity.INFO
-             or f.scope == "study"]
-    for f in shown:
-        where = _where(f.study, f.metric, f.cell)
-        out.append(f"  [{f.severity.value:<8}] {f.code.value:<34} {where}{f.message}")
-    hidden = len(result.findings) - len(shown)
-    if hidden:
+        rest = [f for f in s.findings if id(f) not in failing and f.code not in ACCURACY_CODES
+                and (verbose or f.severity is not Severity.INFO or f.scope == "study")]
+        if rest:
+            out.append("findings:")
+            out += _grouped(rest)
+    inputs = [f for f in result.findings if f.scope == "input" and id(f) not in failing]
+    if inputs:
+        out += ["", "input findings:"]
+        out += [f"  [{f.severity.value:<8}] {f.code.value:<34} {f.message}" for f in inputs]
+    hidden = sum(1 for f in result.findings if f.severity is Severity.INFO
+                 and f.scope != "study" and f.scope != "input" and id(f) not in failing)
+    if hidden and not verbose:
         out.append(f"  ({hidden} informational findings not shown; --verbose shows them)")
-    out.append("")
-    if result.failing:
-        codes = sorted({f.code.value for f in result.failing})
-        out.append(f"result: {len(result.failing)} critical finding(s): {', '.join(codes)} "
-                   "(exit 1)")
-    else:
-        out.append("result: no critical finding (exit 0)")
+    out += ["", result_line(result.failing, fail_on)]
     # every line is one logical line: a control character from the log (a run id, a cell
     # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
     return "\n".join(safe(line) for line in out) + "\n"
