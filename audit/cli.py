@@ -172,20 +172,31 @@ def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
     sys.exit(result.exit_code)
 
 
-def _inputs(path: str, config_file: str | None) -> list[str]:
-    """What a command reads: the log, and the config file when one is named or found."""
+def _paths(path: str | Sequence[str]) -> list[str]:
+    return [path] if isinstance(path, str) else list(path)
+
+
+def _source(path: str | Sequence[str]) -> str:
+    """How the log is named in messages and reports: its path, or the paths joined."""
+    return ", ".join(_paths(path))
+
+
+def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
+    """What a command reads: the log(s), and the config file when one is named or found."""
     from .config import config_file_values
 
     found = config_file or config_file_values()[1]
-    return [path] + ([found] if found else [])
+    return _paths(path) + ([found] if found else [])
 
 
-def _read(path: str, params: dict[str, Any]) -> Any:
+def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error"
+          ) -> Any:
     from .loader import read_any
 
-    return read_any(path, params.get("fmt"), mapping=parse_pairs(params.get("maps"), "--map"),
+    return read_any(_paths(path), params.get("fmt"),
+                    mapping=parse_pairs(params.get("maps"), "--map"),
                     run_from=params.get("run_from"),
-                    cond=parse_pairs(params.get("conds"), "--cond"))
+                    cond=parse_pairs(params.get("conds"), "--cond"), on_duplicate=on_duplicate)
 
 
 # ------------------------------------------------------------------------------------------
@@ -193,7 +204,7 @@ def _read(path: str, params: dict[str, Any]) -> Any:
 # ------------------------------------------------------------------------------------------
 
 @cli.command()
-@click.argument("path", type=click.Path())
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @audit_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
               help="write the versioned JSON result to PATH (- for stdout, replacing the text)")
@@ -204,10 +215,11 @@ def _read(path: str, params: dict[str, Any]) -> Any:
                    "report which verdicts move (VERDICT_FRAGILE)")
 @click.option("-v", "--verbose", is_flag=True, help="show informational findings too")
 @click.option("-q", "--quiet", is_flag=True, help="print only the result line")
-def check(path: str, json_out: str | None, report_out: str | None, sensitivity: bool,
-          verbose: bool, quiet: bool, profile: str | None, config_file: str | None,
-          **params: Any) -> None:
-    """Audit the training log at PATH.
+def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
+          sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
+          config_file: str | None, **params: Any) -> None:
+    """Audit the training log at PATH (several paths, files or folders of any readable format,
+    are merged by run: a run split over files, one file per metric).
 
     Exit 0: no critical finding; 1: critical findings (a reading the log cannot support);
     2: usage or input error.
@@ -219,7 +231,7 @@ def check(path: str, json_out: str | None, report_out: str | None, sensitivity: 
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
-        _inputs(path, config_file),
+        _inputs(paths, config_file),
         json=(json_out, {"flag": "--json"}),
         report=(report_out, {"flag": "--report", "allow_stdout": False,
                              "suffixes": (".html", ".htm")}))
@@ -227,14 +239,14 @@ def check(path: str, json_out: str | None, report_out: str | None, sensitivity: 
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
-    table = _read(path, params)
-    log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
+    table = _read(paths, params, cfg.on_duplicate)
+    log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity
 
-        sens = run_sensitivity(log, cfg, source=path)
+        sens = run_sensitivity(log, cfg, source=_source(paths))
         result = sens.baseline
     else:
         result = audit_log(log, cfg)
@@ -261,16 +273,17 @@ def check(path: str, json_out: str | None, report_out: str | None, sensitivity: 
 # ------------------------------------------------------------------------------------------
 
 @cli.command()
-@click.argument("path", type=click.Path())
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("-o", "--output", "output", required=True, metavar="PATH",
               help="the HTML file to write (self-contained: no network, no JavaScript)")
 @click.option("--png", "png_dir", default=None, metavar="DIR",
               help="also write one PNG per study and metric into this folder")
 @click.option("--log-steps", is_flag=True, help="log-scaled step axis on the trajectory panels")
 @audit_options
-def report(path: str, output: str, png_dir: str | None, log_steps: bool,
+def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: bool,
            profile: str | None, config_file: str | None, **params: Any) -> None:
-    """Audit the training log at PATH and write a self-contained HTML report.
+    """Audit the training log at PATH (several are merged by run, as in `check`) and write a
+    self-contained HTML report.
 
     Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
     1 critical findings (the report is written either way), 2 usage or input error.
@@ -283,12 +296,12 @@ def report(path: str, output: str, png_dir: str | None, log_steps: bool,
 
     require_matplotlib()  # fail before the audit runs, not after
     cfg = build_config(profile, config_file, audit_overrides(params))
-    inputs = _inputs(path, config_file)
+    inputs = _inputs(paths, config_file)
     outs = resolve_outputs(inputs, html=(output, {"flag": "--output", "allow_stdout": False,
                                                   "suffixes": (".html", ".htm")}))
     png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
-    table = _read(path, params)
-    log = build_log_table(table, path=path, acc_scale=cfg.acc_scale,
+    table = _read(paths, params, cfg.on_duplicate)
+    log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
     result = audit_log(log, cfg)
     from .html_report import write_report

@@ -1,33 +1,75 @@
-"""The one loader: any log path a command is given → the canonical Arrow table.
+"""The one loader: the log paths a command is given → one canonical Arrow table.
 
 ``read_any`` serves ``audit_path``, ``check``, ``report`` and every claim command, so they all
 read the same things the same way: a canonical table (Parquet, CSV, TSV, JSONL) or a folder of
-Parquet shards directly, anything else through the adapters (imported only then).
+Parquet shards directly, anything else through the adapters (imported only then). Several paths
+(files or folders, mixed formats) are read one by one and merged by run (:func:`merge_tables`).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from .errors import ErrorCode, LogFormatError
-from .schema import read_arrow
+from .schema import (
+    ACCURACY_COLUMNS,
+    KNOWN_SERIES,
+    PROVENANCE_KEY,
+    REQUIRED,
+    _provenance_of,
+    is_known_metric,
+    read_arrow,
+)
+from .text import safe
+
+PathLike = str | os.PathLike[str]
 
 CANONICAL_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson")
 
 
-def read_any(path: str | os.PathLike[str], fmt: str | None = None, *,
+def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
              mapping: Mapping[str, str] | None = None, run_from: str | None = None,
-             cond: Mapping[str, str] | None = None) -> pa.Table:
-    """Read the log at ``path`` as a canonical Arrow table (provenance in its metadata).
+             cond: Mapping[str, str] | None = None, on_duplicate: str = "error") -> pa.Table:
+    """Read the log at ``paths`` (one path, or several to merge) as one canonical Arrow table
+    (provenance in its metadata).
 
     ``fmt`` names an adapter (``grokaudit formats``); ``mapping``/``run_from``/``cond`` are the
-    adapters' ``--map``/``--run-from``/``--cond``. Raises :class:`LogFormatError`.
+    adapters' ``--map``/``--run-from``/``--cond`` (applied to every path). Several paths are
+    merged by run with :func:`merge_tables` (``on_duplicate`` resolves conflicting rows).
+    Raises :class:`LogFormatError`.
     """
+    if isinstance(paths, (str, os.PathLike)):
+        return _read_one(paths, fmt, mapping, run_from, cond)
+    items = list(paths)
+    if not items:
+        raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
+    if len(items) == 1:
+        return _read_one(items[0], fmt, mapping, run_from, cond)
+    seen: dict[tuple[int, int], str] = {}
+    for p in items:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            raise LogFormatError(f"given twice (also as {safe(seen[key])}); name each log once",
+                                 path=str(p), code=ErrorCode.INCOMPATIBLE_INPUTS)
+        seen[key] = str(p)
+    tables = [_read_one(p, fmt, mapping, run_from, cond) for p in items]
+    return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
+
+
+def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
+              run_from: str | None, cond: Mapping[str, str] | None) -> pa.Table:
     p = Path(path)
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
@@ -53,3 +95,82 @@ def read_any(path: str | os.PathLike[str], fmt: str | None = None, *,
     table: pa.Table = adapters.read_log(p, fmt, mapping=dict(mapping) if mapping else None,
                                         run_from=run_from, cond=dict(cond) if cond else None)
     return table
+
+
+def _is_series(name: str) -> bool:
+    return (name in REQUIRED or name in ACCURACY_COLUMNS or name in KNOWN_SERIES
+            or is_known_metric(name))
+
+
+def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
+                 on_duplicate: str = "error") -> pa.Table:
+    """Merge canonical tables read from several paths into one, by run.
+
+    Rows of one run may come from several sources (a run split over files, or one file per
+    metric as in a W&B panel export): rows with the same ``(run, step)`` are joined column by
+    column — a value present in one source fills the gap in another, identical values are kept
+    once, and two different values are a conflict: ``DUPLICATE_ROWS`` (exit 2) unless
+    ``on_duplicate`` is ``first`` or ``last`` (the source named first or last wins). A condition
+    column (constant within each run where present) that only some sources carry is filled for
+    the whole run. Provenance is merged (sources, findings, downsampled runs); sources that
+    disagree on the step unit are refused (``INCOMPATIBLE_INPUTS``).
+    """
+    provs = [_provenance_of(t.schema, src) for t, src in zip(tables, sources)]
+    units = {p.get("step_unit", "steps") for p in provs}
+    if len(units) > 1:
+        raise LogFormatError(f"the inputs count steps in different units ({sorted(units)}); "
+                             "audit them separately or convert one", path=", ".join(sources),
+                             code=ErrorCode.INCOMPATIBLE_INPUTS)
+    frames = []
+    for k, t in enumerate(tables):
+        df = t.to_pandas()
+        df["run"] = df["run"].astype(str)
+        df["__src"] = k
+        frames.append(df)
+    try:
+        df = pd.concat(frames, ignore_index=True, sort=False)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - concat rarely refuses
+        raise LogFormatError(f"the inputs cannot be merged ({exc})", path=", ".join(sources),
+                             code=ErrorCode.INCOMPATIBLE_INPUTS) from None
+    key = ["run", "step"]
+    cols = [c for c in df.columns if c not in (*key, "__src")]
+    dup = df.duplicated(key, keep=False).to_numpy()
+    if dup.any():
+        sub = df[dup].sort_values([*key, "__src"], kind="stable")
+        nun = sub.groupby(key, sort=False)[cols].nunique(dropna=True)
+        bad = nun[(nun > 1).any(axis=1)]
+        if len(bad) and on_duplicate == "error":
+            col = next(c for c in cols if (bad[c] > 1).any())
+            ex = ", ".join(f"{safe(r)}@{s}" for r, s in list(bad.index[:3]))
+            raise LogFormatError(
+                f"{len(bad)} (run, step) rows hold different values in different inputs "
+                f"(first: {ex}, column {safe(col)!r}); pass --on-duplicate first|last to "
+                "choose", path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
+        g = sub.groupby(key, sort=False)[cols]
+        joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
+        df = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True, sort=False)
+    else:
+        df = df[[*key, *cols]]
+    # a condition carried by some sources only: fill it for the whole run
+    for c in cols:
+        if _is_series(c) or not df[c].isna().any():
+            continue
+        per_run = df.groupby("run", sort=False)[c]
+        if int(per_run.nunique(dropna=True).max()) <= 1:
+            df[c] = per_run.transform("first")
+    df = df.sort_values(key, kind="stable").reset_index(drop=True)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    merged: dict[str, Any] = {"inputs": list(sources)}
+    for p in provs:
+        for k2 in ("source_files", "findings", "warnings"):
+            if p.get(k2):
+                merged.setdefault(k2, []).extend(p[k2])
+        if p.get("downsampled_runs"):
+            merged.setdefault("downsampled_runs", []).extend(str(r) for r in p["downsampled_runs"])
+        if p.get("step_unit"):
+            merged["step_unit"] = p["step_unit"]
+    if "downsampled_runs" in merged:
+        merged["downsampled_runs"] = sorted(set(merged["downsampled_runs"]))
+    merged["adapters"] = sorted({str(p.get("adapter", "table")) for p in provs})
+    meta = {PROVENANCE_KEY: json.dumps(merged, sort_keys=True, default=str).encode()}
+    return table.replace_schema_metadata(meta)
