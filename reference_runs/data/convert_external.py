@@ -1,8 +1,8 @@
 """One-off: convert the external critical-norm-grokking NPZ sweep into the interim demo log.
 
-Run from the repository root (needs ../shared/external beside the repository):
+Run from the repository root with the folder of the public repository's NPZ files:
 
-    python reference_runs/data/convert_external.py
+    python reference_runs/data/convert_external.py path/to/grokfss_p59
 
 It writes ``reference_runs/data/external_alpha_sweep.parquet``: the MLP on (a + b) mod 59 with
 the train fraction ``alpha`` as the axis, 5 of the 20 seeds per file (to keep the file small),
@@ -42,15 +42,17 @@ def convert(src: Path = SRC, seeds: int = SEEDS) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from grokaudit.schema import write_table
 
-    if not SRC.is_dir():
-        print(f"error: {SRC} not found (needs ../shared/external beside the repository)",
+    args = sys.argv[1:] if argv is None else argv
+    src = Path(args[0]) if args else SRC
+    if not src.is_dir():
+        print(f"error: {src} not found; pass the folder of grokfss_p59 NPZ files",
               file=sys.stderr)
         return 2
-    df = convert()
+    df = convert(src)
     write_table(df, OUT, {"producer": "reference_runs/data/convert_external.py",
                           "source": "ClevixLab/critical-norm-grokking grokfss_p59 (MIT)",
                           "seeds_per_cell": SEEDS})

@@ -45,3 +45,30 @@ def test_readme_quick_start_commands_exist():
     for script in ("scripts/demo", "scripts/test"):
         assert f"./{script}" in readme
         assert (ROOT / script).is_file()
+
+
+DOCS = [ROOT / "README.md", ROOT / "reference_runs" / "data" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_points_into_the_repository(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    bad = []
+    for target in LINK.findall(text):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL or an anchor in the same page
+        path = (doc.parent / target.split("#", 1)[0]).resolve()
+        if not path.exists() or ROOT.resolve() not in (path, *path.parents):
+            bad.append(target)
+    assert not bad, f"{doc.name} links to files the repository does not contain: {bad}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_do_not_cite_files_that_do_not_ship(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    cited = [n for n in ("AUDIT_SPEC", "CLAIMS_SPEC", "ARCHITECTURE.md", "TRAINER_SPEC",
+                         "ADAPTERS.md", "../shared", "shared/external", "shared/seeds")
+             if n in text]
+    assert not cited, f"{doc.name} cites {cited}, which do not ship with the project"
