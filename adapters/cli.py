@@ -1,27 +1,33 @@
 """``grokaudit convert`` and ``grokaudit formats``: thin shells over :func:`read_log`.
 
 The core CLI imports this module lazily (``LAZY_COMMANDS`` in ``grokaudit.cli``), only when one
-of these commands runs.
+of these commands runs. Errors are :class:`~grokaudit.errors.GrokauditError` subclasses, raised
+as they are: the CLI group prints them as one line with their code and exits 2.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
-from grokaudit.errors import GrokauditError
+from grokaudit.errors import ErrorCode, OutputError
+from grokaudit.options import parse_pairs
+from grokaudit.outputs import atomic_write_with, resolve_output
 from grokaudit.schema import PROVENANCE_KEY, write_table
+from grokaudit.text import safe
 
 from . import list_formats, read_log
-from .merge import parse_pairs
+
+#: What ``convert -o`` writes (the canonical table).
+OUTPUT_SUFFIXES = (".parquet", ".csv")
 
 
 @click.command(name="convert")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
-              help="Canonical table to write (.parquet, or .csv).")
+@click.option("-o", "--output", "output", required=True, metavar="FILE",
+              help="Canonical table to write (.parquet, or .csv); not an input, not inside an "
+                   "input folder. Written atomically.")
 @click.option("--format", "fmt", default=None, metavar="NAME",
               help="Log format (see `grokaudit formats`); detected from PATH by default.")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
@@ -32,30 +38,40 @@ from .merge import parse_pairs
 @click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
               help="Condition KEY from each run's path by REGEX (first group), e.g. "
                    "--cond wd='wd([0-9.]+)' (repeatable).")
-def convert(path: Path, output: Path, fmt: str | None, maps: tuple[str, ...],
+def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
             run_from: str | None, conds: tuple[str, ...]) -> None:
     """Convert an external log at PATH to the canonical table (written atomically)."""
-    try:
-        table = read_log(path, fmt, mapping=parse_pairs(maps, "--map") or None,
-                         run_from=run_from, cond=parse_pairs(conds, "--cond") or None)
-        prov = json.loads(table.schema.metadata[PROVENANCE_KEY])
-        df = table.to_pandas()
-        write_table(df, output, provenance=prov)
-    except GrokauditError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    # every check that needs no reading comes first: a refused output changes no file
+    out = resolve_output(output, flag="--output", inputs=[path], allow_stdout=False,
+                         suffixes=OUTPUT_SUFFIXES)
+    assert out.path is not None  # allow_stdout=False
+    mapping = parse_pairs(maps, "--map") or None
+    cond = parse_pairs(conds, "--cond") or None
+    table = read_log(path, fmt, mapping=mapping, run_from=run_from, cond=cond)
+    prov = json.loads(table.schema.metadata[PROVENANCE_KEY])
+    if out.path.suffix.lower() == ".csv" and (prov["findings"] or prov["downsampled_runs"]):
+        codes = sorted({f["code"] for f in prov["findings"]} | (
+            {"SOURCE_DOWNSAMPLED"} if prov["downsampled_runs"] else set()))
+        raise OutputError(
+            f"{output}: a .csv file cannot carry the provenance of this log, and the audit "
+            f"needs it (findings: {', '.join(codes)}); write a .parquet file instead",
+            code=ErrorCode.OUTPUT_EXTENSION, path=output)
+    df = table.to_pandas()
+    atomic_write_with(out.path, lambda tmp: write_table(df, tmp, provenance=prov),
+                      flag="--output")
     runs = df["run"].nunique()
-    click.echo(f"read {prov['adapter']} log: {runs} run(s), {len(df)} rows, "
+    click.echo(f"read {safe(prov['adapter'])} log: {runs} run(s), {len(df)} rows, "
                f"{prov['points_read']} points from {len(prov['source_files'])} file(s)")
-    metrics = [c for c in df.columns if c not in ("run", "step")]
+    metrics = [safe(c) for c in df.columns if c not in ("run", "step")]
     click.echo(f"columns: {', '.join(metrics)}")
     for w in prov["warnings"]:
-        click.echo(f"warning: {w}")
+        click.echo(f"warning: {safe(w)}")
     for f in prov["findings"]:
-        where = f" [run {f['run']}]" if f["run"] else ""
-        at = f" ({f['file']} @ byte {f['offset']})" if f["file"] is not None else ""
-        click.echo(f"finding {f['code']}{where}: {f['detail']}{at}")
-    click.echo(f"wrote {output}")
+        where = f" [run {safe(f['run'])}]" if f["run"] else ""
+        at = "" if f["file"] is None else f" ({safe(f['file'])})" if f["offset"] is None \
+            else f" ({safe(f['file'])} @ byte {f['offset']})"
+        click.echo(f"finding {safe(f['code'])}{where}: {safe(f['detail'])}{at}")
+    click.echo(f"wrote {safe(out.path)}")
 
 
 @click.command(name="formats")
@@ -75,4 +91,4 @@ def formats(as_json: bool) -> None:
             status = f"extra [{i.extra}] installed"
         else:
             status = f"needs: pip install 'grokaudit[{i.extra}]'"
-        click.echo(f"{i.name:<{width}}  {i.description}  ({status})")
+        click.echo(f"{safe(i.name):<{width}}  {safe(i.description)}  ({status})")
