@@ -26,6 +26,7 @@ from .points import Finding
 from .registry import (
     FormatInfo,
     Reader,
+    check_input,
     detect_format,
     get_reader,
     list_formats,
@@ -60,13 +61,19 @@ def read_log(path: str | Path, format: str | None = None, *,
     :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
     """
     p = Path(path)
-    if not p.exists():
-        raise LogFormatError("no such file or directory; check the path", path=str(p))
+    check_input(p)
     name = format or detect_format(p)
     reader = get_reader(name)
-    if p.is_file() and p.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to read", path=str(p))
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond)
-    points = reader.read(p, options)
-    apply_options(points, options, str(p))
-    return build_table(points, adapter=reader.name, adapter_version=reader.version, path=str(p))
+    try:
+        points = reader.read(p, options)
+        apply_options(points, options, str(p))
+        return build_table(points, adapter=reader.name, adapter_version=reader.version,
+                           path=str(p))
+    except LogFormatError as exc:
+        if exc.path is not None:
+            raise
+        # an error raised where the file was not known (a step checked in Points.add): name
+        # the input, so that the message still says which log it is about
+        raise LogFormatError(str(exc), path=str(p), column=exc.column,
+                             code=exc.code) from None

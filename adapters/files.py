@@ -7,19 +7,22 @@ tables are melted without their NaN cells (sparse rows stay sparse).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import ACCURACY_COLUMNS, KNOWN_SERIES, is_known_metric
+from grokaudit.text import safe
 
-from .points import Points
+from .points import Points, as_steps
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
                   ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
@@ -44,10 +47,12 @@ def read_file(path: Path) -> pa.Table:
     """Read one tabular file; raises :class:`LogFormatError` naming the file."""
     kind = TABLE_SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise LogFormatError(f"unknown table file type {path.suffix!r}; expected one of "
-                             f"{', '.join(sorted(TABLE_SUFFIXES))}", path=str(path))
+        raise LogFormatError(f"unknown table file type {safe(path.suffix)!r}; expected one of "
+                             f"{', '.join(sorted(TABLE_SUFFIXES))}", path=str(path),
+                             code=ErrorCode.UNKNOWN_FILE_TYPE)
     if path.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to read", path=str(path))
+        raise LogFormatError("file is empty; there is nothing to read", path=str(path),
+                             code=ErrorCode.FILE_EMPTY)
     try:
         if kind == "parquet":
             return pq.read_table(path)
@@ -62,8 +67,11 @@ def read_file(path: Path) -> pa.Table:
         df = pd.read_json(path)
         return pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowInvalid, ValueError, OSError) as exc:
+        # the parser's message may quote the offending line of the log: escape it, cut it short
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(path)) from None
+        msg = safe(msg if len(msg) <= 200 else msg[:200] + "…")
+        raise LogFormatError(f"cannot read as {kind}: {msg}; fix that line or the file type",
+                             path=str(path), code=ErrorCode.FILE_UNREADABLE) from None
 
 
 def check_tail(path: Path, points: Points) -> None:
@@ -98,6 +106,22 @@ def find_step_column(names: list[str]) -> str | None:
     return next((c for c in STEP_COLUMNS if c in names), None)
 
 
+def _step_column(sc: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
+    """The step column as int64: integer types read as integers (a uint64 above the int64
+    range is refused, never wrapped), floats only when every value is an integer."""
+    what = f"column {safe(name)!r}"
+    if sc.null_count:
+        raise LogFormatError(f"{what} has {sc.null_count} missing value(s); every row needs a "
+                             "step", path=str(path), column=name, code=ErrorCode.MISSING_VALUES)
+    if pa.types.is_integer(sc.type):
+        raw = sc.to_numpy() if sc.num_chunks else np.zeros(0, dtype=np.int64)
+        return as_steps(raw, what=what, path=str(path), column=name)
+    if pa.types.is_floating(sc.type) or pa.types.is_decimal(sc.type):
+        return as_steps(_floats(sc), what=what, path=str(path), column=name)
+    raise LogFormatError(f"{what} has type {sc.type}; it must hold integer steps",
+                         path=str(path), column=name, code=ErrorCode.BAD_COLUMN_TYPE)
+
+
 def _numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
                 or pa.types.is_decimal(t))
@@ -119,37 +143,34 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
     columns become metrics, without their NaN cells.
     """
     names = list(table.column_names)
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise LogFormatError(f"column {safe(twice[0])!r} appears more than once; rename one of "
+                             "them", path=str(path), column=twice[0],
+                             code=ErrorCode.DUPLICATE_COLUMN)
     step_col = find_step_column(names)
     if step_col is None:
         raise LogFormatError(f"no step column (one of {', '.join(STEP_COLUMNS)}); rename the "
-                             "step column with --map NAME=step", path=str(path), column="step")
+                             "step column to 'step' in the file", path=str(path), column="step",
+                             code=ErrorCode.MISSING_COLUMN)
     if step_col == "epoch":
         points.extra["step_unit"] = "epoch"
-    sc = table.column(step_col)
-    if not _numeric(sc.type):
-        raise LogFormatError(f"column {step_col!r} has type {sc.type}; it must hold integer "
-                             "steps", path=str(path), column=step_col)
-    sf = _floats(sc)
-    if np.isnan(sf).any():
-        raise LogFormatError(f"column {step_col!r} has {int(np.isnan(sf).sum())} missing "
-                             "value(s); every row needs a step", path=str(path), column=step_col)
-    if np.any(sf != np.round(sf)):
-        raise LogFormatError(f"column {step_col!r} holds non-integer values; steps are integer "
-                             "optimizer steps", path=str(path), column=step_col)
-    step = sf.astype(np.int64)
+    step = _step_column(table.column(step_col), step_col, path)
     wall_col = next((c for c in WALL_COLUMNS if c in names and _numeric(table.column(c).type)),
                     None)
     wall = _floats(table.column(wall_col)) if wall_col else None
 
     if run_column is not None:
         if run_column not in names:
-            raise LogFormatError(f"no column {run_column!r} to take run ids from; use "
+            raise LogFormatError(f"no column {safe(run_column)!r} to take run ids from; use "
                                  "--run-from path or name the column", path=str(path),
-                                 column=run_column)
+                                 column=run_column, code=ErrorCode.MISSING_COLUMN)
         rcol = table.column(run_column)
         if rcol.null_count:
-            raise LogFormatError(f"column {run_column!r} has {rcol.null_count} missing run ids",
-                                 path=str(path), column=run_column)
+            raise LogFormatError(f"column {safe(run_column)!r} has {rcol.null_count} missing run "
+                                 "ids; every row needs one (or use --run-from path)",
+                                 path=str(path), column=run_column,
+                                 code=ErrorCode.MISSING_VALUES)
         codes, uniques = pd.factorize(pd.Series(rcol.to_numpy(zero_copy_only=False)).astype(str))
         run_names = [str(u) for u in uniques]
     else:
@@ -164,16 +185,19 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
     logged_any = np.zeros(table.num_rows, dtype=bool)
     metric_names: list[str] = []
+    non_scalar: list[str] = []
     for name in names:
         if name in skip or name.startswith("__index_level_"):
             continue
         col = table.column(name)
-        if _numeric(col.type):
+        boolean = pa.types.is_boolean(col.type)
+        if _numeric(col.type) or boolean:  # booleans are read as 0/1 (as `check` reads them)
             a = _floats(col)
             if numeric_conditions and _is_condition(name, a, groups):
                 for r, g in zip(run_names, groups):
                     v = a[g[0]]
-                    points.add_condition(r, name, int(v) if v.is_integer() and
+                    points.add_condition(r, name, bool(v) if boolean else
+                                         int(v) if v.is_integer() and
                                          pa.types.is_integer(col.type) else float(v))
                 continue
             logged_any |= ~np.isnan(a)
@@ -184,17 +208,30 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
                 if ok.any():
                     points.add(r, name, step[g][ok], v[ok],
                                None if wall is None else wall[g][ok])
-        elif pa.types.is_boolean(col.type):
-            points.warnings.append(f"{path.name}: boolean column {name!r} ignored")
+        elif _nested(col):
+            non_scalar.append(name)
         else:
+            # text: a condition when its logged (non-null) value is constant within every run
             vals = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-            constant = all(len({_key(x) for x in vals[g]}) == 1 for g in groups)
-            if constant:
-                for r, g in zip(run_names, groups):
-                    points.add_condition(r, name, vals[g[0]])
-            else:
-                points.warnings.append(f"{path.name}: text column {name!r} varies within a run; "
-                                       "ignored (it is neither a metric nor a condition)")
+            for r, g in zip(run_names, groups):
+                seen = {_key(x) for x in vals[g]} - {None}
+                if len(seen) > 1:
+                    two = sorted(map(str, seen))[:2]
+                    raise LogFormatError(
+                        f"text column {safe(name)!r} changes within run {safe(r)!r} "
+                        f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
+                        "metric (numbers) nor a condition (constant in a run), and grokaudit "
+                        "drops nothing silently; remove the column from the file, or name the "
+                        f"runs by it with --run-from {safe(name)}", path=str(path),
+                        column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
+            for r, g in zip(run_names, groups):
+                logged = [x for x in vals[g] if _key(x) is not None]
+                points.add_condition(r, name, logged[0] if logged else None)
+    if non_scalar:
+        shown = ", ".join(repr(safe(n)) for n in non_scalar[:5])
+        points.warnings.append(f"{safe(path.name)}: {len(non_scalar)} column(s) of non-scalar "
+                               f"values (objects or lists: media, tables, histograms) not read: "
+                               f"{shown}{', …' if len(non_scalar) > 5 else ''}")
     # a row whose every value is NaN was still logged: keep it (as a NaN test accuracy)
     if metric_names and not logged_any.all():
         keep_in = "test_acc" if "test_acc" in metric_names else metric_names[0]
@@ -203,6 +240,31 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
             if empty.size:
                 points.add(r, keep_in, step[empty],
                            np.full(empty.size, np.nan), None if wall is None else wall[empty])
+
+
+def _nested(col: pa.ChunkedArray) -> bool:
+    """True for a column of objects or lists (a JSON object per cell: W&B media, tables,
+    histograms): values that have no place in a table of scalars."""
+    t = col.type
+    if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
+            or pa.types.is_map(t) or pa.types.is_fixed_size_list(t):
+        return True
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return False
+    cells = col.drop_null()
+    if len(cells) == 0:
+        return False
+    shaped = pc.match_substring_regex(cells, r"(?s)^\s*(\{.*\}|\[.*\])\s*$")
+    if not pc.all(shaped).as_py():
+        return False
+    return all(_is_json_container(x) for x in cells.slice(0, 20).to_pylist())
+
+
+def _is_json_container(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
 
 
 def _key(x: Any) -> Any:

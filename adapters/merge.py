@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from grokaudit.errors import LogFormatError
-from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION
+from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
+from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
+from grokaudit.text import safe
 
 from .points import Finding, Points
 
@@ -44,17 +45,6 @@ class ReadOptions:
     mapping: Mapping[str, str] | None = None
     run_from: str | None = None  #: "path", "column", or the name of the column holding run ids
     cond: Mapping[str, str] | None = None  #: condition name -> regex over the run's path
-
-
-def parse_pairs(pairs: list[str] | tuple[str, ...], flag: str) -> dict[str, str]:
-    """Parse ``key=value`` pairs given on the command line (``--map``, ``--cond``)."""
-    out: dict[str, str] = {}
-    for p in pairs:
-        key, sep, val = p.partition("=")
-        if not sep or not key:
-            raise LogFormatError(f"{flag} expects KEY=VALUE, got {p!r}")
-        out[key] = val
-    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -80,8 +70,9 @@ def apply_options(points: Points, options: ReadOptions, path: str) -> None:
         try:
             rx = re.compile(pattern)
         except re.error as exc:
-            raise LogFormatError(f"--cond {key}={pattern!r} is not a valid regex ({exc})",
-                                 path=path) from None
+            raise ConfigError(f"--cond {safe(key)}={safe(pattern)!r} is not a valid regular "
+                              f"expression ({exc}); fix the pattern", option="--cond",
+                              code=ErrorCode.INVALID_OPTION) from None
         missed = []
         for run in _runs(points):
             m = rx.search(points.origins.get(run, run)) or rx.search(run)
@@ -138,15 +129,23 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     """
     if not points.chunks:
         raise LogFormatError(f"no metric points found in this {adapter} log; check that it is "
-                             "the right path and format (`--format`)", path=path)
+                             "the right path and format (`--format`)", path=path,
+                             code=ErrorCode.NO_ROWS)
     runs = _runs(points)
     run_code = {r: i for i, r in enumerate(runs)}
     metric_names = sorted({c.metric for c in points.chunks})
     if "test_acc" not in metric_names:
-        shown = ", ".join(repr(m) for m in metric_names[:8])
+        shown = ", ".join(repr(safe(m)) for m in metric_names[:8])
+        more = f", … ({len(metric_names)} in all)" if len(metric_names) > 8 else ""
         raise LogFormatError(
-            f"no test accuracy among the metrics read ({shown}); name it with "
-            f"--map NAME=test_acc", path=path, column="test_acc")
+            f"no test accuracy among the metrics read ({shown}{more}); name it with "
+            f"--map NAME=test_acc", path=path, column="test_acc", code=ErrorCode.MISSING_COLUMN)
+    reserved = [m for m in ("run", "step") if m in metric_names]
+    if reserved:
+        raise LogFormatError(
+            f"a metric is called {reserved[0]!r}, the name of a column of the canonical table; "
+            f"rename it with --map {reserved[0]}=logged_{reserved[0]}", path=path,
+            column=reserved[0], code=ErrorCode.RESERVED_COLUMN)
     ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
     ordered += [m for m in metric_names if m not in ordered]
     metric_code = {m: i for i, m in enumerate(ordered)}
@@ -181,9 +180,15 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
             f"{n} logged point(s) repeated an earlier (step, metric) of this run (a resumed or "
             "rewound run); the last written value was kept", run=runs[r], count=n))
     replaced_total = int(n_replaced.sum())
-    if any(int(st.min()) < 0 for d in per_run for st, _ in d.values() if st.size):
-        raise LogFormatError("negative step in the log; steps must be >= 0", path=path,
-                             column="step")
+    lows = [int(st.min()) for d in per_run for st, _ in d.values() if st.size]
+    highs = [int(st.max()) for d in per_run for st, _ in d.values() if st.size]
+    if lows and min(lows) < 0:
+        raise LogFormatError(f"negative step ({min(lows)}) in the log; steps must be >= 0",
+                             path=path, column="step", code=ErrorCode.NEGATIVE_STEP)
+    if highs and max(highs) > STEP_MAX:
+        raise LogFormatError(f"step {max(highs)} in the log is beyond the largest supported "
+                             f"step {STEP_MAX} (2**53); a corrupted or mis-typed step?",
+                             path=path, column="step", code=ErrorCode.STEP_OUT_OF_RANGE)
 
     # -- join the metrics on (run, step), no interpolation --------------------------------
     step_parts: list[np.ndarray] = []
@@ -230,10 +235,15 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     for name, col in columns.items():
         arrays[name] = pa.array(col, type=pa.float64())
     for key, values in _condition_columns(points, runs).items():
-        if key in arrays:
-            points.warnings.append(f"condition {key!r} has the name of a logged metric; dropped")
-            continue
-        arrays[key] = pa.array(values).take(pa.array(row_run))
+        name = key
+        if name in arrays:  # kept under another name: nothing is dropped
+            name = f"{key}_cond"
+            k = 2
+            while name in arrays:
+                name, k = f"{key}_cond{k}", k + 1
+            points.warnings.append(f"condition {key!r} has the name of a logged metric or of a "
+                                   f"canonical column; written as column {name!r}")
+        arrays[name] = pa.array(values).take(pa.array(row_run))
     table = pa.table(arrays)
 
     provenance: dict[str, Any] = {
@@ -273,6 +283,10 @@ def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for k in keys:
         vals = [points.conditions.get(r, {}).get(k) for r in runs]
+        if all(v is None or isinstance(v, (bool, np.bool_)) for v in vals) and \
+                any(v is not None for v in vals):
+            out[k] = [None if v is None else bool(v) for v in vals]
+            continue
         numeric = all(v is None or (isinstance(v, (int, float, np.integer, np.floating))
                                     and not isinstance(v, (bool, np.bool_))) for v in vals)
         if numeric:

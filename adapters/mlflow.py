@@ -18,18 +18,26 @@ Deleted runs are skipped (and counted in the warnings).
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.schema import STEP_MAX
+from grokaudit.text import safe
 
 from .merge import ReadOptions
 from .points import Points
 from .registry import Reader
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Seconds to wait for another process's write lock before reporting DATABASE_LOCKED (a
+#: writer's commit holds it for milliseconds; a long-held lock is a transaction left open).
+LOCK_TIMEOUT_S = 2.0
+#: MLflow's SQL store writes +-inf as +-DBL_MAX (``sqlalchemy_store``); read back as +-inf.
+_DBL_MAX = 1.7976931348623157e308
 
 
 def _scalar(raw: str) -> Any:
@@ -87,47 +95,74 @@ def _detect_file_store(path: Path) -> bool:
     return path.is_dir() and bool(run_dirs(path))
 
 
-def _metric_file(f: Path, points: Points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(step, value, wall seconds) of one metric file; a cut last line is reported."""
+def _metric_file(f: Path, run: str, metric: str,
+                 points: Points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step, value, wall seconds) of one metric file; a cut last line is reported, a line that
+    is not ``timestamp value step`` is a :class:`LogFormatError` with its byte offset."""
     data = f.read_bytes()
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    complete = text.endswith("\n") or not text
-    if not complete:
-        tail = lines.pop()
-        offset = len(data) - len(tail.encode())
-        if len(tail.split()) >= 3:
-            lines.append(tail)  # a full line that only lacks its newline
-        else:
-            points.finding("SOURCE_TRUNCATED", "metric file ends inside a line (truncated "
-                           "write); the partial line was not read", file=str(f),
-                           offset=offset, count=len(data) - offset)
-    ts, vals, steps = [], [], []
-    pos = 0
-    for line in lines:
+    lines = data.split(b"\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    if data.endswith(b"\n") or not data:
+        lines.pop()
+        starts.pop()
+    elif len(lines[-1].split()) < 3:
+        offset = starts[-1]
+        lines.pop()
+        starts.pop()
+        points.finding("SOURCE_TRUNCATED", "metric file ends inside a line (truncated "
+                       "write); the partial line was not read", file=str(f),
+                       offset=offset, count=len(data) - offset)
+    where = f"metric {safe(metric)!r} of run {safe(run)!r}"
+    ts, vals, steps, at = [], [], [], []
+    for line, pos in zip(lines, starts):
         parts = line.split()
         if not parts:
-            pos += len(line) + 1
             continue
         if len(parts) not in (3, 5):
-            raise LogFormatError(f"line at byte {pos} has {len(parts)} fields; MLflow metric "
-                                 "lines are 'timestamp value step'", path=str(f))
+            raise LogFormatError(
+                f"line at byte {pos} of {where} has {len(parts)} fields; MLflow metric lines "
+                "are 'timestamp value step': fix or delete that line", path=str(f),
+                code=ErrorCode.CORRUPT_RECORD)
         ts.append(parts[0])
         vals.append(parts[1])
         steps.append(parts[2])
-        pos += len(line) + 1
+        at.append(pos)
     try:
-        return (np.array(steps, dtype=np.int64), np.array(vals, dtype=np.float64),
-                np.array(ts, dtype=np.float64) / 1000.0)
-    except ValueError as exc:
-        raise LogFormatError(f"unreadable metric line ({exc})", path=str(f)) from None
+        return (np.array(steps).astype(np.int64) if steps else np.zeros(0, dtype=np.int64),
+                np.array(vals).astype(np.float64) if vals else np.zeros(0),
+                np.array(ts).astype(np.float64) / 1000.0 if ts else np.zeros(0))
+    except (ValueError, OverflowError):
+        pass
+    for col, kind, conv in ((vals, "value", float), (steps, "step", int),
+                            (ts, "timestamp", float)):
+        for tok, pos in zip(col, at):
+            try:
+                x = conv(tok)
+            except ValueError:
+                raise LogFormatError(
+                    f"line at byte {pos} of {where} has the {kind} "
+                    f"{safe(tok.decode('utf-8', 'replace'))[:40]!r}, which is not "
+                    f"{'an integer' if kind == 'step' else 'a number'}; MLflow metric lines are "
+                    "'timestamp value step': fix or delete that line", path=str(f),
+                    code=ErrorCode.CORRUPT_RECORD) from None
+            if kind == "step" and abs(x) > STEP_MAX:
+                raise LogFormatError(
+                    f"line at byte {pos} of {where} has the step {x}, beyond the largest "
+                    f"supported step {STEP_MAX} (2**53); a corrupted line?", path=str(f),
+                    column="step", code=ErrorCode.STEP_OUT_OF_RANGE)
+    raise LogFormatError(f"unreadable metric lines in {where}", path=str(f),
+                         code=ErrorCode.CORRUPT_RECORD)
 
 
 def read_file_store(path: Path, options: ReadOptions) -> Points:
     """Read every run of an MLflow file store (or one experiment, or one run folder)."""
     dirs = run_dirs(path)
     if not dirs:
-        raise LogFormatError("no MLflow run folders (meta.yaml + metrics/) here", path=str(path))
+        raise LogFormatError("no MLflow run folders (meta.yaml + metrics/) here; check the "
+                             "path or the --format", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     names: dict[str, str] = {}
     live: list[Path] = []
@@ -139,26 +174,28 @@ def read_file_store(path: Path, options: ReadOptions) -> Points:
             continue
         live.append(d)
         tag = d / "tags" / "mlflow.runName"
-        names[d.name] = tag.read_text(encoding="utf-8").strip() if tag.is_file() else \
-            meta.get("run_name", "")
+        names[d.name] = tag.read_text(encoding="utf-8", errors="replace").strip() \
+            if tag.is_file() else meta.get("run_name", "")
     run_of = _name_runs([d.name for d in live], names, points)
     for d in live:
         run = run_of[d.name]
         mdir = d / "metrics"
         for f in sorted(q for q in mdir.rglob("*") if q.is_file()):
             points.files.append(str(f))
-            step, val, wall = _metric_file(f, points)
-            points.add(run, f.relative_to(mdir).as_posix(), step, val, wall)
+            metric = f.relative_to(mdir).as_posix()
+            step, val, wall = _metric_file(f, run, metric, points)
+            points.add(run, metric, step, val, wall)
         pdir = d / "params"
         if pdir.is_dir():
             for f in sorted(q for q in pdir.rglob("*") if q.is_file()):
-                points.add_condition(run, f.relative_to(pdir).as_posix(),
-                                     _scalar(f.read_text(encoding="utf-8").strip()))
+                points.add_condition(run, f.relative_to(pdir).as_posix(), _scalar(
+                    f.read_text(encoding="utf-8", errors="replace").strip()))
         points.origins[run] = f"{d.parent.name}/{d.name}"
     if deleted:
         points.warnings.append(f"{deleted} deleted run(s) skipped")
     if not points.files:
-        raise LogFormatError("the MLflow runs here logged no metrics", path=str(path))
+        raise LogFormatError("the MLflow runs here logged no metrics; there is nothing to "
+                             "read", path=str(path), code=ErrorCode.NO_ROWS)
     return points
 
 
@@ -167,50 +204,121 @@ def read_file_store(path: Path, options: ReadOptions) -> Points:
 # ------------------------------------------------------------------------------------------
 
 def _detect_sqlite(path: Path) -> bool:
+    """An SQLite file holding MLflow's tables. An SQLite file that cannot be opened (locked by
+    another process, damaged) raises its :class:`LogFormatError`: it is not "unknown"."""
     if not path.is_file():
         return False
     with path.open("rb") as fh:
         if fh.read(16) != SQLITE_MAGIC:
             return False
     try:
-        with _connect(path) as con:
+        with closing(_connect(path)) as con:
             names = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
-    except sqlite3.Error:
-        return False
+    except sqlite3.Error as exc:
+        raise _sqlite_error(exc, path) from None
     return {"metrics", "runs", "params"} <= names
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                           timeout=LOCK_TIMEOUT_S)
+
+
+def _sqlite_error(exc: BaseException, path: Path) -> LogFormatError:
+    """The one-line error for an SQLite failure: a lock held by another process, a journal
+    left by a crashed writer, or a damaged file."""
+    err = exc.__cause__ if isinstance(exc, pd.errors.DatabaseError) and exc.__cause__ else exc
+    name = str(getattr(err, "sqlite_errorname", "") or "")
+    text = str(err)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
+        return LogFormatError(
+            "the SQLite database is locked by another process (an MLflow server or a training "
+            "run is writing to it); retry when the run finishes, or copy the file and read the "
+            "copy", path=str(path), code=ErrorCode.DATABASE_LOCKED)
+    if name == "SQLITE_READONLY_ROLLBACK":
+        return LogFormatError(
+            "a writer stopped inside a transaction and left its journal beside the database; "
+            "open the database once with MLflow (or sqlite3) to roll it back, then retry",
+            path=str(path), code=ErrorCode.FILE_UNREADABLE)
+    return LogFormatError(f"cannot read the SQLite database ({safe(text)[:200]}); the file is "
+                          "truncated, corrupt, or not an MLflow database", path=str(path),
+                          code=ErrorCode.FILE_UNREADABLE)
+
+
+#: The first metric row of a live run that MLflow cannot have written: a value that is not a
+#: number (text, a blob, NULL) or a step that is not an integer.
+_BAD_ROW = """
+select m.run_uuid, m.key, m.step, typeof(m.step), m.value, typeof(m.value)
+from metrics m join runs r on r.run_uuid = m.run_uuid
+where coalesce(r.lifecycle_stage, '') != 'deleted'
+  and (typeof(m.value) not in ('real', 'integer') or typeof(m.step) != 'integer')
+order by m.rowid limit 1
+"""
+
+
+def _bad_row(row: tuple[Any, ...], names: dict[str, str], path: Path) -> LogFormatError:
+    rid, key, step, step_type, value, value_type = row
+    where = f"metric {safe(key)!r} of run {safe(names.get(rid) or rid)!r} (run id {safe(rid)})"
+    if value_type not in ("real", "integer"):
+        shown = "NULL" if value is None else safe(repr(value))[:60]
+        return LogFormatError(
+            f"{where} has the value {shown} (stored as {value_type}) at step {safe(step)}, which "
+            "is not a number; MLflow stores metric values as numbers, so this row was written by "
+            "something else or is damaged: fix or delete it", path=str(path), column=str(key),
+            code=ErrorCode.CORRUPT_RECORD)
+    if step is None:
+        return LogFormatError(f"{where} has a row without a step (NULL); every logged value "
+                              "needs its step: fix or delete it", path=str(path), column="step",
+                              code=ErrorCode.MISSING_VALUES)
+    if step_type == "real":
+        big = abs(float(step)) > STEP_MAX
+        return LogFormatError(
+            f"{where} has the step {float(step):g}, "
+            + ("beyond the largest supported step 2**53" if big else "which is not an integer")
+            + "; MLflow steps are integers: fix or delete that row", path=str(path),
+            column="step",
+            code=ErrorCode.STEP_OUT_OF_RANGE if big else ErrorCode.NON_INTEGER_STEP)
+    return LogFormatError(f"{where} has the step {safe(repr(step))[:60]} (stored as "
+                          f"{step_type}), which is not a number; fix or delete that row",
+                          path=str(path), column="step", code=ErrorCode.CORRUPT_RECORD)
 
 
 def read_sqlite(path: Path, options: ReadOptions) -> Points:
-    """Read every live run of an MLflow SQLite store."""
+    """Read every live run of an MLflow SQLite store, in one read transaction (a consistent
+    snapshot even while a run is still logging)."""
     points = Points(files=[str(path)])
     try:
-        with _connect(path) as con:
+        with closing(_connect(path)) as con:
+            con.execute("begin")
             runs = con.execute("select run_uuid, name, lifecycle_stage from runs "
                                "order by start_time, run_uuid").fetchall()
             tags = dict(con.execute("select run_uuid, value from tags "
                                     "where key = 'mlflow.runName'").fetchall())
+            names = {rid: tags.get(rid) or name or rid for rid, name, _ in runs}
+            bad = con.execute(_BAD_ROW).fetchone()
+            if bad is not None:
+                raise _bad_row(bad, names, path)
             params = con.execute("select run_uuid, key, value from params").fetchall()
             metrics = pd.read_sql_query(
                 "select run_uuid, key, step, value, timestamp, is_nan from metrics "
                 "order by rowid", con)
+            con.rollback()
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-        raise LogFormatError(f"cannot read the MLflow SQLite store ({exc}); the file is "
-                             "truncated, corrupt, or not an MLflow database", path=str(path)) from None
+        raise _sqlite_error(exc, path) from None
     live = [r[0] for r in runs if r[2] != "deleted"]
     if len(live) < len(runs):
         points.warnings.append(f"{len(runs) - len(live)} deleted run(s) skipped")
-    names = {rid: tags.get(rid) or name or rid for rid, name, _ in runs}
     run_of = _name_runs(live, names, points)
     metrics = metrics[metrics["run_uuid"].isin(run_of)]
-    value = metrics["value"].to_numpy(dtype=np.float64).copy()
-    value[metrics["is_nan"].to_numpy(dtype=bool)] = np.nan
-    step = metrics["step"].to_numpy(dtype=np.int64)
-    wall = metrics["timestamp"].to_numpy(dtype=np.float64) / 1000.0
-    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([metrics["run_uuid"], metrics["key"]]))
+    value = pd.to_numeric(metrics["value"]).to_numpy(dtype=np.float64).copy()
+    value[value == _DBL_MAX] = np.inf
+    value[value == -_DBL_MAX] = -np.inf
+    is_nan = pd.to_numeric(metrics["is_nan"], errors="coerce").fillna(0).to_numpy() != 0
+    value[is_nan] = np.nan
+    step = metrics["step"].to_numpy()
+    wall = pd.to_numeric(metrics["timestamp"], errors="coerce").to_numpy(dtype=np.float64) / 1000.0
+    codes, keys = pd.factorize(pd.MultiIndex.from_arrays([metrics["run_uuid"],
+                                                          metrics["key"].astype(str)]))
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
     for i, (rid, key) in enumerate(keys):
@@ -218,7 +326,7 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
         points.add(run_of[rid], key, step[sel], value[sel], wall[sel])
     for rid, key, val in params:
         if rid in run_of:
-            points.add_condition(run_of[rid], key, _scalar(val))
+            points.add_condition(run_of[rid], key, _scalar(val) if isinstance(val, str) else val)
     for rid in live:
         points.origins[run_of[rid]] = rid
     return points

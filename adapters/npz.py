@@ -17,14 +17,16 @@ a cell seed by seed); they are kept in the provenance.
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.text import safe
 
 from .merge import ReadOptions
-from .points import Points
+from .points import Points, as_steps
 from .registry import Reader
 
 #: Key aliases of the public layouts, read as the canonical names.
@@ -52,52 +54,94 @@ def _scalar(a: np.ndarray) -> Any:
     return v
 
 
+def _real(a: np.ndarray) -> bool:
+    """Integer, unsigned, float or boolean values (not complex, text, dates or objects)."""
+    return a.dtype.kind in "iufb"
+
+
+def _load(f: Path) -> dict[str, np.ndarray]:
+    """Every array of one NPZ file, never unpickling (an object array would run code)."""
+    key = None
+    try:
+        z = np.load(f, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise LogFormatError("holds a single .npy array, not an NPZ archive of named "
+                                 "arrays; save the sweep with np.savez", path=str(f),
+                                 code=ErrorCode.FILE_UNREADABLE)
+        with z:
+            arrays = {}
+            for key in z.files:
+                arrays[key] = z[key]
+            return arrays
+    except LogFormatError:
+        raise
+    except ValueError as exc:
+        if key is not None and "allow_pickle" in str(exc):
+            raise LogFormatError(f"array {safe(key)!r} holds pickled Python objects; grokaudit "
+                                 "never unpickles a log (that would run code from the file): "
+                                 "save it as a numeric or text array, or remove it",
+                                 path=str(f), column=key,
+                                 code=ErrorCode.BAD_COLUMN_TYPE) from None
+        raise _unreadable(f, exc) from None
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError, zlib.error,
+            NotImplementedError) as exc:
+        raise _unreadable(f, exc) from None
+
+
+def _unreadable(f: Path, exc: BaseException) -> LogFormatError:
+    return LogFormatError(f"cannot read as .npz ({type(exc).__name__}: {safe(exc)[:200]}); the "
+                          "file is truncated or not an NPZ archive", path=str(f),
+                          code=ErrorCode.FILE_UNREADABLE)
+
+
 def read(path: Path, options: ReadOptions) -> Points:
     """Read one NPZ file or every ``*.npz`` under a directory."""
     files = _files(path)
     if not files:
-        raise LogFormatError("directory holds no .npz files", path=str(path))
+        raise LogFormatError("directory holds no .npz files; check the path or the --format",
+                             path=str(path), code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     attributes: dict[str, dict[str, Any]] = {}
     for f in files:
         points.files.append(str(f))
         if f.stat().st_size == 0:
-            raise LogFormatError("file is empty; there is nothing to read", path=str(f))
-        try:
-            with np.load(f, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-            raise LogFormatError(f"cannot read as .npz ({type(exc).__name__}: {exc}); the file "
-                                 "is truncated or not an NPZ archive", path=str(f)) from None
+            raise LogFormatError("file is empty; there is nothing to read", path=str(f),
+                                 code=ErrorCode.FILE_EMPTY)
+        arrays = _load(f)
         if "steps" not in arrays and "step" not in arrays:
             raise LogFormatError("no 'steps' array; an NPZ sweep file holds a (T,) 'steps' "
                                  "vector and (seeds, T) metric arrays", path=str(f),
-                                 column="steps")
+                                 column="steps", code=ErrorCode.MISSING_COLUMN)
         steps = np.asarray(arrays.pop("steps" if "steps" in arrays else "step"))
-        if steps.ndim != 1 or not np.issubdtype(steps.dtype, np.number):
-            raise LogFormatError(f"'steps' has shape {steps.shape}; expected (T,)", path=str(f),
-                                 column="steps")
+        if steps.ndim != 1 or not _real(steps):
+            raise LogFormatError(f"'steps' is a {steps.dtype} array of shape {steps.shape}; "
+                                 "expected a (T,) vector of integer steps", path=str(f),
+                                 column="steps", code=ErrorCode.BAD_COLUMN_TYPE)
         T = steps.shape[0]
         series = {k: v for k, v in arrays.items() if v.ndim == 2}
         if not series:
-            raise LogFormatError("no (seeds, T) metric arrays", path=str(f))
+            raise LogFormatError("no (seeds, T) metric arrays; save each metric as one row per "
+                                 "seed", path=str(f), code=ErrorCode.NO_METRIC)
         S = {v.shape[0] for v in series.values()}
         for k, v in series.items():
             if v.shape[1] != T:
-                raise LogFormatError(f"array {k!r} has shape {v.shape}; its second axis must "
-                                     f"match 'steps' ({T})", path=str(f), column=k)
+                raise LogFormatError(f"array {safe(k)!r} has shape {v.shape}; its second axis "
+                                     f"must match 'steps' ({T})", path=str(f), column=k,
+                                     code=ErrorCode.BAD_COLUMN_TYPE)
+            if not _real(v):
+                raise LogFormatError(f"array {safe(k)!r} holds {v.dtype} values, not numbers; a "
+                                     "(seeds, T) array is a metric: save numbers, or remove it",
+                                     path=str(f), column=k, code=ErrorCode.BAD_COLUMN_TYPE)
         if len(S) != 1:
-            raise LogFormatError(f"metric arrays disagree on the number of seeds ({sorted(S)})",
-                                 path=str(f))
+            raise LogFormatError(f"metric arrays disagree on the number of seeds ({sorted(S)}); "
+                                 "every (seeds, T) array needs one row per seed", path=str(f),
+                                 code=ErrorCode.BAD_COLUMN_TYPE)
         n_seeds = S.pop()
         stem = f.stem if path.is_file() else f.relative_to(path).with_suffix("").as_posix()
         runs = [f"{stem}/s{i}" for i in range(n_seeds)]
-        step = steps.astype(np.int64)
+        step = as_steps(steps, what="'steps'", path=str(f), column="steps")
         for key, v in series.items():
             name = ALIASES.get(key, key)
-            if not np.issubdtype(v.dtype, np.number):
-                points.warnings.append(f"{f.name}: non-numeric array {key!r} ignored")
-                continue
             vals = v.astype(np.float64)
             for i, r in enumerate(runs):
                 row = vals[i]
@@ -110,8 +154,16 @@ def read(path: Path, options: ReadOptions) -> Points:
             elif v.ndim == 1 and v.shape[0] == n_seeds:
                 for i, r in enumerate(runs):
                     attributes.setdefault(r, {})[key] = _scalar(v[i:i + 1].reshape(()))
+            elif v.ndim == 1 and v.shape[0] == T and _real(v):
+                # one value per step, shared by the seeds (a learning-rate schedule): a metric
+                vals = v.astype(np.float64)
+                ok = ~np.isnan(vals)
+                for r in runs:
+                    points.add(r, ALIASES.get(key, key), step[ok], vals[ok])
             elif v.ndim != 2:
-                points.warnings.append(f"{f.name}: array {key!r} of shape {v.shape} ignored")
+                points.warnings.append(f"{safe(f.name)}: array {safe(key)!r} of shape {v.shape} "
+                                       "not read (neither (seeds, T), (T,), (seeds,) nor a "
+                                       "scalar)")
         for i, r in enumerate(runs):
             points.add_condition(r, "seed", i)
             points.origins[r] = f"{stem}/s{i}"

@@ -13,10 +13,91 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.schema import STEP_MAX
+from grokaudit.text import safe
 
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",
                  "POSSIBLY_SAMPLED")
+
+
+def as_steps(step: Any, *, what: str = "a step", path: str | None = None,
+             column: str | None = "step") -> np.ndarray:
+    """``step`` as an int64 array, or a :class:`LogFormatError` naming ``what``.
+
+    Refuses missing (NaN, None), non-integer and non-finite steps, negative steps, and steps
+    above :data:`grokaudit.schema.STEP_MAX` (2**53, the largest step the audit compares
+    exactly) — without a numpy cast that would wrap a uint64 above the int64 range into a
+    negative number. ``what`` says where the steps come from (``"metric 'x' of run 'r'"``).
+    """
+    a = np.asarray(step)
+    if a.dtype.kind == "i":
+        out = a.astype(np.int64, copy=False)
+    elif a.dtype.kind == "u":
+        if a.size and int(a.max()) > STEP_MAX:
+            raise _out_of_range(int(a.max()), what, path, column)
+        out = a.astype(np.int64)
+    elif a.dtype.kind == "f":
+        out = _float_steps(a.astype(np.float64, copy=False), what, path, column)
+    elif a.dtype.kind == "O":
+        vals = a.ravel().tolist()
+        if any(v is None for v in vals):
+            raise _missing(sum(v is None for v in vals), what, path, column)
+        if not all(isinstance(v, (int, float, np.integer, np.floating))
+                   and not isinstance(v, (bool, np.bool_)) for v in vals):
+            bad = next(v for v in vals if not isinstance(v, (int, float, np.integer,
+                                                              np.floating)))
+            raise LogFormatError(f"{what} has the step {safe(repr(bad))[:60]}, which is not a "
+                                 "number; steps are integer optimizer steps", path=path,
+                                 column=column, code=ErrorCode.NON_INTEGER_STEP)
+        big = [v for v in vals if isinstance(v, (int, np.integer)) and abs(int(v)) > STEP_MAX]
+        if big:
+            raise _out_of_range(int(big[0]), what, path, column)
+        out = _float_steps(np.asarray([float(v) for v in vals], dtype=np.float64).reshape(a.shape),
+                           what, path, column)
+    else:
+        raise LogFormatError(f"{what} has steps of type {a.dtype}; steps are integer optimizer "
+                             "steps", path=path, column=column, code=ErrorCode.BAD_COLUMN_TYPE)
+    if out.size:
+        lo, hi = int(out.min()), int(out.max())
+        if lo < 0:
+            raise LogFormatError(f"{what} has the negative step {lo}; steps must be >= 0",
+                                 path=path, column=column, code=ErrorCode.NEGATIVE_STEP)
+        if hi > STEP_MAX:
+            raise _out_of_range(hi, what, path, column)
+    return out
+
+
+def _float_steps(a: np.ndarray, what: str, path: str | None, column: str | None) -> np.ndarray:
+    nan = np.isnan(a)
+    if nan.any():
+        raise _missing(int(nan.sum()), what, path, column)
+    if not np.all(np.isfinite(a)):
+        raise LogFormatError(f"{what} has an infinite step; steps are integer optimizer steps",
+                             path=path, column=column, code=ErrorCode.NON_INTEGER_STEP)
+    if a.size and float(np.abs(a).max()) > STEP_MAX:
+        big = float(a[np.argmax(np.abs(a))])
+        raise _out_of_range(f"{big:g}", what, path, column)
+    if np.any(a != np.round(a)):
+        bad = float(a[np.argmax(a != np.round(a))])
+        raise LogFormatError(f"{what} has the non-integer step {bad:g}; steps are integer "
+                             "optimizer steps", path=path, column=column,
+                             code=ErrorCode.NON_INTEGER_STEP)
+    return a.astype(np.int64)
+
+
+def _missing(n: int, what: str, path: str | None, column: str | None) -> LogFormatError:
+    return LogFormatError(f"{what} has {n} missing (null) step(s); every logged value needs its "
+                          "step: fill them in or drop those rows", path=path, column=column,
+                          code=ErrorCode.MISSING_VALUES)
+
+
+def _out_of_range(v: Any, what: str, path: str | None, column: str | None) -> LogFormatError:
+    return LogFormatError(f"{what} has the step {v}, beyond the largest supported step "
+                          f"{STEP_MAX} (2**53); steps are optimizer steps: a corrupted or "
+                          "mis-typed step?", path=path, column=column,
+                          code=ErrorCode.STEP_OUT_OF_RANGE)
 
 
 @dataclass(frozen=True)
@@ -66,8 +147,11 @@ class Points:
 
     def add(self, run: str, metric: str, step: Any, value: Any,
             wall_time: Any | None = None) -> None:
-        """Append the points of one metric of one run (arrays of equal length)."""
-        s = np.asarray(step, dtype=np.int64)
+        """Append the points of one metric of one run (arrays of equal length).
+
+        Steps are checked by :func:`as_steps` (missing, non-integer, negative or beyond 2**53:
+        a :class:`LogFormatError`)."""
+        s = as_steps(step, what=f"metric {safe(metric)!r} of run {safe(run)!r}")
         v = np.asarray(value, dtype=np.float64)
         w = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
         if s.shape != v.shape or (w is not None and w.shape != s.shape):

@@ -16,12 +16,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grokaudit.errors import GrokauditError, LogFormatError, MissingExtraError
+from grokaudit.errors import ErrorCode, GrokauditError, LogFormatError, MissingExtraError
+from grokaudit.text import safe
 
 from .merge import ReadOptions
 from .points import Points
@@ -46,7 +49,10 @@ class Reader:
     """One log format: how to recognise it and how to read it.
 
     ``detect(path)`` returns True when ``path`` (a file or a directory) is in this format; it
-    must be cheap (a name, a header) and must not import the optional dependency.
+    must be cheap (a name, a header) and must not import the optional dependency. An
+    ``OSError`` or ``ValueError`` it raises means "not this format"; a
+    :class:`~grokaudit.errors.GrokauditError` means "this format, but it cannot be read now"
+    (a locked database) and ends detection with that error.
     ``read(path, options)`` returns the collected :class:`Points`. ``priority`` orders
     detection: lower is tried first (specific formats before the generic table).
     """
@@ -88,7 +94,8 @@ def _load(target: str) -> Reader:
     mod_name, _, attr = target.partition(":")
     obj = getattr(importlib.import_module(mod_name), attr)
     if not isinstance(obj, Reader):
-        raise GrokauditError(f"adapter entry point {target!r} is not a grokaudit Reader")
+        raise GrokauditError(f"adapter entry point {target!r} is not a grokaudit Reader",
+                             code=ErrorCode.UNKNOWN_FORMAT)
     return obj
 
 
@@ -112,27 +119,55 @@ def get_reader(name: str) -> Reader:
     """The reader registered under ``name``; raises :class:`LogFormatError` if none."""
     all_readers = readers()
     if name not in all_readers:
-        raise LogFormatError(f"unknown format {name!r}; known formats: "
-                             f"{', '.join(sorted(all_readers))} (see `grokaudit formats`)")
+        raise LogFormatError(f"unknown format {safe(name)!r}; known formats: "
+                             f"{', '.join(sorted(all_readers))} (see `grokaudit formats`)",
+                             code=ErrorCode.UNKNOWN_FORMAT)
     return all_readers[name]
 
 
-def detect_format(path: str | Path) -> str:
-    """The name of the format of ``path``; raises :class:`LogFormatError` naming the file."""
-    p = Path(path)
+def check_input(p: Path) -> None:
+    """Refuse, naming ``p``, an input that no reader could read: a missing path, an empty
+    file, an empty folder, or one grokaudit has no permission to read."""
     if not p.exists():
-        raise LogFormatError("no such file or directory; check the path", path=str(p))
+        raise LogFormatError("no such file or directory; check the path", path=str(p),
+                             code=ErrorCode.FILE_NOT_FOUND)
+    if not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+        raise LogFormatError("permission denied: grokaudit cannot read it; fix its permissions "
+                             "or read a copy", path=str(p), code=ErrorCode.FILE_UNREADABLE)
     if p.is_file() and p.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to read", path=str(p))
+        raise LogFormatError("file is empty; there is nothing to read", path=str(p),
+                             code=ErrorCode.FILE_EMPTY)
+    if p.is_dir() and not any(q.is_file() for q in p.rglob("*")):
+        raise LogFormatError("folder holds no files; there is nothing to read (check the path)",
+                             path=str(p), code=ErrorCode.FILE_EMPTY)
+
+
+def detect_format(path: str | Path) -> str:
+    """The name of the format of ``path``; raises :class:`LogFormatError` naming the file.
+
+    A reader's ``detect`` that fails with ``OSError`` or ``ValueError`` does not recognise the
+    path; one that raises a :class:`GrokauditError` (a locked MLflow database, a damaged SQLite
+    file) recognised it but cannot read it, and that error is raised as it is — never turned
+    into "not a log format grokaudit recognises".
+    """
+    p = Path(path)
+    check_input(p)
     for reader in sorted(readers().values(), key=lambda r: (r.priority, r.name)):
         try:
             if reader.detect(p):
                 return reader.name
+        except GrokauditError:
+            raise
         except (OSError, ValueError):  # an unreadable header is not this format
             continue
+    found = ""
+    if p.is_dir():
+        files = [q for q in itertools.islice((q for q in p.rglob("*") if q.is_file()), 4)]
+        shown = ", ".join(repr(safe(q.relative_to(p).as_posix())) for q in files[:3])
+        found = f" (found {shown}{', …' if len(files) > 3 else ''})"
     raise LogFormatError(
-        "not a log format grokaudit recognises (see `grokaudit formats`); pass --format NAME "
-        "if you know it", path=str(p))
+        f"not a log format grokaudit recognises{found}; see `grokaudit formats`, and pass "
+        "--format NAME if you know it", path=str(p), code=ErrorCode.UNKNOWN_FORMAT)
 
 
 def list_formats() -> list[FormatInfo]:

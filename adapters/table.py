@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 
 from .files import TABLE_SUFFIXES, check_tail, melt_wide, read_file, table_files
 from .merge import ReadOptions
@@ -43,21 +43,24 @@ def read(path: Path, options: ReadOptions) -> Points:
     """Read one table file or a directory of them (see the module docstring)."""
     files = table_files(path)
     if not files:
-        raise LogFormatError("directory holds no .parquet, .csv, .tsv or .jsonl files",
-                             path=str(path))
+        raise LogFormatError("directory holds no .parquet, .csv, .tsv or .jsonl files; check "
+                             "the path or the --format", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     ids = run_ids_from_paths(files, path)
     for f, rid in zip(files, ids):
         table = read_file(f)
         points.files.append(str(f))
         if table.num_rows == 0:
-            raise LogFormatError("table has a header but no rows", path=str(f))
+            raise LogFormatError("table has a header but no rows; there is nothing to read",
+                                 path=str(f), code=ErrorCode.NO_ROWS)
         names = table.column_names
         if options.run_from in (None, "column"):
             run_column = "run" if "run" in names else None
             if options.run_from == "column" and run_column is None:
-                raise LogFormatError("no 'run' column (asked for by --run-from column)",
-                                     path=str(f), column="run")
+                raise LogFormatError("no 'run' column (asked for by --run-from column); name "
+                                     "the column with --run-from NAME, or use --run-from path",
+                                     path=str(f), column="run", code=ErrorCode.MISSING_COLUMN)
         elif options.run_from == "path":
             run_column = None
         else:

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.text import safe
 
 from .crc32c import crc32c_many, masked
 from .merge import ReadOptions
@@ -222,8 +223,9 @@ def _events(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str) ->
         try:
             batch = batch_cls.FromString(wrapped)
         except Exception as exc:  # noqa: BLE001 - protobuf raises its own DecodeError
-            raise LogFormatError(f"an event record is not a TensorBoard Event ({exc}); the "
-                                 "file is not an event file", path=file) from None
+            raise LogFormatError(f"an event record is not a TensorBoard Event "
+                                 f"({safe(exc)[:200]}); the file is not an event file, or is "
+                                 "damaged", path=file, code=ErrorCode.FILE_UNREADABLE) from None
         yield from batch.events
 
 
@@ -285,8 +287,9 @@ def read(path: Path, options: ReadOptions) -> Points:
     import_extra("tensorboard", "tensorboard")
     files = event_files(path)
     if not files:
-        raise LogFormatError("no TensorBoard event files (events.out.tfevents.*) here",
-                             path=str(path))
+        raise LogFormatError("no TensorBoard event files (events.out.tfevents.*) here; check "
+                             "the path or the --format", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     stats = {"tensor": 0, "non_scalar": 0}
     root = path if path.is_dir() else path.parent
@@ -294,13 +297,15 @@ def read(path: Path, options: ReadOptions) -> Points:
         points.files.append(str(f))
         data = f.read_bytes()
         if not data:
-            raise LogFormatError("event file is empty; there is nothing to read", path=str(f))
+            raise LogFormatError("event file is empty; there is nothing to read", path=str(f),
+                                 code=ErrorCode.FILE_EMPTY)
         rel = f.parent.relative_to(root).as_posix()
         run = root.name if rel == "." else rel
         payload, lengths = frame(data, str(f), points)
         if payload.size == 0:
             why = points.findings[-1].detail if points.findings else "no records"
-            raise LogFormatError(f"not a readable event file: {why}", path=str(f))
+            raise LogFormatError(f"not a readable event file: {why}", path=str(f),
+                                 code=ErrorCode.FILE_UNREADABLE)
         decode(data, payload, lengths, str(f), run, points, stats)
     if stats["tensor"]:
         points.extra["tensor_scalars"] = stats["tensor"]

@@ -33,11 +33,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.schema import STEP_MAX
+from grokaudit.text import safe
 
 from .files import TABLE_SUFFIXES, check_tail, header_of, melt_wide, read_file, table_files
 from .merge import ReadOptions
-from .points import Points
+from .points import Points, as_steps
 from .registry import Reader, import_extra
 
 # ------------------------------------------------------------------------------------------
@@ -58,35 +60,57 @@ def _detect_panel(path: Path) -> bool:
             and any(" - " in c for c in cols[1:]))
 
 
+def _panel_floats(table: pa.Table, k: int, path: Path) -> np.ndarray:
+    col = table.column(k)
+    name = table.column_names[k]
+    t = col.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
+            or pa.types.is_decimal(t)):
+        raise LogFormatError(f"column {safe(name)!r} holds {t} values, not numbers; a W&B panel "
+                             "export holds one number per step and run", path=str(path),
+                             column=name, code=ErrorCode.BAD_COLUMN_TYPE)
+    return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
 def read_panel_csv(path: Path, options: ReadOptions) -> Points:
     """Read a W&B panel CSV export; every run is marked downsampled (SOURCE_DOWNSAMPLED)."""
     table = read_file(path)
     names = table.column_names
     axis = names[0]
     if axis not in STEP_AXES:
-        raise LogFormatError(f"panel exported against {axis!r}, not steps; set the chart's "
-                             "x-axis to Step and export again", path=str(path), column=axis)
-    sf = np.asarray(table.column(0).cast(pa.float64()).to_numpy(zero_copy_only=False))
-    rows = ~np.isnan(sf)
-    step = np.round(sf).astype(np.int64)
+        raise LogFormatError(f"panel exported against {safe(axis)!r}, not steps; set the "
+                             "chart's x-axis to Step and export again", path=str(path),
+                             column=axis, code=ErrorCode.MISSING_COLUMN)
     points = Points(files=[str(path)])
+    sf = _panel_floats(table, 0, path)
+    rows = ~np.isnan(sf)
+    step = np.zeros(sf.size, dtype=np.int64)
+    step[rows] = as_steps(np.round(sf[rows]), what=f"column {safe(axis)!r}", path=str(path),
+                          column=axis)
     check_tail(path, points)
     if np.any(sf[rows] != step[rows]):
         points.warnings.append("non-integer bucket steps rounded to the nearest step")
     bands = 0
-    for name in names[1:]:
+    for k, name in enumerate(names[1:], start=1):
         if _BAND.search(name):
             bands += 1
             continue
         run, sep, metric = name.rpartition(" - ")
         if not sep:
-            points.warnings.append(f"column {name!r} is not '<run> - <metric>'; ignored")
-            continue
+            raise LogFormatError(f"column {safe(name)!r} is not '<run> - <metric>', so this is "
+                                 "not a W&B panel export as it was written; read it as a plain "
+                                 "table with --format table", path=str(path), column=name,
+                                 code=ErrorCode.FORMAT_MISMATCH)
         if run.startswith("Group: "):
             run = run[len("Group: "):]
             points.extra.setdefault("grouped_runs", []).append(run)
-        col = table.column(name)
-        v = np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        v = _panel_floats(table, k, path)
+        lost = ~rows & ~np.isnan(v)
+        if lost.any():
+            raise LogFormatError(f"column {safe(name)!r} has {int(lost.sum())} value(s) in rows "
+                                 f"without a {safe(axis)!r}; every exported value needs its "
+                                 "step: export the panel again", path=str(path), column=axis,
+                                 code=ErrorCode.MISSING_VALUES)
         ok = rows & ~np.isnan(v)
         points.add(run, metric, step[ok], v[ok])
     if bands:
@@ -143,14 +167,16 @@ def read_history(path: Path, options: ReadOptions) -> Points:
     """Read W&B history exports (one run per file); warns when a history may be sampled."""
     files = table_files(path)
     if not files:
-        raise LogFormatError("no history export files (.csv, .json, .jsonl, .parquet) here",
-                             path=str(path))
+        raise LogFormatError("no history export files (.csv, .json, .jsonl, .parquet) here; "
+                             "check the path or the --format", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     for f in files:
         points.files.append(str(f))
         table = read_file(f)
         if table.num_rows == 0:
-            raise LogFormatError("history export has no rows", path=str(f))
+            raise LogFormatError("history export has no rows; there is nothing to read",
+                                 path=str(f), code=ErrorCode.NO_ROWS)
         run = re.sub(r"[-_]history$", "", f.stem)
         if path.is_dir():
             rel = f.relative_to(path).with_suffix("").as_posix()
@@ -216,10 +242,12 @@ def records(data: bytes, file: str, points: Points) -> list[bytes]:
     tail ends the file; both are reported as ``SOURCE_TRUNCATED`` with the byte offset.
     """
     if len(data) < HEADER.size:
-        raise LogFormatError("file is shorter than the W&B header", path=file)
+        raise LogFormatError("file is shorter than the W&B header: it is truncated or not a "
+                             ".wandb file", path=file, code=ErrorCode.FILE_UNREADABLE)
     ident, magic, _version = HEADER.unpack_from(data, 0)
     if (ident, magic) != MAGIC:
-        raise LogFormatError("not a W&B .wandb file (bad header)", path=file)
+        raise LogFormatError("not a W&B .wandb file (bad header); check the path or the "
+                             "--format", path=file, code=ErrorCode.FILE_UNREADABLE)
     out: list[bytes] = []
     pos = HEADER.size
     n = len(data)
@@ -295,8 +323,9 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
     pb = import_extra("wandb.proto.wandb_internal_pb2", "wandb")
     files = wandb_files(path)
     if not files:
-        raise LogFormatError("no .wandb files (wandb/offline-run-*/run-*.wandb) here",
-                             path=str(path))
+        raise LogFormatError("no .wandb files (wandb/offline-run-*/run-*.wandb) here; check "
+                             "the path or the --format", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
     names: dict[str, str] = {}
     skipped = 0
@@ -304,16 +333,19 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
         points.files.append(str(f))
         data = f.read_bytes()
         if not data:
-            raise LogFormatError("file is empty; there is nothing to read", path=str(f))
+            raise LogFormatError("file is empty; there is nothing to read", path=str(f),
+                                 code=ErrorCode.FILE_EMPTY)
         payloads = records(data, str(f), points)
         run_id = re.sub(r"^run-", "", f.stem)
         series: dict[str, tuple[list[int], list[float], list[float]]] = {}
         config: dict[str, Any] = {}
-        for body in payloads:
+        for k, body in enumerate(payloads):
             try:
                 rec = pb.Record.FromString(body)
             except Exception:  # noqa: BLE001 - protobuf's DecodeError
-                raise LogFormatError("a record is not a wandb Record protobuf", path=str(f)) from None
+                raise LogFormatError(f"record {k} passes its CRC but is not a wandb Record "
+                                     "protobuf (a damaged file, or a newer W&B format?)",
+                                     path=str(f), code=ErrorCode.CORRUPT_RECORD) from None
             kind = rec.WhichOneof("record_type")
             if kind == "history":
                 step = None
@@ -336,14 +368,31 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
                             skipped += 1
                 if step is None and rec.history.HasField("step"):
                     step = rec.history.step.num
-                if step is None:
-                    skipped += len(vals)
+                if not vals:
                     continue
+                if step is None:
+                    raise LogFormatError(
+                        f"history record {k} ({safe(vals[0][0])!r}, …) has no step; every "
+                        "logged value needs its step", path=str(f), column="_step",
+                        code=ErrorCode.MISSING_VALUES)
+                if isinstance(step, bool) or not isinstance(step, (int, float)) or (
+                        isinstance(step, float) and not step.is_integer()):
+                    raise LogFormatError(
+                        f"history record {k} has the step {safe(repr(step))[:40]}, which is not "
+                        "an integer", path=str(f), column="_step",
+                        code=ErrorCode.NON_INTEGER_STEP)
+                istep = int(step)
+                if not 0 <= istep <= STEP_MAX:
+                    raise LogFormatError(
+                        f"history record {k} has the step {istep}, outside 0..2**53; a damaged "
+                        "record?", path=str(f), column="_step",
+                        code=ErrorCode.NEGATIVE_STEP if istep < 0
+                        else ErrorCode.STEP_OUT_OF_RANGE)
                 for key, v in vals:
                     s = series.get(key)
                     if s is None:
                         s = series[key] = ([], [], [])
-                    s[0].append(int(step))
+                    s[0].append(istep)
                     s[1].append(v)
                     s[2].append(wall)
             elif kind == "run":
