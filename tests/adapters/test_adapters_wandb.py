@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 import zlib
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def log_offline(root: Path, run_id: str, rows: list[dict], *, name: str | None =
     """One ``wandb.init(mode="offline")`` session under ``root``; returns its ``.wandb`` file.
 
     Creates root/wandb/offline-run-<date>-<run_id>/run-<run_id>.wandb (a second session with the
-    same id — a resumed run — creates a second such directory).
+    same id — a resumed run — creates a second such directory). Returns only once the file is
+    complete (:func:`wait_for_wandb_file`): with wandb 0.31, ``run.finish()`` can return while
+    the service is still writing it.
     """
     wandb = pytest.importorskip("wandb", reason="the [wandb] extra is not installed")
     before = set(root.glob("wandb/offline-run-*"))
@@ -29,12 +32,54 @@ def log_offline(root: Path, run_id: str, rows: list[dict], *, name: str | None =
                      dir=str(root), mode="offline", resume="allow" if resume else None,
                      settings=wandb.Settings(console="off", x_disable_stats=True,
                                              x_disable_meta=True, disable_git=True))
+    steps = set()
     for row in rows:
         step = row.pop("_step")
+        steps.add(step)
         run.log(row, step=step)
     run.finish()
     (new,) = set(root.glob("wandb/offline-run-*")) - before
-    return new / f"run-{run_id}.wandb"
+    f = new / f"run-{run_id}.wandb"
+    wait_for_wandb_file(f, history=len(steps))
+    return f
+
+
+def wait_for_wandb_file(f: Path, *, history: int, timeout: float = 60.0,
+                        poll: float = 0.05) -> None:
+    """Wait until the ``.wandb`` file ``f`` itself is complete, or fail after ``timeout`` s.
+
+    Complete means: the project's reader (:func:`grokaudit.adapters.wandb.records`) reads it
+    with no ``SOURCE_TRUNCATED`` finding (no record cut short), it holds at least ``history``
+    history records, its last record is the run's ``exit`` record (the last one wandb writes),
+    and its size did not change between two polls. No fixed sleep: it returns as soon as the
+    file is complete (normally at the first poll).
+    """
+    from grokaudit.adapters.points import Points
+    from grokaudit.adapters.wandb import records
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    deadline = time.monotonic() + timeout
+    last_size = -1
+    state = "the file does not exist"
+    while True:
+        if f.is_file():
+            data = f.read_bytes()
+            found = Points()
+            try:
+                payloads = records(data, str(f), found)
+            except LogFormatError:  # the header is not written yet
+                payloads = []
+            stable, last_size = len(data) == last_size, len(data)
+            state = f"{len(data)} bytes, {len(payloads)} records, {len(found.findings)} findings"
+            if stable and payloads and not found.findings:  # decode only a file at rest
+                kinds = [pb.Record.FromString(b).WhichOneof("record_type") for b in payloads]
+                n_hist = kinds.count("history")
+                if n_hist >= history and kinds[-1] == "exit":
+                    return
+                state += f", {n_hist} of {history} history records, last {kinds[-1]!r}"
+        if time.monotonic() > deadline:
+            pytest.fail(f"{f} still incomplete {timeout:.0f} s after run.finish(): {state}")
+        time.sleep(poll)
 
 
 def test_offline_sweep_matches_canonical(wandb_env: Path, sweep: pd.DataFrame) -> None:
