@@ -17,6 +17,11 @@ SVG hooks (stable, documented in ``docs/report.md``): each marked element is an 
 - ``median-interval``: an uncensored cell median with its interval ``(lower, upper]``;
 - ``cell-panel`` / ``cell-panel gated``: the trajectory panel of one cell (``gated`` when the cell
   failed a gate; the panel also says so in words).
+
+Strings from the log (metric, condition and axis names, cell values, study keys) are drawn
+literally: mathtext is off for every text (``text.parse_math``), so a ``$`` in a metric name is
+a dollar sign, never a formula that fails to parse; control characters are drawn as visible
+escapes (:func:`grokaudit.text.safe`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import html
 import io
 import math
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote
 
 import numpy as np
 
@@ -35,6 +42,7 @@ from .errors import MissingExtraError
 from .results import AuditResult, CellSummary, Interval, StudyResult
 from .results import format_number as _fmt
 from .schema import LogTable
+from .text import safe
 
 #: Okabe–Ito, the colour-blind-safe palette (Okabe & Ito 2008).
 OKABE_ITO = {
@@ -64,6 +72,10 @@ _RC = {
     "ytick.labelsize": 7.5,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # strings from the log are drawn as they are: no mathtext ("$" is a dollar sign), and no
+    # mathtext in the tick labels either (the log-step axis gets plain labels, see below)
+    "text.parse_math": False,
+    "axes.formatter.use_mathtext": False,
 }
 
 
@@ -140,11 +152,13 @@ def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
 # ------------------------------------------------------------------------------------------
 
 def _gid(cls: str, quantity: str, cell: Any) -> str:
-    return f"{GID_PREFIX}{cls}:{quantity}:{cell}"
+    """The gid of a marked element; ``quantity`` and ``cell`` (a metric name, a cell value: log
+    data) are percent-encoded so that no ``:``, quote or control character can break it."""
+    return f"{GID_PREFIX}{cls}:{quote(safe(quantity), safe='')}:{quote(safe(cell), safe='')}"
 
 
 def _cell_label(axis: str, c: CellSummary) -> str:
-    return f"{axis}={c.axis_value}"
+    return f"{safe(axis)}={safe(c.axis_value)}"
 
 
 def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
@@ -170,10 +184,12 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
                                 clip_on=False)
         arrow.set_gid(_gid("censored-median", name, cell))
         ax.add_patch(arrow)
-        if label:
-            ax.text(0.99, y + 0.02, f"{name} > {_fmt(iv.lower)} (censored)",
-                    transform=ax.transAxes, color=color, fontsize=6.5, va="bottom",
-                    ha="right")
+        if label:  # under the arrow, inside the panel: it never runs into the next panel
+            ax.text(0.98, y - 0.03, f"{name} > {_fmt(iv.lower)}\n(censored)",
+                    transform=ax.transAxes, color=color, fontsize=6.5, va="top", ha="right",
+                    linespacing=1.1, zorder=5,
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.75,
+                          "edgecolor": "none"})
         return
     if iv.value is None:
         return
@@ -209,9 +225,13 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
         grok_thr = result.config.get("grok_threshold")
         xlim = _step_limits(log, [rows[x] for c in cells for x in c.runs if x in rows],
                             log_steps)
+        # one grid per row of cells: constrained layout then keeps each panel's tick labels
+        # clear of its left neighbour (one grid per cell overlapped them)
+        grids = [outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05,
+                                      wspace=0.12) for r in range(nrows)]
         for k, c in enumerate(cells):
             r, col = divmod(k, ncols)
-            sub = outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05, wspace=0.12)
+            sub = grids[r]
             axm = fig.add_subplot(sub[0, col])
             axa = fig.add_subplot(sub[1, col], sharex=axm)
             _cell_panels(axm, axa, study, c, log, [rows[x] for x in c.runs if x in rows],
@@ -227,11 +247,21 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
             pad = 4 * _spread(xs)
             for ax in axes:
                 ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        key = ", ".join(f"{k}={v}" for k, v in study.study.items()) or "all runs"
+        key = ", ".join(f"{safe(k)}={safe(v)}" for k, v in study.study.items()) or "all runs"
         verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
-        fig.suptitle(f"{key} · {study.metric} along {study.axis} · clock verdict: {verdict}",
-                     fontsize=10, fontweight="bold")
+        title = (f"{key} · {safe(study.metric)} along {safe(study.axis)} · clock verdict: "
+                 f"{verdict}")
+        fig.suptitle(_wrap(title, fig.get_figwidth(), 10), fontsize=10, fontweight="bold")
     return fig
+
+
+def _wrap(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``width_in`` inches at ``fontsize`` points (bold
+    DejaVu Sans is at most about 0.66 em a character on average). Not matplotlib's
+    ``wrap=True``: that measures each line as mathtext when it holds two ``$``, which a log
+    string may (and which then fails to parse)."""
+    per_line = max(20, int(width_in * 72 / (fontsize * 0.66)))
+    return textwrap.fill(text, per_line, break_on_hyphens=False)
 
 
 class _rc:
@@ -299,7 +329,7 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
                          label="seed range")
         axm.plot(band.step, band.median, color=C_METRIC, lw=1.4,
                  label=f"median of {band.n_runs} seeds")
-    title = f"{study.axis}={c.axis_value} · {c.n_runs} runs"
+    title = f"{_cell_label(study.axis, c)} · {c.n_runs} runs"
     if gated:
         title += "\nGATED: " + ";\n".join(_SHORT_GATE.get(g.value, g.value) for g in c.gates)
         for sp in axm.spines.values():
@@ -309,7 +339,7 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
         title += "\npasses every gate"
     axm.set_title(title, fontsize=7.5, loc="left", fontweight="bold" if gated else "normal")
     if first:
-        axm.set_ylabel(study.metric)
+        axm.set_ylabel(safe(study.metric))
         axa.set_ylabel("accuracy")
     axm.tick_params(labelbottom=False)
     for name, color, ls in (("test_acc", C_METRIC, "-"), ("train_acc", C_TRAIN, "--")):
@@ -323,11 +353,14 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: Lo
         axa.axhline(float(grok_thr), color="#999999", lw=0.7, ls="-.")
     axa.set_ylim(-0.03, 1.05)
     axa.set_xlabel("step")
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
     if log_steps:
         axm.set_xscale("log", nonpositive="mask")
+        # plain step numbers: the default log labels are mathtext, which is off
+        axm.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _fmt(v)))
+        axm.xaxis.set_minor_formatter(NullFormatter())
     axm.set_xlim(*xlim)
-    from matplotlib.ticker import MaxNLocator
-
     if not log_steps:
         axa.xaxis.set_major_locator(MaxNLocator(4))
     _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value)
@@ -386,9 +419,9 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
         Line2D([], [], marker="x", color="black", ls="none",
                label="gated cell (hollow markers)")], frameon=False, fontsize=6.5,
         loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
-    ax.set_xlabel(study.axis)
-    ax.set_ylabel(study.metric)
-    ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left")
+    ax.set_xlabel(safe(study.axis))
+    ax.set_ylabel(safe(study.metric))
+    ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left", wrap=True)
 
 
 def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, marker: str,
@@ -408,9 +441,11 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
                                     mutation_scale=10, color=color, lw=1.4)
             arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
             ax.add_patch(arrow)
-            left = offset < 0
-            ax.text(x, (iv.lower + top) / 2, f">{_fmt(iv.lower)}", color=color, fontsize=6.5,
-                    va="center", ha="right" if left else "left", rotation=90)
+            left = offset < 0  # beside the arrow, a few points clear of its stem
+            ax.annotate(f">{_fmt(iv.lower)}", (x, (iv.lower + top) / 2),
+                        xytext=(-4 if left else 4, 0), textcoords="offset points",
+                        color=color, fontsize=6.5, va="center", ha="right" if left else "left",
+                        rotation=90)
             continue
         if iv.value is None:
             continue
@@ -420,6 +455,18 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
                          color=color, mfc="white" if hollow else color, ms=6, capsize=3,
                          lw=1.2)
         eb[0].set_gid(_gid("median-interval", quantity, c.axis_value))
+
+
+def _arrow_marker() -> Any:
+    """An upward open-ended arrow from a bracket (``]->`` turned up), as a marker path: the
+    legend key of a censored median (a mathtext marker would need mathtext, which is off)."""
+    from matplotlib.path import Path
+
+    verts = [(-0.5, -1.0), (0.5, -1.0), (0.0, -1.0), (0.0, 1.0), (-0.45, 0.45), (0.0, 1.0),
+             (0.45, 0.45)]
+    codes = [Path.MOVETO, Path.LINETO, Path.MOVETO, Path.LINETO, Path.MOVETO, Path.LINETO,
+             Path.LINETO]
+    return Path(verts, codes)
 
 
 def _top(study: StudyResult, quantities: Sequence[str]) -> tuple[float, float]:
@@ -448,12 +495,12 @@ def _times_panel(ax: Any, study: StudyResult) -> None:
     ax.legend(handles=[
         Line2D([], [], marker="s", color=C_GROK, label="t_grok median (interval)"),
         Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
-        Line2D([], [], marker=r"$\uparrow$", color="#444444", ls="none", ms=8,
-               label="censored median: lower bound, open-ended")],
+        Line2D([], [], marker=_arrow_marker(), color="#444444", ls="none", ms=9,
+               fillstyle="none", mew=1.2, label="censored median: lower bound, open-ended")],
         frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
-    ax.set_xlabel(study.axis)
+    ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("step")
-    ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left")
+    ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left", wrap=True)
 
 
 def _lag_panel(ax: Any, study: StudyResult) -> None:
@@ -463,9 +510,10 @@ def _lag_panel(ax: Any, study: StudyResult) -> None:
     ax.axhline(0, color="#999999", lw=0.7)
     _interval_marks(ax, study, "lag", C_LAG, "o", 0.0, top)
     _gate_marks(ax, study)
-    ax.set_xlabel(study.axis)
+    ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("steps")
-    ax.set_title("(c) lag = t_compress − t_grok", fontsize=8.5, loc="left")
+    # a panel title's width is not room that constrained layout keeps: wrap at the figure edge
+    ax.set_title("(c) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -484,15 +532,17 @@ _ID = re.compile(r'\bid="([^"]*)"')
 _PATH_D = re.compile(r' d="([^"]*)"')
 _DIGITS = re.compile(r"(\d\.\d\d)\d+")
 _REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^)"]*)')
+_TAG = re.compile(r"(<[^>]*>)")
 
 
 def svg_for_html(svg: str, prefix: str) -> str:
     """Make matplotlib's SVG fit inline in an HTML page.
 
-    Drops the XML prolog, DOCTYPE and metadata; rounds path coordinates to 0.01 pt; prefixes every id (and every reference to one)
-    with ``prefix`` so several figures can share one page; turns each ``ga:`` gid into a
-    ``class`` plus ``data-quantity``/``data-cell`` attributes; and makes the figure scale to
-    the page width.
+    Drops the XML prolog, DOCTYPE and metadata; rounds path coordinates to 0.01 pt; prefixes
+    every id (and every reference to one) with ``prefix`` so several figures can share one
+    page; turns each ``ga:`` gid into a ``class`` plus ``data-quantity``/``data-cell``
+    attributes; and makes the figure scale to the page width. Only tags are rewritten: the
+    text of the figure (which may quote the log, ``id="…"`` included) is left as drawn.
     """
     s = svg[svg.index("<svg"):]
     s = re.sub(r"<metadata>.*?</metadata>\s*", "", s, flags=re.S)
@@ -505,19 +555,28 @@ def svg_for_html(svg: str, prefix: str) -> str:
             counter["n"] += 1
             slug = re.sub(r"[^A-Za-z0-9_-]+", "-", cls)
             return (f'id="{prefix}-{slug}-{counter["n"]}" class="{html.escape(cls)}" '
-                    f'data-quantity="{html.escape(quantity)}" data-cell="{html.escape(cell)}"')
+                    f'data-quantity="{html.escape(unquote(quantity))}" '
+                    f'data-cell="{html.escape(unquote(cell))}"')
         return f'id="{prefix}-{m.group(1)}"'
 
-    s = _ID.sub(fix_id, s)
-    # path coordinates to 0.01 pt: a third of the bytes, no visible change
-    s = _PATH_D.sub(lambda m: ' d="' + _DIGITS.sub(r"\1", m.group(1)) + '"', s)
-    s = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", s)
+    def fix_tag(tag: str) -> str:
+        tag = _ID.sub(fix_id, tag)
+        # path coordinates to 0.01 pt: a third of the bytes, no visible change
+        tag = _PATH_D.sub(lambda m: ' d="' + _DIGITS.sub(r"\1", m.group(1)) + '"', tag)
+        return _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", tag)
+
+    s = "".join(fix_tag(part) if i % 2 else part for i, part in enumerate(_TAG.split(s)))
     s = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
                r'<svg \1width="100%" preserveAspectRatio="xMidYMin meet"', s, count=1)
     return s
 
 
 def save_png(fig: Any, path: Any, dpi: int = 120) -> None:
-    """Write the figure as a PNG file."""
+    """Write the figure as a PNG file, atomically (a temporary file beside it, renamed over
+    it; nothing is left behind on failure; permissions from the umask)."""
+    from .outputs import atomic_write_with
+
     with _rc():
-        fig.savefig(path, format="png", dpi=dpi, metadata={"Software": None})
+        atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi,
+                                                        metadata={"Software": None}),
+                          flag="--png")
