@@ -1,9 +1,11 @@
 """The HTML report: one self-contained page drawn from an AuditResult and its log.
 
 ``render_html(result, log)`` returns the page; ``write_report(result, log, path)`` writes it
-atomically; ``grokaudit report LOGS -o report.html`` is the command. The page needs no network
-and no JavaScript: figures are SVG inlined in the page (matplotlib, the optional extra
-``report``), styles are inline, and a Content-Security-Policy forbids every external load.
+atomically; ``grokaudit report LOGS -o report.html`` is the command (in :mod:`grokaudit.cli`).
+The page needs no network and no JavaScript: figures are SVG inlined in the page (matplotlib,
+the optional extra ``report``), styles are inline, and a Content-Security-Policy forbids every
+external load. Every string from the log is shown with its control characters as visible
+escapes (:func:`grokaudit.text.safe`), then HTML-escaped.
 
 Page order: a summary (the outcome, each study's clock verdict in words, the critical findings,
 the input counts including everything set aside), one section per study and metric (the verdict
@@ -21,10 +23,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .outputs import Output, resolve_output
+from .errors import ErrorCode, OutputError
+from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
 from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
+from .text import safe
 
 #: What each verdict, gate and study-level code means, in words (for readers of the page).
 WORDS: dict[str, str] = {
@@ -96,7 +100,9 @@ nav ul { columns: 2; }
 # ------------------------------------------------------------------------------------------
 
 def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
+    """``x`` for HTML text or a quoted attribute: control characters (ESC, CR, bidirectional
+    overrides…) as visible escapes, then ``& < > " '`` escaped."""
+    return html.escape(safe(x), quote=True)
 
 
 _n = format_number
@@ -119,7 +125,23 @@ def _study_key(s: StudyResult) -> str:
 
 def _slug(s: StudyResult) -> str:
     raw = "-".join([*(f"{k}-{v}" for k, v in s.study.items()), s.metric])
-    return "study-" + re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")
+    return "study-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-") or "figure")
+
+
+def _slugs(result: AuditResult) -> list[str]:
+    """One id per study section, in order, unique on the page (and as PNG file names): two
+    studies whose keys differ only in characters outside ``[A-Za-z0-9_-]`` get ``-2``, ``-3``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for s in result.studies:
+        base = slug = _slug(s)
+        k = 1
+        while slug.lower() in seen:  # case-insensitive: PNG names on macOS / Windows
+            k += 1
+            slug = f"{base}-{k}"
+        seen.add(slug.lower())
+        out.append(slug)
+    return out
 
 
 def _where(f: Finding) -> str:
@@ -128,6 +150,12 @@ def _where(f: Finding) -> str:
         parts.append(f.metric)
     if f.cell is not None:
         parts.append(f"cell {f.cell}")
+    ev = dict(f.evidence)
+    if ev.get("file"):  # an adapter finding (SOURCE_TRUNCATED…): the file and the byte
+        at = f" @ byte {ev['offset']}" if ev.get("offset") is not None else ""
+        parts.append(f"file {ev['file']}{at}")
+    if f.runs and f.scope == "input":
+        parts.append("run " + ", ".join(f.runs))
     return "; ".join(parts) or "input"
 
 
@@ -162,7 +190,7 @@ def _findings_table(findings: Sequence[Finding], cls: str) -> str:
 # page sections
 # ------------------------------------------------------------------------------------------
 
-def _summary(result: AuditResult) -> str:
+def _summary(result: AuditResult, slugs: Sequence[str]) -> str:
     out = ["<section id='summary'><h2>Summary</h2>"]
     if result.failing:
         codes = sorted({f.code.value for f in result.failing})
@@ -178,9 +206,9 @@ def _summary(result: AuditResult) -> str:
             "<div class='head'>&#x2714; PASS — no critical finding</div>"
             "<div>Exit code 0 of <code>grokaudit check</code>.</div>")
     out.append("<ul class='verdicts'>")
-    for s in result.studies:
+    for s, slug in zip(result.studies, slugs, strict=True):
         code = _verdict_code(s)
-        out.append(f"<li><a href='#{_slug(s)}'>{_e(_study_key(s))} · {_e(s.metric)}</a>: "
+        out.append(f"<li><a href='#{slug}'>{_e(_study_key(s))} · {_e(s.metric)}</a>: "
                    f"<strong class='verdict-code'>{_e(code)}</strong> — "
                    f"{_e(WORDS.get(code, code))}</li>")
     out.append("</ul></div>")
@@ -256,9 +284,9 @@ def _ordering_row(o: Ordering) -> tuple[str, ...]:
             f"U={o.unidentified}", str(o.n_cells))
 
 
-def _study_section(s: StudyResult, k: int, svg: str) -> str:
+def _study_section(s: StudyResult, k: int, svg: str, slug: str) -> str:
     code = _verdict_code(s)
-    out = [f"<section class='study' id='{_slug(s)}'>",
+    out = [f"<section class='study' id='{slug}'>",
            f"<h2>{_e(_study_key(s))} · metric <code>{_e(s.metric)}</code> · axis "
            f"<code>{_e(s.axis)}</code></h2>",
            f"<p class='study-verdict'>Clock verdict: <strong class='verdict-code'>{_e(code)}"
@@ -317,6 +345,7 @@ def _config_section(result: AuditResult) -> str:
                    + "</pre>")
     else:
         out.append("<p class='muted'>The log carries no provenance metadata.</p>")
+    # what the reader of the log found (a truncated source names its file and byte offset)
     input_findings = [f for f in result.findings if f.scope == "input"]
     if input_findings:
         out.append("<h3>Input findings</h3>" + _findings_table(input_findings, "input-findings"))
@@ -357,13 +386,14 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
     parts = [head, "<header><h1>grokaudit report</h1>",
              f"<p class='muted'>{_e(src)} · axis <code>{_e(result.config.get('axis'))}</code>"
              f" · {len(result.studies)} study/metric section(s)</p>"]
+    slugs = _slugs(result)
     parts.append("<nav><ul>" + "".join(
-        f"<li><a href='#{_slug(s)}'>{_e(_study_key(s))} · {_e(s.metric)}</a></li>"
-        for s in result.studies) + "<li><a href='#config'>config and provenance</a></li>"
-        "</ul></nav></header><main>")
-    parts.append(_summary(result))
-    for k, (s, fig) in enumerate(zip(result.studies, figs, strict=True), start=1):
-        parts.append(_study_section(s, k, svg_for_html(figure_svg(fig), f"f{k}")))
+        f"<li><a href='#{slug}'>{_e(_study_key(s))} · {_e(s.metric)}</a></li>"
+        for s, slug in zip(result.studies, slugs, strict=True))
+        + "<li><a href='#config'>config and provenance</a></li></ul></nav></header><main>")
+    parts.append(_summary(result, slugs))
+    for k, (s, fig, slug) in enumerate(zip(result.studies, figs, slugs, strict=True), start=1):
+        parts.append(_study_section(s, k, svg_for_html(figure_svg(fig), f"f{k}"), slug))
     parts.append(_config_section(result))
     parts.append("</main></body></html>\n")
     return "".join(parts)
@@ -379,17 +409,22 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
 
     out = path if isinstance(path, Output) else resolve_output(
         path, flag="report", allow_stdout=False, suffixes=(".html", ".htm"))
+    if out.path is None:
+        raise OutputError(f"{out.flag} -: the HTML report cannot go to standard output; name "
+                          "a file", code=ErrorCode.OUTPUT_NOT_REGULAR, path="-")
+    pngs: list[Output] = []
+    if png_dir is not None:  # every PNG path is checked before anything is written
+        d = resolve_output_dir(png_dir, flag="--png")
+        for slug in _slugs(result):
+            pngs.append(resolve_output(d / f"{slug.removeprefix('study-')}.png", flag="--png",
+                                       allow_stdout=False, suffixes=(".png",),
+                                       others=(out, *pngs)))
     figs = dashboards(result, log, log_steps=log_steps)
     text = render_html(result, log, log_steps=log_steps, figures=figs)
     out.write_text(text)
-    assert out.path is not None
-    p = out.path
-    if png_dir is not None:
-        d = Path(png_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        for s, fig in zip(result.studies, figs, strict=True):
-            save_png(fig, d / f"{_slug(s).removeprefix('study-')}.png")
-    return p
+    for png, fig in zip(pngs, figs, strict=False):
+        save_png(fig, png.path)
+    return out.path
 
 
 __all__ = ["WORDS", "dashboards", "render_html", "write_report"]
