@@ -52,9 +52,7 @@ def report_config(args: list[str]) -> AuditConfig:
     itself, through the one config path (profile, config file, flags)."""
     cmd = cli.commands["report"]
     params = dict(cmd.make_context("report", ["LOG", "-o", "x.html", *args]).params)
-    for k in ("path", "output", "png_dir", "log_steps", "fmt", "maps", "run_from", "conds"):
-        params.pop(k)
-    return build_config(params.pop("profile"), params.pop("config_file"),
+    return build_config(params.get("profile"), params.get("config_file"),
                         audit_overrides(params))
 
 
