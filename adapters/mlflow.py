@@ -290,6 +290,13 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
     try:
         with closing(_connect(path)) as con:
             con.execute("begin")
+            tables = {r[0] for r in con.execute("select name from sqlite_master "
+                                                "where type in ('table', 'view')")}
+            if not {"runs", "metrics", "params", "tags"} <= tables:
+                raise LogFormatError(
+                    "an SQLite database without MLflow's tables (runs, metrics, params, tags); "
+                    "check the path or the --format", path=str(path),
+                    code=ErrorCode.FORMAT_MISMATCH)
             runs = con.execute("select run_uuid, name, lifecycle_stage from runs "
                                "order by start_time, run_uuid").fetchall()
             tags = dict(con.execute("select run_uuid, value from tags "

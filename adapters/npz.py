@@ -81,7 +81,7 @@ def _load(f: Path) -> dict[str, np.ndarray]:
                                  "never unpickles a log (that would run code from the file): "
                                  "save it as a numeric or text array, or remove it",
                                  path=str(f), column=key,
-                                 code=ErrorCode.BAD_COLUMN_TYPE) from None
+                                 code=ErrorCode.FILE_UNREADABLE) from None
         raise _unreadable(f, exc) from None
     except (zipfile.BadZipFile, OSError, EOFError, KeyError, zlib.error,
             NotImplementedError) as exc:
