@@ -244,7 +244,8 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
         _lag_panel(axes[2], study)
         xs = _axis_x(study)
         if xs:  # one axis range for the three panels, whichever cells each one shows
-            pad = 4 * _spread(xs)
+            # room beside the outermost cells for a censored median's arrow and its label
+            pad = max(4 * _spread(xs), 0.12 * (max(xs) - min(xs)))
             for ax in axes:
                 ax.set_xlim(min(xs) - pad, max(xs) + pad)
         key = ", ".join(f"{safe(k)}={safe(v)}" for k, v in study.study.items()) or "all runs"
@@ -437,7 +438,7 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
         if iv.censored:
             if iv.lower is None:
                 continue
-            arrow = FancyArrowPatch((x, iv.lower), (x, top), arrowstyle="]->",
+            arrow = FancyArrowPatch((x, iv.lower), (x, top), arrowstyle="]->, widthA=0.6",
                                     mutation_scale=10, color=color, lw=1.4)
             arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
             ax.add_patch(arrow)
