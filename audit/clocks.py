@@ -11,6 +11,7 @@ The results are plain arrays in :class:`AccuracyClocks` and :class:`MetricClocks
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -101,12 +102,26 @@ def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def _nanmedian(W: np.ndarray) -> np.ndarray:
     """Row medians ignoring NaN (NaN for an all-NaN row)."""
-    if not np.isnan(W).any():  # the common case: np.median partitions, nanmedian would sort
+    nan = np.isnan(W)
+    if not nan.any():  # the common case: np.median partitions, nanmedian would sort
         med: np.ndarray = np.median(W, axis=1)
         return med
+    # all-NaN rows (runs without the window) are NaN without asking nanmedian, which would
+    # raise (and here silence) one warning per such row: a Python call per run
+    some = ~nan.all(axis=1)
+    if some.all():
+        rows = W
+    elif not some.any():
+        return np.full(W.shape[0], np.nan)
+    else:
+        rows = W[some]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        out: np.ndarray = np.nanmedian(W, axis=1)
+        part: np.ndarray = np.nanmedian(rows, axis=1)
+    if rows is W:
+        return part
+    out = np.full(W.shape[0], np.nan)
+    out[some] = part
     return out
 
 
@@ -168,9 +183,14 @@ class Event:
     upper: np.ndarray  #: inf when right-censored
     index: np.ndarray  #: column of the event in the packed matrix, −1 when censored
 
-    @property
+    @functools.cached_property
     def censored(self) -> np.ndarray:
+        """Right-censored runs (``upper = inf``), computed once per Event: callers index it per
+        run, and recomputing it over every run at each index made the audit quadratic in runs
+        (issue 10). ``cached_property`` writes the instance ``__dict__`` directly, which a
+        frozen dataclass allows; the array is read-only so no caller can alter the cache."""
         out: np.ndarray = np.isinf(self.upper)
+        out.flags.writeable = False
         return out
 
 
