@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import __version__
-from .cells import apply_high_floor_gate, build_run, summarize_cell
+from .cells import apply_high_floor_gate, build_runs, summarize_cell
 from .clocks import (
     TC_FLOOR_INDETERMINATE,
     TC_FLOOR_UNSTABLE,
@@ -205,7 +205,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     base = {"study": study_key, "metric": metric}
     cells: list[CellSummary] = []
     runs: list[RunResult] = []
-    run_rows: list[int] = []  # each run's row in the clock arrays, parallel to ``runs``
+    run_rows: list[np.ndarray] = []  # each cell's rows in the clock arrays, parallel to ``runs``
     # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
     axis_vals = sframe[axis].to_numpy()
     names = sframe["__run"].to_numpy(dtype=str)
@@ -219,8 +219,8 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
         ids = tuple(names[sel_rows].tolist())
         av_py = _py(av_sorted[lo])
         cells.append(summarize_cell(av_py, ids, idx, acc, mc, cfg))
-        runs.extend(build_run(r, av_py, acc, mc, int(i)) for r, i in zip(ids, idx))
-        run_rows.extend(int(i) for i in idx)
+        runs.extend(build_runs(ids, av_py, acc, mc, idx))
+        run_rows.append(idx)
     cells_t = apply_high_floor_gate(cells, cfg)
     passing = [c for c in cells_t if c.passes]
     findings: list[Finding] = []
@@ -289,7 +289,8 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
         passing_values = {c.axis_value for c in passing}
         sel = np.fromiter((r.cell in passing_values and r.t_grok.value is not None
                            for r in runs), dtype=bool, count=len(runs))
-        elig = np.asarray(run_rows, dtype=np.int64)[sel]
+        rows = np.concatenate(run_rows) if run_rows else np.zeros(0, dtype=np.int64)
+        elig = rows.astype(np.int64)[sel]
         tcs = mc.tc_status[elig]
         n_cens = int(np.isin(tcs, _CENSORED_TC).sum())
         n_elig = int(np.isin(tcs, (TC_OK, *_CENSORED_TC)).sum())
