@@ -1,0 +1,251 @@
+"""Huge and degenerate shapes: one run, one row, runs too short, identical runs, constant and
+all-NaN columns, one cell, an axis with one value, extreme steps and values, 100 000 runs.
+Each is the correct audit (exit 0/1, strict JSON) or a clean, coded refusal — never a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from grokaudit.errors import ErrorCode
+from hostile_helpers import (
+    STEPS,
+    Outcome,
+    cli,
+    expect_audit,
+    expect_error,
+    expect_error_or_audit,
+    sub,
+    sweep_df,
+    trajectory,
+    write_parquet,
+)
+
+E = ErrorCode
+#: what a degenerate but readable log may be refused with
+DEGENERATE = (E.NO_AXIS, E.TOO_FEW_POINTS, E.NO_METRIC, E.NO_ROWS, E.MISSING_VALUES)
+
+
+def _reject_constant(name: str) -> None:
+    raise AssertionError(f"the JSON holds {name}: not valid JSON (RFC 8259)")
+
+
+def strict_json(text: str) -> dict:
+    """Parse JSON refusing NaN/Infinity tokens (Python's json accepts them, others do not)."""
+    doc = json.loads(text, parse_constant=_reject_constant)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def audit(df: pd.DataFrame, tmp_path: Path, *args: object, real: bool = False
+          ) -> tuple[Outcome, dict | None]:
+    """``check`` the log with ``--json``; returns the outcome and the parsed JSON (None on
+    exit 2)."""
+    p = write_parquet(df, tmp_path / "log.parquet")
+    j = tmp_path / "r.json"
+    out = (sub if real else cli)(["check", p, "--json", j, *args], cwd=tmp_path)
+    if out.exit_code in (0, 1) and out.exception is None:
+        expect_audit(out)
+        doc = strict_json(j.read_text(encoding="utf-8"))
+        assert doc["summary"]["exit_code"] == out.exit_code
+        return out, doc
+    assert not j.exists(), "the JSON was written although the command failed"
+    return out, None
+
+
+def test_one_run(tmp_path: Path) -> None:
+    df = sweep_df(wds=(1.0,), seeds=(0,))
+    out, _ = audit(df, tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+    out, _ = audit(df, tmp_path, "--by", "wd")
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_one_row(tmp_path: Path) -> None:
+    out, _ = audit(sweep_df().iloc[:1], tmp_path)
+    expect_error(out, E.TOO_FEW_POINTS)
+
+
+def test_every_run_too_short(tmp_path: Path) -> None:
+    df = sweep_df()
+    out, _ = audit(df[df["step"] < 200], tmp_path)
+    expect_error(out, E.TOO_FEW_POINTS)
+
+
+def test_a_run_with_two_points_is_set_aside_and_counted(tmp_path: Path) -> None:
+    df = sweep_df()
+    two = df[df["run"] == df["run"].iloc[0]].head(2).assign(run="two-points")
+    out, doc = audit(pd.concat([df, two], ignore_index=True), tmp_path)
+    assert doc is not None, str(out)
+    assert doc["input"]["runs_too_short"] == ["two-points"]
+    assert doc["input"]["set_aside"].get("run_too_short") == 2
+    assert doc["input"]["rows_kept"] == len(df)
+
+
+def test_all_runs_identical(tmp_path: Path) -> None:
+    frames = []
+    for i, wd in enumerate((1.0, 1.0, 2.0, 2.0, 3.0, 3.0)):
+        frames.append(pd.DataFrame({"run": f"r{i}", "step": STEPS, **trajectory(2000.0),
+                                    "wd": wd}))
+    out, doc = audit(pd.concat(frames, ignore_index=True), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+@pytest.mark.parametrize("value", [0.0, 7.5, -3.0, 1e-300])
+def test_constant_metric(tmp_path: Path, value: float) -> None:
+    out, _ = audit(sweep_df().assign(emb_erank=value), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+@pytest.mark.parametrize("column", ["emb_erank", "test_acc", "train_acc"])
+def test_all_nan_column(tmp_path: Path, column: str) -> None:
+    out, doc = audit(sweep_df().assign(**{column: np.nan}), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_all_nan_metric_named(tmp_path: Path) -> None:
+    out, doc = audit(sweep_df().assign(emb_erank=np.nan), tmp_path, "--metric", "emb_erank")
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+@pytest.mark.parametrize("acc", [0.0, 1.0])
+def test_constant_accuracy(tmp_path: Path, acc: float) -> None:
+    out, doc = audit(sweep_df().assign(test_acc=acc, train_acc=acc), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_single_cell(tmp_path: Path) -> None:
+    df = sweep_df(wds=(2.0,), seeds=(0, 1, 2, 3))
+    out, _ = audit(df, tmp_path)
+    expect_error(out, E.NO_AXIS)
+    out, _ = audit(df, tmp_path, "--by", "wd")
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_axis_with_one_value_per_study(tmp_path: Path) -> None:
+    df = pd.concat([sweep_df(wds=(1.0,), arch="a"),
+                    sweep_df(wds=(2.0,), arch="b").assign(run=lambda d: "b" + d["run"])])
+    out, _ = audit(df, tmp_path, "--by", "wd", "--cell", "arch")
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_one_seed_per_cell(tmp_path: Path) -> None:
+    out, _ = audit(sweep_df(seeds=(0,)), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_shuffled_rows_same_audit(tmp_path: Path) -> None:
+    df = sweep_df()
+    _, a = audit(df, tmp_path)
+    _, b = audit(df.sample(frac=1.0, random_state=3), tmp_path)
+    assert a is not None and b is not None
+    assert a["studies"] == b["studies"]
+    assert a["summary"]["verdicts"] == b["summary"]["verdicts"]
+    assert a["summary"]["failing_codes"] == b["summary"]["failing_codes"]
+    assert [f for f in b["findings"] if f["code"] != "UNSORTED_STEPS"] == a["findings"]
+
+
+def test_identical_duplicate_rows_set_aside(tmp_path: Path) -> None:
+    df = sweep_df()
+    out, doc = audit(pd.concat([df, df], ignore_index=True), tmp_path)
+    assert doc is not None, str(out)
+    assert doc["input"]["set_aside"].get("duplicate_identical") == len(df)
+
+
+def test_run_that_repeats_one_step(tmp_path: Path) -> None:
+    df = sweep_df()
+    rep = pd.DataFrame({"run": "same-step", "step": [100] * 50, "test_acc": 0.5,
+                        "train_acc": 1.0, "emb_erank": 9.0, "seed": 0, "wd": 1.0})
+    out, doc = audit(pd.concat([df, rep], ignore_index=True), tmp_path)
+    expect_error_or_audit(out, E.DUPLICATE_ROWS)
+    if doc is not None:
+        assert "same-step" in doc["input"]["runs_too_short"]
+
+
+def test_extreme_steps(tmp_path: Path) -> None:
+    """Steps up to the largest allowed (2**53), far apart: no overflow, no crash."""
+    steps = np.array([0, 1, 2**40, 2**50, 2**52, 2**53 - 1, 2**53], dtype=np.int64)
+    frames = []
+    for wd in (1.0, 2.0, 3.0):
+        for seed in (0, 1):
+            frames.append(pd.DataFrame({
+                "run": f"w{wd}s{seed}", "step": steps, "wd": wd, "seed": seed,
+                "test_acc": [0, 0.1, 0.5, 0.95, 0.99, 1, 1], "train_acc": 1.0,
+                "emb_erank": [30, 30, 28, 20, 10, 9, 9]}))
+    out, _ = audit(pd.concat(frames, ignore_index=True), tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+@pytest.mark.parametrize("value", [1e308, -1e308, 5e-324, 1e-308])
+def test_extreme_metric_values(tmp_path: Path, value: float) -> None:
+    df = sweep_df()
+    df["emb_erank"] = df["emb_erank"] / 26.0 * value
+    out, _ = audit(df, tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_huge_run_id_and_many_columns(tmp_path: Path) -> None:
+    df = sweep_df(run_name=lambda wd, s: f"{wd}-{s}-" + "x" * 100_000)
+    for i in range(40):
+        df[f"m{i}_erank"] = df["emb_erank"] * (1 + i / 100)
+    for i in range(200):
+        df[f"const{i}"] = "same"
+    out, doc = audit(df, tmp_path)
+    assert doc is not None, str(out)
+    assert len(doc["input"]["metrics"]) == 41
+
+
+def test_long_runs(tmp_path: Path) -> None:
+    steps = np.arange(0, 40_000, dtype=np.int64)
+    out, doc = audit(sweep_df(seeds=(0,), steps=steps), tmp_path)
+    assert doc is not None, str(out)
+    assert doc["input"]["rows_kept"] == 3 * steps.size
+
+
+def test_100k_runs_of_3_steps(tmp_path: Path) -> None:
+    """100 000 runs × 3 steps finish (a real process, so its memory is its own); the audit is
+    correct: every run kept, 10 cells of 10 000 runs."""
+    R = 100_000
+    df = pd.DataFrame({
+        "run": np.repeat(np.array([f"r{i}" for i in range(R)], dtype=object), 3),
+        "step": np.tile(np.array([0, 100, 200], dtype=np.int64), R),
+        "test_acc": np.tile([0.1, 0.95, 0.99], R),
+        "train_acc": np.tile([0.5, 1.0, 1.0], R),
+        "emb_erank": np.tile([10.0, 8.0, 5.0], R),
+        "wd": np.repeat(np.arange(R) % 10 + 1.0, 3),
+        "seed": np.repeat(np.arange(R) // 10, 3),
+    })
+    out, doc = audit(df, tmp_path, real=True)
+    assert doc is not None, str(out)
+    assert doc["input"]["runs_kept"] == R and doc["input"]["rows_kept"] == 3 * R
+    (study,) = doc["studies"]
+    assert [c["n_runs"] for c in study["cells"]] == [R // 10] * 10
+
+
+# -- claims on degenerate logs -------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["transition", "--by", "wd", "--n-resamples", "20"],
+    ["compare", "--by", "wd", "--pair", "seed", "--arms", "1.0,2.0"],
+    ["precursor", "--signal", "emb_erank", "--n-perm", "10"],
+])
+def test_claims_on_a_two_run_log(tmp_path: Path, args: list) -> None:
+    df = sweep_df(wds=(1.0, 2.0), seeds=(0,))
+    p = write_parquet(df, tmp_path / "l.parquet")
+    name, *rest = args
+    out = cli([name, p, *rest, "--json", tmp_path / "c.json"], cwd=tmp_path)
+    expect_error_or_audit(out, *DEGENERATE, E.UNKNOWN_VALUE, E.NOT_A_CONDITION)
+    if out.exit_code in (0, 1):
+        strict_json((tmp_path / "c.json").read_text())
+
+
+def test_report_on_a_single_cell(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the report needs the [report] extra")
+    p = write_parquet(sweep_df(wds=(2.0,)), tmp_path / "l.parquet")
+    out = cli(["report", p, "-o", tmp_path / "r.html", "--by", "wd"], cwd=tmp_path)
+    expect_error_or_audit(out, *DEGENERATE)
+    if out.exit_code in (0, 1):
+        assert (tmp_path / "r.html").stat().st_size > 0
