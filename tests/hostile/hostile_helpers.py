@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,14 @@ class Outcome:
     stderr: str
     exception: BaseException | None = None  #: an exception that escaped the CLI (in process)
     exc_text: str = ""
+    #: warnings a real process would print on stderr (in process, pytest would swallow them)
+    warned: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return (f"grokaudit {' '.join(self.args)!r}\n  exit {self.exit_code}\n"
                 f"  stdout: {self.stdout[-1500:]!r}\n  stderr: {self.stderr[-3000:]!r}"
-                + (f"\n  escaped: {self.exc_text[-3000:]}" if self.exception else ""))
+                + (f"\n  escaped: {self.exc_text[-3000:]}" if self.exception else "")
+                + (f"\n  warnings: {list(self.warned)}" if self.warned else ""))
 
 
 def cli(args: Sequence[Any], *, cwd: str | os.PathLike[str] | None = None,
@@ -68,12 +72,20 @@ def cli(args: Sequence[Any], *, cwd: str | os.PathLike[str] | None = None,
     try:
         if cwd is not None:
             os.chdir(cwd)
-        res = runner.invoke(grokaudit_cli, argv, env=env, catch_exceptions=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            res = runner.invoke(grokaudit_cli, argv, env=env, catch_exceptions=True)
     finally:
         os.chdir(old)
     exc = res.exception if not isinstance(res.exception, SystemExit) else None
     text = "".join(traceback.format_exception(*res.exc_info)) if exc and res.exc_info else ""
-    return Outcome(tuple(argv), res.exit_code, res.stdout, res.stderr, exc, text)
+    shown = tuple(f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
+                  for w in caught if not issubclass(w.category, _HIDDEN))
+    return Outcome(tuple(argv), res.exit_code, res.stdout, res.stderr, exc, text, shown)
+
+
+#: warning categories Python does not print by default (or third-party deprecations)
+_HIDDEN = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 def sub(args: Sequence[Any], *, cwd: str | os.PathLike[str], timeout: float = 120,
@@ -90,6 +102,7 @@ def sub(args: Sequence[Any], *, cwd: str | os.PathLike[str], timeout: float = 12
 
 def _no_escape(out: Outcome) -> None:
     assert out.exception is None, f"an exception escaped the CLI:\n{out}"
+    assert not out.warned, f"warnings that a real process prints on stderr:\n{out}"
     both = out.stdout + out.stderr
     assert "Traceback" not in both, f"traceback printed:\n{out}"
     assert "internal error" not in out.stderr, f"an internal error (a bug):\n{out}"
