@@ -212,37 +212,68 @@ def test_sqlite_corrupt_row_of_a_deleted_run_is_not_read(tmp_path: Path) -> None
     assert read_log(db).num_rows == 5
 
 
-@pytest.fixture
-def locked_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """An MLflow-like SQLite store while another connection holds ``BEGIN EXCLUSIVE``."""
+_LOCKER = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()
+con.execute("ROLLBACK")
+"""
+
+
+@pytest.fixture(params=["this process", "another process"])
+def locked_db(request: pytest.FixtureRequest, tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """(db, its bytes) of an MLflow-like SQLite store while a connection holds ``BEGIN
+    EXCLUSIVE`` — in this process, or in another one. The bytes are taken before the lock:
+    opening the file here afterwards would drop a POSIX lock this process holds."""
+    import subprocess
+    import sys
+
     monkeypatch.setattr(mlflow_adapter, "LOCK_TIMEOUT_S", 0.1)
     db = mlflow_like_db(tmp_path / "mlflow.db", GOOD)
-    holder = sqlite3.connect(db)
-    holder.execute("BEGIN EXCLUSIVE")
-    yield db
-    holder.rollback()
-    holder.close()
+    before = db.read_bytes()
+    if request.param == "this process":
+        holder = sqlite3.connect(db)
+        holder.execute("BEGIN EXCLUSIVE")
+        yield db, before
+        holder.rollback()
+        holder.close()
+    else:
+        locker = subprocess.Popen([sys.executable, "-c", _LOCKER, str(db)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+            yield db, before
+        finally:
+            locker.communicate("", timeout=30)
+    assert db.read_bytes() == before
 
 
-def test_locked_sqlite_is_database_locked_not_unknown(locked_db: Path) -> None:
-    before = locked_db.read_bytes()
+def test_locked_sqlite_is_database_locked_not_unknown(locked_db: tuple[Path, bytes]) -> None:
+    db, _ = locked_db  # the fixture checks, once unlocked, that the file is unchanged
     with pytest.raises(LogFormatError) as exc:
-        detect_format(locked_db)
-    assert exc.value.code is ErrorCode.DATABASE_LOCKED and exc.value.path == str(locked_db)
+        detect_format(db)
+    assert exc.value.code is ErrorCode.DATABASE_LOCKED and exc.value.path == str(db)
     for fmt in (None, "mlflow-sqlite"):
         with pytest.raises(LogFormatError) as exc:
-            read_log(locked_db, fmt)
+            read_log(db, fmt)
         assert exc.value.code is ErrorCode.DATABASE_LOCKED
-    out = locked_db.parent / "out.parquet"
-    expect_exit_2(ErrorCode.DATABASE_LOCKED, "convert", locked_db, "-o", out)
-    expect_exit_2(ErrorCode.DATABASE_LOCKED, "check", locked_db)
-    assert locked_db.read_bytes() == before and not out.exists()
+    out = db.parent / "out.parquet"
+    expect_exit_2(ErrorCode.DATABASE_LOCKED, "convert", db, "-o", out)
+    expect_exit_2(ErrorCode.DATABASE_LOCKED, "check", db)
+    assert not out.exists() and sorted(q.name for q in db.parent.iterdir()) == ["mlflow.db"]
 
 
-def test_lock_released_then_read(locked_db: Path, tmp_path: Path) -> None:
+def test_locked_sqlite_copy_is_read_and_file_unchanged(locked_db: tuple[Path, bytes],
+                                                       tmp_path: Path) -> None:
+    db, before = locked_db
     copy = tmp_path / "copy.db"
-    copy.write_bytes(locked_db.read_bytes())  # the fix the message offers: read a copy
+    copy.write_bytes(before)  # the fix the message offers: read a copy
     assert read_log(copy).num_rows == 5
+    with pytest.raises(LogFormatError):
+        read_log(db)
 
 
 @pytest.mark.parametrize("content", [b"SQLite format 3\x00" + b"\x00" * 84,

@@ -78,7 +78,7 @@ def wait_for_wandb_file(f: Path, *, history: int, timeout: float = 60.0,
                     return
                 state += f", {n_hist} of {history} history records, last {kinds[-1]!r}"
         if time.monotonic() > deadline:
-            pytest.fail(f"{f} still incomplete {timeout:.0f} s after run.finish(): {state}")
+            pytest.fail(f"{f} still incomplete {timeout:g} s after run.finish(): {state}")
         time.sleep(poll)
 
 
