@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from grokaudit.adapters import detect_format, read_log
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
 
 mlflow = pytest.importorskip("mlflow", reason="mlflow(-skinny) is not installed (test fixtures)")
@@ -127,7 +127,7 @@ def test_sqlite_truncated_or_wrong_is_an_error(store) -> None:
     path.write_bytes(data[: len(data) // 3])
     with pytest.raises(LogFormatError) as exc:
         read_log(path, "mlflow-sqlite")
-    assert exc.value.path == str(path)
+    assert exc.value.path == str(path) and exc.value.code is ErrorCode.FILE_UNREADABLE
 
 
 def test_empty_store_names_the_path(tmp_path: Path) -> None:
@@ -135,8 +135,14 @@ def test_empty_store_names_the_path(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(LogFormatError) as exc:
         read_log(empty, "mlflow-sqlite")
-    assert exc.value.path == str(empty)
+    assert exc.value.path == str(empty) and exc.value.code is ErrorCode.FILE_EMPTY
     (tmp_path / "mlruns").mkdir()
     with pytest.raises(LogFormatError) as exc:
         read_log(tmp_path / "mlruns", "mlflow")
     assert exc.value.path == str(tmp_path / "mlruns")
+    assert exc.value.code is ErrorCode.FILE_EMPTY
+    (tmp_path / "mlruns" / "0").mkdir()
+    (tmp_path / "mlruns" / "0" / "meta.yaml").write_text("name: Default\n")
+    with pytest.raises(LogFormatError) as exc:
+        read_log(tmp_path / "mlruns", "mlflow")
+    assert exc.value.code is ErrorCode.FORMAT_MISMATCH

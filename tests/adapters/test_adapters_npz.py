@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from grokaudit.adapters import detect_format, read_log
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
 
 
@@ -60,8 +60,11 @@ def test_many_points(tmp_path: Path) -> None:
     assert read_log(tmp_path / "big.npz").num_rows == n
 
 
-@pytest.mark.parametrize("how", ["empty", "truncated", "no_steps", "bad_shape"])
-def test_bad_files_name_the_file(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize("how,code", [("empty", ErrorCode.FILE_EMPTY),
+                                      ("truncated", ErrorCode.FILE_UNREADABLE),
+                                      ("no_steps", ErrorCode.MISSING_COLUMN),
+                                      ("bad_shape", ErrorCode.BAD_COLUMN_TYPE)])
+def test_bad_files_name_the_file(tmp_path: Path, how: str, code: ErrorCode) -> None:
     p = tmp_path / "cell.npz"
     if how == "empty":
         p.write_bytes(b"")
@@ -74,4 +77,4 @@ def test_bad_files_name_the_file(tmp_path: Path, how: str) -> None:
         np.savez(p, steps=np.arange(10), acc=np.zeros((2, 9)))
     with pytest.raises(LogFormatError) as exc:
         read_log(p)
-    assert exc.value.path == str(p)
+    assert exc.value.path == str(p) and exc.value.code is code

@@ -21,7 +21,7 @@ from grokaudit.adapters import (
 from grokaudit.adapters import registry as reg
 from grokaudit.adapters.points import Points
 from grokaudit.cli import cli
-from grokaudit.errors import LogFormatError, MissingExtraError
+from grokaudit.errors import ErrorCode, LogFormatError, MissingExtraError
 from grokaudit.schema import PROVENANCE_KEY, read_arrow
 
 BUILTINS = {"table", "npz", "tensorboard", "wandb-csv", "wandb-history", "wandb-offline",
@@ -76,23 +76,30 @@ def test_missing_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "tensorboard", None)  # import tensorboard -> ImportError
     with pytest.raises(MissingExtraError) as exc:
         read_log(d)
+    assert exc.value.code is ErrorCode.MISSING_EXTRA
     assert "grokaudit[tensorboard]" in str(exc.value)
     assert not {i.name: i for i in list_formats()}["tensorboard"].extra_installed
 
 
-@pytest.mark.parametrize("content", [None, b"", b"\x89PNG\r\n\x1a\n"])
-def test_unknown_or_empty_path_is_a_log_format_error(tmp_path: Path, content: bytes | None) -> None:
+@pytest.mark.parametrize("content,code", [(None, ErrorCode.FILE_NOT_FOUND),
+                                          (b"", ErrorCode.FILE_EMPTY),
+                                          (b"\x89PNG\r\n\x1a\n", ErrorCode.UNKNOWN_FORMAT)])
+def test_unknown_or_empty_path_is_a_log_format_error(tmp_path: Path, content: bytes | None,
+                                                     code: ErrorCode) -> None:
     p = tmp_path / "thing.bin"
     if content is not None:
         p.write_bytes(content)
     with pytest.raises(LogFormatError) as exc:
         detect_format(p)
-    assert exc.value.path == str(p)
+    assert exc.value.path == str(p) and exc.value.code is code
 
 
 def test_unknown_format_name(tmp_path: Path) -> None:
-    with pytest.raises(LogFormatError):
-        read_log(tmp_path, "no-such-format")
+    small = tmp_path / "r.csv"
+    small.write_text("step,test_acc\n0,0.5\n")
+    with pytest.raises(LogFormatError) as exc:
+        read_log(small, "no-such-format")
+    assert exc.value.code is ErrorCode.UNKNOWN_FORMAT
 
 
 # -- CLI ------------------------------------------------------------------------------------------
@@ -115,14 +122,17 @@ def test_convert_writes_canonical_parquet_with_provenance(tmp_path: Path) -> Non
     assert df["test_acc"].max() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("args", [["--format", "tensorboard"], [], ["--map", "nonsense"]])
-def test_convert_bad_input_exits_2_naming_the_file(tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize("args,code", [(["--format", "tensorboard"], ErrorCode.FILE_EMPTY),
+                                       ([], ErrorCode.FILE_EMPTY),
+                                       (["--map", "nonsense"], ErrorCode.INVALID_OPTION)])
+def test_convert_bad_input_exits_2_naming_the_file(tmp_path: Path, args: list[str],
+                                                   code: ErrorCode) -> None:
     p = tmp_path / "empty.csv"
     p.write_bytes(b"")
     res = CliRunner().invoke(cli, ["convert", str(p), "-o", str(tmp_path / "o.parquet"), *args])
     assert res.exit_code == 2
-    assert "error:" in res.output
-    assert not (tmp_path / "o.parquet").exists()
+    assert res.stderr.startswith("error:") and res.stderr.rstrip().endswith(f"[{code.value}]")
+    assert not (tmp_path / "o.parquet").exists() and p.read_bytes() == b""
 
 
 def test_formats_command_lists_every_reader() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from grokaudit.adapters import detect_format, read_log
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
 
 
@@ -104,21 +104,28 @@ def test_epoch_step_unit_recorded(tmp_path: Path, prov) -> None:
     assert prov(read_log(p))["step_unit"] == "epoch"
 
 
-@pytest.mark.parametrize("content", [b"", b"a,b\n", b"step,loss\n1,2\n", b"\x00\x01garbage"])
-def test_empty_or_wrong_file_names_the_file(tmp_path: Path, content: bytes) -> None:
+@pytest.mark.parametrize("content,code", [
+    (b"", ErrorCode.FILE_EMPTY),
+    (b"a,b\n", ErrorCode.NO_ROWS),
+    (b"step,loss\n1,2\n", ErrorCode.MISSING_COLUMN),
+    (b"\x00\x01garbage", ErrorCode.FILE_UNREADABLE)])
+def test_empty_or_wrong_file_names_the_file(tmp_path: Path, content: bytes,
+                                            code: ErrorCode) -> None:
     p = tmp_path / "bad.csv"
     p.write_bytes(content)
     with pytest.raises(LogFormatError) as exc:
         read_log(p)
     assert exc.value.path is not None and "bad.csv" in exc.value.path
+    assert exc.value.code is code
 
 
 def test_truncated_parquet_is_an_error(tmp_path: Path, sweep: pd.DataFrame) -> None:
     p = tmp_path / "logs.parquet"
     sweep.to_parquet(p)
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
-    with pytest.raises(LogFormatError):
+    with pytest.raises(LogFormatError) as exc:
         read_log(p)
+    assert exc.value.code is ErrorCode.FILE_UNREADABLE
 
 
 def test_csv_cut_mid_line_is_reported(tmp_path: Path, codes, prov) -> None:

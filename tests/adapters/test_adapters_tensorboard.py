@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from grokaudit.adapters import detect_format, read_log
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
 
 tb = pytest.importorskip("tensorboard", reason="the [tensorboard] extra is not installed")
@@ -153,15 +153,17 @@ def test_flipped_byte_fails_crc_and_is_reported(tmp_path: Path, prov, codes, whe
     assert t.num_rows == (49 if where == "payload" else 20)
 
 
-@pytest.mark.parametrize("content", [b"", b"not an event file at all, just text\n"])
-def test_empty_or_wrong_event_file(tmp_path: Path, content: bytes) -> None:
+@pytest.mark.parametrize("content,code", [
+    (b"", ErrorCode.FILE_EMPTY),
+    (b"not an event file at all, just text\n", ErrorCode.FILE_UNREADABLE)])
+def test_empty_or_wrong_event_file(tmp_path: Path, content: bytes, code: ErrorCode) -> None:
     d = tmp_path / "run"
     d.mkdir()
     f = d / "events.out.tfevents.123.host"
     f.write_bytes(content)
     with pytest.raises(LogFormatError) as exc:
         read_log(d)
-    assert exc.value.path == str(f)
+    assert exc.value.path == str(f) and exc.value.code is code
 
 
 def test_batch_wrapping_matches_protobuf_varints() -> None:
