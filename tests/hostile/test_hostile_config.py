@@ -199,16 +199,16 @@ def test_fail_on_flag(failing_log: Path, clean_dir: Path, value: str) -> None:
         assert out.exit_code == 1, str(out)
 
 
-@pytest.mark.parametrize("value", ["SNAPSHOT_TRANSIET", "none,warning", "", ",", "none,",
+@pytest.mark.parametrize("value", ["SNAPSHOT_TRANSIET", "none,warning", "", ",",
                                    "default,SNAPSHOT_TRANSIENT", "warnings", "critical",
                                    "SNAPSHOT_TRANSIENT,\x1b[32mOK"])
-@pytest.mark.parametrize("command", ["onset", "transition"])
+@pytest.mark.parametrize("command", ["onset", "transition", "precursor", "compare", "dose"])
 def test_fail_on_on_claim_commands(failing_log: Path, clean_dir: Path, command: str,
                                    value: str) -> None:
-    out = cli([command, failing_log, "--by", "wd", f"--fail-on={value}"], cwd=clean_dir)
-    if value == "none,":  # a trailing comma is tolerated: it means "none"
-        assert out.exit_code != 2 or "[INVALID_FAIL_ON]" not in out.stderr
-        return
+    extra = {"precursor": ["--signal", "emb_pr"], "compare": ["--by", "arch", "--pair",
+                                                             "seed"]}.get(command,
+                                                                          ["--by", "wd"])
+    out = cli([command, failing_log, *extra, f"--fail-on={value}"], cwd=clean_dir)
     expect_error(out, ErrorCode.INVALID_FAIL_ON)
 
 

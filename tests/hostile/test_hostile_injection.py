@@ -88,7 +88,7 @@ def test_check_json_keeps_values(evil_log: Path, tmp_path: Path, to: str) -> Non
 
 
 @pytest.mark.parametrize("command", [["transition", "--by", "wd", "--n-resamples", "20"],
-                                     ["onset", "--by", "wd"]])
+                                     ["precursor", "--signal", METRIC, "--n-perm", "20"]])
 def test_claim_commands_escape(evil_log: Path, tmp_path: Path, command: list) -> None:
     name, *rest = command
     out = cli([name, evil_log, *rest, "-v"], cwd=tmp_path)

@@ -189,13 +189,13 @@ def test_extreme_metric_values(tmp_path: Path, value: float) -> None:
 
 def test_huge_run_id_and_many_columns(tmp_path: Path) -> None:
     df = sweep_df(run_name=lambda wd, s: f"{wd}-{s}-" + "x" * 100_000)
-    for i in range(40):
+    for i in range(8):
         df[f"m{i}_erank"] = df["emb_erank"] * (1 + i / 100)
-    for i in range(200):
+    for i in range(300):
         df[f"const{i}"] = "same"
     out, doc = audit(df, tmp_path)
     assert doc is not None, str(out)
-    assert len(doc["input"]["metrics"]) == 41
+    assert len(doc["input"]["metrics"]) == 9
 
 
 def test_long_runs(tmp_path: Path) -> None:

@@ -410,7 +410,6 @@ def test_reserved_metric(tmp_path: Path, metric: str) -> None:
     (["--by", "arch"], (E.NOT_NUMERIC, E.NO_AXIS, E.NOT_A_CONDITION)),
     (["--cell", "step"], (E.NOT_A_CONDITION, E.RESERVED_COLUMN)),
     (["--cell", "nope"], (E.MISSING_COLUMN, E.NOT_A_CONDITION)),
-    (["--cell", "wd", "--by", "wd"], (E.NOT_A_CONDITION, E.INVALID_OPTION, E.NO_AXIS)),
     (["--map", "nonsense"], (E.INVALID_OPTION,)),
     (["--cond", "wd=(("], (E.INVALID_OPTION,)),
     (["--run-from", "nowhere"], (E.INVALID_OPTION, E.MISSING_COLUMN)),
@@ -421,6 +420,13 @@ def test_bad_column_choices(tmp_path: Path, args: list, codes: tuple) -> None:
     expect_error(check(p, *args), *codes)
 
 
+def test_same_column_as_axis_and_cell(tmp_path: Path) -> None:
+    """--by wd --cell wd: one axis value per study; a coded refusal or a (descriptive) audit."""
+    p = write_parquet(sweep_df(), tmp_path / "l.parquet")
+    expect_error_or_audit(check(p, "--by", "wd", "--cell", "wd"), E.INVALID_OPTION,
+                          E.NOT_A_CONDITION)
+
+
 @pytest.mark.parametrize("command, args, codes", [
     ("transition", ["--by", "nope"], (E.MISSING_COLUMN, E.NOT_A_CONDITION)),
     ("transition", ["--by", "arch"], (E.NOT_NUMERIC,)),
@@ -429,12 +435,20 @@ def test_bad_column_choices(tmp_path: Path, args: list, codes: tuple) -> None:
     ("dose", ["--by", "wd", "--fit-range", "3,1"], (E.INVALID_OPTION,)),
     ("dose", ["--by", "wd", "--fit-range", "nan,1"], (E.OPTION_OUT_OF_RANGE,)),
     ("dose", ["--by", "wd", "--baseline", "wd"], (E.INVALID_OPTION,)),
-    ("dose", ["--by", "wd", "--baseline", "wd=99", "--raised", "wd=3"], (E.UNKNOWN_VALUE,)),
+    ("dose", ["--by", "wd", "--mediator", "emb_erank", "--baseline", "wd=99", "--raised",
+              "wd=3", "--sweep", "seed"], (E.UNKNOWN_VALUE,)),
+    ("dose", ["--by", "wd", "--mediator", "nope", "--baseline", "wd=1", "--raised", "wd=3",
+              "--sweep", "seed"], (E.NOT_A_SERIES, E.MISSING_COLUMN)),
+    # mediation options without --mediator are not silently ignored
+    ("dose", ["--by", "wd", "--baseline", "wd=99", "--raised", "wd=3"], (E.INVALID_OPTION,
+                                                                         E.UNKNOWN_VALUE)),
+    ("dose", ["--by", "wd", "--sweep", "nope"], (E.INVALID_OPTION, E.NOT_A_CONDITION)),
     ("precursor", ["--signal", "test_acc"], (E.RESERVED_COLUMN, E.NOT_A_SERIES)),
-    ("precursor", ["--signal", "nope"], (E.METRIC_NOT_FOUND, E.MISSING_COLUMN)),
+    ("precursor", ["--signal", "nope"], (E.METRIC_NOT_FOUND, E.MISSING_COLUMN, E.NOT_A_SERIES)),
     ("precursor", ["--signal", "wd"], (E.NOT_A_SERIES,)),
     ("compare", ["--by", "arch", "--pair", "seed"], (E.UNKNOWN_VALUE, E.NOT_A_CONDITION,
-                                                      E.TOO_FEW_POINTS, E.NO_AXIS)),
+                                                      E.TOO_FEW_POINTS, E.NO_AXIS,
+                                                      E.DUPLICATE_AXIS_VALUES)),
     ("compare", ["--by", "wd", "--pair", "seed", "--arms", "1.0,9.0"], (E.UNKNOWN_VALUE,)),
     ("compare", ["--by", "wd", "--pair", "emb_erank"], (E.NOT_A_CONDITION,)),
 ])
