@@ -308,6 +308,21 @@ def _value(text: str) -> Any:
         return _json_value(text)
 
 
+def _step_value(text: str) -> int | float | str | None:
+    """A ``_step`` value_json: an int (read exactly, whatever its size), an integral float
+    (``2.0``), None for ``null``, else the text itself (refused by the caller)."""
+    t = text.strip()
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)  # non-finite and fractional steps are refused by the caller
+    except ValueError:
+        pass
+    return None if t == "null" else t
+
+
 def _json_value(text: str) -> Any:
     try:
         v = json.loads(text)
@@ -354,7 +369,7 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
                 for item in rec.history.item:
                     key = item.key or ".".join(item.nested_key)
                     if key == "_step":
-                        step = _value(item.value_json)
+                        step = _step_value(item.value_json)
                     elif key == "_timestamp":
                         w = _value(item.value_json)
                         wall = float(w) if isinstance(w, (int, float)) else math.nan
@@ -375,11 +390,11 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
                         f"history record {k} ({safe(vals[0][0])!r}, …) has no step; every "
                         "logged value needs its step", path=str(f), column="_step",
                         code=ErrorCode.MISSING_VALUES)
-                if isinstance(step, bool) or not isinstance(step, (int, float)) or (
-                        isinstance(step, float) and not step.is_integer()):
+                if isinstance(step, str) or (isinstance(step, float)
+                                             and not step.is_integer()):
                     raise LogFormatError(
-                        f"history record {k} has the step {safe(repr(step))[:40]}, which is not "
-                        "an integer", path=str(f), column="_step",
+                        f"history record {k} has the step {safe(step)[:40]!r}, which is not an "
+                        "integer", path=str(f), column="_step",
                         code=ErrorCode.NON_INTEGER_STEP)
                 istep = int(step)
                 if not 0 <= istep <= STEP_MAX:

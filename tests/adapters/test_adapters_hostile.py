@@ -719,3 +719,65 @@ def test_convert_bad_option_is_an_option_error(tmp_path: Path) -> None:
 def test_grokaudit_errors_are_value_errors() -> None:
     # library users may catch ValueError; the CLI catches GrokauditError once
     assert issubclass(LogFormatError, ValueError) and issubclass(LogFormatError, GrokauditError)
+
+
+# -- W&B offline records written by hand (wandb's protobuf, LevelDB framing) --------------------
+
+def wandb_file(path: Path, steps: list[str | None], *, extra: bytes | None = None) -> Path:
+    """run-abc.wandb holding one history record per ``_step`` value_json (None: no _step),
+    each with test_acc 0.5; ``extra`` appends a record payload that is not a protobuf."""
+    import struct
+    import zlib
+
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2",
+                             reason="the [wandb] extra is not installed")
+    payloads = [pb.Record(run=pb.RunRecord(run_id="abc")).SerializeToString()]
+    for s in steps:
+        items = [pb.HistoryItem(key="test_acc", value_json="0.5")]
+        if s is not None:
+            items.append(pb.HistoryItem(key="_step", value_json=s))
+        payloads.append(pb.Record(history=pb.HistoryRecord(item=items)).SerializeToString())
+    if extra is not None:
+        payloads.append(extra)
+    out = bytearray(struct.pack("<4sHB", b":W&B", 0xBEE1, 0))
+    for body in payloads:
+        assert len(out) + 7 + len(body) < 32768  # every record FULL in block 0
+        crc = zlib.crc32(body, zlib.crc32(bytes((1,))))
+        out += struct.pack("<IHB", crc, len(body), 1) + body
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_handmade_wandb_file_is_read(tmp_path: Path) -> None:
+    f = wandb_file(tmp_path / "offline-run-1-abc" / "run-abc.wandb", ["0", "1", "2.0"])
+    assert read_log(f.parent).column("step").to_pylist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("step,code", [
+    ("18446744073709551615", ErrorCode.STEP_OUT_OF_RANGE),
+    ("9007199254740993", ErrorCode.STEP_OUT_OF_RANGE),
+    ("-1", ErrorCode.NEGATIVE_STEP),
+    ("NaN", ErrorCode.NON_INTEGER_STEP),
+    ("Infinity", ErrorCode.NON_INTEGER_STEP),
+    ("1.5", ErrorCode.NON_INTEGER_STEP),
+    ('"7"', ErrorCode.NON_INTEGER_STEP),
+    ("null", ErrorCode.MISSING_VALUES),
+    (None, ErrorCode.MISSING_VALUES),
+])
+def test_wandb_history_step(tmp_path: Path, step: str | None, code: ErrorCode) -> None:
+    f = wandb_file(tmp_path / "offline-run-1-abc" / "run-abc.wandb", ["0", "1", step])
+    before = f.read_bytes()
+    with pytest.raises(LogFormatError) as exc:
+        read_log(f.parent)
+    assert exc.value.code is code and exc.value.path == str(f)
+    expect_exit_2(code, "convert", f.parent, "-o", tmp_path / "o.parquet")
+    assert f.read_bytes() == before
+
+
+def test_wandb_record_that_is_not_a_protobuf(tmp_path: Path) -> None:
+    f = wandb_file(tmp_path / "offline-run-1-abc" / "run-abc.wandb", ["0", "1"],
+                   extra=b"\xff\xff\xff\xff\x0f not a protobuf")
+    with pytest.raises(LogFormatError) as exc:
+        read_log(f.parent)
+    assert exc.value.code is ErrorCode.CORRUPT_RECORD and exc.value.path == str(f)
