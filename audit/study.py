@@ -50,27 +50,10 @@ def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering
     n = len(pts)
     if cfg.ordering == "spearman":
         return _spearman_ordering(q, pts, cfg)
-    C = D = U = 0
-    censored_overlap = False
-    for i in range(n):
-        li, ui, vi, ci = pts[i][1]  # type: ignore[misc]
-        for j in range(i + 1, n):
-            lj, uj, vj, cj = pts[j][1]  # type: ignore[misc]
-            if q in TIME_QUANTITIES:
-                # (l, u] half-open: events first seen at consecutive logged steps are ordered
-                before = ui <= lj and not (vi == vj)
-                after = uj <= li and not (vi == vj)
-            else:
-                before = ui < lj
-                after = uj < li
-            if before:
-                C += 1
-            elif after:
-                D += 1
-            else:
-                U += 1
-                if ci or cj:
-                    censored_overlap = True
+    ivs = [iv for _, iv in pts if iv is not None]
+    counts = _pair_counts(ivs, q in TIME_QUANTITIES)
+    C, D, U, censored_overlap = counts if counts is not None else _pair_counts_loop(
+        ivs, q in TIME_QUANTITIES)
     N = n * (n - 1) // 2
     identified = n >= 3 and abs(C - D) > U
     mids = [(iv[0] + iv[1]) / 2 for _, iv in pts]  # type: ignore[index]
@@ -94,6 +77,133 @@ def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering
         shape = "weak"
     return Ordering(q, n, C, D, U, True, 1 if C > D else -1, shape, (lo, hi), rho,
                     Reason.ORDERING_IDENTIFIED, None, axis_vals)
+
+
+Quad = tuple[float, float, float, bool]  #: ``(lower, upper, value, censored)`` of a cell
+
+
+def _pair_counts_loop(ivs: Sequence[Quad], time: bool) -> tuple[int, int, int, bool]:
+    """The definition of the pair counts over cells in axis order: ``(C, D, U, censored
+    overlap)``. A pair ``i < j`` is concordant when ``i``'s interval lies wholly below
+    ``j``'s, discordant when wholly above, unidentified otherwise; ``censored overlap`` says
+    whether an unidentified pair involves a censored cell. Every pair is visited: O(n²), the
+    reference for :func:`_pair_counts` and its fallback."""
+    n = len(ivs)
+    C = D = U = 0
+    censored_overlap = False
+    for i in range(n):
+        li, ui, vi, ci = ivs[i]
+        for j in range(i + 1, n):
+            lj, uj, vj, cj = ivs[j]
+            if time:
+                # (l, u] half-open: events first seen at consecutive logged steps are ordered
+                before = ui <= lj and not (vi == vj)
+                after = uj <= li and not (vi == vj)
+            else:
+                before = ui < lj
+                after = uj < li
+            if before:
+                C += 1
+            elif after:
+                D += 1
+            else:
+                U += 1
+                if ci or cj:
+                    censored_overlap = True
+    return C, D, U, censored_overlap
+
+
+def _pairs_below(key: np.ndarray, query: np.ndarray, group: np.ndarray | None = None) -> int:
+    """``#{(i, j): i < j, key[i] <= query[j], group[i] == group[j]}`` (integer arrays in
+    position order; ``group`` < 0 takes no part), without visiting the pairs: the positions are
+    split in halves, quarters… and at each level every right half's queries are counted
+    against its left half's sorted keys at once. O(n log² n)."""
+    if group is not None:
+        part = group >= 0
+        pos = np.flatnonzero(part)
+        key, query, group = key[part], query[part], group[part]
+    else:
+        pos = np.arange(key.size)
+    n = pos.size
+    if n < 2:
+        return 0
+    lo = min(int(key.min()), int(query.min()))
+    key, query = key - lo, query - lo
+    span = max(int(key.max()), int(query.max())) + 1
+    total = 0
+    h = 1
+    top = int(pos[-1]) + 1
+    while h < top:
+        block = pos // (2 * h)
+        left = (pos % (2 * h)) < h
+        bid = block if group is None else np.unique(block * (int(group.max()) + 1) + group,
+                                                    return_inverse=True)[1].ravel()
+        keys = np.sort(bid[left] * span + key[left])
+        qb = bid[~left] * span
+        total += int((np.searchsorted(keys, qb + query[~left], side="right")
+                      - np.searchsorted(keys, qb, side="left")).sum())
+        h *= 2
+    return total
+
+
+def _pair_counts(ivs: Sequence[Quad], time: bool) -> tuple[int, int, int, bool] | None:
+    """:func:`_pair_counts_loop` without the loop over pairs (issue 10: it was quadratic in
+    cells, so in runs for a study of many small cells). Exact, with the same comparisons on
+    ranks of the same floats. Returns None, for the loop to decide, outside the cases it is
+    written for: a NaN or infinite lower bound, a lower bound above its upper bound, a censored
+    cell with a finite upper bound or a value, or a censored cell of a value quantity."""
+    n = len(ivs)
+    if n < 2:
+        return 0, 0, 0, False
+    a = np.array([iv[:3] for iv in ivs], dtype=np.float64)
+    lo, up, val = a[:, 0], a[:, 1], a[:, 2]
+    cens = np.array([bool(iv[3]) for iv in ivs])
+    with np.errstate(invalid="ignore"):
+        if not (np.isfinite(lo).all() and not np.isnan(up).any() and (lo <= up).all()):
+            return None
+        if cens.any() and not (time and np.isinf(up[cens]).all()
+                               and np.isnan(val[cens]).all()):
+            return None
+    # one rank space for lowers and uppers: comparisons of floats become comparisons of ranks
+    _, inv = np.unique(np.concatenate([lo, up]), return_inverse=True)
+    inv = inv.ravel().astype(np.int64)
+    rl, ru = inv[:n], inv[n:]
+    strict = 0 if time else 1  # u < l  <=>  rank(u) <= rank(l) - 1
+    # below[i, j] = interval i wholly below interval j
+    below_ij = _pairs_below(ru, rl - strict)  # i < j, i below j
+    below_ji = _pairs_below(-rl, -ru - strict)  # i < j, j below i
+    if time:
+        # ties in value are never ordered: count them out (NaN values are never equal)
+        _, vg = np.unique(val, return_inverse=True)
+        vg = np.where(np.isnan(val), -1, vg.ravel()).astype(np.int64)
+        C = below_ij - _pairs_below(ru, rl, vg)
+        after = below_ji - _pairs_below(-rl, -ru, vg)
+        # a pair below each other both ways (l = u, all four equal) is concordant: its
+        # "after" is not counted twice
+        both = 0
+        point = lo == up
+        if point.any():
+            _, pg = np.unique(lo[point], return_inverse=True)
+            pg = pg.ravel()
+            g = np.bincount(pg)
+            both = int((g * (g - 1) // 2).sum())
+            pv = vg[point]
+            ok = pv >= 0
+            if ok.any():  # ... unless their values are equal (then neither way counts)
+                _, sub = np.unique(pg[ok] * (int(pv.max()) + 1) + pv[ok], return_inverse=True)
+                gv = np.bincount(sub.ravel())
+                both -= int((gv * (gv - 1) // 2).sum())
+        D = after - both
+        # a censored cell (upper = inf, no value) is ordered only against the cells wholly
+        # below it; it takes part in an unidentified pair unless every other cell is
+        overlap = False
+        if cens.any():
+            below_k = np.searchsorted(np.sort(ru), rl[cens], side="right")
+            overlap = bool((below_k < n - 1).any())
+    else:
+        C, D, overlap = below_ij, below_ji, False  # strict: both ways is impossible
+    U = n * (n - 1) // 2 - C - D
+    return int(C), int(D), int(U), overlap
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
