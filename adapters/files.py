@@ -213,6 +213,11 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
         else:
             # text: a condition when its logged (non-null) value is constant within every run
             vals = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+            varies = next((r for r, g in zip(run_names, groups)
+                           if len({_key(x) for x in vals[g]} - {None}) > 1), None)
+            if varies is not None and _json_cells(col):
+                non_scalar.append(name)  # serialized media/tables (W&B CSV exports)
+                continue
             for r, g in zip(run_names, groups):
                 seen = {_key(x) for x in vals[g]} - {None}
                 if len(seen) > 1:
@@ -243,13 +248,17 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
 
 
 def _nested(col: pa.ChunkedArray) -> bool:
-    """True for a column of objects or lists (a JSON object per cell: W&B media, tables,
-    histograms): values that have no place in a table of scalars."""
+    """True for a column of objects or lists (JSON objects read as structs: W&B media,
+    tables, histograms): values that have no place in a table of scalars."""
     t = col.type
-    if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
-            or pa.types.is_map(t) or pa.types.is_fixed_size_list(t):
-        return True
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+    return bool(pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+                or pa.types.is_map(t) or pa.types.is_fixed_size_list(t))
+
+
+def _json_cells(col: pa.ChunkedArray) -> bool:
+    """True for a text column whose every cell is a serialized JSON object or list (W&B media
+    and tables in a CSV export)."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         return False
     cells = col.drop_null()
     if len(cells) == 0:

@@ -29,6 +29,7 @@ from grokaudit.adapters import detect_format, get_reader, read_log
 from grokaudit.adapters import mlflow as mlflow_adapter
 from grokaudit.cli import cli
 from grokaudit.errors import ConfigError, ErrorCode, GrokauditError, LogFormatError
+from grokaudit.schema import build_log_table
 
 ADAPTERS = Path(__file__).resolve().parents[2] / "adapters"
 ERROR_LINE = re.compile(r"^error: .* \[(?P<code>[A-Z_]+)\]$")
@@ -556,7 +557,10 @@ def test_boolean_and_text_columns_are_kept(tmp_path: Path) -> None:
         "use_ln": [True] * n + [False] * n,  # constant in each run: a condition
         "optim": ["adamw"] * n + [None] + ["sgd"] * (n - 1),  # text, logged once or always
     }), p)
-    df = read_log(p).to_pandas()
+    t = read_log(p)
+    log = build_log_table(t)  # the canonical table holds them: nothing to drop later either
+    assert set(log.conditions.columns) >= {"use_ln", "optim"} and "clipped" in log.series
+    df = t.to_pandas()
     assert df["clipped"].tolist() == [1.0, 0.0] * n
     assert df.groupby("run")["use_ln"].first().tolist() == [True, False]
     assert df.groupby("run")["optim"].first().tolist() == ["adamw", "sgd"]
@@ -581,6 +585,17 @@ def test_media_columns_of_a_history_are_reported_not_read(tmp_path: Path, prov) 
     t = read_log(p)
     assert "samples" not in t.column_names
     assert any("samples" in w for w in prov(t)["warnings"])
+
+
+def test_serialized_media_in_a_csv_history(tmp_path: Path, prov) -> None:
+    # W&B CSV export: media cells are JSON text; a JSON text constant in the run is a condition
+    p = tmp_path / "r-history.csv"
+    pd.DataFrame({"_step": range(4), "test/acc": [0.1, 0.2, 0.3, 0.4],
+                  "img": [f'{{"_type": "image-file", "path": "{s}.png"}}' for s in range(4)],
+                  "cfg": ['{"opt": "adamw"}'] * 4}).to_csv(p, index=False)
+    t = read_log(p)
+    assert "img" not in t.column_names and any("img" in w for w in prov(t)["warnings"])
+    assert t.column("cfg").to_pylist() == ['{"opt": "adamw"}'] * 4
 
 
 def test_condition_with_a_metric_name_is_renamed_not_dropped(tmp_path: Path, prov) -> None:
