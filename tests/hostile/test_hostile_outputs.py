@@ -287,3 +287,14 @@ def _mask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_suite_json_output_checked_before_running(work: Path) -> None:
+    (work / "grokaudit.toml").write_text("sustain = 3\n")
+    args = ["suite", "--max-examples", "0", "--json"]
+    _refused(work, [*args, "grokaudit.toml"], E.OUTPUT_IS_INPUT)
+    _refused(work, ["suite", "--config", "grokaudit.toml", "--max-examples", "0", "--json",
+                    "grokaudit.toml"], E.OUTPUT_IS_INPUT)
+    _refused(work, [*args, "out"], E.OUTPUT_IS_DIRECTORY)
+    _refused(work, [*args, _null_device(work)], E.OUTPUT_NOT_REGULAR)
+    _refused(work, [*args, "out/old.json/x.json"], E.OUTPUT_NOT_WRITABLE)
