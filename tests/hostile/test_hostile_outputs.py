@@ -298,3 +298,20 @@ def test_suite_json_output_checked_before_running(work: Path) -> None:
     _refused(work, [*args, "out"], E.OUTPUT_IS_DIRECTORY)
     _refused(work, [*args, _null_device(work)], E.OUTPUT_NOT_REGULAR)
     _refused(work, [*args, "out/old.json/x.json"], E.OUTPUT_NOT_WRITABLE)
+
+
+def test_no_output_written_on_an_input_error(work: Path) -> None:
+    (work / "in" / "bad.parquet").write_bytes(b"PAR1 garbage")
+    bad = "in/bad.parquet"
+    _refused(work, ["check", bad, "--json", "out/new.json", "--report", "out/new.html"],
+             E.FILE_UNREADABLE)
+    _refused(work, ["check", bad, "--json", "out/old.json"], E.FILE_UNREADABLE)
+    _refused(work, ["report", bad, "-o", "out/old.html", "--png", "out/png"],
+             E.FILE_UNREADABLE)
+    _refused(work, ["transition", bad, "--by", "wd", "--json", "out/old.json"],
+             E.FILE_UNREADABLE)
+    _refused(work, ["convert", bad, "-o", "out/c.parquet"], E.FILE_UNREADABLE)
+    _refused(work, ["check", LOG, "--json", "out/old.json", "--grok-threshold", "2"],
+             E.OPTION_OUT_OF_RANGE)
+    _refused(work, ["check", LOG, "--json", "out/new.json", "--metric", "nope"],
+             E.METRIC_NOT_FOUND)
