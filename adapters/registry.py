@@ -182,4 +182,5 @@ def import_extra(module: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtraError(f"reading this log needs {module.split('.')[0]}, which is not "
-                                f"installed; fix: pip install 'grokaudit[{extra}]'") from None
+                                f"installed; fix: pip install 'grokaudit[{extra}]'",
+                                code=ErrorCode.MISSING_EXTRA) from None
