@@ -206,8 +206,10 @@ def test_long_runs(tmp_path: Path) -> None:
 
 
 def test_100k_runs_of_3_steps(tmp_path: Path) -> None:
-    """100 000 runs × 3 steps finish (a real process, so its memory is its own); the audit is
-    correct: every run kept, 10 cells of 10 000 runs."""
+    """100 000 runs × 3 steps: the command finishes (a real process, its memory its own) and
+    the audit is correct: every run kept, 10 cells of 10 000 runs."""
+    import grokaudit
+
     R = 100_000
     df = pd.DataFrame({
         "run": np.repeat(np.array([f"r{i}" for i in range(R)], dtype=object), 3),
@@ -218,11 +220,14 @@ def test_100k_runs_of_3_steps(tmp_path: Path) -> None:
         "wd": np.repeat(np.arange(R) % 10 + 1.0, 3),
         "seed": np.repeat(np.arange(R) // 10, 3),
     })
-    out, doc = audit(df, tmp_path, real=True)
-    assert doc is not None, str(out)
-    assert doc["input"]["runs_kept"] == R and doc["input"]["rows_kept"] == 3 * R
-    (study,) = doc["studies"]
-    assert [c["n_runs"] for c in study["cells"]] == [R // 10] * 10
+    p = write_parquet(df, tmp_path / "big.parquet")
+    out = sub(["check", p, "-q"], cwd=tmp_path)
+    expect_audit(out)
+    result = grokaudit.audit_path(p)
+    assert result.exit_code == out.exit_code
+    assert result.input["runs_kept"] == R and result.input["rows_kept"] == 3 * R
+    (study,) = result.studies
+    assert [c.n_runs for c in study.cells] == [R // 10] * 10
 
 
 # -- claims on degenerate logs -------------------------------------------------------------------
