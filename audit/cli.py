@@ -348,6 +348,16 @@ def _assign(value: str | None, flag: str) -> dict[str, Any]:
     return out
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse NaN (a float range lets it through: every comparison with NaN is false)."""
+    if value is not None and value != value:
+        from .errors import ConfigError
+
+        raise ConfigError(f"--{param.name}: nan is not a number in the valid range",
+                          code=ErrorCode.OPTION_OUT_OF_RANGE, option=f"--{param.name}")
+    return value
+
+
 def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every claim command."""
     opts = [
@@ -363,9 +373,14 @@ def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--step-unit", type=click.Choice(["steps", "epochs"]), default=None,
                      help="what the log's step column counts [from provenance, else steps]"),
         click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                     default=0.95, show_default=True, help="confidence level of every interval"),
+                     default=0.95, show_default=True, callback=_finite,
+                     help="confidence level of every interval"),
         click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
                      help="seed of every bootstrap and permutation"),
+        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+                     help="condition column(s) that split the runs into separate studies, as "
+                          "in `check`; runs that share the axis values but differ in another "
+                          "condition are refused (DUPLICATE_AXIS_VALUES) unless split"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -392,7 +407,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
 
 _COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_threshold",
            "config_file", "acc_scale", "on_duplicate", "fail_on", "step_unit", "level", "seed",
-           "fmt", "maps", "run_from", "conds")
+           "cell", "fmt", "maps", "run_from", "conds")
 
 
 def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -408,17 +423,21 @@ def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 @click.option("--thresholds", default=None, metavar="T[,T]",
               help="redo the fit at these grok thresholds, e.g. 0.9,0.95,0.99")
 @click.option("--phase-map", "phase_map", default=None, metavar="ROW,COL",
-              help="two condition columns for the grok-rate table [the first two --by]")
+              help="two --by columns for the grok-rate table [the first two --by]")
+@click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=199,
+              show_default=True, help="bootstrap resamples (each refits every model)")
 def onset(**kw: Any) -> None:
     """Audit onset-scaling claims: t_grok vs hyperparameters, OLS on grokked runs vs a
-    censored Weibull AFT on all runs (SURVIVORSHIP_BIAS, THRESHOLD_SENSITIVE)."""
+    censored AFT on all runs, its error family chosen by AIC (SURVIVORSHIP_BIAS,
+    THRESHOLD_SENSITIVE)."""
     from .claims.onset import run_onset
 
     common, o = _split_kwargs(kw)
     _claim(common, lambda t, c, p: run_onset(
         t, c, by=split_list(o["by"]), interactions=o["interactions"],
         thresholds=_floats(o["thresholds"], "--thresholds"),
-        phase_map=split_list(o["phase_map"]), level=common["level"], seed=common["seed"],
+        phase_map=split_list(o["phase_map"]), cell=split_list(common["cell"]),
+        level=common["level"], seed=common["seed"], n_resamples=o["n_resamples"],
         step_unit=common["step_unit"], source=p))
 
 
@@ -438,7 +457,8 @@ def onset(**kw: Any) -> None:
               help="condition swept at the raised dose, e.g. tau")
 def dose(**kw: Any) -> None:
     """Audit dose-response laws: exponential vs power vs saddle-node by AICc
-    (MODELS_INDISTINGUISHABLE), and mediation by a recovery fraction."""
+    (MODELS_INDISTINGUISHABLE), each checked against the censored cells it left out, and
+    mediation by a recovery fraction."""
     from .claims.dose import run_dose
     from .errors import ConfigError
 
@@ -450,7 +470,8 @@ def dose(**kw: Any) -> None:
     baseline = _assign(o["baseline"], "--baseline") or None
     raised = _assign(o["raised"], "--raised") or None
     _claim(common, lambda t, c, p: run_dose(
-        t, c, by=o["by"], fit_range=(fr[0], fr[1]) if fr else None, level=common["level"],
+        t, c, by=o["by"], fit_range=(fr[0], fr[1]) if fr else None,
+        cell=split_list(common["cell"]), level=common["level"],
         seed=common["seed"], n_resamples=o["n_resamples"], mediator=o["mediator"],
         baseline=baseline, raised=raised, sweep=o["sweep"], step_unit=common["step_unit"],
         source=p))
@@ -462,13 +483,15 @@ def dose(**kw: Any) -> None:
 @click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=499,
               show_default=True, help="bootstrap resamples")
 def transition(**kw: Any) -> None:
-    """Audit phase-boundary claims: logistic transition point λ_c and the time-to-grok
-    exponent, with bootstrap CIs (TOO_FEW_LEVELS, INSUFFICIENT_BUDGET)."""
+    """Audit phase-boundary claims: logistic transition point λ_c (only a bracket under
+    separation) and the time-to-grok exponent, with bootstrap CIs (TOO_FEW_LEVELS,
+    INSUFFICIENT_BUDGET)."""
     from .claims.transition import run_transition
 
     common, o = _split_kwargs(kw)
     _claim(common, lambda t, c, p: run_transition(
-        t, c, by=o["by"], level=common["level"], seed=common["seed"],
+        t, c, by=o["by"], cell=split_list(common["cell"]), level=common["level"],
+        seed=common["seed"],
         n_resamples=o["n_resamples"], step_unit=common["step_unit"], source=p))
 
 
@@ -482,13 +505,14 @@ def transition(**kw: Any) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True)
 def precursor(**kw: Any) -> None:
-    """Audit precursor signals against permuted and placebo nulls
-    (PEAK_AT_WINDOW_EDGE, PRECURSOR_NOT_SPECIFIC)."""
+    """Audit precursor signals against a permutation null and a placebo signal, each by a
+    test (PEAK_AT_WINDOW_EDGE, PRECURSOR_NOT_SPECIFIC)."""
     from .claims.precursor import run_precursor
 
     common, o = _split_kwargs(kw)
     _claim(common, lambda t, c, p: run_precursor(
-        t, c, signal=o["signal"], placebo=o["placebo"], n_perm=o["n_perm"],
+        t, c, signal=o["signal"], placebo=o["placebo"], cell=split_list(common["cell"]),
+        n_perm=o["n_perm"],
         alpha=o["alpha"], level=common["level"], seed=common["seed"],
         step_unit=common["step_unit"], source=p))
 
@@ -503,10 +527,12 @@ def precursor(**kw: Any) -> None:
               default=0.05, show_default=True)
 def compare(**kw: Any) -> None:
     """Audit paired comparisons of methods: exact Wilcoxon, sign-flip permutation, d_z,
-    bootstrap CIs (UNDERPOWERED, CENSORED_PAIRS)."""
+    bootstrap CIs; bounds and the sign test when pairs are censored; power and pairing
+    (UNDERPOWERED, CENSORED_PAIRS)."""
     from .claims.compare import run_compare
 
     common, o = _split_kwargs(kw)
     _claim(common, lambda t, c, p: run_compare(
-        t, c, by=o["by"], pair=o["pair"], arms=split_list(o["arms"]), alpha=o["alpha"],
+        t, c, by=o["by"], pair=o["pair"], arms=split_list(o["arms"]),
+        cell=split_list(common["cell"]), alpha=o["alpha"],
         level=common["level"], seed=common["seed"], step_unit=common["step_unit"], source=p))

@@ -3,18 +3,32 @@
 ``--by method --pair seed``: runs are paired by the ``--pair`` column across two arms of the
 ``--by`` column; per pair ``d = t_grok(first arm) − t_grok(second arm)`` (positive: the second
 arm groks sooner). A pair in which one arm never grokked is a *censored difference*: only a
-bound is known (``d > bound`` when the first arm is censored, ``d < bound`` when the second is).
-It is shown, counted, and enters the tests at its bound; a pair where both arms are censored has
-no known sign and is left out of the tests (counted). Tests: the exact Wilcoxon signed-rank test,
-the sign-flip permutation test; effect size Cohen's ``d_z``; seeded bootstrap CIs of the mean
-(BCa) and median (percentile) difference. ``UNDERPOWERED`` when the number of usable pairs makes
-``p < α`` impossible for the exact test.
+bound is known (``d > bound`` when the first arm is censored, ``d < bound`` when the second is);
+a pair where both arms are censored has no known bound. Such pairs are shown and counted, and
+never enter a statistic as if their bound were a value:
+
+- with every pair observed: the exact Wilcoxon signed-rank test, the sign-flip permutation
+  test, Cohen's ``d_z``, and seeded bootstrap CIs of the mean (BCa) and median (percentile)
+  difference;
+- with censored pairs: the mean and median difference are printed as what they are — bounds
+  (``mean d > x``) or intervals — from each pair's range of ``d``; the test is the exact sign
+  test on the pairs whose sign is known (a censored pair whose bound excludes 0 has a known
+  sign); the Wilcoxon p-value is given as an upper bound when every censored pair's bound lies
+  on the side of the effect (moving a censored difference further out can only make the
+  statistic more extreme); no ``d_z``. The statistics of the complete pairs are shown apart,
+  labelled as what they are (the censored pairs dropped).
+
+Power: the smallest p-value the test can reach with the pairs it has (``UNDERPOWERED`` when it
+cannot reach ``α``), the pairs needed to make ``α`` reachable, and the smallest effect ``d_z``
+detectable with 80 % power. Pairing: the correlation of the two arms' times over the complete
+pairs (pairing gains power only when it is positive).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,126 +40,194 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, finding, make_result
-from .runs import py, require_columns, run_clocks
-from .stats import bootstrap_ci, cohen_dz, min_wilcoxon_p, sign_flip_test, wilcoxon_exact
+from .results import ClaimResult, Record, Span, finding, make_result
+from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .stats import (
+    BootstrapCI,
+    Correlation,
+    TestResult,
+    bootstrap,
+    cohen_dz,
+    min_detectable_dz,
+    min_wilcoxon_p,
+    pearson,
+    sign_flip_test,
+    sign_test,
+    wilcoxon_exact,
+)
+
+POWER = 0.8
+TEST_NAMES = {"wilcoxon_exact": "exact Wilcoxon signed-rank", "sign_exact": "exact sign"}
 
 
-def _diff(a: pd.Series, b: pd.Series) -> dict[str, Any]:
+# ------------------------------------------------------------------------------------------
+# the body
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pair(Record):
+    pair: Any
+    runs: tuple[str, str]
+    t_grok: tuple[Interval | None, Interval | None]
+    kind: str  #: ``observed``, ``lower_bound``, ``upper_bound``, ``both_censored``
+    d: Span  #: the value, or what is known: ``d > low`` / ``d < high`` / nothing
+    sign: int | None  #: +1, −1 or 0 when known
+
+
+@dataclass(frozen=True)
+class PairedStats(Record):
+    """Statistics of fully observed differences (every value a value)."""
+
+    n: int
+    mean: float | None
+    median: float | None
+    cohen_dz: float | None
+    wilcoxon: TestResult
+    sign_flip: TestResult
+    mean_ci: BootstrapCI | None
+    median_ci: BootstrapCI | None
+
+
+@dataclass(frozen=True)
+class CensoredSummary(Record):
+    """What the pairs support when some are censored: bounds, and tests that need no value
+    for a censored difference."""
+
+    n_pairs: int
+    n_bounded: int
+    n_both_censored: int
+    mean_d: Span  #: from each pair's range of d
+    median_d: Span
+    sign: TestResult  #: exact sign test on the pairs with a known sign
+    wilcoxon_p_at_most: float | None  #: the Wilcoxon p is at most this (None: no bound)
+    wilcoxon_note: str
+
+
+@dataclass(frozen=True)
+class Power(Record):
+    test: str  #: the test the claim rests on
+    n: int  #: pairs that test uses
+    alpha: float
+    min_attainable_p: float
+    pairs_needed: int  #: to make p < α attainable
+    min_detectable_dz: float | None  #: with 80 % power (paired t approximation)
+    power: float
+
+
+@dataclass(frozen=True)
+class CompareBody(Record):
+    step_unit: str
+    by: str
+    pair_column: str
+    arms: tuple[Any, Any]
+    difference: str
+    n_runs: int  #: runs in the study (both arms and any other)
+    n_pairs: int
+    n_runs_paired: int
+    pairs: tuple[Pair, ...]
+    unpaired: tuple[Any, ...]
+    censored: CensoredSummary | None  #: None when every pair is observed
+    tests: PairedStats | None  #: every pair, when none is censored (else None)
+    complete_pairs: PairedStats | None  #: with censored pairs: the observed ones only, a
+    #: subset the censoring selected (a test, not an estimate of the effect)
+    power: Power
+    pairing: Correlation
+    alpha: float
+
+
+# ------------------------------------------------------------------------------------------
+# pairs
+# ------------------------------------------------------------------------------------------
+
+def _pair(k: Any, a: Any, b: Any) -> Pair:
     """The difference ``a − b`` of two runs' t_grok, with what is known when censored."""
     ca, cb = bool(math.isinf(a.tg_upper)), bool(math.isinf(b.tg_upper))
+    ia = Interval.make(a.tg_value, a.tg_lower, a.tg_upper)
+    ib = Interval.make(b.tg_value, b.tg_lower, b.tg_upper)
     if not ca and not cb:
-        return {"kind": "observed", "value": a.tg_value - b.tg_value, "bound": None}
+        v = float(a.tg_value - b.tg_value)
+        return Pair(py(k), (a.run, b.run), (ia, ib), "observed", Span(v, v, v),
+                    int(np.sign(v)))
     if ca and not cb:  # first arm never grokked by its last step: d > L_a − t_b
-        return {"kind": "lower_bound", "value": None, "bound": a.tg_lower - b.tg_value}
+        lo = float(a.tg_lower - b.tg_value)
+        return Pair(py(k), (a.run, b.run), (ia, ib), "lower_bound", Span(None, lo, None),
+                    1 if lo >= 0 else None)
     if cb and not ca:
-        return {"kind": "upper_bound", "value": None, "bound": a.tg_value - b.tg_lower}
-    return {"kind": "both_censored", "value": None, "bound": None}
+        hi = float(a.tg_value - b.tg_lower)
+        return Pair(py(k), (a.run, b.run), (ia, ib), "upper_bound", Span(None, None, hi),
+                    -1 if hi <= 0 else None)
+    return Pair(py(k), (a.run, b.run), (ia, ib), "both_censored", Span(None, None, None),
+                None)
 
 
-def paired_stats(d: np.ndarray, *, alpha: float, seed: int, level: float) -> dict[str, Any]:
-    """Every paired statistic of the differences ``d`` (finite values)."""
+def paired_stats(d: np.ndarray, *, seed: int, level: float) -> PairedStats:
+    """Every paired statistic of observed differences ``d``."""
     n = int(d.size)
-    return {
-        "n": n,
-        "mean": float(d.mean()) if n else None,
-        "median": float(np.median(d)) if n else None,
-        "cohen_dz": cohen_dz(d),
-        "wilcoxon": wilcoxon_exact(d),
-        "sign_flip": sign_flip_test(d, seed=seed),
-        "mean_ci": bootstrap_ci(d, np.mean, seed=seed, level=level, method="bca"),
-        "median_ci": bootstrap_ci(d, np.median, seed=seed, level=level, method="percentile"),
-        "min_attainable_p": min_wilcoxon_p(n),
-    }
+    mean_ci = median_ci = None
+    if n:
+        (mean_ci,) = bootstrap(n, lambda ix: float(np.mean(d[ix])), seed=seed, level=level,
+                               method="bca", label="pairs")
+        (median_ci,) = bootstrap(n, lambda ix: float(np.median(d[ix])), seed=seed,
+                                 level=level, label="pairs")
+    return PairedStats(
+        n=n, mean=float(d.mean()) if n else None, median=float(np.median(d)) if n else None,
+        cohen_dz=cohen_dz(d), wilcoxon=wilcoxon_exact(d), sign_flip=sign_flip_test(d, seed=seed),
+        mean_ci=mean_ci, median_ci=median_ci)
 
 
-def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
-                by: str, pair: str, arms: Sequence[Any] = (), alpha: float = 0.05,
-                level: float = 0.95, seed: int = 0, step_unit: str | None = None,
-                source: str | None = None) -> ClaimResult:
-    """Audit a paired comparison of two arms of ``by``, paired on ``pair``."""
-    rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by", numeric=False)
-    require_columns(rc, [pair], "--pair", numeric=False)
-    f = rc.frame
-    levels = sorted(f[by].dropna().unique().tolist(), key=str)
-    if arms:
-        chosen = []
-        for a in arms:
-            match = [v for v in levels if str(v) == str(a)]
-            if not match:
-                raise LogFormatError(f"--arms: {a!r} is not a value of {by!r} (values: "
-                                     f"{[py(v) for v in levels]})", path=source, column=by, code=ErrorCode.UNKNOWN_VALUE)
-            chosen.append(match[0])
-        if len(chosen) != 2:
-            raise LogFormatError("--arms takes exactly two values: FIRST,SECOND", path=source,
-                                 column="--arms", code=ErrorCode.INVALID_OPTION)
+def _ranges(pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.array([-math.inf if p.d.low is None else p.d.low for p in pairs], dtype=float)
+    hi = np.array([math.inf if p.d.high is None else p.d.high for p in pairs], dtype=float)
+    return lo, hi
+
+
+def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
+    lo, hi = _ranges(pairs)
+    with np.errstate(invalid="ignore"):
+        mean = Span.of(float(np.mean(lo)), float(np.mean(hi)))
+        median = Span.of(float(np.median(lo)), float(np.median(hi)))
+    signs = [p.sign for p in pairs if p.sign is not None]
+    st = sign_test(np.array(signs, dtype=float))
+    # Wilcoxon with each censored difference at its bound: raising a positive difference's
+    # magnitude never lowers W+, lowering a negative one's never raises it; so when every
+    # censored pair is bounded away from 0 on the side where W+ already lies, the true
+    # statistic is at least as extreme and its p-value at most the p at the bounds.
+    bounded = [p for p in pairs if p.kind in ("lower_bound", "upper_bound")]
+    n_both = sum(p.kind == "both_censored" for p in pairs)
+    at = np.array([p.d.value if p.kind == "observed" else
+                   (p.d.low if p.kind == "lower_bound" else p.d.high)
+                   for p in pairs if p.kind != "both_censored"], dtype=float)
+    w = wilcoxon_exact(at)
+    p_max = None
+    if n_both:
+        note = "a pair with both arms censored has no known bound: no Wilcoxon bound"
+    elif w.statistic is None:
+        note = "no nonzero difference"
     else:
-        if len(levels) != 2:
-            raise LogFormatError(f"--by {by!r} has {len(levels)} values "
-                                 f"({[py(v) for v in levels]}); choose two with --arms A,B",
-                                 path=source, column=by, code=ErrorCode.INVALID_OPTION)
-        chosen = levels
-    a_arm, b_arm = chosen
-    A = f[f[by] == a_arm]
-    B = f[f[by] == b_arm]
-    for arm, g in ((a_arm, A), (b_arm, B)):
-        dup = g[pair][g[pair].duplicated()]
-        if len(dup):
-            raise LogFormatError(f"arm {by}={py(arm)!r} has several runs with {pair}="
-                                 f"{py(dup.iloc[0])!r}; a pair is one run per arm (split the "
-                                 "other conditions first)", path=source, column=pair, code=ErrorCode.DUPLICATE_AXIS_VALUES)
-    keys = sorted(set(A[pair]) & set(B[pair]), key=_order)
-    unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=_order)
-    Ai = A.set_index(pair)
-    Bi = B.set_index(pair)
-    pairs = []
-    for k in keys:
-        a, b = Ai.loc[k], Bi.loc[k]
-        dd = _diff(a, b)
-        pairs.append({"pair": py(k), "runs": [a.run, b.run],
-                      "t_grok": [Interval.make(a.tg_value, a.tg_lower, a.tg_upper),
-                                 Interval.make(b.tg_value, b.tg_lower, b.tg_upper)], **dd})
-    obs = np.array([p["value"] for p in pairs if p["kind"] == "observed"], dtype=float)
-    bounded = np.array([p["bound"] for p in pairs if p["kind"] in ("lower_bound", "upper_bound")],
-                       dtype=float)
-    d_all = np.concatenate((obs, bounded))
-    n_both = sum(p["kind"] == "both_censored" for p in pairs)
-    findings: list[Finding] = []
-    if bounded.size or n_both:
-        findings.append(finding(
-            Reason.CENSORED_PAIRS, "study",
-            f"{bounded.size} pairs with one arm censored (entered at their bound), {n_both} "
-            "with both censored (left out of the tests)",
-            runs=[r for p in pairs if p["kind"] != "observed" for r in p["runs"]],
-            evidence={"n_bounded": int(bounded.size), "n_both_censored": int(n_both),
-                      "n_pairs": len(pairs)}))
-    main = paired_stats(d_all, alpha=alpha, seed=seed, level=level)
-    complete = paired_stats(obs, alpha=alpha, seed=seed, level=level)
-    n_use = main["wilcoxon"].n
-    if min_wilcoxon_p(n_use) >= alpha:
-        findings.append(finding(
-            Reason.UNDERPOWERED, "study",
-            f"{n_use} usable pairs: the exact test cannot reach p < {alpha} (smallest attainable "
-            f"p = {min_wilcoxon_p(n_use):.4g})",
-            evidence={"n_pairs": n_use, "alpha": alpha,
-                      "min_attainable_p": min_wilcoxon_p(n_use),
-                      "pairs_needed": _pairs_needed(alpha)}))
-    body = {
-        "step_unit": rc.step_unit,
-        "arms": [py(a_arm), py(b_arm)],
-        "difference": f"t_grok({by}={py(a_arm)}) - t_grok({by}={py(b_arm)})",
-        "pairs": pairs,
-        "unpaired": [py(u) for u in unpaired],
-        "tests": main,
-        "tests_complete_pairs_only": complete,
-        "alpha": alpha,
-    }
-    params = {"by": by, "pair": pair, "arms": [py(a_arm), py(b_arm)], "alpha": alpha,
-              "level": level, "seed": seed, "step_unit": rc.step_unit}
-    return make_result("compare", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), body=body, findings=findings,
-                       fail_on=config.fail_on)
+        nz = at[at != 0]
+        centre = len(nz) * (len(nz) + 1) / 4
+        up = w.statistic >= centre
+        ok = all((p.kind == "lower_bound" and p.sign == 1) if up else
+                 (p.kind == "upper_bound" and p.sign == -1) for p in bounded)
+        if ok:
+            p_max = w.p_value
+            note = "each censored pair at its bound; the true p is at most this"
+        else:
+            note = ("a censored pair is bounded against the direction of the effect: its "
+                    "rank is unknown, no Wilcoxon bound")
+    return CensoredSummary(len(pairs), len(bounded), int(n_both), mean, median, st, p_max,
+                           note)
+
+
+def _same(value: Any, given: Any) -> bool:
+    """Whether an arm named on the command line (``--arms 1,3``) is this value of the column:
+    as text, or as the same number (``1`` names ``1.0``)."""
+    if str(value) == str(given):
+        return True
+    try:
+        return float(value) == float(given)
+    except (TypeError, ValueError):
+        return False
 
 
 def _order(v: Any) -> tuple[int, Any]:
@@ -160,3 +242,120 @@ def _pairs_needed(alpha: float) -> int:
     while min_wilcoxon_p(n) >= alpha:
         n += 1
     return n
+
+
+# ------------------------------------------------------------------------------------------
+# one study
+# ------------------------------------------------------------------------------------------
+
+def _arms(f: pd.DataFrame, by: str, arms: Sequence[Any], source: str | None) -> list[Any]:
+    levels = sorted(f[by].dropna().unique().tolist(), key=str)
+    if arms:
+        chosen = []
+        for a in arms:
+            match = [v for v in levels if _same(v, a)]
+            if not match:
+                raise LogFormatError(f"--arms: {a!r} is not a value of {by!r} (values: "
+                                     f"{[py(v) for v in levels]})", path=source, column=by,
+                                     code=ErrorCode.UNKNOWN_VALUE)
+            chosen.append(match[0])
+        if len(chosen) != 2 or chosen[0] == chosen[1]:
+            raise LogFormatError("--arms takes exactly two different values: FIRST,SECOND",
+                                 path=source, column="--arms", code=ErrorCode.INVALID_OPTION)
+        return chosen
+    if len(levels) != 2:
+        raise LogFormatError(f"--by {by!r} has {len(levels)} values "
+                             f"({[py(v) for v in levels]}); choose two with --arms A,B",
+                             path=source, column=by, code=ErrorCode.INVALID_OPTION)
+    return levels
+
+
+def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
+           level: float, seed: int, source: str | None) -> tuple[CompareBody, list[Finding]]:
+    f = rc.frame
+    a_arm, b_arm = _arms(f, by, arms, source)
+    A = f[f[by] == a_arm]
+    B = f[f[by] == b_arm]
+    for arm, g in ((a_arm, A), (b_arm, B)):
+        dup = g[pair][g[pair].duplicated()]
+        if len(dup):
+            raise LogFormatError(f"arm {by}={py(arm)!r} has several runs with {pair}="
+                                 f"{py(dup.iloc[0])!r} and the same conditions; a pair is one "
+                                 "run per arm", path=source, column=pair,
+                                 code=ErrorCode.DUPLICATE_AXIS_VALUES)
+    keys = sorted(set(A[pair]) & set(B[pair]), key=_order)
+    unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=_order)
+    Ai = A.set_index(pair)
+    Bi = B.set_index(pair)
+    pairs = [_pair(k, Ai.loc[k], Bi.loc[k]) for k in keys]
+    obs_pairs = [p for p in pairs if p.kind == "observed"]
+    obs = np.array([p.d.value for p in obs_pairs], dtype=float)
+    n_cens = len(pairs) - len(obs_pairs)
+    findings: list[Finding] = []
+    censored = None
+    complete = paired_stats(obs, seed=seed, level=level)
+    main_test = complete.wilcoxon
+    if n_cens:
+        censored = _censored_summary(pairs)
+        findings.append(finding(
+            Reason.CENSORED_PAIRS, "study",
+            f"{censored.n_bounded} pairs with one arm censored (only a bound on d), "
+            f"{censored.n_both_censored} with both censored: the mean and median difference "
+            "are bounds, the test is the sign test on the pairs of known sign, and no effect "
+            "size is estimated",
+            runs=[r for p in pairs if p.kind != "observed" for r in p.runs],
+            evidence={"n_bounded": censored.n_bounded,
+                      "n_both_censored": censored.n_both_censored, "n_pairs": len(pairs),
+                      "mean_d": censored.mean_d, "median_d": censored.median_d}))
+        main_test = censored.sign
+    n_use = main_test.n
+    sd = float(np.std(obs, ddof=1)) if obs.size >= 2 else None
+    power = Power(test=main_test.name, n=n_use, alpha=alpha,
+                  min_attainable_p=min_wilcoxon_p(n_use), pairs_needed=_pairs_needed(alpha),
+                  min_detectable_dz=min_detectable_dz(n_use, alpha, POWER), power=POWER)
+    if power.min_attainable_p >= alpha:
+        findings.append(finding(
+            Reason.UNDERPOWERED, "study",
+            f"{n_use} usable pairs: the {TEST_NAMES[main_test.name]} test cannot reach "
+            f"p < {alpha} (smallest attainable p = {power.min_attainable_p:.4g}; "
+            f"{power.pairs_needed} pairs needed)",
+            evidence={"n_pairs": n_use, "alpha": alpha, "test": main_test.name,
+                      "min_attainable_p": power.min_attainable_p,
+                      "pairs_needed": power.pairs_needed,
+                      "min_detectable_dz": power.min_detectable_dz, "sd_d": sd}))
+    pa_ = np.array([Ai.loc[p.pair].tg_value for p in obs_pairs], dtype=float)
+    pb_ = np.array([Bi.loc[p.pair].tg_value for p in obs_pairs], dtype=float)
+    body = CompareBody(
+        step_unit=rc.step_unit, by=by, pair_column=pair, arms=(py(a_arm), py(b_arm)),
+        difference=f"t_grok({by}={py(a_arm)}) - t_grok({by}={py(b_arm)})",
+        n_runs=len(f), n_pairs=len(pairs), n_runs_paired=2 * len(pairs), pairs=tuple(pairs),
+        unpaired=tuple(py(u) for u in unpaired), censored=censored,
+        tests=None if n_cens else complete, complete_pairs=complete if n_cens else None,
+        power=power, pairing=pearson(pa_, pb_, level),
+        alpha=alpha)
+    return body, findings
+
+
+def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
+                by: str, pair: str, arms: Sequence[Any] = (), cell: Sequence[str] = (),
+                alpha: float = 0.05, level: float = 0.95, seed: int = 0,
+                step_unit: str | None = None, source: str | None = None) -> ClaimResult:
+    """Audit a paired comparison of two arms of ``by``, paired on ``pair``. ``cell`` splits
+    the runs into separate studies; runs of one arm and one pair value that differ in another
+    condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
+    rc = run_clocks(table, config, source, step_unit)
+    require_columns(rc, [by], "--by", numeric=False)
+    require_columns(rc, [pair], "--pair", numeric=False)
+    keep = np.ones(len(rc.frame), dtype=bool)
+    if arms:  # the design check concerns the two arms compared only
+        chosen = _arms(rc.frame, by, arms, source)
+        keep = rc.frame[by].isin(chosen).to_numpy()
+    rc_arms = rc.subset(keep)
+    out = []
+    for key, rcs in studies(rc_arms, cell, [by, pair], source, "the paired comparison"):
+        body, fs = _study(rcs, by, pair, arms, alpha, level, seed, source)
+        out.append((key, body, fs))
+    params = {"by": by, "pair": pair, "arms": [str(a) for a in arms], "cell": list(cell),
+              "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
+    return make_result("compare", params=params, config=config.to_dict(),
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)

@@ -1,8 +1,8 @@
 """``grokaudit dose``: dose–response laws and mediation (CLAIMS_SPEC, seed 000).
 
-Per cell along the dose axis ``x`` (``--by rho``): the censoring-aware median ``t_grok`` (the
-median of the runs' upper bounds — the logged steps of grokking, ``inf`` for a run that never
-grokked — with the interval ``[median(L), median(U)]``) and a seeded bootstrap CI over seeds.
+Per cell along the dose axis ``x`` (``--by rho``): the core's censoring-aware median ``t_grok``
+(the interval ``[median(L), median(U)]`` with the median of the logged grok steps; only the
+lower bound when half or more of the runs never grokked) and a seeded bootstrap CI over seeds.
 Cells whose median is censored cannot enter a fit (``MEDIAN_CENSORED``), nor can cells outside
 ``--fit-range`` (``OUTSIDE_FIT_RANGE``).
 
@@ -13,10 +13,13 @@ On the same response ``ln T`` and the same cells, three laws are fitted by least
 - saddle-node ``T = A·|x₀ − x|^(−1/2)``, i.e. ``ln T = ln A − ½·ln|x₀ − x|`` with ``x₀`` beyond
   the fitted cells (on the side where ``T`` grows);
 
-and compared by AICc (each has ``k = 3`` parameters, counting the residual variance). ΔAIC is
+and compared by AICc (each has ``k = 3`` parameters, counting the residual variance). ΔAICc is
 reported for every pair; ``MODELS_INDISTINGUISHABLE`` when the best beats the runner-up by less
-than 2 — never call that a law. The winning law's key parameter (``α``, ``β`` or ``x₀``) gets a
-seeded stratified bootstrap CI (seeds resampled within each cell).
+than 2 — never call that a law. One seeded stratified bootstrap (seeds resampled within each
+cell, every law refitted) gives the winning law's key parameter (``α``, ``β`` or ``x₀``) a CI
+and every law's prediction at the censored cells it left out: a law whose upper prediction
+limit stays below a censored cell's bound (the cell's median is known to exceed it) is
+contradicted by that cell — ``LAW_CONTRADICTED`` when it is the winning law.
 
 Mediation (``--mediator``, ``--baseline``, ``--raised``, ``--sweep``): the recovery fraction
 ``(T₁ − T₂)/(T₁ − T₀)``, ``T₂`` read where the mediator equals its baseline value along the sweep
@@ -29,7 +32,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,17 +42,128 @@ import pyarrow as pa
 from scipy import optimize
 
 from ..config import AuditConfig
-from ..errors import ErrorCode, LogFormatError
-from ..reasons import Reason
-from ..results import Finding
+from ..errors import ConfigError, ErrorCode, LogFormatError
+from ..reasons import Reason, Severity
+from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, finding, make_result
-from .runs import RunClocks, median_interval, py, require_columns, run_clocks
-from .stats import BootstrapCI, aicc, bootstrap_ci, ols
+from .results import ClaimResult, Record, finding, make_result, reason
+from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .stats import BootstrapCI, aicc, bootstrap, ols
 
 MODELS = ("exponential", "power", "saddle_node")
 KEY_PARAM = {"exponential": "alpha", "power": "beta", "saddle_node": "x0"}
 K_PARAMS = 3
+
+#: A fitted law contradicted by a censored cell it left out (reasons.py adds it; until then
+#: MEDIAN_CENSORED, raised critical).
+LAW_CONTRADICTED = reason("LAW_CONTRADICTED", Reason.MEDIAN_CENSORED)
+
+
+# ------------------------------------------------------------------------------------------
+# the body
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DoseCell(Record):
+    x: Any
+    runs: tuple[str, ...]
+    n_runs: int
+    n_grokked: int
+    median_t_grok: Interval | None  #: censored: only its lower bound is known
+    median_ci: BootstrapCI | None  #: None for a censored median (a bound has no CI)
+    in_fit: bool
+    left_out: str | None  #: ``censored`` or ``outside_fit_range``
+
+
+@dataclass(frozen=True)
+class CensoredCheck(Record):
+    """A law against one censored cell it left out: the cell's median exceeds ``bound``."""
+
+    x: Any
+    bound: float
+    predicted: float | None  #: the law's T at x (None: beyond x₀, the law predicts no grok)
+    predicted_high: float | None  #: upper bootstrap limit of the prediction
+    basis: str  #: ``bootstrap`` or ``point`` (no bootstrap interval)
+    contradicted: bool
+
+
+@dataclass(frozen=True)
+class LawFit(Record):
+    model: str
+    params: Mapping[str, float] | None
+    rss: float | None
+    aicc: float | None
+    refused: str | None
+    censored_checks: tuple[CensoredCheck, ...]
+
+    @property
+    def contradicted(self) -> bool:
+        return any(c.contradicted for c in self.censored_checks)
+
+
+@dataclass(frozen=True)
+class DeltaAicc(Record):
+    models: tuple[str, str]
+    delta_aicc: float
+
+
+@dataclass(frozen=True)
+class KeyParameter(Record):
+    name: str
+    ci: BootstrapCI
+
+
+@dataclass(frozen=True)
+class SweepPoint(Record):
+    value: float
+    mediator_median: float | None
+    t_grok_median: float | None  #: None when censored there
+
+
+@dataclass(frozen=True)
+class Collapse(Record):
+    n_runs: int
+    n_left_out: int  #: runs in the design that never grokked (no ln T)
+    r2_mediator: float | None
+    r2_mediator_dose: float | None
+    increment: float | None
+
+
+@dataclass(frozen=True)
+class Mediation(Record):
+    mediator: str
+    baseline: Mapping[str, Any]
+    raised: Mapping[str, Any]
+    sweep: str
+    T0: Interval | None
+    T1: Interval | None
+    M0: float | None
+    T2: float | None
+    sweep_at: float | None
+    recovery: float | None
+    recovery_ci: BootstrapCI | None
+    sweep_points: tuple[SweepPoint, ...]
+    collapse: Collapse
+
+
+@dataclass(frozen=True)
+class DoseBody(Record):
+    step_unit: str
+    by: str
+    n_runs: int
+    cells: tuple[DoseCell, ...]
+    fit_range: tuple[float, float] | None
+    fit_cells: tuple[Any, ...]
+    fits: tuple[LawFit, ...]
+    delta_aicc: tuple[DeltaAicc, ...]
+    best: str | None
+    runner_up: str | None
+    identified: bool
+    key_parameter: KeyParameter | None
+    mediation: Mediation | None
+
+    def fit(self, model: str) -> LawFit | None:
+        return next((f for f in self.fits if f.model == model), None)
 
 
 # ------------------------------------------------------------------------------------------
@@ -100,11 +215,29 @@ def fit_laws(x: np.ndarray, lnT: np.ndarray) -> dict[str, dict[str, Any]]:
     else:
         out["power"] = {"params": None, "rss": None, "refused": "x ≤ 0: ln x undefined"}
     s = _saddle(x, lnT) if n >= 3 else None
-    out["saddle_node"] = ({"params": {"lnA": s[0], "x0": s[1]}, "rss": s[2]} if s else
-                          {"params": None, "rss": None, "refused": "fewer than 3 cells"})
+    if s:
+        side = 1.0 if s[1] > x.max() else -1.0
+        out["saddle_node"] = {"params": {"lnA": s[0], "x0": s[1]}, "rss": s[2], "side": side}
+    else:
+        out["saddle_node"] = {"params": None, "rss": None, "refused": "fewer than 3 cells"}
     for m in out.values():
         m["aicc"] = aicc(m["rss"], n, K_PARAMS) if m["rss"] is not None else None
     return out
+
+
+def predict(fits: Mapping[str, Mapping[str, Any]], model: str, x: float) -> float:
+    """The law's ``ln T`` at ``x``; ``+inf`` at or beyond a saddle-node's ``x₀`` (no grok)."""
+    f = fits[model]
+    p = f["params"]
+    if p is None:
+        return math.nan
+    if model == "exponential":
+        return float(p["c"] + p["alpha"] * x)
+    if model == "power":
+        return float(p["c"] + p["beta"] * math.log(x)) if x > 0 else math.nan
+    if (x - p["x0"]) * f["side"] >= 0:
+        return math.inf
+    return float(p["lnA"] - 0.5 * math.log(abs(p["x0"] - x)))
 
 
 def _key(fits: Mapping[str, Mapping[str, Any]], model: str) -> float:
@@ -116,41 +249,22 @@ def _key(fits: Mapping[str, Mapping[str, Any]], model: str) -> float:
 # cells
 # ------------------------------------------------------------------------------------------
 
-def _cell_table(rc: RunClocks, by: str, level: float, seed: int) -> list[dict[str, Any]]:
-    out = []
-    for xv, g in rc.frame.groupby(by, sort=True):
-        ml, mu, cens = median_interval(g["tg_lower"].to_numpy(), g["tg_upper"].to_numpy())
-        ups = g["tg_upper"].to_numpy(dtype=float)
-        ci = bootstrap_ci(ups, np.median, seed=seed, level=level) if len(g) >= 2 else None
-        out.append({"x": py(xv), "runs": sorted(g["run"].tolist()), "n_runs": len(g),
-                    "n_grokked": int(g["grokked"].sum()),
-                    "median_t_grok": None if cens else mu,
-                    "median_interval": {"lower": ml, "upper": mu, "censored": cens},
-                    "median_ci": ci, "uppers": ups})
-    return out
+def _t_values(f: pd.DataFrame) -> np.ndarray:
+    """Each run's logged grok step, ``+inf`` when it never grokked (ranked last)."""
+    return np.where(f["grokked"].to_numpy(dtype=bool), f["tg_value"].to_numpy(dtype=float),
+                    np.inf)
 
 
-def _boot_key(cells: list[dict[str, Any]], model: str, B: int, seed: int, level: float
-              ) -> BootstrapCI:
-    """Stratified percentile bootstrap of the winning law's key parameter (seeds resampled
-    within each cell; a resample whose median is censored drops that cell)."""
-    rng = np.random.default_rng(seed)
-    x = np.array([c["x"] for c in cells], dtype=float)
-    est = _key(fit_laws(x, np.log([c["median_t_grok"] for c in cells])), model)
-    vals = np.full(B, np.nan)
-    for b in range(B):
-        med = np.array([np.median(rng.choice(c["uppers"], size=c["uppers"].size))
-                        for c in cells])
-        ok = np.isfinite(med)
-        if ok.sum() < 3:
-            continue
-        vals[b] = _key(fit_laws(x[ok], np.log(med[ok])), model)
-    good = vals[np.isfinite(vals)]
-    a = (1 - level) / 2
-    if good.size < 10:
-        return BootstrapCI(est, None, None, level, "percentile (stratified)", B, seed, vals)
-    return BootstrapCI(est, float(np.quantile(good, a)), float(np.quantile(good, 1 - a)), level,
-                       "percentile (stratified)", B, seed, vals)
+def _cell_rows(rc: RunClocks, by: str) -> list[tuple[Any, np.ndarray]]:
+    return [(py(x), np.asarray(rows)) for x, rows in
+            rc.frame.groupby(by, sort=True).indices.items()]
+
+
+def _median_ci(tv: np.ndarray, rows: np.ndarray, level: float, seed: int, B: int
+               ) -> BootstrapCI:
+    (ci,) = bootstrap([rows], lambda ix: float(np.median(tv[ix])), seed=seed, level=level,
+                      n_resamples=B, label="seeds")
+    return ci
 
 
 # ------------------------------------------------------------------------------------------
@@ -161,7 +275,7 @@ def _match(f: pd.DataFrame, spec: Mapping[str, Any]) -> np.ndarray:
     m = np.ones(len(f), dtype=bool)
     for k, v in spec.items():
         col = f[k]
-        if pd.api.types.is_numeric_dtype(col):
+        if pd.api.types.is_numeric_dtype(col) and isinstance(v, (int, float)):
             m &= np.isclose(col.to_numpy(dtype=float), float(v))
         else:
             m &= (col.astype(str) == str(v)).to_numpy()
@@ -171,38 +285,43 @@ def _match(f: pd.DataFrame, spec: Mapping[str, Any]) -> np.ndarray:
 def _mediator_values(rc: RunClocks, mediator: str, source: str | None) -> np.ndarray:
     """Per run: the mediator condition, or the median of the mediator series up to t_grok
     (up to the log's end for a run that never grokked)."""
+    f = rc.frame
     if mediator in rc.log.conditions.columns:
-        return rc.log.conditions[mediator].to_numpy(dtype=float)
+        return f[mediator].to_numpy(dtype=float)
     if mediator not in rc.log.series:
         raise LogFormatError(f"--mediator column {mediator!r} is neither a condition nor a "
-                             "per-step column", path=source, column=mediator, code=ErrorCode.NOT_A_SERIES)
+                             "per-step column", path=source, column=mediator,
+                             code=ErrorCode.NOT_A_SERIES)
     from ..clocks import pack
 
     P = pack(rc.log.series[mediator], rc.log)
-    tg = rc.frame["tg_upper"].to_numpy(dtype=float)
-    use = P.valid & (P.steps <= tg[:, None])
+    pos = rc.pos
+    tg = f["tg_upper"].to_numpy(dtype=float)
+    use = P.valid[pos] & (P.steps[pos] <= tg[:, None])
     with np.errstate(all="ignore"):
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return np.nanmedian(np.where(use, P.values, np.nan), axis=1)
+            out: np.ndarray = np.nanmedian(np.where(use, P.values[pos], np.nan), axis=1)
+            return out
 
 
 def _recovery(f: pd.DataFrame, med: np.ndarray, base: np.ndarray, raised: np.ndarray,
               sweep_rows: np.ndarray, sweep: str, w: np.ndarray) -> dict[str, Any]:
-    """Recovery fraction from runs weighted by ``w`` (bootstrap multiplicities)."""
-    up = f["tg_upper"].to_numpy(dtype=float)
+    """Recovery fraction from runs weighted by ``w`` (bootstrap multiplicities); medians of
+    the logged grok steps, a censored run ranked last (a censored median is ``inf``)."""
+    tv = _t_values(f)
 
     def wmed(mask: np.ndarray, v: np.ndarray) -> float:
         vals = np.repeat(v[mask], w[mask])
         return float(np.median(vals)) if vals.size else math.nan
 
-    T0, T1, M0 = wmed(base, up), wmed(raised, up), wmed(base, med)
+    T0, T1, M0 = wmed(base, tv), wmed(raised, tv), wmed(base, med)
     pts = []
     for sv in sorted(f.loc[sweep_rows, sweep].unique()):
         m = sweep_rows & (f[sweep] == sv).to_numpy()
-        pts.append((float(sv), wmed(m, med), wmed(m, up)))
+        pts.append((float(sv), wmed(m, med), wmed(m, tv)))
     out: dict[str, Any] = {"T0": T0, "T1": T1, "M0": M0, "T2": None, "sweep_at": None,
                            "recovery": None, "sweep": pts}
     for (s1, m1, t1), (s2, m2, t2) in zip(pts, pts[1:]):
@@ -222,10 +341,8 @@ def _recovery(f: pd.DataFrame, med: np.ndarray, base: np.ndarray, raised: np.nda
 
 def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
                raised: Mapping[str, Any], sweep: str, dose: str, level: float, seed: int,
-               B: int, source: str | None) -> tuple[dict[str, Any], list[Finding]]:
+               B: int, source: str | None) -> tuple[Mediation, list[Finding]]:
     f = rc.frame
-    require_columns(rc, list(baseline) + list(raised), "--baseline/--raised", numeric=False)
-    require_columns(rc, [sweep], "--sweep")
     med = _mediator_values(rc, mediator, source)
     base = _match(f, baseline)
     rai = _match(f, raised)
@@ -233,7 +350,8 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
     sweep_rows = _match(f, sweep_spec)
     if not base.any() or not rai.any():
         raise LogFormatError(f"--baseline {dict(baseline)} or --raised {dict(raised)} matches no "
-                             "run", path=source, column="--baseline", code=ErrorCode.UNKNOWN_VALUE)
+                             "run", path=source, column="--baseline",
+                             code=ErrorCode.UNKNOWN_VALUE)
     findings: list[Finding] = []
     w = np.ones(len(f), dtype=np.int64)
     est = _recovery(f, med, base, rai, sweep_rows, sweep, w)
@@ -245,105 +363,116 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
             "censored there): T₂ cannot be read",
             evidence={"M0": est["M0"], "sweep": est["sweep"]}))
     elif "seed" in f.columns:
-        rng = np.random.default_rng(seed)
         seeds = np.array(sorted(f["seed"].unique(), key=str), dtype=object)
         sidx = pd.Index(seeds).get_indexer(f["seed"])
-        vals = np.full(B, np.nan)
-        for b in range(B):
-            draw = rng.integers(0, seeds.size, seeds.size)
-            cnt = np.bincount(draw, minlength=seeds.size)
+
+        def stat(ix: np.ndarray) -> float | None:
+            cnt = np.bincount(ix, minlength=seeds.size)
             r = _recovery(f, med, base, rai, sweep_rows, sweep, cnt[sidx])["recovery"]
-            vals[b] = np.nan if r is None else r
-        good = vals[np.isfinite(vals)]
-        a = (1 - level) / 2
-        ci = BootstrapCI(est["recovery"], float(np.quantile(good, a)) if good.size >= 10 else None,
-                         float(np.quantile(good, 1 - a)) if good.size >= 10 else None, level,
-                         "percentile (paired over seeds)", B, seed, vals)
-    # data collapse: ln T on the mediator, then with the dose
-    used = (base | rai | sweep_rows) & f["grokked"].to_numpy() & np.isfinite(med)
+            return None if r is None else float(r)
+
+        (ci,) = bootstrap(seeds.size, stat, seed=seed, level=level, n_resamples=B,
+                          label="paired over seeds")
+    # data collapse: ln T on the mediator, then with the dose (grokked runs: ln T needs one)
+    design = (base | rai | sweep_rows) & np.isfinite(med)
+    used = design & f["grokked"].to_numpy()
     y = np.log(f.loc[used, "tg_value"].to_numpy(dtype=float))
-    collapse: dict[str, Any] = {"n_runs": int(used.sum()), "r2_mediator": None,
-                                "r2_mediator_dose": None, "increment": None}
+    collapse = Collapse(int(used.sum()), int((design & ~used).sum()), None, None, None)
     if used.sum() >= 4 and dose in f.columns:
         m = med[used]
         d = f.loc[used, dose].to_numpy(dtype=float)
         f1 = ols(np.column_stack((np.ones_like(m), m)), y, ["intercept", mediator])
         f2 = ols(np.column_stack((np.ones_like(m), m, d)), y, ["intercept", mediator, dose])
-        collapse.update(r2_mediator=f1.r2, r2_mediator_dose=f2.r2,
-                        increment=(None if f1.r2 is None or f2.r2 is None else f2.r2 - f1.r2))
-    return {"mediator": mediator, "baseline": dict(baseline), "raised": dict(raised),
-            "sweep": sweep, **{k: v for k, v in est.items() if k != "sweep"},
-            "sweep_points": [{"value": s, "mediator_median": m, "t_grok_median": t}
-                             for s, m, t in est["sweep"]],
-            "recovery_ci": ci, "collapse": collapse}, findings
+        collapse = Collapse(collapse.n_runs, collapse.n_left_out, f1.r2, f2.r2,
+                            None if f1.r2 is None or f2.r2 is None else f2.r2 - f1.r2)
+    T0 = rc.median("t_grok", np.flatnonzero(base))
+    T1 = rc.median("t_grok", np.flatnonzero(rai))
+    return Mediation(
+        mediator=mediator, baseline=dict(baseline), raised=dict(raised), sweep=sweep,
+        T0=T0, T1=T1, M0=est["M0"], T2=est["T2"], sweep_at=est["sweep_at"],
+        recovery=est["recovery"], recovery_ci=ci,
+        sweep_points=tuple(SweepPoint(s, m, t if math.isfinite(t) else None)
+                           for s, m, t in est["sweep"]),
+        collapse=collapse), findings
 
 
 # ------------------------------------------------------------------------------------------
-# the command
+# one study
 # ------------------------------------------------------------------------------------------
 
-def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
-             fit_range: tuple[float, float] | None = None, level: float = 0.95, seed: int = 0,
-             n_resamples: int = 999, mediator: str | None = None,
-             baseline: Mapping[str, Any] | None = None,
-             raised: Mapping[str, Any] | None = None, sweep: str | None = None,
-             step_unit: str | None = None, source: str | None = None) -> ClaimResult:
-    """Audit a dose–response law along ``by`` (and, optionally, a mediation claim)."""
-    rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by")
-    f = rc.frame
+def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level: float,
+           seed: int, n_resamples: int, mediator: str | None,
+           baseline: Mapping[str, Any] | None, raised: Mapping[str, Any] | None,
+           sweep: str | None, source: str | None) -> tuple[DoseBody, list[Finding]]:
     findings: list[Finding] = []
     mediation = None
     if mediator is not None:
-        if not (baseline and raised and sweep):
-            raise LogFormatError("mediation needs --baseline, --raised and --sweep with "
-                                 "--mediator", path=source, column="--mediator", code=ErrorCode.INVALID_OPTION)
+        assert baseline and raised and sweep
         mediation, mf = _mediation(rc, mediator, baseline, raised, sweep, by, level, seed,
                                    min(n_resamples, 499), source)
         findings.extend(mf)
         # the dose-response law is read on the dose axis with the other conditions at baseline
         others = {k: v for k, v in baseline.items() if k != by}
-        keep = _match(f, others)
-        rc = RunClocks(rc.log, rc.acc, f[keep].reset_index(drop=True), rc.step_unit)
-    cells = _cell_table(rc, by, level, seed)
-    censored = [c for c in cells if c["median_t_grok"] is None]
-    if censored:
+        rc = rc.subset(_match(rc.frame, others))
+    f = rc.frame
+    tv = _t_values(f)
+    rows_by_x = _cell_rows(rc, by)
+    cells: list[DoseCell] = []
+    censored, outside = [], []
+    for x, rows in rows_by_x:
+        med = rc.median("t_grok", rows)
+        cens = med is None or med.censored
+        out_range = fit_range is not None and not (fit_range[0] <= x <= fit_range[1])
+        why = "censored" if cens else ("outside_fit_range" if out_range else None)
+        if cens and not out_range:
+            censored.append(x)
+        if out_range:
+            outside.append(x)
+        cells.append(DoseCell(
+            x=x, runs=tuple(sorted(f["run"].iloc[rows].tolist())), n_runs=int(rows.size),
+            n_grokked=int(f["grokked"].iloc[rows].sum()), median_t_grok=med,
+            median_ci=None if cens else _median_ci(tv, rows, level, seed, n_resamples),
+            in_fit=why is None, left_out=why))
+    n_cens_all = [c.x for c in cells if c.left_out == "censored"]
+    if n_cens_all:
         findings.append(finding(
             Reason.MEDIAN_CENSORED, "cell",
-            f"{len(censored)} cells have a censored median t_grok: left out of every fit",
-            runs=[r for c in censored for r in c["runs"]],
-            evidence={"cells": [c["x"] for c in censored]}))
-    outside = []
-    if fit_range is not None:
-        lo, hi = fit_range
-        outside = [c for c in cells if not (lo <= c["x"] <= hi)]
-        if outside:
-            findings.append(finding(
-                Reason.OUTSIDE_FIT_RANGE, "cell",
-                f"{len(outside)} cells lie outside the fit range [{lo:g}, {hi:g}]",
-                evidence={"cells": [c["x"] for c in outside], "fit_range": [lo, hi]}))
-    fit_cells = [c for c in cells if c["median_t_grok"] is not None and c not in outside]
-    x = np.array([c["x"] for c in fit_cells], dtype=float)
-    lnT = np.log([max(c["median_t_grok"], 1.0) for c in fit_cells]) if fit_cells else \
-        np.array([])
-    fits: dict[str, dict[str, Any]] = {}
-    delta: list[dict[str, Any]] = []
-    best = runner = None
-    slope_ci = None
-    if len(fit_cells) >= 3:
-        fits = fit_laws(x, lnT)
+            f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
+            "out of every fit, and every law is checked against them",
+            runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
+            evidence={"cells": n_cens_all}))
+    if outside:
+        assert fit_range is not None
+        findings.append(finding(
+            Reason.OUTSIDE_FIT_RANGE, "cell",
+            f"{len(outside)} cells lie outside the fit range [{fit_range[0]:g}, "
+            f"{fit_range[1]:g}]",
+            evidence={"cells": outside, "fit_range": list(fit_range)}))
+    fit_idx = [i for i, c in enumerate(cells) if c.in_fit]
+    cens_idx = [i for i, c in enumerate(cells) if c.x in censored]
+    x = np.array([cells[i].x for i in fit_idx], dtype=float)
+    lnT = np.log([max(float(cells[i].median_t_grok.value), 1.0)  # type: ignore[union-attr]
+                  for i in fit_idx]) if fit_idx else np.array([])
+    xc = [float(cells[i].x) for i in cens_idx]
+    bounds = [float(cells[i].median_t_grok.lower)  # type: ignore[union-attr]
+              for i in cens_idx]
+    fits: dict[str, dict[str, Any]] = fit_laws(x, lnT) if len(fit_idx) >= 3 else {}
     scored = sorted((m for m in MODELS if fits.get(m, {}).get("aicc") is not None),
                     key=lambda m: fits[m]["aicc"])
+    delta: list[DeltaAicc] = []
+    best = runner = None
+    key_ci = None
+    checks: dict[str, list[CensoredCheck]] = {m: [] for m in MODELS}
     if len(scored) < 2:
         findings.append(finding(
             Reason.TOO_FEW_CELLS, "study",
-            f"{len(fit_cells)} cells in the fit: AICc needs at least {K_PARAMS + 2} to compare "
+            f"{len(fit_idx)} cells in the fit: AICc needs at least {K_PARAMS + 2} to compare "
             "three-parameter laws",
-            evidence={"n_cells": len(fit_cells), "needed": K_PARAMS + 2}))
+            evidence={"n_cells": len(fit_idx), "needed": K_PARAMS + 2}))
     else:
         for a, b in itertools.combinations(MODELS, 2):
             if fits[a].get("aicc") is not None and fits[b].get("aicc") is not None:
-                delta.append({"models": [a, b], "delta_aicc": fits[a]["aicc"] - fits[b]["aicc"]})
+                delta.append(DeltaAicc((a, b), fits[a]["aicc"] - fits[b]["aicc"]))
         best, runner = scored[0], scored[1]
         gap = fits[runner]["aicc"] - fits[best]["aicc"]
         if gap < 2:
@@ -351,26 +480,105 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
                 Reason.MODELS_INDISTINGUISHABLE, "study",
                 f"{best} beats {runner} by ΔAICc = {gap:.2f} < 2: no law is identified",
                 evidence={"best": best, "runner_up": runner, "delta_aicc": gap,
-                          "n_cells": len(fit_cells)}))
-        slope_ci = _boot_key(fit_cells, best, n_resamples, seed, level)
-    body = {
-        "step_unit": rc.step_unit,
-        "by": by,
-        "cells": [{k: v for k, v in c.items() if k != "uppers"} for c in cells],
-        "fit_range": list(fit_range) if fit_range else None,
-        "fit_cells": [c["x"] for c in fit_cells],
-        "fits": {m: {k: v for k, v in fits[m].items()} for m in MODELS if m in fits},
-        "delta_aicc": delta,
-        "best": best, "runner_up": runner,
-        "identified": bool(best and not any(fd.code is Reason.MODELS_INDISTINGUISHABLE
-                                            for fd in findings)),
-        "key_parameter": {"name": KEY_PARAM[best], "ci": slope_ci} if best else None,
-        "mediation": mediation,
-    }
-    params = {"by": by, "fit_range": list(fit_range) if fit_range else None, "level": level,
-              "seed": seed, "n_resamples": n_resamples, "mediator": mediator,
-              "baseline": dict(baseline or {}), "raised": dict(raised or {}), "sweep": sweep,
-              "step_unit": rc.step_unit}
+                          "n_cells": len(fit_idx)}))
+        # one bootstrap: seeds resampled within each fitted cell, every law refitted; the
+        # key parameter of the best law and each law's prediction at the censored cells
+        strata = [rows_by_x[i][1] for i in fit_idx]
+        sizes = [s.size for s in strata]
+
+        def stat(ix: np.ndarray) -> np.ndarray | None:
+            parts = np.split(ix, np.cumsum(sizes)[:-1])
+            meds = np.array([np.median(tv[p]) for p in parts])
+            if not np.all(np.isfinite(meds)):
+                return None  # a fitted cell's median turned censored: the design changed
+            fb = fit_laws(x, np.log(np.maximum(meds, 1.0)))
+            return np.array([_key(fb, best)] + [predict(fb, m, xv) for m in MODELS
+                                                for xv in xc])
+
+        cis = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
+                        label="seeds within cells")
+        key_ci = KeyParameter(KEY_PARAM[best], cis[0])
+        for mi, m in enumerate(MODELS):
+            if fits[m]["params"] is None:
+                continue
+            for ci_, (xv, bd) in enumerate(zip(xc, bounds)):
+                pred = predict(fits, m, xv)
+                ci = cis[1 + mi * len(xc) + ci_]
+                if ci.identified:
+                    hi = math.inf if ci.high_unbounded or ci.high is None else ci.high
+                    basis = "bootstrap"
+                else:
+                    hi, basis = pred, "point"
+                checks[m].append(CensoredCheck(
+                    x=cells[cens_idx[ci_]].x, bound=bd,
+                    predicted=None if math.isinf(pred) else math.exp(pred),
+                    predicted_high=None if math.isinf(hi) else math.exp(hi), basis=basis,
+                    contradicted=bool(math.isfinite(hi) and math.exp(hi) < bd)))
+        bad = [c for c in checks[best] if c.contradicted]
+        if bad:
+            findings.append(finding(
+                LAW_CONTRADICTED, "study",
+                f"the {best} law predicts a median t_grok below what {len(bad)} censored "
+                f"cell(s) it left out already exceed (" + ", ".join(
+                    f"{by}={c.x}: predicted ≤ {_g(c.predicted_high)}, median > {_g(c.bound)}"
+                    for c in bad) + ")",
+                severity=Severity.CRITICAL,
+                evidence={"law": best, "checks": bad}))
+    law_fits = tuple(
+        LawFit(m, fits[m]["params"], fits[m]["rss"], fits[m]["aicc"], fits[m].get("refused"),
+               tuple(checks[m])) for m in MODELS if m in fits)
+    body = DoseBody(
+        step_unit=rc.step_unit, by=by, n_runs=len(f), cells=tuple(cells),
+        fit_range=fit_range, fit_cells=tuple(cells[i].x for i in fit_idx), fits=law_fits,
+        delta_aicc=tuple(delta), best=best, runner_up=runner,
+        identified=bool(best and not any(fd.code is Reason.MODELS_INDISTINGUISHABLE
+                                         for fd in findings)
+                        and not any(c.contradicted for c in checks[best])),
+        key_parameter=key_ci, mediation=mediation)
+    return body, findings
+
+
+def _g(x: float | None) -> str:
+    from ..results import format_number
+
+    return format_number(x)
+
+
+def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
+             fit_range: tuple[float, float] | None = None, cell: Sequence[str] = (),
+             level: float = 0.95, seed: int = 0, n_resamples: int = 999,
+             mediator: str | None = None, baseline: Mapping[str, Any] | None = None,
+             raised: Mapping[str, Any] | None = None, sweep: str | None = None,
+             step_unit: str | None = None, source: str | None = None) -> ClaimResult:
+    """Audit a dose–response law along ``by`` (and, optionally, a mediation claim).
+
+    ``cell`` splits the runs into separate studies; runs sharing a dose value (and, with
+    mediation, the sweep and baseline/raised columns) but differing in another condition are
+    refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
+    if mediator is None and (baseline or raised or sweep):
+        raise ConfigError("--baseline, --raised and --sweep describe a mediation: they need "
+                          "--mediator COL (they are never ignored)",
+                          code=ErrorCode.INVALID_OPTION, option="--mediator")
+    rc = run_clocks(table, config, source, step_unit)
+    require_columns(rc, [by], "--by")
+    axes = [by]
+    if mediator is not None:
+        if not (baseline and raised and sweep):
+            raise LogFormatError("mediation needs --baseline, --raised and --sweep with "
+                                 "--mediator", path=source, column="--mediator",
+                                 code=ErrorCode.INVALID_OPTION)
+        require_columns(rc, list(baseline) + list(raised), "--baseline/--raised",
+                        numeric=False)
+        require_columns(rc, [sweep], "--sweep")
+        axes = list(dict.fromkeys([by, sweep, *baseline, *raised]))
+    out = []
+    for key, rcs in studies(rc, cell, axes, source, "the dose-response fit"):
+        body, fs = _study(rcs, by, fit_range, level, seed, n_resamples, mediator, baseline,
+                          raised, sweep, source)
+        out.append((key, body, fs))
+    params = {"by": by, "fit_range": list(fit_range) if fit_range else None,
+              "cell": list(cell), "level": level, "seed": seed, "n_resamples": n_resamples,
+              "mediator": mediator, "baseline": dict(baseline or {}),
+              "raised": dict(raised or {}), "sweep": sweep, "step_unit": rc.step_unit}
     return make_result("dose", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), body=body, findings=findings,
-                       fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)

@@ -10,18 +10,25 @@ Validity checks:
 - ``PEAK_AT_WINDOW_EDGE``: the peak is the first point after the gate or the last logged point
   (a monotone signal "peaks" there trivially).
 - The statistic: the fraction of grokked runs whose peak is *interior* (not on the window's
-  edge) and precedes grokking. (The raw fraction, edge peaks included, is reported too: it is what
-  papers quote, and a signal that simply falls after the gate scores 1 on it.)
-- The null: the same statistic with the signal's time axis permuted within each run. Permuting the values moves the maximum to a
-  uniformly random logged point of the window, so each null draw places each run's peak
-  uniformly over its window points (vectorized, seeded); ``p = (1 + #{null ≥ observed}) /
-  (1 + B)``. And a placebo smooth signal (default ``weight_norm``), scored the same way.
-  ``PRECURSOR_NOT_SPECIFIC`` when ``p ≥ α`` or the placebo does at least as well.
+  edge) and precedes grokking. (The raw fraction, edge peaks included, is reported too: it is
+  what papers quote, and a signal that simply falls after the gate scores 1 on it.)
+- The permutation null: the same statistic with the signal's time axis permuted within each
+  run. Permuting the values moves the maximum to a uniformly random logged point of the window,
+  so each null draw places each run's peak uniformly over its window points (vectorized,
+  seeded); ``p = (1 + #{null ≥ observed}) / (1 + B)``.
+- The placebo comparison: a smooth placebo signal (default ``weight_norm``) scored the same way
+  on the same runs, and the exact one-sided McNemar test that the signal succeeds (interior
+  peak preceding grokking) in more runs than the placebo: among the runs where exactly one of
+  the two succeeds, ``P(X ≥ n_signal_only)`` with ``X ~ Binomial(n_discordant, ½)``.
+- ``PRECURSOR_NOT_SPECIFIC`` when the permutation ``p ≥ α`` or the placebo test's ``p ≥ α``
+  (the signal does not beat a signal that carries no information about grokking).
 - The lead's CI: a seeded percentile bootstrap of the median lead over grokked runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,41 +41,102 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
-from .results import ClaimResult, finding, make_result
-from .runs import RunClocks, require_series, run_clocks
-from .stats import bootstrap_ci
+from .results import ClaimResult, Record, finding, make_result
+from .runs import RunClocks, require_series, run_clocks, studies
+from .stats import BootstrapCI, TestResult, bootstrap, mcnemar_exact
 
 DEFAULT_PLACEBO = "weight_norm"
 
 
+# ------------------------------------------------------------------------------------------
+# the body
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrecursorRun(Record):
+    run: str
+    gate_step: float | None
+    t_grok: float | None  #: None: never grokked (counted apart)
+    grokked: bool
+    peak_step: float | None
+    window_points: int
+    peak_at_edge: bool
+    lead: float | None
+    precedes: bool | None
+
+
+@dataclass(frozen=True)
+class PermutationNull(Record):
+    n_perm: int
+    seed: int
+    mean_fraction: float | None
+    p_value: float | None
+
+
+@dataclass(frozen=True)
+class PlaceboComparison(Record):
+    """The placebo scored on the same runs, and the paired test of signal against it."""
+
+    signal: str
+    fraction_preceding: float | None
+    fraction_preceding_interior: float | None
+    n_peak_at_edge: int
+    n_signal_only: int  #: runs where only the signal succeeds
+    n_placebo_only: int
+    test: TestResult  #: exact one-sided McNemar: the signal succeeds more often
+
+
+@dataclass(frozen=True)
+class PrecursorBody(Record):
+    step_unit: str
+    signal: str
+    n_runs: int
+    n_memorized: int
+    n_grokked: int
+    n_scored: int
+    n_no_grok: int
+    n_no_memorization: int
+    fraction_preceding: float | None
+    fraction_preceding_interior: float | None
+    lead_median: float | None
+    lead_ci: BootstrapCI | None
+    null_permuted: PermutationNull
+    placebo: PlaceboComparison | None
+    runs: tuple[PrecursorRun, ...]
+
+
+# ------------------------------------------------------------------------------------------
+# scoring
+# ------------------------------------------------------------------------------------------
+
 def _peaks(rc: RunClocks, values: np.ndarray) -> dict[str, np.ndarray]:
-    """Per run: the post-gate window of the signal, its peak step, and whether it is an edge."""
+    """Per run of the study: the post-gate window of the signal, its peak step, and whether
+    the peak is on the window's edge."""
     P = pack(values, rc.log)
+    pos = rc.pos
+    valid, steps, vals = P.valid[pos], P.steps[pos], P.values[pos]
     gate = rc.frame["tm_value"].to_numpy(dtype=float)
-    inwin = P.valid & (P.steps >= gate[:, None])  # NaN gate (no memorization): empty window
+    inwin = valid & (steps >= gate[:, None])  # NaN gate (no memorization): empty window
     n_win = inwin.sum(axis=1)
-    masked = np.where(inwin, P.values, -np.inf)
+    masked = np.where(inwin, vals, -np.inf)
     k = np.argmax(masked, axis=1)
     has = n_win > 0
-    peak_step = np.where(has, P.steps[np.arange(len(k)), k], np.nan)
+    peak_step = np.where(has, steps[np.arange(len(k)), k], np.nan)
     first = np.argmax(inwin, axis=1)
-    last = P.values.shape[1] - 1 - np.argmax(inwin[:, ::-1], axis=1)
+    last = vals.shape[1] - 1 - np.argmax(inwin[:, ::-1], axis=1)
     edge = has & ((k == first) | (k == last))
-    # step of every window point, for the permutation null
-    return {"n_window": n_win, "peak_step": peak_step, "edge": edge, "steps": P.steps,
+    return {"n_window": n_win, "peak_step": peak_step, "edge": edge, "steps": steps,
             "in_window": inwin}
 
 
-def _fraction(peak_step: np.ndarray, tg: np.ndarray, use: np.ndarray,
-              interior: np.ndarray | None = None) -> float | None:
-    """Share of the ``use`` runs whose peak precedes grokking (and, given ``interior``, is not
-    on the window's edge)."""
-    if not use.any():
-        return None
-    ok = peak_step[use] < tg[use]
+def _success(peak_step: np.ndarray, tg: np.ndarray, interior: np.ndarray | None = None
+             ) -> np.ndarray:
+    """Per run: the peak precedes grokking (and, given ``interior``, is not on an edge)."""
+    with np.errstate(invalid="ignore"):
+        ok: np.ndarray = peak_step < tg
     if interior is not None:
-        ok &= interior[use]
-    return float(np.mean(ok))
+        ok = ok & interior
+    return ok
 
 
 def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
@@ -99,28 +167,24 @@ def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[s
     tg = f["tg_value"].to_numpy(dtype=float)
     grokked = f["grokked"].to_numpy(dtype=bool)
     use = grokked & (pk["n_window"] > 0)
-    obs = _fraction(pk["peak_step"], tg, use, ~pk["edge"])
+    ok = _success(pk["peak_step"], tg, ~pk["edge"])
+    raw = _success(pk["peak_step"], tg)
+    obs = float(np.mean(ok[use])) if use.any() else None
     null = _null(pk, tg, use, n_perm, seed)
     p = None
     if obs is not None and null.size:
         p = (1.0 + float(np.sum(null >= obs - 1e-12))) / (1.0 + null.size)
-    return {"pk": pk, "use": use, "fraction": obs, "null": null, "p_perm": p,
-            "fraction_raw": _fraction(pk["peak_step"], tg, use),
+    return {"pk": pk, "use": use, "ok": ok, "fraction": obs, "null": null, "p_perm": p,
+            "fraction_raw": float(np.mean(raw[use])) if use.any() else None,
             "null_mean": float(null.mean()) if null.size else None}
 
 
-def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
-                  signal: str, placebo: str | None = None, n_perm: int = 999,
-                  alpha: float = 0.05, level: float = 0.95, seed: int = 0,
-                  step_unit: str | None = None, source: str | None = None) -> ClaimResult:
-    """Audit the claim that ``signal`` announces grokking; see the module docstring."""
-    rc = run_clocks(table, config, source, step_unit)
-    if rc.log.train_acc is None:
-        raise LogFormatError("precursor needs train_acc (the memorization gate); the log has "
-                             "none", path=source, column="train_acc", code=ErrorCode.MISSING_COLUMN)
-    require_series(rc, signal, "--signal")
-    if placebo is None and DEFAULT_PLACEBO in rc.log.series and signal != DEFAULT_PLACEBO:
-        placebo = DEFAULT_PLACEBO
+# ------------------------------------------------------------------------------------------
+# one study
+# ------------------------------------------------------------------------------------------
+
+def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: float,
+           level: float, seed: int) -> tuple[PrecursorBody, list[Finding]]:
     f = rc.frame
     findings: list[Finding] = []
     s = _score(rc, signal, "--signal", n_perm, seed)
@@ -131,14 +195,14 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
     lead = np.where(s["use"], tg - pk["peak_step"], np.nan)
     runs = []
     for i, r in enumerate(f.itertuples(index=False)):
-        runs.append({
-            "run": r.run, "gate_step": r.tm_value if memorized[i] else None,
-            "t_grok": r.tg_value if grokked[i] else None, "grokked": bool(grokked[i]),
-            "peak_step": pk["peak_step"][i], "window_points": int(pk["n_window"][i]),
-            "peak_at_edge": bool(pk["edge"][i]), "lead": lead[i],
-            "precedes": bool(pk["peak_step"][i] < tg[i]) if s["use"][i] else None,
-        })
-    runs.sort(key=lambda d: d["run"])
+        runs.append(PrecursorRun(
+            run=r.run, gate_step=r.tm_value if memorized[i] else None,
+            t_grok=r.tg_value if grokked[i] else None, grokked=bool(grokked[i]),
+            peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
+            window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
+            lead=None if np.isnan(lead[i]) else float(lead[i]),
+            precedes=bool(pk["peak_step"][i] < tg[i]) if s["use"][i] else None))
+    runs.sort(key=lambda d: d.run)
     no_mem = f.loc[~memorized, "run"].tolist()
     if no_mem:
         findings.append(finding(Reason.NO_MEMORIZATION, "run",
@@ -160,43 +224,76 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
             runs=sorted(edge_runs),
             evidence={"n_runs": len(edge_runs), "of": n_with,
                       "majority": len(edge_runs) * 2 >= max(n_with, 1)}))
-    plc = _score(rc, placebo, "--placebo", n_perm, seed) if placebo else None
+    plc = None
+    if placebo:
+        ps = _score(rc, placebo, "--placebo", n_perm, seed)
+        both = s["use"]  # the same runs: grokked, with a window for the signal
+        a, b = s["ok"][both], ps["ok"][both] & (ps["pk"]["n_window"][both] > 0)
+        plc = PlaceboComparison(
+            signal=placebo, fraction_preceding=ps["fraction_raw"],
+            fraction_preceding_interior=ps["fraction"],
+            n_peak_at_edge=int(ps["pk"]["edge"].sum()),
+            n_signal_only=int(np.sum(a & ~b)), n_placebo_only=int(np.sum(~a & b)),
+            test=mcnemar_exact(a, b))
     obs = s["fraction"]
-    not_specific = []
     if obs is not None:
+        failed = []
         if s["p_perm"] is not None and s["p_perm"] >= alpha:
-            not_specific.append("permutation")
-        if plc is not None and plc["fraction"] is not None and plc["fraction"] >= obs:
-            not_specific.append("placebo")
-        if not_specific:
+            failed.append("permutation")
+        if plc is not None and plc.test.p_value is not None and plc.test.p_value >= alpha:
+            failed.append("placebo")
+        if failed:
             findings.append(finding(
                 Reason.PRECURSOR_NOT_SPECIFIC, "study",
-                f"{signal} does no better than the null ({', '.join(not_specific)})",
+                f"{signal} does no better than "
+                + " or ".join({"permutation": "its own time axis permuted",
+                               "placebo": f"the placebo {placebo} (exact McNemar p = "
+                                          f"{plc.test.p_value:.3g})" if plc else ""}[x]
+                              for x in failed) + f" at α = {alpha}",
                 evidence={"fraction": obs, "p_perm": s["p_perm"], "alpha": alpha,
-                          "placebo": placebo,
-                          "placebo_fraction": plc["fraction"] if plc else None,
-                          "failed": not_specific}))
+                          "placebo": placebo, "placebo_test": plc.test if plc else None,
+                          "placebo_fraction": plc.fraction_preceding_interior if plc else None,
+                          "failed": failed}))
     leads = lead[s["use"]]
-    body = {
-        "step_unit": rc.step_unit,
-        "signal": signal,
-        "n_runs": len(f), "n_memorized": int(memorized.sum()),
-        "n_grokked": int(grokked.sum()), "n_scored": int(s["use"].sum()),
-        "n_no_grok": len(no_grok), "n_no_memorization": len(no_mem),
-        "fraction_preceding": s["fraction_raw"],
-        "fraction_preceding_interior": obs,
-        "lead_median": float(np.median(leads)) if leads.size else None,
-        "lead_ci": bootstrap_ci(leads, np.median, seed=seed, level=level) if leads.size else None,
-        "null_permuted": {"n_perm": n_perm, "seed": seed, "mean_fraction": s["null_mean"],
-                          "p_value": s["p_perm"]},
-        "null_placebo": None if plc is None else {
-            "signal": placebo, "fraction_preceding": plc["fraction_raw"],
-            "fraction_preceding_interior": plc["fraction"],
-            "p_value": plc["p_perm"], "n_peak_at_edge": int(plc["pk"]["edge"].sum())},
-        "runs": runs,
-    }
-    params = {"signal": signal, "placebo": placebo, "n_perm": n_perm, "alpha": alpha,
-              "level": level, "seed": seed, "step_unit": rc.step_unit}
+    lead_ci = None
+    if leads.size:
+        (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])), seed=seed,
+                               level=level, n_resamples=999, label="runs")
+    body = PrecursorBody(
+        step_unit=rc.step_unit, signal=signal, n_runs=len(f),
+        n_memorized=int(memorized.sum()), n_grokked=int(grokked.sum()),
+        n_scored=int(s["use"].sum()), n_no_grok=len(no_grok), n_no_memorization=len(no_mem),
+        fraction_preceding=s["fraction_raw"], fraction_preceding_interior=obs,
+        lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
+        null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
+        placebo=plc, runs=tuple(runs))
+    return body, findings
+
+
+def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
+                  signal: str, placebo: str | None = None, cell: Sequence[str] = (),
+                  n_perm: int = 999, alpha: float = 0.05, level: float = 0.95, seed: int = 0,
+                  step_unit: str | None = None, source: str | None = None) -> ClaimResult:
+    """Audit the claim that ``signal`` announces grokking; see the module docstring.
+
+    The statistic pools every run of a study (it has no axis: runs of different conditions
+    are exchangeable for the question "does the peak precede grokking?"); ``cell`` splits the
+    runs into separate studies."""
+    rc = run_clocks(table, config, source, step_unit)
+    if rc.log.train_acc is None:
+        raise LogFormatError("precursor needs train_acc (the memorization gate); the log has "
+                             "none", path=source, column="train_acc",
+                             code=ErrorCode.MISSING_COLUMN)
+    require_series(rc, signal, "--signal")
+    if placebo is not None:
+        require_series(rc, placebo, "--placebo")
+    elif DEFAULT_PLACEBO in rc.log.series and signal != DEFAULT_PLACEBO:
+        placebo = DEFAULT_PLACEBO
+    out = []
+    for key, rcs in studies(rc, cell, None, source, "the precursor statistic"):
+        body, fs = _study(rcs, signal, placebo, n_perm, alpha, level, seed)
+        out.append((key, body, fs))
+    params = {"signal": signal, "placebo": placebo, "cell": list(cell), "n_perm": n_perm,
+              "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
     return make_result("precursor", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), body=body, findings=findings,
-                       fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)

@@ -1,58 +1,100 @@
-"""Text renderers of the claim audits. Printing only: every number comes from a ClaimResult."""
+"""Text renderers of the claim audits. Printing only: every number comes from a ClaimResult.
+
+Numbers go through the core's :func:`grokaudit.results.format_number`; every interval and
+bound through one formatter here (:func:`known`, :func:`ci`, :func:`interval`), which prints a
+censored quantity as a bound (``>x``), an interval as an interval, and never a zero-width
+interval or a point where only a bound is known.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..reasons import Severity
+from ..results import Interval, format_number
 from ..text import safe
-from .results import ClaimResult
+from .compare import TEST_NAMES, CompareBody
+from .dose import DoseBody
+from .onset import OnsetBody
+from .precursor import PrecursorBody
+from .results import ClaimResult, ClaimStudy, Span
+from .stats import BootstrapCI, Proportion
+from .transition import TransitionBody
+
+num = format_number
 
 
-def _n(x: Any, digits: int = 3) -> str:
+# ------------------------------------------------------------------------------------------
+# the one interval and bound formatter
+# ------------------------------------------------------------------------------------------
+
+def interval(low: float | None, high: float | None, *, low_open: bool = False,
+             high_open: bool = False, digits: int = 3) -> str:
+    """``[low, high]``; an unbounded end (``None``) as ``∞`` with an open bracket. Equal ends
+    are not an interval: the value alone is printed."""
+    if low is not None and high is not None and low == high:
+        return num(low, digits)
+    lo = "−∞" if low is None else num(low, digits)
+    hi = "∞" if high is None else num(high, digits)
+    return (f"{'(' if low_open or low is None else '['}{lo}, {hi}"
+            f"{')' if high_open or high is None else ']'}")
+
+
+def known(x: Interval | Span | None, *, detail: bool = True) -> str:
+    """What is known of a quantity: its value (with its ``(lower, upper]`` when ``detail``),
+    ``>lower`` when censored, ``<upper``, or ``(low, high)`` when only bounded."""
     if x is None:
         return "—"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    x = float(x)
-    if math.isnan(x):
+    if isinstance(x, Interval):
+        if x.censored or x.value is None:
+            return "—" if x.lower is None else f">{num(x.lower)}"
+        if detail and x.lower is not None and x.upper is not None and x.lower != x.upper:
+            return f"{num(x.value)} ({num(x.lower)}, {num(x.upper)}]"
+        return num(x.value)
+    if x.value is not None:
+        return num(x.value)
+    if x.low is not None and x.high is not None:
+        return interval(x.low, x.high, low_open=True, high_open=True)
+    if x.low is not None:
+        return f">{num(x.low)}"
+    if x.high is not None:
+        return f"<{num(x.high)}"
+    return "unknown"
+
+
+def ci(c: BootstrapCI | None, *, why: bool = False, digits: int = 3) -> str:
+    """A bootstrap interval, or ``—`` (``why``: the reason) when there is none."""
+    if c is None:
         return "—"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if abs(x) >= 1000:
-        return f"{x:.0f}"
-    return f"{x:.{digits}g}"
+    if not c.identified:
+        return f"no interval ({c.note})" if why and c.note else "—"
+    return interval(c.low, c.high, digits=digits)
 
 
-def _ci(ci: Any) -> str:
-    if ci is None:
-        return "—"
-    d = ci.to_dict() if hasattr(ci, "to_dict") else ci
-    if d.get("low") is None and d.get("high") is None:
-        return "[—]"
-    return f"[{_n(d.get('low'))}, {_n(d.get('high'))}]"
+def rate(p: Proportion) -> str:
+    if not p.n:
+        return "0/0"
+    return f"{p.k}/{p.n} = {num(p.rate, 2)} {interval(p.low, p.high, digits=2)}"
 
 
-def _med(m: Mapping[str, Any]) -> str:
-    if m["censored"]:
-        return f">{_n(m['lower'])} (cens)"
-    return f"{_n(m['upper'])} ({_n(m['lower'])},{_n(m['upper'])}]"
+def percent(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+def yes_no(x: bool | None) -> str:
+    return "—" if x is None else ("yes" if x else "no")
+
+
+def _pl(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _lab(v: Any) -> str:
     """A condition value as a label: numbers compactly (64.0 → 64), anything else as text."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
-    return _n(v, 4)
+    return num(v, 4)
 
 
 def _key(v: Any) -> tuple[int, Any]:
@@ -62,202 +104,280 @@ def _key(v: Any) -> tuple[int, Any]:
     return (1, str(v))
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def _rate(p: Any) -> str:
-    return f"{p.k}/{p.n} = {_n(p.rate, 2)} [{_n(p.low, 2)}, {_n(p.high, 2)}]" if p.n else "0/0"
+# ------------------------------------------------------------------------------------------
+# the commands
+# ------------------------------------------------------------------------------------------
+
+def _head(r: ClaimResult, s: ClaimStudy, what: str, count: str) -> list[str]:
+    where = ", ".join(f"{k}={v}" for k, v in s.study.items())
+    return [f"grokaudit {r.command} · {what}{' · study ' + where if where else ''} · {count} · "
+            f"times in {s.body.step_unit} · grok_threshold {r.config.get('grok_threshold')}"]
+
+
+def _runs(n: int, r: ClaimResult) -> str:
+    total = r.input.get("runs_kept")
+    return f"{n} runs" + (f" of {total}" if isinstance(total, int) and total != n else "")
+
+
+def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
+    b: OnsetBody = s.body
+    lines = _head(r, s, f"scaling of t_grok on {', '.join(b.by)}", _runs(b.n_runs, r))
+    rows = [(*b.by, "runs", "grok rate [Wilson]", "median t_grok", "median gap")]
+    for c in b.cells:
+        rows.append((*[_lab(c.cell[k]) for k in b.by], str(c.n_runs), rate(c.grok_rate),
+                     known(c.t_grok_median), known(c.gap_median)))
+    lines += _table(rows)
+    pm = b.phase_map
+    if pm:
+        lines.append(f"phase map (grok rate), rows {pm.rows} × columns {pm.columns}:")
+        cols = sorted({c.column for c in pm.cells}, key=_key)
+        rws = sorted({c.row for c in pm.cells}, key=_key)
+        grid = {(c.row, c.column): c.grok_rate for c in pm.cells}
+        t = [(pm.rows, *[_lab(c) for c in cols])]
+        for rv in rws:
+            t.append((_lab(rv), *[num(grid[(rv, cv)].rate, 2) if (rv, cv) in grid else "·"
+                                 for cv in cols]))
+        lines += _table(t)
+    o, a = b.ols, b.aft
+    lines.append(f"scaling of log t_grok ({b.step_unit}):")
+    lines.append(f"  as papers do: OLS on the {o.n_runs} grokked runs ({o.n_left_out} censored "
+                 "runs left out)" + (f"; R² {num(o.fit.r2)}, LOO R² {num(o.fit.loo_r2)}"
+                                     if o.fit else f"; refused: {_why(o.refused)}"))
+    if a.fit is not None:
+        others = ", ".join(f"{fam} {'+' if v - a.fit.aic >= 0 else ''}{num(v - a.fit.aic)}"
+                           for fam, v in a.aic.items() if v is not None and fam != a.family)
+        shape = f"σ {num(a.fit.sigma)}" + (
+            f" (shape {num(a.fit.shape)})" if a.family != "lognormal" else "")
+        lines.append(f"  as the log supports: {a.family} AFT (smallest AIC) on all {a.fit.n} "
+                     f"runs ({a.fit.n_exact} exact, {a.fit.n_interval} interval-, "
+                     f"{a.fit.n_right} right-censored); {shape}, Harrell's C "
+                     f"{num(a.fit.concordance)}")
+        lines.append(f"    AIC {num(a.fit.aic, 5)}" + (f"; ΔAIC of the others: {others}"
+                                                        if others else ""))
+    else:
+        lines.append(f"  as the log supports: the AFT was refused: {_why(a.refused)}")
+    rows = [("term", "OLS (grokked only)", "AFT (all runs)", "OLS − AFT",
+             "left-out runs' effect", "survivorship bias")]
+    for c in b.comparison:
+        def est(e: Any) -> str:
+            return "—" if e is None else f"{num(e.estimate)} {interval(e.low, e.high)}"
+        flag = {True: "SURVIVORSHIP_BIAS", False: "no", None: "—"}[c.survivorship_bias]
+        rows.append((c.term, est(c.ols), est(c.aft), ci(c.difference), ci(c.left_out_effect),
+                     flag))
+    lines += _table(rows)
+    notes = sorted({c.note for c in b.comparison if c.note})
+    lines += [f"  ({n})" for n in notes]
+    if b.threshold_sensitivity:
+        lines.append(f"threshold sensitivity ({a.family} AFT exponents):")
+        rows = [("grok_threshold", "grokked", *[c.term for c in b.comparison])]
+        for t in b.threshold_sensitivity:
+            rows.append((num(t.grok_threshold), str(t.n_grokked),
+                         *[num(t.aft_exponents.get(c.term)) for c in b.comparison]))
+        lines += _table(rows)
+    return lines
+
+
+def _why(x: Any) -> str:
+    return "—" if x is None else str(getattr(x, "value", x))
+
+
+def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
+    b: DoseBody = s.body
+    lines = _head(r, s, f"dose–response along {b.by}", _runs(b.n_runs, r))
+    rows: list[tuple[str, ...]] = [(b.by, "runs", "grokked", "median t_grok", "bootstrap CI",
+                                    "in fit")]
+    for c in b.cells:
+        rows.append((_lab(c.x), str(c.n_runs), str(c.n_grokked), known(c.median_t_grok),
+                     ci(c.median_ci), "yes" if c.in_fit else f"no ({c.left_out})"))
+    lines += _table(rows)
+    if b.fits:
+        cens = any(f.censored_checks for f in b.fits)
+        lines.append("laws fitted to ln T on the same cells (k = 3 each):")
+        head = ("model", "parameters", "RSS", "AICc") + (("censored cells",) if cens else ())
+        rows = [head]
+        for f in b.fits:
+            ps = ", ".join(f"{k}={num(v, 4)}" for k, v in (f.params or {}).items()) or \
+                (f.refused or "—")
+            row = (f.model, ps, num(f.rss), num(f.aicc, 4))
+            if cens:
+                bad = [c for c in f.censored_checks if c.contradicted]
+                row += (("contradicted at " + ", ".join(_lab(c.x) for c in bad)) if bad
+                        else ("consistent" if f.censored_checks else "—"),)
+            rows.append(row)
+        lines += _table(rows)
+        for d in b.delta_aicc:
+            lines.append(f"  ΔAICc {d.models[0]} − {d.models[1]} = {num(d.delta_aicc)}")
+        for f in b.fits:
+            for c in f.censored_checks:
+                pred = ("no grok (beyond x₀)" if c.predicted is None else
+                        f"{num(c.predicted)}" + (
+                            f", at most {num(c.predicted_high)}" if c.basis == "bootstrap"
+                            and c.predicted_high is not None else ""))
+                lines.append(f"  {f.model} at censored {b.by} = {_lab(c.x)}: predicts {pred}; "
+                             f"the median is >{num(c.bound)}"
+                             + (" — CONTRADICTED" if c.contradicted else ""))
+    if b.best and b.key_parameter:
+        kp = b.key_parameter
+        contradicted = any(f.contradicted for f in b.fits if f.model == b.best)
+        word = ("best" if b.identified else "best by AICc, but CONTRADICTED by a censored cell"
+                if contradicted else "best by AICc, but NOT identified")
+        lines.append(f"{word}: {b.best} (runner-up {b.runner_up}); {kp.name} = "
+                     f"{num(kp.ci.estimate, 4)} {ci(kp.ci, why=True, digits=4)} "
+                     f"({kp.ci.method}, {kp.ci.n_valid}/{kp.ci.n_resamples} resamples)")
+    m = b.mediation
+    if m:
+        lines.append(f"mediation by {m.mediator}: T0 = {known(m.T0, detail=False)}, T1 = "
+                     f"{known(m.T1, detail=False)}, T2 = {num(m.T2)} at {m.sweep} = "
+                     f"{num(m.sweep_at, 4)}; recovery {num(m.recovery)} "
+                     f"{ci(m.recovery_ci, why=True)}")
+        c = m.collapse
+        lines.append(f"  data collapse ({c.n_runs} grokked runs, {c.n_left_out} never grokked "
+                     f"left out): R² mediator {num(c.r2_mediator)}, + dose "
+                     f"{num(c.r2_mediator_dose)}, increment {num(c.increment)}")
+    return lines
+
+
+def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
+    b: TransitionBody = s.body
+    lines = _head(r, s, f"phase boundary along {b.by}", _runs(b.n_runs, r))
+    rows = [(b.by, "runs", "short", "grok rate [Wilson]", "median t_grok", "phase")]
+    for c in b.levels:
+        rows.append((num(c.level, 4), str(c.n_runs), str(c.n_insufficient_budget),
+                     rate(c.grok_rate), known(c.median_t_grok), c.phase))
+    lines += _table(rows)
+    bd = b.boundary
+    if bd is None:
+        lines.append(f"logistic on ln {b.by}: no transition point")
+    elif bd.separation != "none":
+        lo, hi = bd.bracket or (None, None)
+        lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); λ_c lies in "
+                     f"{interval(lo, hi, low_open=True, high_open=True, digits=4)} and the "
+                     f"data cannot place it more precisely ({bd.levels_below} levels at or "
+                     f"below, {bd.levels_above} at or above)")
+    else:
+        lines.append(f"logistic on ln {b.by}: λ_c = {num(bd.lambda_c, 4)} "
+                     f"{ci(bd.ci, why=True)} ({bd.levels_below} levels below, "
+                     f"{bd.levels_above} above)")
+    p = b.power_law
+    if p and p.nu is not None:
+        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν = {num(p.nu)} {ci(p.nu_ci, why=True)} "
+                     f"over {p.n_cells} levels (empirical; no universality class implied)")
+    elif p and p.nu_range:
+        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν not identified — it moves from "
+                     f"{num(p.nu_range[0])} to {num(p.nu_range[1])} as λ_c moves inside the "
+                     "bracket")
+    return lines
+
+
+def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
+    b: PrecursorBody = s.body
+    lines = _head(r, s, f"signal {b.signal}", _runs(b.n_runs, r))
+    rows = [("run", "gate", "peak", "t_grok", "lead", "precedes", "edge")]
+    for x in b.runs:
+        rows.append((x.run, num(x.gate_step), num(x.peak_step),
+                     num(x.t_grok) if x.grokked else "never", num(x.lead), yes_no(x.precedes),
+                     "EDGE" if x.peak_at_edge else ""))
+    lines += _table(rows)
+    lines.append(f"{b.n_scored} grokked runs scored; {b.n_no_grok} never grokked and "
+                 f"{b.n_no_memorization} never memorized (counted apart)")
+    lines.append(f"peak precedes grokking: {percent(b.fraction_preceding)} of scored runs; "
+                 f"interior peak preceding (the tested statistic): "
+                 f"{percent(b.fraction_preceding_interior)}")
+    lines.append(f"median lead t_grok − t_peak {num(b.lead_median)} {ci(b.lead_ci, why=True)}"
+                 f" ({b.step_unit})")
+    nu = b.null_permuted
+    lines.append(f"null, time axis permuted within runs ({nu.n_perm} draws): mean fraction "
+                 f"{percent(nu.mean_fraction)}, p = {num(nu.p_value)}")
+    pl = b.placebo
+    if pl:
+        lines.append(f"placebo {pl.signal}: preceding {percent(pl.fraction_preceding)}, "
+                     f"interior preceding {percent(pl.fraction_preceding_interior)}, "
+                     f"{pl.n_peak_at_edge} edge peaks")
+        lines.append(f"  signal vs placebo on the same runs: {pl.n_signal_only} runs only the "
+                     f"signal succeeds, {pl.n_placebo_only} only the placebo; exact McNemar "
+                     f"p = {num(pl.test.p_value)} (one-sided)")
+    return lines
+
+
+def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
+    b: CompareBody = s.body
+    total = r.input.get("runs_kept", b.n_runs)
+    count = f"{_pl(b.n_pairs, 'pair')} ({b.n_runs_paired} runs) of {total} runs"
+    lines = _head(r, s, f"paired comparison, d = {b.difference}", count)
+    rows = [("pair", "t_grok " + _lab(b.arms[0]), "t_grok " + _lab(b.arms[1]), "d", "kind")]
+    for p in b.pairs:
+        x, y = p.t_grok
+        rows.append((_lab(p.pair), known(x, detail=False), known(y, detail=False), known(p.d),
+                     p.kind))
+    lines += _table(rows)
+    if b.unpaired:
+        lines.append(f"unpaired (one arm only): {', '.join(map(str, b.unpaired))}")
+    t, c = b.tests, b.censored
+    if t is not None:
+        lines.append(f"{_pl(t.n, 'pair')}: mean d {num(t.mean)} {ci(t.mean_ci, why=True)} "
+                     f"({t.mean_ci.method if t.mean_ci else '—'}), median d {num(t.median)} "
+                     f"{ci(t.median_ci, why=True)}")
+        lines.append(f"  exact Wilcoxon signed-rank: W+ = {num(t.wilcoxon.statistic)}, p = "
+                     f"{num(t.wilcoxon.p_value)}; sign-flip permutation: p = "
+                     f"{num(t.sign_flip.p_value)}; Cohen's d_z = {num(t.cohen_dz)}")
+    elif c is not None:
+        lines.append(f"{c.n_pairs} pairs, {c.n_bounded} with one arm censored and "
+                     f"{c.n_both_censored} with both: mean d {known(c.mean_d)}, median d "
+                     f"{known(c.median_d)} (bounds: a censored difference has no value)")
+        wb = (f"p ≤ {num(c.wilcoxon_p_at_most)}" if c.wilcoxon_p_at_most is not None
+              else "no bound")
+        lines.append(f"  exact sign test on the {c.sign.n} pairs of known sign: "
+                     f"{num(c.sign.statistic)} positive, p = {num(c.sign.p_value)}; "
+                     f"Wilcoxon {wb} ({c.wilcoxon_note}); no effect size")
+        cp = b.complete_pairs
+        if cp is not None:
+            lines.append(f"  the {cp.n} complete pairs alone (a subset the censoring chose; no "
+                         f"estimate): exact Wilcoxon p = {num(cp.wilcoxon.p_value)}")
+    pw = b.power
+    mde = (f"an effect is detected with {percent(pw.power)} power from d_z ≈ "
+           f"{num(pw.min_detectable_dz)} (paired t)" if pw.min_detectable_dz is not None else
+           "too few pairs for any power statement")
+    lines.append(f"power: with {_pl(pw.n, 'usable pair')} the smallest p the "
+                 f"{TEST_NAMES.get(pw.test, pw.test)} test can reach is "
+                 f"{num(pw.min_attainable_p)} (α = {b.alpha}; {pw.pairs_needed} pairs make α "
+                 f"reachable); {mde}")
+    pr = b.pairing
+    r_txt = "—" if pr.r is None else num(pr.r) + (
+        f" {interval(pr.low, pr.high)}" if pr.low is not None else "")
+    lines.append(f"pairing: r = {r_txt} between the arms' t_grok over {pr.n} complete pairs "
+                 "(pairing gains power only when r > 0)")
+    return lines
+
+
+RENDERERS: dict[str, Callable[[ClaimResult, ClaimStudy], list[str]]] = {
+    "onset": render_onset, "dose": render_dose, "transition": render_transition,
+    "precursor": render_precursor, "compare": render_compare}
 
 
 def _footer(r: ClaimResult, verbose: bool) -> list[str]:
     lines = [""]
     shown = [f for f in r.findings if verbose or f.severity is not Severity.INFO]
     for f in shown:
-        lines.append(f"[{f.severity.value}] {f.code.value}: {f.message}")
+        where = ", ".join(f"{k}={v}" for k, v in f.study.items())
+        lines.append(f"[{f.severity.value}] {f.code.value}{' (' + where + ')' if where else ''}"
+                     f": {f.message}")
     n_crit = sum(1 for f in r.findings if f.severity is Severity.CRITICAL)
     lines.append(f"result: {len(r.findings)} findings, {n_crit} critical; exit {r.exit_code}")
     return lines
 
 
-def _head(r: ClaimResult, what: str) -> list[str]:
-    i = r.input
-    return [f"grokaudit {r.command} · {what} · {i.get('runs_kept')} runs · times in "
-            f"{r.body.get('step_unit', 'steps')} · grok_threshold "
-            f"{r.config.get('grok_threshold')}"]
-
-
-def render_onset(r: ClaimResult, verbose: bool = False) -> str:
-    b = r.body
-    lines = _head(r, f"scaling of t_grok on {', '.join(b['by'])}")
-    rows = [(*b["by"], "runs", "grok rate [Wilson]", "median t_grok", "median gap")]
-    for c in b["cells"]:
-        g = c["gap_median"]
-        rows.append((*[_lab(c["cell"][k]) for k in b["by"]], str(c["n_runs"]),
-                     _rate(c["grok_rate"]), _med(c["t_grok_median"]),
-                     "—" if not g["n_runs"] else _med(g)))
-    lines += _table(rows)
-    pm = b.get("phase_map")
-    if pm:
-        lines.append(f"phase map (grok rate), rows {pm['rows']} × columns {pm['columns']}:")
-        cols = sorted({c[pm["columns"]] for c in pm["cells"]}, key=_key)
-        rws = sorted({c[pm["rows"]] for c in pm["cells"]}, key=_key)
-        grid = {(c[pm["rows"]], c[pm["columns"]]): c["grok_rate"] for c in pm["cells"]}
-        t = [(pm["rows"], *[_lab(c) for c in cols])]
-        for rv in rws:
-            t.append((_lab(rv), *[_n(grid[(rv, cv)].rate, 2) if (rv, cv) in grid else "·"
-                                 for cv in cols]))
-        lines += _table(t)
-    o, a = b["ols"], b["aft"]
-    lines.append("scaling of log t_grok:")
-    of, af = o["fit"], a["fit"]
-    lines.append(f"  as papers do: OLS on the {o['n_runs']} grokked runs ({o['n_left_out']} "
-                 f"censored runs left out)" + (f"; R² {_n(of.r2)}, LOO R² {_n(of.loo_r2)}"
-                                               if of else f"; refused: {o['refused'].value}"))
-    if af is not None and a["refused"] is None:
-        lines.append(f"  as the log supports: Weibull AFT on all {af.n} runs ({af.n_exact} exact, "
-                     f"{af.n_interval} interval-, {af.n_right} right-censored); shape "
-                     f"{_n(af.shape)}, AIC {_n(af.aic, 5)}, Harrell's C {_n(af.concordance)}")
-    else:
-        why = a["refused"].value if a["refused"] else "—"
-        lines.append(f"  as the log supports: Weibull AFT refused: {why}")
-    rows = [("term", "OLS (grokked only)", "AFT (all runs)", "bias")]
-    for c in b["comparison"]:
-        def est(e: Any) -> str:
-            return "—" if not e else f"{_n(e['estimate'])} [{_n(e['low'])}, {_n(e['high'])}]"
-        flag = {True: "SURVIVORSHIP_BIAS", False: "no", None: "—"}[c["survivorship_bias"]]
-        rows.append((c["term"], est(c["ols"]), est(c["aft"]), flag))
-    lines += _table(rows)
-    if b["threshold_sensitivity"]:
-        lines.append("threshold sensitivity (AFT exponents):")
-        rows = [("grok_threshold", "grokked", *[c["term"] for c in b["comparison"]])]
-        for s in b["threshold_sensitivity"]:
-            rows.append((str(s["grok_threshold"]), str(s["n_grokked"]),
-                         *[_n(s["aft_exponents"].get(c["term"])) for c in b["comparison"]]))
-        lines += _table(rows)
-    return "\n".join(lines + _footer(r, verbose)) + "\n"
-
-
-def render_dose(r: ClaimResult, verbose: bool = False) -> str:
-    b = r.body
-    lines = _head(r, f"dose–response along {b['by']}")
-    rows: list[tuple[str, ...]] = [(b["by"], "runs", "grokked", "median t_grok",
-                                    "bootstrap CI", "in fit")]
-    fit = set(map(str, b["fit_cells"]))
-    for c in b["cells"]:
-        rows.append((_lab(c["x"]), str(c["n_runs"]), str(c["n_grokked"]),
-                     _med(c["median_interval"]), _ci(c["median_ci"]),
-                     "yes" if str(c["x"]) in fit else "no"))
-    lines += _table(rows)
-    if b["fits"]:
-        lines.append("laws fitted to ln T on the same cells (k = 3 each):")
-        rows = [("model", "parameters", "RSS", "AICc")]
-        for m, f in b["fits"].items():
-            ps = ", ".join(f"{k}={_n(v, 4)}" for k, v in (f["params"] or {}).items()) or \
-                f.get("refused", "—")
-            rows.append((m, ps, _n(f["rss"]), _n(f["aicc"], 4)))
-        lines += _table(rows)
-        for d in b["delta_aicc"]:
-            lines.append(f"  ΔAICc {d['models'][0]} − {d['models'][1]} = {_n(d['delta_aicc'])}")
-    if b["best"]:
-        kp = b["key_parameter"]
-        word = "best" if b["identified"] else "best by AICc, but NOT identified"
-        lines.append(f"{word}: {b['best']} (runner-up {b['runner_up']}); {kp['name']} = "
-                     f"{_n(kp['ci'].estimate, 4)} {_ci(kp['ci'])} "
-                     f"({kp['ci'].method}, {kp['ci'].n_resamples} resamples)")
-    m = b.get("mediation")
-    if m:
-        lines.append(f"mediation by {m['mediator']}: T0 = {_n(m['T0'])}, T1 = {_n(m['T1'])}, "
-                     f"T2 = {_n(m['T2'])} at {m['sweep']} = {_n(m['sweep_at'], 4)}; recovery "
-                     f"{_n(m['recovery'])} {_ci(m['recovery_ci'])}")
-        c = m["collapse"]
-        lines.append(f"  data collapse ({c['n_runs']} runs): R² mediator {_n(c['r2_mediator'])},"
-                     f" + dose {_n(c['r2_mediator_dose'])}, increment {_n(c['increment'])}")
-    return "\n".join(lines + _footer(r, verbose)) + "\n"
-
-
-def render_transition(r: ClaimResult, verbose: bool = False) -> str:
-    b = r.body
-    lines = _head(r, f"phase boundary along {b['by']}")
-    rows = [(b["by"], "runs", "short", "grok rate [Wilson]", "median t_grok", "phase")]
-    for c in b["levels"]:
-        rows.append((_n(c["level"], 4), str(c["n_runs"]), str(c["n_insufficient_budget"]),
-                     _rate(c["grok_rate"]), _med(c["median_t_grok"]), c["phase"]))
-    lines += _table(rows)
-    if b["lambda_c"] is not None:
-        sc = b["levels_each_side"]
-        lines.append(f"logistic on ln {b['by']}: λ_c = {_n(b['lambda_c'], 4)} "
-                     f"{_ci(b['lambda_c_ci'])} ({sc['below']} levels below, {sc['above']} above)")
-    else:
-        lines.append("logistic on ln λ: no transition point")
-    p = b["power_law"]
-    if p:
-        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν = {_n(p['nu'])} {_ci(p['nu_ci'])} over "
-                     f"{p['n_cells']} levels (empirical; no universality class implied)")
-    return "\n".join(lines + _footer(r, verbose)) + "\n"
-
-
-def render_precursor(r: ClaimResult, verbose: bool = False) -> str:
-    b = r.body
-    lines = _head(r, f"signal {b['signal']}")
-    rows = [("run", "gate", "peak", "t_grok", "lead", "precedes", "edge")]
-    for x in b["runs"]:
-        rows.append((x["run"], _n(x["gate_step"]), _n(x["peak_step"]), _n(x["t_grok"]),
-                     _n(x["lead"]), _n(x["precedes"]), "EDGE" if x["peak_at_edge"] else ""))
-    lines += _table(rows)
-    lines.append(f"{b['n_scored']} grokked runs scored; {b['n_no_grok']} never grokked and "
-                 f"{b['n_no_memorization']} never memorized (counted apart)")
-    lines.append(f"peak precedes grokking: {_pct(b['fraction_preceding'])} of scored runs; "
-                 f"interior peak preceding (the tested statistic): "
-                 f"{_pct(b['fraction_preceding_interior'])}")
-    lines.append(f"median lead t_grok − t_peak {_n(b['lead_median'])} {_ci(b['lead_ci'])}")
-    nu = b["null_permuted"]
-    lines.append(f"null, time axis permuted within runs ({nu['n_perm']} draws): mean fraction "
-                 f"{_pct(nu['mean_fraction'])}, p = {_n(nu['p_value'])}")
-    pl = b["null_placebo"]
-    if pl:
-        lines.append(f"placebo {pl['signal']}: preceding {_pct(pl['fraction_preceding'])}, "
-                     f"interior preceding {_pct(pl['fraction_preceding_interior'])}, "
-                     f"{pl['n_peak_at_edge']} edge peaks")
-    return "\n".join(lines + _footer(r, verbose)) + "\n"
-
-
-def render_compare(r: ClaimResult, verbose: bool = False) -> str:
-    b = r.body
-    lines = _head(r, f"paired comparison, d = {b['difference']}")
-    rows = [("pair", "t_grok " + _lab(b["arms"][0]), "t_grok " + _lab(b["arms"][1]), "d",
-             "kind")]
-    for p in b["pairs"]:
-        a, c = p["t_grok"]
-        d = _n(p["value"]) if p["kind"] == "observed" else (
-            f">{_n(p['bound'])}" if p["kind"] == "lower_bound" else
-            f"<{_n(p['bound'])}" if p["kind"] == "upper_bound" else "?")
-        rows.append((_lab(p["pair"]), a.describe() if a else "—", c.describe() if c else "—", d,
-                     p["kind"]))
-    lines += _table(rows)
-    if b["unpaired"]:
-        lines.append(f"unpaired (one arm only): {', '.join(map(str, b['unpaired']))}")
-    t = b["tests"]
-    lines.append(f"{t['n']} pairs in the tests (censored pairs at their bound): mean d "
-                 f"{_n(t['mean'])} {_ci(t['mean_ci'])} (BCa), median d {_n(t['median'])} "
-                 f"{_ci(t['median_ci'])}")
-    lines.append(f"  exact Wilcoxon signed-rank: W+ = {_n(t['wilcoxon'].statistic)}, p = "
-                 f"{_n(t['wilcoxon'].p_value)}; sign-flip permutation: p = "
-                 f"{_n(t['sign_flip'].p_value)}; Cohen's d_z = {_n(t['cohen_dz'])}")
-    lines.append(f"  smallest attainable p with {t['n']} pairs: {_n(t['min_attainable_p'])} "
-                 f"(α = {b['alpha']})")
-    c = b["tests_complete_pairs_only"]
-    lines.append(f"complete pairs only ({c['n']}): Wilcoxon p = {_n(c['wilcoxon'].p_value)}, "
-                 f"mean d {_n(c['mean'])}")
-    return "\n".join(lines + _footer(r, verbose)) + "\n"
-
-
-RENDERERS = {"onset": render_onset, "dose": render_dose, "transition": render_transition,
-             "precursor": render_precursor, "compare": render_compare}
-
-
 def render_text(r: ClaimResult, verbose: bool = False) -> str:
-    """The text report of any claim result (control characters from the log escaped, line by
-    line)."""
-    text = RENDERERS[r.command](r, verbose)
-    return "\n".join(safe(line) for line in text.rstrip("\n").split("\n")) + "\n"
+    """The text report of any claim result, one block per study (control characters from
+    the log escaped, line by line)."""
+    lines: list[str] = []
+    for i, s in enumerate(r.studies):
+        if i:
+            lines.append("")
+        lines += RENDERERS[r.command](r, s)
+    lines += _footer(r, verbose)
+    return "\n".join(safe(line) for line in lines) + "\n"

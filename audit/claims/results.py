@@ -1,15 +1,22 @@
-"""The result object of every claim audit: a frozen dataclass that keeps its evidence, with a
-versioned, byte-stable JSON form (``grokaudit.onset/1``, ``grokaudit.dose/1``, …).
+"""The result object of every claim audit, and the typed records its bodies are made of.
 
-The command-specific content lives in ``body``: a mapping of plain values and of estimator
-results (``AFTFit``, ``LinearFit``, ``BootstrapCI``…) that serialize themselves with
-``to_dict()``. Findings use the core's :class:`~grokaudit.results.Finding` and
-:class:`~grokaudit.reasons.Reason`; the exit code follows ``check`` (1 when a finding is
-critical under ``fail_on``).
+A :class:`ClaimResult` offers the protocol every grokaudit result offers (``findings``,
+``failing``, ``exit_code``, ``codes``, ``to_dict``, ``to_json``). Its content is one
+:class:`ClaimStudy` per study (``--cell`` splits the runs into studies, as in ``check``), each
+holding a typed frozen body (``OnsetBody``, ``DoseBody``, ``TransitionBody``,
+``PrecursorBody``, ``CompareBody``) made of :class:`Record` dataclasses that serialize
+themselves. The JSON form is versioned (``grokaudit.onset/2``, …) and byte-stable.
+
+Findings use the core's :class:`~grokaudit.results.Finding`; their evidence is converted to
+plain JSON values when the finding is made, so that no finding can carry an object the JSON
+layer cannot write. The exit code follows ``check`` (1 when a finding fails under
+``fail_on``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -22,13 +29,16 @@ from ..reasons import Reason, Severity
 from ..results import Finding, Interval, fails, sort_findings
 from ..study import severity_of
 
-SCHEMA_VERSION = 1
+#: 2: typed bodies, one entry per study under ``studies`` (issue 11).
+SCHEMA_VERSION = 2
 
 
 def plain(x: Any) -> Any:
-    """Convert results, numpy values and containers to JSON-safe Python values.
+    """Convert records, numpy values and containers to JSON-safe Python values.
 
     NaN and ±inf become ``None`` (a censored bound says so in its own field)."""
+    if isinstance(x, Interval):
+        return x.to_dict()
     if hasattr(x, "to_dict") and callable(x.to_dict):
         return plain(x.to_dict())
     if isinstance(x, Mapping):
@@ -37,10 +47,8 @@ def plain(x: Any) -> Any:
         return [plain(v) for v in x]
     if isinstance(x, np.ndarray):
         return [plain(v) for v in x.tolist()]
-    if isinstance(x, Reason):
-        return x.value
-    if isinstance(x, Interval):
-        return x.to_dict()
+    if isinstance(x, enum.Enum):
+        return plain(x.value)
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):
@@ -52,30 +60,86 @@ def plain(x: Any) -> Any:
         if xf.is_integer() and abs(xf) < 2**53:
             return int(xf)
         return round(xf, 12)
-    return x
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+class Record:
+    """Mixin of the frozen dataclasses in claim bodies: ``to_dict()`` is the fields, JSON-safe.
+
+    A field declared with ``metadata={"json": False}`` is evidence kept in memory only."""
+
+    def to_dict(self) -> dict[str, Any]:
+        assert dataclasses.is_dataclass(self)
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.metadata.get("json", True)}
+
+
+@dataclass(frozen=True)
+class Span(Record):
+    """A quantity known to lie in ``(low, high)``: ``value`` when it is a point reading,
+    ``None`` on a side that is unbounded (a censored run). Printed ``x``, ``>x``, ``<x`` or
+    ``(x, y)`` — never a point where only a bound is known."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, low: float, high: float) -> Span:
+        """From floats where ``±inf`` means unbounded; equal ends give a point."""
+        lo = None if math.isinf(low) or math.isnan(low) else float(low)
+        hi = None if math.isinf(high) or math.isnan(high) else float(high)
+        if lo is not None and hi is not None and lo == hi:
+            return cls(lo, lo, hi)
+        return cls(None, lo, hi)
+
+    @property
+    def is_point(self) -> bool:
+        return self.value is not None
 
 
 def finding(code: Reason, scope: str, message: str, *, cell: Any = None,
             runs: Sequence[str] = (), evidence: Mapping[str, Any] | None = None,
             severity: Severity | None = None, study: Mapping[str, Any] | None = None,
             metric: str | None = None) -> Finding:
-    """A core :class:`Finding` with the code's default severity."""
+    """A core :class:`Finding` with the code's default severity; ``evidence`` is converted to
+    plain JSON values here, once."""
     return Finding(code=code, severity=severity or severity_of(code), scope=scope,
-                   message=message, study=dict(study or {}), metric=metric, cell=cell,
-                   runs=tuple(str(r) for r in runs), evidence=dict(evidence or {}))
+                   message=message, study=dict(plain(dict(study or {}))), metric=metric,
+                   cell=plain(cell), runs=tuple(str(r) for r in runs),
+                   evidence=plain(dict(evidence or {})))
+
+
+def reason(name: str, fallback: Reason) -> Reason:
+    """The reason code ``name``, or ``fallback`` while the core does not define it yet."""
+    return Reason.__members__.get(name, fallback)
+
+
+@dataclass(frozen=True)
+class ClaimStudy:
+    """One study: the ``--cell`` values that select its runs (``{}`` without ``--cell``) and
+    the command's typed body computed on them."""
+
+    study: Mapping[str, Any]
+    body: Any  #: OnsetBody, DoseBody, TransitionBody, PrecursorBody or CompareBody
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"study": plain(dict(self.study)), **self.body.to_dict()}
 
 
 @dataclass(frozen=True)
 class ClaimResult:
     """One claim audit: what was asked (``params``), the effective config, the input
-    accounting, the computed tables and estimates (``body``), and the findings."""
+    accounting, one :class:`ClaimStudy` per study, and the findings."""
 
     command: str  #: ``onset``, ``dose``, ``transition``, ``precursor``, ``compare``
     version: str
     params: Mapping[str, Any]
     config: Mapping[str, Any]
     input: Mapping[str, Any]
-    body: Mapping[str, Any]
+    studies: tuple[ClaimStudy, ...]
     findings: tuple[Finding, ...]
     fail_on: tuple[str, ...] = ("default",)
 
@@ -84,20 +148,24 @@ class ClaimResult:
         return f"grokaudit.{self.command}/{SCHEMA_VERSION}"
 
     @property
+    def body(self) -> Any:
+        """The body of the only study (a log audited without ``--cell``)."""
+        if len(self.studies) != 1:
+            raise ValueError(f"{len(self.studies)} studies: use .studies[i].body")
+        return self.studies[0].body
+
+    @property
     def failing(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if fails(f, self.fail_on))
 
     @property
     def exit_code(self) -> int:
-        """0 no critical finding, 1 critical findings (as ``grokaudit check``)."""
+        """0 no failing finding, 1 failing findings (as ``grokaudit check``)."""
         return 1 if self.failing else 0
 
     @property
     def codes(self) -> frozenset[Reason]:
         return frozenset(f.code for f in self.findings)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.body[key]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,11 +177,12 @@ class ClaimResult:
             "input": plain(dict(self.input)),
             "summary": {
                 "exit_code": self.exit_code,
+                "n_studies": len(self.studies),
                 "n_findings": len(self.findings),
                 "n_failing": len(self.failing),
                 "failing_codes": sorted({f.code.value for f in self.failing}),
             },
-            **{k: plain(v) for k, v in self.body.items()},
+            "studies": [s.to_dict() for s in self.studies],
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -124,11 +193,20 @@ class ClaimResult:
 
 
 def make_result(command: str, *, params: Mapping[str, Any], config: Mapping[str, Any],
-                input: Mapping[str, Any], body: Mapping[str, Any],
-                findings: Sequence[Finding], fail_on: Sequence[str] = ("default",)
+                input: Mapping[str, Any],
+                studies: Sequence[tuple[Mapping[str, Any], Any, Sequence[Finding]]],
+                findings: Sequence[Finding] = (), fail_on: Sequence[str] = ("default",)
                 ) -> ClaimResult:
+    """Assemble a result from ``(study key, body, findings)`` triples; each study's findings
+    are stamped with its key."""
     from .. import __version__
 
-    return ClaimResult(command=command, version=__version__, params=dict(params),
-                       config=dict(config), input=dict(input), body=dict(body),
-                       findings=sort_findings(list(findings)), fail_on=tuple(fail_on))
+    all_f = list(findings)
+    out = []
+    for key, body, fs in studies:
+        k = dict(plain(dict(key)))
+        out.append(ClaimStudy(k, body))
+        all_f.extend(dataclasses.replace(f, study=k) if k else f for f in fs)
+    return ClaimResult(command=command, version=__version__, params=dict(plain(dict(params))),
+                       config=dict(config), input=dict(input), studies=tuple(out),
+                       findings=sort_findings(all_f), fail_on=tuple(fail_on))

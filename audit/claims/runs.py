@@ -1,13 +1,14 @@
 """Per-run clocks for the claim audits: the core's ``accuracy_clocks`` (interval- and
-right-censored ``t_mem``, ``t_grok``) joined with each run's conditions in one DataFrame.
+right-censored ``t_mem``, ``t_grok``) joined with each run's conditions in one DataFrame; the
+core's censoring-aware cell median; the design check and the ``--cell`` split every claim
+command shares with ``grokaudit check``.
 
-Every claim command starts here, so every claim uses the same clocks, censoring and input
-validation as ``grokaudit check``.
+Every claim command starts here, so every claim uses the same clocks, censoring, medians and
+input validation as ``grokaudit check``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,34 +17,75 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..clocks import AccuracyClocks, accuracy_clocks
+from ..cells import interval_median
+from ..clocks import AccuracyClocks, Event, accuracy_clocks
 from ..config import AuditConfig
 from ..errors import ErrorCode, LogFormatError
 from ..results import Interval
-from ..schema import LogTable, build_log_table
+from ..schema import SEED_COLUMNS, LogTable, build_log_table
 
-STEP_UNITS = ("steps", "epochs")
+#: What a log's ``step`` column may count, as the adapters and the trainer spell it.
+STEP_UNITS = {"step": "steps", "steps": "steps", "epoch": "epochs", "epochs": "epochs"}
+
+#: The frame column holding each run's position in the log (rows of the clock arrays).
+POS = "__i"
 
 
 @dataclass(frozen=True)
 class RunClocks:
     """The validated log, its accuracy clocks, and one row per run in ``frame``.
 
-    ``frame`` columns: ``run``, every condition column, ``tg_value``/``tg_lower``/``tg_upper``
+    ``frame`` columns: ``run``, every condition column, ``__i`` (the run's position in the log:
+    its row in ``acc`` and in packed series), ``tg_value``/``tg_lower``/``tg_upper``
     (``tg_upper = inf`` when right-censored), ``grokked``, the same for ``tm_`` (``t_mem``;
-    NaN when ``train_acc`` is not logged), ``sustained``, ``first_step``, ``last_step``.
-    Times are in ``step_unit`` (the log's ``step`` column).
+    NaN when ``train_acc`` is not logged), ``memorized``, ``sustained``, ``first_step``,
+    ``last_step``. Times are in ``step_unit``. A study (``--cell``) is a RunClocks whose
+    frame holds its runs only.
     """
 
     log: LogTable
     acc: AccuracyClocks
     frame: pd.DataFrame
     step_unit: str
+    interval_censoring: bool = True
 
-    def t_grok(self, i: int) -> Interval:
-        r = self.frame.iloc[i]
-        return Interval.make(r.tg_value, r.tg_lower, r.tg_upper) or Interval(None, None, None,
-                                                                              True)
+    @property
+    def pos(self) -> np.ndarray:
+        """The log positions of this frame's runs."""
+        out: np.ndarray = self.frame[POS].to_numpy(dtype=np.int64)
+        return out
+
+    def subset(self, mask: np.ndarray) -> RunClocks:
+        return RunClocks(self.log, self.acc, self.frame[mask].reset_index(drop=True),
+                         self.step_unit, self.interval_censoring)
+
+    def median(self, which: str, rows: np.ndarray | None = None) -> Interval | None:
+        """The core's censoring-aware median (:func:`grokaudit.cells.interval_median`) of
+        ``t_grok``, ``t_mem`` or ``gap`` over frame rows ``rows`` (default all): the interval
+        ``[median(L), median(U)]`` with the median of the logged values, censored (only the
+        lower bound known) when half or more of the runs are censored."""
+        idx = self.pos if rows is None else self.pos[np.asarray(rows)]
+        ev = {"t_grok": self.acc.t_grok, "t_mem": self.acc.t_mem,
+              "gap": gap_event(self.acc)}[which]
+        if ev is None or idx.size == 0:
+            return None
+        return interval_median(ev, idx, self.interval_censoring)[0]
+
+
+def gap_event(acc: AccuracyClocks) -> Event | None:
+    """``gap = t_grok − t_mem`` per run as an Event, by interval arithmetic:
+    ``(L_grok − U_mem, U_grok − L_mem]``; NaN (left out of medians) for a run that never
+    memorized, censored when the run never grokked."""
+    tm = acc.t_mem
+    if tm is None:
+        return None
+    tg = acc.t_grok
+    mem = ~np.isinf(tm.upper)
+    with np.errstate(invalid="ignore"):
+        lower = np.where(mem, tg.lower - tm.upper, np.nan)
+        upper = np.where(mem, tg.upper - tm.lower, np.nan)
+        value = np.where(mem & ~np.isinf(tg.upper), tg.value - tm.value, np.nan)
+    return Event(value, lower, upper, np.full(value.size, -1, dtype=np.int64))
 
 
 def load_log(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
@@ -55,16 +97,23 @@ def load_log(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
                            on_duplicate=cfg.on_duplicate)
 
 
+def step_unit_of(log: LogTable, given: str | None = None) -> str:
+    """The unit of the step column: ``given`` (``--step-unit``), else what the adapter or the
+    trainer recorded in the provenance (``epoch`` → ``epochs``), else ``steps``."""
+    raw = given if given is not None else log.summary.provenance.get("step_unit")
+    if raw is None:
+        return "steps"
+    return STEP_UNITS.get(str(raw).strip().lower(), str(raw))
+
+
 def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
                source: str | None = None, step_unit: str | None = None) -> RunClocks:
     """The per-run clocks of every run in ``table`` under ``cfg`` (thresholds, censoring)."""
     log = load_log(table, cfg, source)
     acc = accuracy_clocks(log, cfg)
-    unit = step_unit or str(log.summary.provenance.get("step_unit", "steps"))
-    if unit not in STEP_UNITS:
-        unit = "steps"
     f = log.conditions.reset_index()
     f["run"] = f["run"].astype(str)
+    f[POS] = np.arange(len(f), dtype=np.int64)
     tg = acc.t_grok
     f["tg_value"] = tg.value
     f["tg_lower"] = tg.lower
@@ -82,7 +131,7 @@ def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
     f["sustained"] = acc.sustained
     f["first_step"] = acc.span_first
     f["last_step"] = acc.span_last
-    return RunClocks(log, acc, f, unit)
+    return RunClocks(log, acc, f, step_unit_of(log, step_unit), cfg.interval_censoring)
 
 
 def require_columns(rc: RunClocks, cols: Sequence[str], flag: str, *, numeric: bool = True,
@@ -98,13 +147,15 @@ def require_columns(rc: RunClocks, cols: Sequence[str], flag: str, *, numeric: b
                                  f"conditions present: {sorted(cond.columns) or 'none'}",
                                  path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
         if numeric and not pd.api.types.is_numeric_dtype(cond[c]):
-            raise LogFormatError(f"{flag} column {c!r} is not numeric", path=src, column=c, code=ErrorCode.NOT_NUMERIC)
+            raise LogFormatError(f"{flag} column {c!r} is not numeric", path=src, column=c,
+                                 code=ErrorCode.NOT_NUMERIC)
         if numeric and cond[c].isna().any():
             raise LogFormatError(f"{flag} column {c!r} is missing for some runs", path=src,
                                  column=c, code=ErrorCode.CONDITION_MISSING)
         if positive and (cond[c] <= 0).any():
             raise LogFormatError(f"{flag} column {c!r} has values ≤ 0; its log is undefined "
-                                 "(choose a positive parametrization)", path=src, column=c, code=ErrorCode.NOT_POSITIVE)
+                                 "(choose a positive parametrization)", path=src, column=c,
+                                 code=ErrorCode.NOT_POSITIVE)
 
 
 def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
@@ -116,29 +167,48 @@ def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
     return rc.log.series[col]
 
 
-def median_interval(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float, bool]:
-    """The censoring-aware median of per-run intervals: ``[median(L), median(U)]`` (AUDIT_SPEC
-    §2). ``censored`` is True when half or more runs are censored (``median(U) = inf``)."""
-    lo = np.asarray(lower, dtype=float)
-    up = np.asarray(upper, dtype=float)
-    if lo.size == 0:
-        return math.nan, math.nan, True
-    ml = float(np.median(lo))
-    ups = np.sort(up)
-    n = ups.size
-    # median with inf handled explicitly: numpy's mean of (x, inf) is inf, which is what we want
-    mu = float(ups[n // 2]) if n % 2 else float(0.5 * (ups[n // 2 - 1] + ups[n // 2]))
-    return ml, mu, math.isinf(mu)
+def check_design(frame: pd.DataFrame, conditions: Sequence[str], axes: Sequence[str],
+                 cell: Sequence[str], source: str | None, what: str) -> None:
+    """Refuse to pool arms, as ``check`` does: two runs that share every value of ``axes``
+    (and of the ``--cell`` columns) but differ in another condition (the seed aside) would be
+    merged into one cell of ``what``. Raises ``DUPLICATE_AXIS_VALUES`` naming the columns to
+    pass to ``--cell``."""
+    others = [c for c in conditions
+              if c not in (*axes, *cell, *SEED_COLUMNS) and c in frame.columns]
+    if not others or frame.empty:
+        return
+    keys = [*cell, *axes]
+    nun = frame.groupby(keys, dropna=False, sort=True)[others].nunique(dropna=False)
+    bad = nun[(nun > 1).any(axis=1)]
+    if len(bad):
+        cols = sorted(c for c in others if (bad[c] > 1).any())
+        where = bad.index[0] if isinstance(bad.index[0], tuple) else (bad.index[0],)
+        at = ", ".join(f"{k}={py(v)!r}" for k, v in zip(keys, where))
+        raise LogFormatError(
+            f"DUPLICATE_AXIS_VALUES: runs with {at} differ in {cols}; {what} would pool them "
+            f"into one cell. Pass --cell {','.join(cols)} to audit them as separate studies",
+            path=source, column=cols[0], code=ErrorCode.DUPLICATE_AXIS_VALUES)
 
 
-def cell_key(row: Any, cols: Sequence[str]) -> tuple[Any, ...]:
-    return tuple(_py(row[c]) for c in cols)
-
-
-def _py(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
+def studies(rc: RunClocks, cell: Sequence[str], axes: Sequence[str] | None,
+            source: str | None, what: str) -> list[tuple[dict[str, Any], RunClocks]]:
+    """Split ``rc`` into studies by the ``--cell`` columns (one study without them), after
+    checking the design along ``axes`` (None: the command has no axis and pools runs)."""
+    require_columns(rc, list(cell), "--cell", numeric=False)
+    conds = list(rc.log.conditions.columns)
+    if axes is not None:
+        check_design(rc.frame, conds, axes, cell, source, what)
+    if not cell:
+        return [({}, rc)]
+    out = []
+    for key, idx in rc.frame.groupby(list(cell), sort=True, dropna=False).indices.items():
+        key_t = key if isinstance(key, tuple) else (key,)
+        mask = np.zeros(len(rc.frame), dtype=bool)
+        mask[idx] = True
+        out.append(({c: py(v) for c, v in zip(cell, key_t)}, rc.subset(mask)))
+    return out
 
 
 def py(v: Any) -> Any:
     """A numpy scalar as a plain Python value."""
-    return _py(v)
+    return v.item() if hasattr(v, "item") else v

@@ -22,6 +22,11 @@ def weibull_times(mu: np.ndarray, sigma: float, rng: np.random.Generator) -> np.
     return np.exp(np.asarray(mu, dtype=float) + sigma * w)
 
 
+def lognormal_times(mu: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``T`` with ``log T = mu + sigma·Z``, ``Z`` standard normal (a log-normal AFT)."""
+    return np.exp(np.asarray(mu, dtype=float) + sigma * rng.standard_normal(np.shape(mu)))
+
+
 def make_log(runs: pd.DataFrame, *, every: int = 100, ramp: float = 0.0,
              series: Mapping[str, SeriesFn] | None = None) -> pd.DataFrame:
     """The canonical table of ``runs``.

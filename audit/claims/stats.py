@@ -5,26 +5,29 @@ and gives the same answer for the same input. Each estimator's formula is in ``d
 
 - :func:`aicc` — Akaike's criterion with the small-sample correction (Gaussian residuals).
 - :func:`wilson` — the Wilson score interval of a binomial proportion.
-- :func:`bootstrap_ci` — seeded percentile or BCa interval via ``scipy.stats.bootstrap``.
+- :func:`bootstrap` — the one seeded bootstrap (percentile or BCa, strata, one draw rule).
 - :func:`wilcoxon_exact` — the exact signed-rank test (mid-ranks for ties, zeros dropped).
+- :func:`sign_test` — the exact sign test (the test of pairs whose sign alone is known).
+- :func:`mcnemar_exact` — the exact one-sided test of paired successes.
 - :func:`sign_flip_test` — the paired sign-flip permutation test of the mean difference.
 - :func:`min_wilcoxon_p` — the smallest two-sided p-value n pairs can reach.
+- :func:`min_detectable_dz` — the paired effect detectable with a given power.
+- :func:`pearson` — Pearson's r with its Fisher-z interval.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
-#: Replaces ±inf (a censored bound) inside a bootstrap so that quantiles stay defined.
-_BIG = 1e300
-
+from .results import Record
 
 # ------------------------------------------------------------------------------------------
 # model comparison
@@ -82,16 +85,29 @@ def wilson(k: int, n: int, level: float = 0.95) -> Proportion:
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return Proportion(int(k), int(n), p, max(0.0, centre - half), min(1.0, centre + half), level)
+    low = 0.0 if k == 0 else max(0.0, centre - half)  # exact ends: no rounding residue
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return Proportion(int(k), int(n), p, low, high, level)
 
 
 # ------------------------------------------------------------------------------------------
-# bootstrap
+# bootstrap: the one resampling routine of the claim audits
 # ------------------------------------------------------------------------------------------
+
+#: An interval needs at least this many resamples that gave a value, and at least half of
+#: those asked for (a resample can fail: a refit that does not converge, a censored median).
+MIN_VALID = 20
+
 
 @dataclass(frozen=True)
-class BootstrapCI:
-    """A seeded bootstrap interval; ``distribution`` is kept as evidence (not serialized)."""
+class BootstrapCI(Record):
+    """A seeded bootstrap interval of one statistic.
+
+    ``low``/``high`` are ``None`` when there is no interval; ``note`` then says why (too few
+    resamples gave a value, or the resamples have no spread: a zero-width interval is never
+    reported). An end is *unbounded* (``low_unbounded``/``high_unbounded``, the value
+    ``None``) when the resamples reach a censored value there. ``distribution`` is kept as
+    evidence (not serialized)."""
 
     estimate: float | None
     low: float | None
@@ -99,66 +115,165 @@ class BootstrapCI:
     level: float
     method: str
     n_resamples: int
+    n_valid: int
     seed: int
-    distribution: np.ndarray | None = None
+    note: str | None = None
+    low_unbounded: bool = False
+    high_unbounded: bool = False
+    distribution: np.ndarray | None = field(default=None, repr=False, compare=False,
+                                            metadata={"json": False})
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"estimate": _f(self.estimate), "low": _f(self.low), "high": _f(self.high),
-                "level": self.level, "method": self.method, "n_resamples": self.n_resamples,
-                "seed": self.seed}
+    @property
+    def identified(self) -> bool:
+        """Whether there is an interval (each end a number or unbounded)."""
+        return ((self.low is not None or self.low_unbounded)
+                and (self.high is not None or self.high_unbounded))
+
+    def excludes(self, x: float) -> bool:
+        """Whether the interval lies entirely on one side of ``x``."""
+        if not self.identified:
+            return False
+        return bool((self.low is not None and self.low > x)
+                    or (self.high is not None and self.high < x))
 
 
 def _f(x: float | None) -> float | None:
     if x is None:
         return None
     x = float(x)
-    if math.isnan(x):
-        return None
-    if abs(x) >= _BIG / 10:
-        return math.copysign(math.inf, x)  # the JSON layer turns inf into null
-    return x
+    return None if math.isnan(x) else x
 
 
-def bootstrap_ci(data: Sequence[np.ndarray] | np.ndarray, statistic: Callable[..., float], *,
-                 seed: int = 0, level: float = 0.95, method: str = "percentile",
-                 n_resamples: int = 999, paired: bool = False) -> BootstrapCI:
-    """Seeded bootstrap CI of ``statistic(*samples)`` with ``scipy.stats.bootstrap``.
+def _quantile(v: np.ndarray, q: float) -> float:
+    """The linear-interpolation quantile of sorted ``v``, with ±inf kept (no ``inf − inf``)."""
+    pos = q * (v.size - 1)
+    i = int(math.floor(pos))
+    frac = pos - i
+    if frac == 0 or i + 1 >= v.size or v[i] == v[i + 1]:
+        return float(v[min(i, v.size - 1)])
+    a, b = float(v[i]), float(v[i + 1])
+    if math.isinf(a) or math.isinf(b):
+        return b if math.isinf(b) else a
+    return a + frac * (b - a)
 
-    ``data`` is one array or a sequence of arrays. Unpaired samples are resampled independently
-    (a stratified bootstrap: one stratum per sample); ``paired=True`` resamples the same indices
-    in every sample (a design where sample ``i`` of each array belongs to the same unit).
-    ``method`` is ``percentile`` or ``bca``; BCa falls back to percentile when its acceleration
-    is undefined (e.g. a constant sample), and the result says so in ``method``.
-    ±inf values (censored bounds) are carried through as a huge finite number.
+
+def bootstrap(strata: int | Sequence[np.ndarray],
+              statistic: Callable[[np.ndarray], Any], *, seed: int = 0,
+              level: float = 0.95, n_resamples: int = 999, method: str = "percentile",
+              label: str = "") -> tuple[BootstrapCI, ...]:
+    """Seeded bootstrap intervals of ``statistic`` — the one resampling routine of the claims.
+
+    ``strata``: a number of units ``n`` (one stratum ``0..n−1``) or a sequence of index
+    arrays, each resampled with replacement within itself (runs within cells, seeds within
+    an arm: the design is kept). ``statistic(idx)`` receives the unit indices of one resample
+    (strata concatenated in order) and returns a number, a sequence of numbers (one interval
+    each), or ``None``/NaN when the resample gives no value; ``±inf`` is a censored value.
+    The estimate is ``statistic`` of every unit.
+
+    ``method``: ``percentile``, or ``bca`` (bias-corrected and accelerated, the acceleration
+    from the jackknife over units; it falls back to percentile, and says so, when undefined).
+    Rule for every interval: at least :data:`MIN_VALID` resamples, and half of those asked
+    for, must give a value; the interval is refused (``note``) when its ends coincide.
+    Returns one :class:`BootstrapCI` per component of the statistic.
     """
-    samples = [np.asarray(data, dtype=float)] if isinstance(data, np.ndarray) else \
-        [np.asarray(d, dtype=float) for d in data]
-    samples = [np.where(np.isposinf(s), _BIG, np.where(np.isneginf(s), -_BIG, s)) for s in samples]
-    est = float(statistic(*samples))
-    if any(s.size < 2 for s in samples):
-        return BootstrapCI(_f(est), None, None, level, method, 0, seed)
+    groups = [np.arange(int(strata))] if isinstance(strata, (int, np.integer)) else \
+        [np.asarray(s, dtype=np.int64) for s in strata]
+    groups = [g for g in groups if g.size]
+    every = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
+    est = _vector(statistic(every))
+    k = est.size
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"bootstrap: method {method!r} is not percentile or bca")
+    name = f"{'BCa' if method == 'bca' else method}{' (' + label + ')' if label else ''}"
+    if every.size == 0 or all(g.size < 2 for g in groups):
+        return tuple(BootstrapCI(_f(e), None, None, level, name, 0, 0, seed,
+                                 "fewer than 2 units to resample") for e in est)
     rng = np.random.default_rng(seed)
+    draws = np.full((n_resamples, k), np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b in range(n_resamples):
+            pick = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
+            v = _vector(statistic(pick))
+            if v.size == k:
+                draws[b] = v
+        jack = _jackknife(every, statistic, k) if method == "bca" else None
+    need = max(MIN_VALID, math.ceil(n_resamples / 2))
+    return tuple(_interval(float(est[j]), draws[:, j], None if jack is None else jack[:, j],
+                           need=need, level=level, method=method, name=name, label=label,
+                           n_resamples=n_resamples, seed=seed) for j in range(k))
 
-    def run(m: str) -> Any:
-        return stats.bootstrap(tuple(samples), statistic, n_resamples=n_resamples,
-                               confidence_level=level, method=m, paired=paired,
-                               vectorized=False, random_state=rng)
 
-    used = method
-    with np.errstate(all="ignore"):
-        import warnings
+def _interval(e: float, col: np.ndarray, jack: np.ndarray | None, *, need: int, level: float,
+              method: str, name: str, label: str, n_resamples: int, seed: int) -> BootstrapCI:
+    """One component's interval from its draws, under the one rule of :func:`bootstrap`."""
+    v = np.sort(col[~np.isnan(col)])
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = run(method)
-            lo, hi = res.confidence_interval
-            if method == "bca" and not (np.isfinite(lo) and np.isfinite(hi)):
-                rng = np.random.default_rng(seed)
-                res = run("percentile")
-                lo, hi = res.confidence_interval
-                used = "percentile (BCa undefined)"
-    dist = np.asarray(res.bootstrap_distribution)
-    return BootstrapCI(_f(est), _f(lo), _f(hi), level, used, n_resamples, seed, dist)
+    def refuse(note: str, used: str = name) -> BootstrapCI:
+        return BootstrapCI(_f(e), None, None, level, used, n_resamples, int(v.size), seed,
+                           note, distribution=col)
+
+    if math.isnan(e):
+        return refuse("no estimate")
+    if v.size < need:
+        return refuse(f"only {v.size} of {n_resamples} resamples gave a value (need {need})")
+    a = (1 - level) / 2
+    qs, used = (a, 1 - a), name
+    if method == "bca":
+        qs_bca = _bca_levels(v, e, jack, a)
+        if qs_bca is None:
+            used = f"percentile{' (' + label + ')' if label else ''} (BCa undefined)"
+        else:
+            qs = qs_bca
+    lo, hi = _quantile(v, qs[0]), _quantile(v, qs[1])
+    if lo == hi:
+        return refuse("the resamples have no spread at this level: no interval", used)
+    return BootstrapCI(_f(e), None if math.isinf(lo) else lo, None if math.isinf(hi) else hi,
+                       level, used, n_resamples, int(v.size), seed, None, bool(math.isinf(lo)),
+                       bool(math.isinf(hi)), col)
+
+
+def _vector(x: Any) -> np.ndarray:
+    if x is None:
+        return np.array([np.nan])
+    v = np.atleast_1d(np.asarray(x, dtype=float)).ravel()
+    return v
+
+
+def _jackknife(units: np.ndarray, statistic: Callable[[np.ndarray], Any], k: int
+               ) -> np.ndarray | None:
+    """Leave-one-unit-out values of the statistic, ``(n, k)``."""
+    n = units.size
+    if n < 3:
+        return None
+    out = np.full((n, k), np.nan)
+    for i in range(n):
+        v = _vector(statistic(np.delete(units, i)))
+        if v.size == k:
+            out[i] = v
+    return out
+
+
+def _bca_levels(v: np.ndarray, est: float, jack: np.ndarray | None, a: float
+                ) -> tuple[float, float] | None:
+    """The BCa quantile levels ``Φ(z₀ + (z₀ + z)/(1 − â(z₀ + z)))`` for ``z = z_a, z_{1−a}``;
+    None when z₀ or â is undefined (a constant sample, infinite values)."""
+    if jack is None or not np.all(np.isfinite(jack)) or not np.all(np.isfinite(v)):
+        return None
+    frac = float(np.mean(v < est))
+    if not 0 < frac < 1:
+        return None
+    z0 = float(stats.norm.ppf(frac))
+    d = jack.mean() - jack
+    den = 6.0 * float(np.sum(d ** 2)) ** 1.5
+    if den == 0:
+        return None
+    acc = float(np.sum(d ** 3)) / den
+    out = []
+    for z in (stats.norm.ppf(a), stats.norm.ppf(1 - a)):
+        t = z0 + z
+        out.append(float(stats.norm.cdf(z0 + t / (1 - acc * t))))
+    return out[0], out[1]
 
 
 # ------------------------------------------------------------------------------------------
@@ -339,3 +454,89 @@ def ols(X: np.ndarray, y: np.ndarray, names: Sequence[str], level: float = 0.95)
             loo = 1 - press / sst
     return LinearFit(tuple(names), tuple(float(c) for c in coef), tuple(se), tuple(lo),
                      tuple(hi), int(n), rss, r2, loo, level)
+
+
+# ------------------------------------------------------------------------------------------
+# tests of signs and paired successes, power, correlation
+# ------------------------------------------------------------------------------------------
+
+def sign_test(signs: Sequence[int] | np.ndarray) -> TestResult:
+    """The exact two-sided sign test: under the null each nonzero sign is +1 or −1 with
+    probability ½. ``statistic`` is the number of positive signs; zeros are dropped (counted).
+    It needs only the sign of each difference, so a censored pair whose bound excludes 0
+    enters it exactly."""
+    s = np.asarray(signs, dtype=float)
+    nz = int(np.sum(s == 0))
+    s = s[s != 0]
+    n = int(s.size)
+    if n == 0:
+        return TestResult("sign_exact", None, None, 0, True, nz)
+    k = int(np.sum(s > 0))
+    p = float(stats.binomtest(k, n, 0.5, alternative="two-sided").pvalue)
+    return TestResult("sign_exact", float(k), min(1.0, p), n, True, nz)
+
+
+def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray
+                  ) -> TestResult:
+    """The exact one-sided McNemar test that ``a`` succeeds more often than ``b`` on the same
+    units: among the discordant units (``a`` xor ``b``), ``P(X ≥ n_a | n_a + n_b, ½)``.
+    ``statistic`` is ``n_a`` (units where only ``a`` succeeds); ``n`` the discordant units."""
+    x = np.asarray(a, dtype=bool)
+    y = np.asarray(b, dtype=bool)
+    only_a = int(np.sum(x & ~y))
+    only_b = int(np.sum(~x & y))
+    n = only_a + only_b
+    if n == 0:
+        return TestResult("mcnemar_exact", 0.0, 1.0, 0, True)
+    p = float(stats.binomtest(only_a, n, 0.5, alternative="greater").pvalue)
+    return TestResult("mcnemar_exact", float(only_a), min(1.0, p), n, True)
+
+
+def min_detectable_dz(n: int, alpha: float = 0.05, power: float = 0.8) -> float | None:
+    """The smallest paired effect ``d_z = mean(d)/sd(d)`` that a two-sided paired t-test at
+    ``alpha`` detects with probability ``power`` with ``n`` pairs (noncentral t with
+    ``n − 1`` degrees of freedom, noncentrality ``d_z·√n``). None for ``n < 2``. The rank tests
+    have nearly the same power for normal differences (efficiency 3/π ≈ 0.955)."""
+    if n < 2:
+        return None
+    df = n - 1
+    tc = float(stats.t.ppf(1 - alpha / 2, df))
+
+    def gap(d: float) -> float:
+        nc = d * math.sqrt(n)
+        return float(stats.nct.sf(tc, df, nc) + stats.nct.cdf(-tc, df, nc)) - power
+
+    hi = 1.0
+    while gap(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            return None
+    return float(optimize.brentq(gap, 0.0, hi, xtol=1e-6))
+
+
+@dataclass(frozen=True)
+class Correlation(Record):
+    """Pearson's ``r`` over ``n`` pairs with its Fisher-z interval (None when ``n < 4`` or
+    a side is constant)."""
+
+    r: float | None
+    low: float | None
+    high: float | None
+    n: int
+    level: float
+
+
+def pearson(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> Correlation:
+    """Pearson's ``r`` and the interval ``tanh(atanh r ± z/√(n − 3))``."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = int(x.size)
+    if n < 3 or float(np.std(x)) == 0 or float(np.std(y)) == 0:
+        return Correlation(None, None, None, n, level)
+    r = float(np.corrcoef(x, y)[0, 1])
+    if n < 4 or abs(r) >= 1:
+        return Correlation(r, None, None, n, level)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    zr = math.atanh(r)
+    h = z / math.sqrt(n - 3)
+    return Correlation(r, math.tanh(zr - h), math.tanh(zr + h), n, level)

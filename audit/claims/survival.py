@@ -1,18 +1,23 @@
-"""The Weibull accelerated-failure-time model with exact, right- and interval-censored times,
-fitted by maximum likelihood (scipy.optimize), and Harrell's concordance index.
+"""Accelerated-failure-time models with exact, right- and interval-censored times, fitted by
+maximum likelihood (scipy.optimize), with three error families, and Harrell's concordance.
 
-Model: ``log T = xᵀβ + σ·W`` with ``W`` standard minimum-extreme-value, so
-``S(t | x) = exp(−exp((log t − xᵀβ)/σ))``: a Weibull with scale ``exp(xᵀβ)`` and shape
-``k = 1/σ`` (lifelines' ``WeibullAFTFitter`` uses the same parametrization: ``λ = exp(xᵀβ)``,
-``ρ = 1/σ``). A run contributes
+Model: ``log T = xᵀβ + σ·W`` with ``W`` a standard error of the family:
 
-- an exact time ``t`` (``lower == upper``): ``log f(t) = z − eᶻ − log σ − log t``;
-- a right-censored time (``upper = inf``): ``log S(L) = −e^{z_L}``;
-- an interval ``(L, U]``: ``log(S(L) − S(U))`` (``S(0) = 1``: a left-censored time),
+- ``weibull``: minimum-extreme-value, ``S_W(z) = exp(−eᶻ)`` — a Weibull with scale ``exp(xᵀβ)``
+  and shape ``k = 1/σ`` (lifelines' ``WeibullAFTFitter``: ``λ = exp(xᵀβ)``, ``ρ = 1/σ``);
+- ``lognormal``: standard normal, ``S_W(z) = 1 − Φ(z)``;
+- ``loglogistic``: standard logistic, ``S_W(z) = 1/(1 + eᶻ)`` (shape ``1/σ``).
 
-with ``z = (log t − xᵀβ)/σ``. The optimizer works on ``θ = (β, log σ)`` with the analytic
-gradient; the covariance is the inverse of the observed information (the Hessian of the negative
-log-likelihood, by central differences of the gradient); CIs are Wald intervals.
+A run contributes, with ``z = (log t − xᵀβ)/σ`` and ``f_W`` the density of ``W``,
+
+- an exact time ``t`` (``lower == upper``): ``log f_W(z) − log σ − log t``;
+- a right-censored time (``upper = inf``): ``log S_W(z_L)``;
+- an interval ``(L, U]``: ``log(S_W(z_L) − S_W(z_U))`` (``S(0) = 1``: a left-censored time).
+
+The optimizer works on ``θ = (β, log σ)`` with the analytic gradient; the covariance is the
+inverse of the observed information (the Hessian of the negative log-likelihood, by central
+differences of the gradient); CIs are Wald intervals. The likelihoods of the three families are
+on the same scale, so their AICs compare (:func:`fit_families`).
 """
 
 from __future__ import annotations
@@ -23,19 +28,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
+
+from .results import Record
+
+FAMILIES = ("weibull", "lognormal", "loglogistic")
+#: The standard deviation of each family's W (for the starting value of σ).
+_SD_W = {"weibull": math.pi / math.sqrt(6), "lognormal": 1.0, "loglogistic": math.pi / math.sqrt(3)}
 
 
 @dataclass(frozen=True)
-class AFTFit:
-    """A fitted Weibull AFT model. Coefficients are on ``log T`` (``T`` in steps)."""
+class AFTFit(Record):
+    """A fitted AFT model. Coefficients are on ``log T`` (``T`` in the log's step unit)."""
 
+    family: str
     names: tuple[str, ...]
     coef: tuple[float, ...]
     se: tuple[float | None, ...]
     ci_low: tuple[float | None, ...]
     ci_high: tuple[float | None, ...]
-    sigma: float  #: scale of log T; the Weibull shape is ``1/sigma``
+    sigma: float  #: scale of log T; the Weibull and log-logistic shape is ``1/sigma``
     sigma_ci: tuple[float | None, float | None]
     loglik: float
     aic: float
@@ -49,7 +61,7 @@ class AFTFit:
 
     @property
     def shape(self) -> float:
-        """The Weibull shape ``k = 1/σ``."""
+        """``1/σ``: the Weibull (or log-logistic) shape."""
         return 1.0 / self.sigma
 
     def get(self, name: str) -> tuple[float, float | None, float | None]:
@@ -61,45 +73,84 @@ class AFTFit:
             return None if x is None or not math.isfinite(x) else float(x)
 
         return {
-            "n": self.n, "n_exact": self.n_exact, "n_interval": self.n_interval,
-            "n_right_censored": self.n_right, "level": self.level,
+            "family": self.family, "n": self.n, "n_exact": self.n_exact,
+            "n_interval": self.n_interval, "n_right_censored": self.n_right,
+            "level": self.level,
             "coefficients": [
                 {"name": nm, "estimate": f(c), "se": f(s), "low": f(lo), "high": f(hi)}
                 for nm, c, s, lo, hi in zip(self.names, self.coef, self.se, self.ci_low,
                                             self.ci_high)],
             "sigma": f(self.sigma), "sigma_ci": [f(v) for v in self.sigma_ci],
-            "weibull_shape": f(self.shape), "loglik": f(self.loglik), "aic": f(self.aic),
+            "shape": f(self.shape) if self.family != "lognormal" else None,
+            "loglik": f(self.loglik), "aic": f(self.aic),
             "concordance": f(self.concordance), "converged": self.converged,
         }
+
+
+def _log_f(fam: str, z: np.ndarray) -> np.ndarray:
+    """log density of W."""
+    if fam == "weibull":
+        return z - np.exp(np.minimum(z, 700))
+    if fam == "lognormal":
+        return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
+    return z - 2 * np.logaddexp(0, z)
+
+
+def _dlog_f(fam: str, z: np.ndarray) -> np.ndarray:
+    """d/dz of the log density of W."""
+    if fam == "weibull":
+        return 1 - np.exp(np.minimum(z, 700))
+    if fam == "lognormal":
+        return -z
+    return -np.tanh(z / 2)
+
+
+def _log_s(fam: str, z: np.ndarray) -> np.ndarray:
+    """log survival of W."""
+    if fam == "weibull":
+        return -np.exp(np.minimum(z, 700))
+    if fam == "lognormal":
+        return special.log_ndtr(-z)
+    return -np.logaddexp(0, z)
+
+
+def _log_cdf(fam: str, z: np.ndarray) -> np.ndarray:
+    """log distribution function of W."""
+    if fam == "weibull":
+        return np.log(-np.expm1(-np.exp(np.minimum(z, 700))))
+    if fam == "lognormal":
+        return special.log_ndtr(z)
+    return -np.logaddexp(0, -z)
 
 
 def _check(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
     n = X.shape[0]
     if lower.shape != (n,) or upper.shape != (n,):
-        raise ValueError("weibull_aft: X, lower and upper must have the same number of rows")
+        raise ValueError("aft: X, lower and upper must have the same number of rows")
     if np.any(~np.isfinite(X)):
-        raise ValueError("weibull_aft: X holds NaN or inf")
+        raise ValueError("aft: X holds NaN or inf")
     if np.any(np.isnan(lower)) or np.any(np.isnan(upper)):
-        raise ValueError("weibull_aft: lower/upper hold NaN; every row needs an interval")
+        raise ValueError("aft: lower/upper hold NaN; every row needs an interval")
     if np.any(lower < 0) or np.any(upper < lower):
-        raise ValueError("weibull_aft: need 0 ≤ lower ≤ upper")
+        raise ValueError("aft: need 0 ≤ lower ≤ upper")
     if np.any(upper <= 0):
-        raise ValueError("weibull_aft: upper must be > 0 (a time of 0 has no log)")
+        raise ValueError("aft: upper must be > 0 (a time of 0 has no log)")
 
 
-def _negll(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]) -> tuple[float, np.ndarray]:
+def _negll(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any], fam: str
+           ) -> tuple[float, np.ndarray]:
     """Negative log-likelihood and its gradient in ``θ = (β, log σ)``.
 
     A line search may probe absurd ``θ`` where a term underflows; the value is then ``inf``
     (the search backs off), so floating-point warnings are silenced here."""
     with np.errstate(all="ignore"):
-        nll, grad = _negll_raw(theta, X, kinds)
+        nll, grad = _negll_raw(theta, X, kinds, fam)
     if not np.isfinite(nll) or not np.all(np.isfinite(grad)):
         return math.inf, np.zeros_like(theta)
     return nll, grad
 
 
-def _negll_raw(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]
+def _negll_raw(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any], fam: str
                ) -> tuple[float, np.ndarray]:
     p = X.shape[1]
     beta, s = theta[:p], theta[p]
@@ -112,39 +163,39 @@ def _negll_raw(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]
     ex = kinds["exact"]
     if ex.any():
         z = (kinds["logt"][ex] - mu[ex]) / sigma
-        ez = np.exp(np.minimum(z, 700))
-        ll += float(np.sum(z - ez - s - kinds["logt"][ex]))
-        dz = 1 - ez
+        ll += float(np.sum(_log_f(fam, z) - s - kinds["logt"][ex]))
+        dz = _dlog_f(fam, z)
         g_mu[ex] = -dz / sigma
         g_s += float(np.sum(-dz * z - 1))
     rc = kinds["right"]
     if rc.any():
         z = (kinds["logL"][rc] - mu[rc]) / sigma
-        ez = np.exp(np.minimum(z, 700))
-        ll += float(np.sum(-ez))
-        g_mu[rc] = ez / sigma
-        g_s += float(np.sum(ez * z))
+        ls = _log_s(fam, z)
+        ll += float(np.sum(ls))
+        dz = -np.exp(_log_f(fam, z) - ls)  # d/dz log S = −hazard
+        g_mu[rc] = -dz / sigma
+        g_s += float(np.sum(-dz * z))
     lc = kinds["left"]  # (0, U]
     if lc.any():
         zu = (kinds["logU"][lc] - mu[lc]) / sigma
-        ezu = np.exp(np.minimum(zu, 700))
-        # log(1 − exp(−e^z)), stable for small and large e^z
-        ll += float(np.sum(np.log(-np.expm1(-ezu))))
-        dz = ezu * np.exp(-ezu) / -np.expm1(-ezu)  # d/dz log(1 − exp(−e^z))
+        lf = _log_cdf(fam, zu)
+        ll += float(np.sum(lf))
+        dz = np.exp(_log_f(fam, zu) - lf)
         g_mu[lc] = -dz / sigma
         g_s += float(np.sum(-dz * zu))
     ic = kinds["interval"]
     if ic.any():
         zl = (kinds["logL"][ic] - mu[ic]) / sigma
         zu = (kinds["logU"][ic] - mu[ic]) / sigma
-        el = np.exp(np.minimum(zl, 700))
-        eu = np.exp(np.minimum(zu, 700))
-        delta = el - eu  # < 0
-        # log(S_L − S_U) = −e^{zL} + log(1 − e^{Δ})
-        ll += float(np.sum(-el + np.log(-np.expm1(delta))))
-        gp = np.exp(delta) / np.expm1(delta)  # d/dΔ log(1 − e^Δ)
-        dzl = -el + gp * el
-        dzu = -gp * eu
+        # log(S(zL) − S(zU)) = log(F(zU) − F(zL)), from the side with the smaller mass
+        lsl, lsu = _log_s(fam, zl), _log_s(fam, zu)
+        lfl, lfu = _log_cdf(fam, zl), _log_cdf(fam, zu)
+        via_s = lsl + np.log(-np.expm1(lsu - lsl))
+        via_f = lfu + np.log(-np.expm1(lfl - lfu))
+        ld = np.where(lsl <= lfu, via_s, via_f)
+        ll += float(np.sum(ld))
+        dzl = -np.exp(_log_f(fam, zl) - ld)
+        dzu = np.exp(_log_f(fam, zu) - ld)
         g_mu[ic] = -(dzl + dzu) / sigma
         g_s += float(np.sum(-dzl * zl - dzu * zu))
     grad = np.concatenate((X.T @ g_mu, [g_s]))
@@ -166,31 +217,33 @@ def _kinds(lower: np.ndarray, upper: np.ndarray) -> dict[str, Any]:
         }
 
 
-def _hessian(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any]) -> np.ndarray:
+def _hessian(theta: np.ndarray, X: np.ndarray, kinds: dict[str, Any], fam: str) -> np.ndarray:
     k = theta.size
     H = np.zeros((k, k))
     for i in range(k):
         h = 1e-5 * max(1.0, abs(theta[i]))
         e = np.zeros(k)
         e[i] = h
-        gp = _negll(theta + e, X, kinds)[1]
-        gm = _negll(theta - e, X, kinds)[1]
+        gp = _negll(theta + e, X, kinds, fam)[1]
+        gm = _negll(theta - e, X, kinds, fam)[1]
         H[:, i] = (gp - gm) / (2 * h)
     out: np.ndarray = 0.5 * (H + H.T)
     return out
 
 
-def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                names: Sequence[str], level: float = 0.95, *, inference: bool = True) -> AFTFit:
-    """Fit the Weibull AFT model by maximum likelihood.
+def aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, names: Sequence[str],
+        level: float = 0.95, *, family: str = "weibull", inference: bool = True) -> AFTFit:
+    """Fit an AFT model of ``family`` (:data:`FAMILIES`) by maximum likelihood.
 
     ``X``: ``(n, p)`` design matrix (include an intercept column yourself). ``lower``/``upper``:
-    each run's time interval ``(lower, upper]`` in steps — ``lower == upper`` for an exact time,
+    each run's time interval ``(lower, upper]`` — ``lower == upper`` for an exact time,
     ``upper = inf`` for a right-censored one, ``lower = 0`` for a left-censored one.
     ``inference=False`` (inside a bootstrap) skips the Newton polish, the covariance and the
     concordance: only the point estimates are computed (to the optimizer's tolerance).
     Returns an :class:`AFTFit`; raises ``ValueError`` on malformed input.
     """
+    if family not in FAMILIES:
+        raise ValueError(f"aft: unknown family {family!r}; one of {FAMILIES}")
     X = np.asarray(X, dtype=float)
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
@@ -202,26 +255,28 @@ def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     rep = np.where(rep > 0, rep, 1.0)
     b0, *_ = np.linalg.lstsq(X, np.log(rep), rcond=None)
     resid = np.log(rep) - X @ b0
-    s0 = math.log(max(float(np.std(resid)) * math.sqrt(6) / math.pi, 0.05))
+    s0 = math.log(max(float(np.std(resid)) / _SD_W[family], 0.05))
     theta0 = np.concatenate((b0, [s0]))
-    res = optimize.minimize(_negll, theta0, args=(X, kinds), jac=True, method="BFGS",
+    res = optimize.minimize(_negll, theta0, args=(X, kinds, family), jac=True, method="BFGS",
                             options={"gtol": 1e-9, "maxiter": 2000})
     theta = res.x
+    counts = {"n": int(n), "n_exact": int(kinds["exact"].sum()),
+              "n_interval": int(kinds["interval"].sum() + kinds["left"].sum()),
+              "n_right": int(kinds["right"].sum())}
     if not inference:
-        nll, g = _negll(theta, X, kinds)
+        nll, g = _negll(theta, X, kinds, family)
         return AFTFit(
-            names=tuple(names), coef=tuple(float(b) for b in theta[:p]), se=(None,) * p,
-            ci_low=(None,) * p, ci_high=(None,) * p, sigma=math.exp(float(theta[p])),
-            sigma_ci=(None, None), loglik=-float(nll), aic=2 * (p + 1) + 2 * float(nll),
-            n=int(n), n_exact=int(kinds["exact"].sum()),
-            n_interval=int(kinds["interval"].sum() + kinds["left"].sum()),
-            n_right=int(kinds["right"].sum()), concordance=None,
-            converged=bool(np.all(np.isfinite(theta)) and float(np.max(np.abs(g))) < 1e-3),
-            level=level)
+            family=family, names=tuple(names), coef=tuple(float(b) for b in theta[:p]),
+            se=(None,) * p, ci_low=(None,) * p, ci_high=(None,) * p,
+            sigma=math.exp(float(theta[p])), sigma_ci=(None, None), loglik=-float(nll),
+            aic=2 * (p + 1) + 2 * float(nll), concordance=None,
+            converged=bool(np.all(np.isfinite(theta)) and math.isfinite(nll)
+                           and float(np.max(np.abs(g))) < 1e-3),
+            level=level, **counts)
     # A few Newton steps polish the optimum so coefficients agree with other solvers to 1e-6.
-    H = _hessian(theta, X, kinds)
+    H = _hessian(theta, X, kinds, family)
     for _ in range(20):
-        g = _negll(theta, X, kinds)[1]
+        g = _negll(theta, X, kinds, family)[1]
         if float(np.max(np.abs(g))) < 1e-10:
             break
         try:
@@ -229,12 +284,13 @@ def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
         except np.linalg.LinAlgError:
             break
         t_new = theta - step
-        if _negll(t_new, X, kinds)[0] > _negll(theta, X, kinds)[0] + 1e-12:
+        if _negll(t_new, X, kinds, family)[0] > _negll(theta, X, kinds, family)[0] + 1e-12:
             break
         theta = t_new
-        H = _hessian(theta, X, kinds)
-    nll, g = _negll(theta, X, kinds)
-    converged = bool(np.all(np.isfinite(theta)) and float(np.max(np.abs(g))) < 1e-4)
+        H = _hessian(theta, X, kinds, family)
+    nll, g = _negll(theta, X, kinds, family)
+    converged = bool(np.all(np.isfinite(theta)) and math.isfinite(nll)
+                     and float(np.max(np.abs(g))) < 1e-4)
     z = float(stats.norm.ppf(0.5 + level / 2))
     try:
         cov = np.linalg.inv(H)
@@ -253,17 +309,34 @@ def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
             se[i] = float(sd[i])
             lo[i] = float(beta[i] - z * sd[i])
             hi[i] = float(beta[i] + z * sd[i])
-        sig_ci = (math.exp(s - z * sd[p]), math.exp(s + z * sd[p]))
+        lo_s, hi_s = s - z * sd[p], s + z * sd[p]
+        if abs(lo_s) < 700 and abs(hi_s) < 700:
+            sig_ci = (math.exp(lo_s), math.exp(hi_s))
     # Harrell's C on a point time per run: the logged step for events, the censoring step else.
     event = ~np.isinf(upper)
     t_point = np.where(event, upper, lower)
     c = harrell_c(t_point, X @ beta, event)
     return AFTFit(
-        names=tuple(names), coef=tuple(float(b) for b in beta), se=tuple(se), ci_low=tuple(lo),
-        ci_high=tuple(hi), sigma=math.exp(s), sigma_ci=sig_ci, loglik=-float(nll),
-        aic=2 * (p + 1) + 2 * float(nll), n=int(n), n_exact=int(kinds["exact"].sum()),
-        n_interval=int(kinds["interval"].sum() + kinds["left"].sum()),
-        n_right=int(kinds["right"].sum()), concordance=c, converged=converged, level=level)
+        family=family, names=tuple(names), coef=tuple(float(b) for b in beta), se=tuple(se),
+        ci_low=tuple(lo), ci_high=tuple(hi), sigma=math.exp(s), sigma_ci=sig_ci,
+        loglik=-float(nll), aic=2 * (p + 1) + 2 * float(nll), concordance=c,
+        converged=converged, level=level, **counts)
+
+
+def weibull_aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                names: Sequence[str], level: float = 0.95, *, inference: bool = True) -> AFTFit:
+    """The Weibull AFT (:func:`aft` with ``family="weibull"``)."""
+    return aft(X, lower, upper, names, level, family="weibull", inference=inference)
+
+
+def fit_families(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, names: Sequence[str],
+                 level: float = 0.95) -> tuple[dict[str, AFTFit], str | None]:
+    """Every family fitted to the same data, and the one with the smallest AIC among those
+    that converged (None when none did)."""
+    fits = {fam: aft(X, lower, upper, names, level, family=fam) for fam in FAMILIES}
+    ok = [f for f in FAMILIES if fits[f].converged and math.isfinite(fits[f].aic)]
+    best = min(ok, key=lambda f: fits[f].aic) if ok else None
+    return fits, best
 
 
 def harrell_c(times: np.ndarray, predicted: np.ndarray, event: np.ndarray) -> float | None:

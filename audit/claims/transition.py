@@ -5,24 +5,32 @@ whose last logged step falls before the median ``t_grok`` of its neighbours (the
 its own and the adjacent levels) is ``INSUFFICIENT_BUDGET`` — left out of the fit, not counted as
 a failure.
 
-- Logistic fit ``P(grok) = 1/(1 + exp(−(a + b·ln λ)))`` by maximum likelihood (IRLS, with a
-  tiny ridge ``10⁻⁶·b²`` so that perfectly separated levels still give a finite boundary) →
+- Logistic fit ``P(grok) = 1/(1 + exp(−(a + b·ln λ)))`` by maximum likelihood (IRLS) →
   transition point ``λ_c = exp(−a/b)``, with a seeded stratified bootstrap CI (runs resampled
-  within levels).
+  within levels; a resample whose levels are separated has no maximum-likelihood boundary and
+  counts as a failed draw).
+- Separation: when no grokking run lies below a non-grokking one (or the reverse) the
+  likelihood has no maximum — the slope runs to infinity and any ``λ_c`` between the two levels
+  that bracket the boundary fits equally well. ``λ_c`` is then reported as that bracket
+  ``(λ_lo, λ_hi)``, never as a point with an interval (``TRANSITION_SEPARATED``).
 - Above the transition (on the side where grokking happens), the time to grok
   ``T ∝ |λ − λ_c|^(−ν)``: OLS of ``ln T`` (cell medians) on ``ln|λ − λ_c|``, with ``ν``'s CI
-  from the same bootstrap (``λ_c`` re-estimated in each resample).
+  from the same bootstrap (``λ_c`` re-estimated in each resample). ``ν`` depends on ``λ_c``:
+  when ``λ_c`` is only bracketed, ``ν`` is not identified and only its range over the bracket
+  is reported.
 - Phase labels per level: ``memorization`` (no run grokked), ``collapse`` (most grokked runs
   regress after grokking, or their attention heads end up identical), ``grokking`` otherwise.
 
-``TOO_FEW_LEVELS`` when fewer than 4 levels in all, or fewer than 2 on either side of ``λ_c``,
-bracket the transition (or fewer than 3 grokking levels carry the power law). Exponents are
-empirical numbers with CIs; they are never matched to a universality class.
+``TOO_FEW_LEVELS`` when fewer than 4 levels in all, or fewer than 2 on either side of ``λ_c``
+(of the bracket), bracket the transition (or fewer than 3 grokking levels carry the power law).
+Exponents are empirical numbers with CIs; they are never matched to a universality class.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,11 +40,11 @@ import pyarrow as pa
 from ..clocks import pack
 from ..config import AuditConfig
 from ..reasons import Reason
-from ..results import Finding
+from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, finding, make_result
-from .runs import median_interval, py, require_columns, run_clocks
-from .stats import BootstrapCI, wilson
+from .results import ClaimResult, Record, finding, make_result, reason
+from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .stats import BootstrapCI, Proportion, bootstrap, wilson
 
 RIDGE = 1e-6
 MIN_LEVELS = 4
@@ -44,10 +52,77 @@ MIN_SIDE = 2
 MIN_POWER_CELLS = 3
 HEADS_IDENTICAL = 0.99
 
+#: The logistic boundary is only bracketed (separation). reasons.py adds the code; until then
+#: FIT_FAILED (a warning) stands in for it.
+TRANSITION_SEPARATED = reason("TRANSITION_SEPARATED", Reason.FIT_FAILED)
+
+
+# ------------------------------------------------------------------------------------------
+# the body
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TransitionLevel(Record):
+    level: Any
+    n_runs: int
+    n_scored: int
+    n_insufficient_budget: int
+    grok_rate: Proportion
+    median_t_grok: Interval | None
+    n_regressed: int
+    n_heads_identical: int
+    phase: str
+
+
+@dataclass(frozen=True)
+class Boundary(Record):
+    """Where the grok rate crosses ½.
+
+    ``separation``: ``none`` (the logistic MLE exists: ``lambda_c`` with its CI), ``complete``
+    or ``quasi`` (no MLE: ``bracket`` only, no point, no CI)."""
+
+    separation: str
+    lambda_c: float | None
+    ci: BootstrapCI | None
+    bracket: tuple[float | None, float | None] | None
+    grok_side: str  #: ``above`` or ``below``: where grokking happens
+    intercept: float | None
+    slope_log_lambda: float | None
+    levels_below: int
+    levels_above: int
+
+
+@dataclass(frozen=True)
+class PowerLaw(Record):
+    """``T ∝ |λ − λ_c|^(−ν)`` on the grokking side. With a bracketed ``λ_c`` only
+    ``nu_range`` (``ν`` as ``λ_c`` moves inside the bracket) is given."""
+
+    nu: float | None
+    log_prefactor: float | None
+    n_cells: int
+    nu_ci: BootstrapCI | None
+    nu_range: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class TransitionBody(Record):
+    step_unit: str
+    by: str
+    n_runs: int
+    levels: tuple[TransitionLevel, ...]
+    boundary: Boundary | None  #: None: no transition (every scored run on one side)
+    power_law: PowerLaw | None
+    note: str
+
+
+# ------------------------------------------------------------------------------------------
+# the logistic boundary
+# ------------------------------------------------------------------------------------------
 
 def logistic_fit(u: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, float] | None:
-    """``(a, b)`` of the logistic regression of ``y`` on ``u`` (IRLS, ridge on ``b``).
-    None when every ``y`` is the same (no transition in the data)."""
+    """``(a, b)`` of the logistic regression of ``y`` on ``u`` (IRLS, a tiny ridge on ``b``
+    for numerical safety). None when every ``y`` is the same (no transition in the data).
+    Under separation the result is a ridge artefact: check :func:`separation` first."""
     if y.size == 0 or y.min() == y.max():
         return None
     X = np.column_stack((np.ones_like(u), u))
@@ -69,17 +144,50 @@ def logistic_fit(u: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float,
     return float(beta[0]), float(beta[1])
 
 
+def separation(u: np.ndarray, y: np.ndarray) -> str:
+    """``complete`` when every grokking run lies strictly on one side of every other run,
+    ``quasi`` when they touch at one value of ``u``, ``none`` when they overlap (the
+    logistic MLE exists), ``constant`` when every ``y`` is the same."""
+    g, n = u[y == 1], u[y == 0]
+    if g.size == 0 or n.size == 0:
+        return "constant"
+    lo_hi = (n.max(), g.min()) if g.mean() >= n.mean() else (g.max(), n.min())
+    if lo_hi[0] < lo_hi[1]:
+        return "complete"
+    if lo_hi[0] == lo_hi[1]:
+        return "quasi"
+    return "none"
+
+
+def _bracket(levels: np.ndarray, lam: np.ndarray, y: np.ndarray, kind: str
+             ) -> tuple[float | None, float | None, str]:
+    """The two levels between which the boundary lies under separation, and the grok side.
+    For quasi-separation (both outcomes at one level) the bracket is that level's
+    neighbours."""
+    g, n = lam[y == 1], lam[y == 0]
+    above = g.mean() >= n.mean()
+    lo, hi = (n.max(), g.min()) if above else (g.max(), n.min())
+    if kind == "quasi":
+        shared = lo
+        below_l = levels[levels < shared]
+        above_l = levels[levels > shared]
+        lo = below_l.max() if below_l.size else None
+        hi = above_l.min() if above_l.size else None
+    return (None if lo is None else float(lo), None if hi is None else float(hi),
+            "above" if above else "below")
+
+
 def _boundary(ab: tuple[float, float] | None) -> float | None:
     if ab is None or ab[1] == 0:
         return None
-    return -ab[0] / ab[1]
+    u_c = -ab[0] / ab[1]
+    return u_c if abs(u_c) < 700 else None
 
 
-def _power(levels: np.ndarray, medT: np.ndarray, u_c: float, b: float
+def _power(levels: np.ndarray, medT: np.ndarray, lam_c: float, above: bool
            ) -> tuple[float, float, int] | None:
     """``(ν, c, n_cells)`` of ``ln T = c − ν ln|λ − λ_c|`` over the grokking side."""
-    lam_c = math.exp(u_c)
-    side = (levels > lam_c) if b > 0 else (levels < lam_c)
+    side = (levels > lam_c) if above else (levels < lam_c)
     ok = side & np.isfinite(medT)
     if ok.sum() < MIN_POWER_CELLS:
         return None
@@ -108,12 +216,47 @@ def _budget(f: pd.DataFrame, by: str, levels: np.ndarray) -> np.ndarray:
     return short
 
 
-def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
-                   level: float = 0.95, seed: int = 0, n_resamples: int = 499,
-                   step_unit: str | None = None, source: str | None = None) -> ClaimResult:
-    """Audit a phase-boundary claim along ``by`` (λ, positive); see the module docstring."""
-    rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by", positive=True)
+# ------------------------------------------------------------------------------------------
+# one study
+# ------------------------------------------------------------------------------------------
+
+def _levels(rc: RunClocks, by: str, levels: np.ndarray, short: np.ndarray, level: float
+            ) -> tuple[list[TransitionLevel], np.ndarray]:
+    f = rc.frame
+    lam = f[by].to_numpy(dtype=float)
+    y = f["grokked"].to_numpy(dtype=bool)
+    use = ~short
+    heads = None
+    if "attn_head_cos" in rc.log.series:
+        P = pack(rc.log.series["attn_head_cos"], rc.log)
+        pos = rc.pos
+        heads = P.values[pos, np.maximum(P.counts[pos] - 1, 0)]
+    sustained = f["sustained"].to_numpy(dtype=bool)
+    cells = []
+    medT = np.full(levels.size, np.nan)
+    for j, lv in enumerate(levels):
+        m = lam == lv
+        k, n = int(y[m & use].sum()), int((m & use).sum())
+        med = rc.median("t_grok", np.flatnonzero(m))
+        medT[j] = math.inf if med is None or med.censored or med.value is None else med.value
+        g = m & y
+        regress = int((g & ~sustained).sum())
+        same_heads = int((g & (heads >= HEADS_IDENTICAL)).sum()) if heads is not None else 0
+        if n == 0:
+            phase = "undetermined"
+        elif k == 0:
+            phase = "memorization"
+        elif 2 * regress > g.sum() or 2 * same_heads > g.sum():
+            phase = "collapse"
+        else:
+            phase = "grokking"
+        cells.append(TransitionLevel(py(lv), int(m.sum()), n, int((m & short).sum()),
+                                     wilson(k, n, level), med, regress, same_heads, phase))
+    return cells, medT
+
+
+def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
+           ) -> tuple[TransitionBody, list[Finding]]:
     f = rc.frame
     levels = np.sort(f[by].unique().astype(float))
     short = _budget(f, by, levels)
@@ -128,113 +271,118 @@ def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfi
             f"{int(short.sum())} runs stopped before their neighbours' median time to grok: "
             "left out of the fit, not counted as failures",
             runs=sorted(f.loc[short, "run"]), evidence={"n_runs": int(short.sum())}))
-
-    # -- per-level table and phase labels -----------------------------------------------------
-    heads = None
-    if "attn_head_cos" in rc.log.series:
-        P = pack(rc.log.series["attn_head_cos"], rc.log)
-        heads = P.values[np.arange(len(f)), np.maximum(P.counts - 1, 0)]
-    cells = []
-    medT = np.full(levels.size, np.nan)
-    for j, lv in enumerate(levels):
-        m = lam == lv
-        mu_ = m & use
-        k, n = int(y[mu_].sum()), int(mu_.sum())
-        ml, mu, cens = median_interval(f.loc[m, "tg_lower"].to_numpy(),
-                                       f.loc[m, "tg_upper"].to_numpy())
-        medT[j] = math.inf if cens else mu
-        g = m & (y == 1)
-        regress = int((g & ~f["sustained"].to_numpy(dtype=bool)).sum())
-        same_heads = int((g & (heads >= HEADS_IDENTICAL)).sum()) if heads is not None else 0
-        if n == 0:
-            phase = "undetermined"
-        elif k == 0:
-            phase = "memorization"
-        elif 2 * regress > g.sum() or 2 * same_heads > g.sum():
-            phase = "collapse"
-        else:
-            phase = "grokking"
-        cells.append({"level": py(lv), "n_runs": int(m.sum()), "n_scored": n,
-                      "n_insufficient_budget": int((m & short).sum()),
-                      "grok_rate": wilson(k, n, level),
-                      "median_t_grok": {"lower": ml, "upper": mu, "censored": cens},
-                      "n_regressed": regress, "n_heads_identical": same_heads, "phase": phase})
-
-    ab = logistic_fit(u[use], y[use])
-    u_c = _boundary(ab)
-    lam_c = math.exp(u_c) if u_c is not None and abs(u_c) < 700 else None
-    boot_c = boot_nu = None
-    power = None
-    side_counts = None
-    if lam_c is None:
+    cells, medT = _levels(rc, by, levels, short, level)
+    kind = separation(u[use], y[use])
+    boundary: Boundary | None = None
+    power_law: PowerLaw | None = None
+    if kind == "constant":
         findings.append(finding(
             Reason.NO_TRANSITION, "study",
             "every scored run is on the same side (all grok or none): no transition point",
             evidence={"n_scored": int(use.sum()), "n_grokked": int(y[use].sum())}))
+    elif kind != "none":
+        lo, hi, side = _bracket(levels, lam[use], y[use], kind)
+        below = int(np.sum(levels <= lo)) if lo is not None else 0
+        above = int(np.sum(levels >= hi)) if hi is not None else 0
+        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above)
+        findings.append(finding(
+            TRANSITION_SEPARATED, "study",
+            f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'} separated: "
+            f"the grok rate jumps between {by} = {_g(lo)} and {_g(hi)}, and any λ_c in "
+            "between fits as well; no point estimate, no interval, no ν",
+            evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side}))
+        _bracketing(findings, levels, below, above)
+        if lo is not None and hi is not None:
+            grid = np.geomspace(lo, hi, 11)[1:-1]
+            nus = [p[0] for p in (_power(levels, medT, float(c), side == "above") for c in grid)
+                   if p is not None]
+            if nus:
+                power_law = PowerLaw(None, None, 0, None, (float(min(nus)), float(max(nus))))
     else:
-        assert ab is not None and u_c is not None
-        below = int(np.sum(levels < lam_c))
-        above = int(np.sum(levels > lam_c))
-        side_counts = {"below": below, "above": above}
-        if levels.size < MIN_LEVELS or min(below, above) < MIN_SIDE:
+        ab = logistic_fit(u[use], y[use])
+        u_c = _boundary(ab)
+        assert ab is not None
+        if u_c is None:
             findings.append(finding(
-                Reason.TOO_FEW_LEVELS, "study",
-                f"{levels.size} levels, {below} below and {above} above λ_c: the transition is "
-                f"not bracketed (need ≥ {MIN_LEVELS}, ≥ {MIN_SIDE} per side)",
-                evidence={"n_levels": int(levels.size), "below": below, "above": above,
-                          "what": "transition"}))
-        power = _power(levels, medT, u_c, ab[1])
-        if power is None:
-            findings.append(finding(
-                Reason.TOO_FEW_LEVELS, "study",
-                f"fewer than {MIN_POWER_CELLS} grokking levels with an uncensored median: no "
-                "power law", evidence={"what": "power_law", "needed": MIN_POWER_CELLS}))
-        # stratified bootstrap of λ_c and ν
-        rng = np.random.default_rng(seed)
-        idx_by_level = [np.flatnonzero((lam == lv) & use) for lv in levels]
-        all_by_level = [np.flatnonzero(lam == lv) for lv in levels]
-        up = f["tg_upper"].to_numpy(dtype=float)
-        cs = np.full(n_resamples, np.nan)
-        nus = np.full(n_resamples, np.nan)
-        for b in range(n_resamples):
-            pick = np.concatenate([rng.choice(ix, ix.size) for ix in idx_by_level if ix.size])
-            abb = logistic_fit(u[pick], y[pick])
-            ucb = _boundary(abb)
-            if ucb is None or abs(ucb) > 700:
-                continue
-            cs[b] = math.exp(ucb)
-            if power is not None and abb is not None:
-                med_b = np.array([np.median(up[rng.choice(ix, ix.size)]) if ix.size else np.nan
-                                  for ix in all_by_level])
-                pw = _power(levels, med_b, ucb, abb[1])
-                if pw is not None:
-                    nus[b] = pw[0]
-        a = (1 - level) / 2
+                Reason.NO_TRANSITION, "study",
+                "the logistic fit puts the boundary far outside the sweep: no transition point",
+                evidence={"intercept": ab[0], "slope": ab[1]}))
+        else:
+            lam_c = math.exp(u_c)
+            above_side = ab[1] > 0
+            below = int(np.sum(levels < lam_c))
+            above = int(np.sum(levels > lam_c))
+            _bracketing(findings, levels, below, above)
+            power = _power(levels, medT, lam_c, above_side)
+            if power is None:
+                findings.append(finding(
+                    Reason.TOO_FEW_LEVELS, "study",
+                    f"fewer than {MIN_POWER_CELLS} grokking levels with an uncensored median: "
+                    "no power law", evidence={"what": "power_law", "needed": MIN_POWER_CELLS}))
+            # one resample of runs within levels serves both: the logistic on its scored runs,
+            # the medians on all of its runs (budget-short ones too, as in the table)
+            strata = [np.flatnonzero(lam == lv) for lv in levels]
+            cuts = np.cumsum([s.size for s in strata])[:-1]
+            tv = np.where(y == 1, f["tg_value"].to_numpy(dtype=float), np.inf)
 
-        def ci(est: float | None, vals: np.ndarray) -> BootstrapCI:
-            good = vals[np.isfinite(vals)]
-            if good.size < 10:
-                return BootstrapCI(est, None, None, level, "percentile (stratified)",
-                                   n_resamples, seed, vals)
-            return BootstrapCI(est, float(np.quantile(good, a)), float(np.quantile(good, 1 - a)),
-                               level, "percentile (stratified)", n_resamples, seed, vals)
+            def stat(ix: np.ndarray) -> list[float]:
+                sel = ix[use[ix]]
+                if separation(u[sel], y[sel]) != "none":
+                    return [math.nan, math.nan]  # no maximum-likelihood boundary here
+                ucb = _boundary(logistic_fit(u[sel], y[sel]))
+                if ucb is None:
+                    return [math.nan, math.nan]
+                nu = math.nan
+                if power is not None:
+                    med_b = np.array([np.median(tv[p]) for p in np.split(ix, cuts)])
+                    pw = _power(levels, med_b, math.exp(ucb), above_side)
+                    nu = math.nan if pw is None else pw[0]
+                return [math.exp(ucb), nu]
 
-        boot_c = ci(lam_c, cs)
-        boot_nu = ci(power[0] if power else None, nus) if power else None
-    body: dict[str, Any] = {
-        "step_unit": rc.step_unit,
-        "by": by,
-        "levels": cells,
-        "logistic": None if ab is None else {"intercept": ab[0], "slope_log_lambda": ab[1]},
-        "lambda_c": lam_c,
-        "lambda_c_ci": boot_c,
-        "levels_each_side": side_counts,
-        "power_law": None if power is None else {
-            "nu": power[0], "log_prefactor": power[1], "n_cells": power[2], "nu_ci": boot_nu},
-        "note": "exponents are empirical, with CIs; no universality class is implied",
-    }
-    params = {"by": by, "level": level, "seed": seed, "n_resamples": n_resamples,
-              "step_unit": rc.step_unit}
+            ci_c, ci_nu = bootstrap(strata, stat, seed=seed, level=level,
+                                    n_resamples=n_resamples, label="runs within levels")
+            boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
+                                ab[0], ab[1], below, above)
+            if power is not None:
+                power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None)
+    body = TransitionBody(
+        step_unit=rc.step_unit, by=by, n_runs=len(f), levels=tuple(cells), boundary=boundary,
+        power_law=power_law,
+        note="exponents are empirical, with CIs; no universality class is implied")
+    return body, findings
+
+
+def _bracketing(findings: list[Finding], levels: np.ndarray, below: int, above: int) -> None:
+    if levels.size < MIN_LEVELS or min(below, above) < MIN_SIDE:
+        findings.append(finding(
+            Reason.TOO_FEW_LEVELS, "study",
+            f"{levels.size} levels, {below} below and {above} above λ_c: the transition is "
+            f"not bracketed (need ≥ {MIN_LEVELS}, ≥ {MIN_SIDE} per side)",
+            evidence={"n_levels": int(levels.size), "below": below, "above": above,
+                      "what": "transition"}))
+
+
+def _g(x: float | None) -> str:
+    from ..results import format_number
+
+    return format_number(x) if x is not None else "—"
+
+
+def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
+                   cell: Sequence[str] = (), level: float = 0.95, seed: int = 0,
+                   n_resamples: int = 499, step_unit: str | None = None,
+                   source: str | None = None) -> ClaimResult:
+    """Audit a phase-boundary claim along ``by`` (λ, positive); see the module docstring.
+    ``cell`` splits the runs into separate studies; runs sharing a level but differing in
+    another condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates
+    them."""
+    rc = run_clocks(table, config, source, step_unit)
+    require_columns(rc, [by], "--by", positive=True)
+    out = []
+    for key, rcs in studies(rc, cell, [by], source, "the transition fit"):
+        body, fs = _study(rcs, by, level, seed, n_resamples)
+        out.append((key, body, fs))
+    params = {"by": by, "cell": list(cell), "level": level, "seed": seed,
+              "n_resamples": n_resamples, "step_unit": rc.step_unit}
     return make_result("transition", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), body=body, findings=findings,
-                       fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)

@@ -66,7 +66,7 @@ def test_commands_print_and_exit_like_check(logs: dict[str, Path], command: str,
     rc2, js, _ = _invoke([command, str(path), *args, "--json", "-"])
     assert rc2 == rc
     d = json.loads(js)
-    assert d["schema"] == f"grokaudit.{command}/1"
+    assert d["schema"] == f"grokaudit.{command}/2"
     assert d["summary"]["exit_code"] == rc
     assert _invoke([command, str(path), *args, "--json", "-"])[1] == js  # byte-identical
 

@@ -1,20 +1,31 @@
-"""``grokaudit compare``: paired tests, censored differences, power."""
+"""``grokaudit compare``: paired tests, censored differences as bounds, power, pairing."""
 
 from __future__ import annotations
+
+import json
+import re
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from grokaudit import LogFormatError, Reason, make_config
 from grokaudit.claims.compare import run_compare
+from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
+from grokaudit.errors import ErrorCode
 
 
-def _log(base: list[float], new: list[float], budget: int = 5000) -> pd.DataFrame:
+def _log(base: list[float], new: list[float], budget: int = 5000, extra: int = 0
+         ) -> pd.DataFrame:
     n = len(base)
     runs = pd.DataFrame({"run": [f"b{i}" for i in range(n)] + [f"n{i}" for i in range(n)],
                          "method": ["baseline"] * n + ["cv_adamw"] * n,
                          "seed": list(range(n)) * 2, "t_grok": base + new, "budget": budget})
+    if extra:  # a third arm the comparison leaves aside
+        runs = pd.concat([runs, pd.DataFrame({
+            "run": [f"x{i}" for i in range(extra)], "method": "sgd", "seed": range(extra),
+            "t_grok": 2000.0, "budget": budget})], ignore_index=True)
     return make_log(runs, every=50)
 
 
@@ -23,7 +34,10 @@ def test_five_pairs_are_underpowered() -> None:
                     make_config(), by="method", pair="seed", arms=["baseline", "cv_adamw"])
     assert Reason.UNDERPOWERED in r.codes
     assert r.exit_code == 1
-    assert r["tests"]["wilcoxon"].p_value >= 0.05  # every pair agrees, still not < 0.05
+    b = r.body
+    assert b.tests.wilcoxon.p_value >= 0.05  # every pair agrees, still not < 0.05
+    assert b.power.min_attainable_p == pytest.approx(0.0625) and b.power.pairs_needed == 6
+    assert b.power.min_detectable_dz == pytest.approx(1.676, abs=0.01)
 
 
 def test_eight_pairs_with_a_clear_effect_reach_significance() -> None:
@@ -32,22 +46,63 @@ def test_eight_pairs_with_a_clear_effect_reach_significance() -> None:
     r = run_compare(_log(base, new), make_config(), by="method", pair="seed",
                     arms=["baseline", "cv_adamw"])
     assert Reason.UNDERPOWERED not in r.codes
-    t = r["tests"]
-    assert t["wilcoxon"].p_value < 0.05 and t["sign_flip"].p_value < 0.05
-    assert t["mean"] == pytest.approx(np.mean(np.array(base) - np.array(new)), abs=1e-9)
-    assert t["mean_ci"].low > 0
+    t = r.body.tests
+    assert t.wilcoxon.p_value < 0.05 and t.sign_flip.p_value < 0.05
+    assert t.mean == pytest.approx(np.mean(np.array(base) - np.array(new)), abs=1e-9)
+    assert t.mean_ci.low > 0 and t.mean_ci.low < t.mean_ci.high
+    # the arms' times rise together over the seeds: the pairing correlates
+    assert r.body.pairing.r == pytest.approx(1.0) and r.body.pairing.n == 8
 
 
-def test_a_censored_arm_is_a_bound_shown_and_counted() -> None:
-    base = [np.inf, 3200, 3400, 3600, 3800, np.inf, 3100]
-    new = [1000, 1100, 1200, 1300, 1400, np.inf, 1500]
+def test_censored_pairs_give_bounds_not_estimates() -> None:
+    """The issue's case: with censored pairs the old audit printed ``mean d 77268
+    [75717, 78692] (BCa)`` and ``Cohen's d_z = 21.8`` computed on lower bounds."""
+    base = [np.inf, 3200, 3400, 3600, 3800, np.inf, 3100, np.inf]
+    new = [1000, 1100, 1200, 1300, 1400, np.inf, 1500, 900]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # was: a numpy RuntimeWarning
+        r = run_compare(_log(base, new), make_config(), by="method", pair="seed",
+                        arms=["baseline", "cv_adamw"])
+    b = r.body
+    kinds = [p.kind for p in b.pairs]
+    assert kinds.count("lower_bound") == 2 and kinds.count("both_censored") == 1
+    assert Reason.CENSORED_PAIRS in r.codes
+    assert b.tests is None  # nothing is estimated over bounds
+    c = b.censored
+    # each bound: d > L_a − t_b with L_a = 5000 (the last logged step)
+    assert [p.d.low for p in b.pairs if p.kind == "lower_bound"] == [4000, 4100]
+    assert c.mean_d.value is None and c.mean_d.high is None  # a both-censored pair: unbounded
+    # the median is bounded on both sides: the both-censored pair sits at either end
+    assert (c.median_d.value, c.median_d.low, c.median_d.high) == (None, 2250, 2350)
+    assert c.sign.n == 7 and c.sign.statistic == 7  # the both-censored pair has no sign
+    assert c.wilcoxon_p_at_most is None  # a pair with no bound at all: no Wilcoxon bound
+    assert b.complete_pairs.n == 5
+    assert b.power.test == "sign_exact" and b.power.n == 7
+    text = render_text(r)
+    assert ">4000" in text and ">4100" in text
+    assert "d_z" not in text.split("power:")[0] and "BCa" not in text
+    assert "mean d unknown, median d (2250, 2350)" in text
+    d = json.loads(r.to_json())
+    assert d["studies"][0]["tests"] is None
+
+
+def test_one_sided_censoring_bounds_the_mean_and_the_wilcoxon_p() -> None:
+    base = [np.inf, 3200, 3400, 3600, 3800, 3100, np.inf]
+    new = [1000, 1100, 1200, 1300, 1400, 1500, 1600]
     r = run_compare(_log(base, new), make_config(), by="method", pair="seed",
                     arms=["baseline", "cv_adamw"])
-    kinds = [p["kind"] for p in r["pairs"]]
-    assert kinds.count("lower_bound") == 1 and kinds.count("both_censored") == 1
-    assert Reason.CENSORED_PAIRS in r.codes
-    assert r["tests"]["n"] == 6  # the bounded pair enters, the both-censored one cannot
-    assert r["tests_complete_pairs_only"]["n"] == 5
+    c = r.body.censored
+    assert c.mean_d.value is None and c.mean_d.low is not None and c.mean_d.high is None
+    assert c.wilcoxon_p_at_most == pytest.approx(2 / 2**7)
+    text = render_text(r)
+    assert re.search(r"mean d >\d+", text) and "p ≤ 0.0156" in text
+
+
+def test_header_counts_the_pairs_compared() -> None:
+    r = run_compare(_log([3000, 3200, 3400], [1000, 1100, 1200], extra=4), make_config(),
+                    by="method", pair="seed", arms=["baseline", "cv_adamw"])
+    first = render_text(r).splitlines()[0]
+    assert "3 pairs (6 runs) of 10 runs" in first
 
 
 def test_arms_must_be_chosen_among_several_and_pairs_unique() -> None:
@@ -57,5 +112,21 @@ def test_arms_must_be_chosen_among_several_and_pairs_unique() -> None:
         run_compare(make_log(runs), make_config(), by="method", pair="seed")
     runs2 = pd.DataFrame({"run": list("abc"), "method": ["x", "x", "y"], "seed": [0, 0, 0],
                           "t_grok": [100, 200, 300], "budget": 1000})
-    with pytest.raises(LogFormatError):
+    with pytest.raises(LogFormatError) as exc:
         run_compare(make_log(runs2), make_config(), by="method", pair="seed")
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
+
+
+def test_pairs_across_two_tasks_are_refused_unless_split() -> None:
+    a = _log([3000, 3200, 3400], [1000, 1100, 1200])
+    b = a.copy()
+    a["task"], b["task"] = "add", "mul"
+    b["run"] = b["run"] + "_mul"
+    log = pd.concat([a, b], ignore_index=True)
+    with pytest.raises(LogFormatError) as exc:
+        run_compare(log, make_config(), by="method", pair="seed")
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
+    assert "--cell task" in str(exc.value)
+    r = run_compare(log, make_config(), by="method", pair="seed", cell=["task"])
+    assert [s.study for s in r.studies] == [{"task": "add"}, {"task": "mul"}]
+    assert all(s.body.n_pairs == 3 for s in r.studies)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
-from grokaudit import Reason, make_config
-from grokaudit.claims.dose import fit_laws, run_dose
+from grokaudit import LogFormatError, Reason, make_config
+from grokaudit.claims.dose import LAW_CONTRADICTED, fit_laws, run_dose
+from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
+from grokaudit.errors import ErrorCode
 
 
 def _log(x_levels: np.ndarray, law: str, seeds: int = 5, noise: float = 0.05,
@@ -27,18 +31,22 @@ def _log(x_levels: np.ndarray, law: str, seeds: int = 5, noise: float = 0.05,
 def test_exponential_data_over_a_wide_range_pick_the_exponential_law() -> None:
     r = run_dose(_log(np.linspace(0.5, 2.5, 7), "exponential"), make_config(), by="rho",
                  n_resamples=99)
-    assert r["best"] == "exponential"
+    b = r.body
+    assert b.best == "exponential" and b.identified
     assert Reason.MODELS_INDISTINGUISHABLE not in r.codes
-    ci = r["key_parameter"]["ci"]
+    ci = b.key_parameter.ci
     assert ci.low <= 2.0 <= ci.high
-    assert len(r["delta_aicc"]) == 3
+    assert len(b.delta_aicc) == 3
+    assert all(c.median_ci.low < c.median_ci.high for c in b.cells if c.in_fit)
+    # the last cell (300·e⁵ ≈ 44 500 > the 40 000 budget) is censored; the law allows it
+    assert b.cells[-1].left_out == "censored" and not b.fit("exponential").contradicted
 
 
 def test_one_model_over_a_narrow_range_is_indistinguishable() -> None:
     r = run_dose(_log(np.linspace(1.0, 1.1, 6), "exponential"), make_config(), by="rho",
                  n_resamples=50)
     assert Reason.MODELS_INDISTINGUISHABLE in r.codes
-    assert not r["identified"]
+    assert not r.body.identified
     assert r.exit_code == 1
 
 
@@ -54,14 +62,18 @@ def test_fit_range_and_censored_cells_are_listed_not_fitted() -> None:
     r = run_dose(log, make_config(), by="rho", fit_range=(0.5, 2.6), n_resamples=30)
     assert Reason.OUTSIDE_FIT_RANGE in r.codes
     assert Reason.MEDIAN_CENSORED in r.codes  # exp(ln 300 + 7) ≈ 330 000 > budget
-    assert 3.5 not in r["fit_cells"] and 3.0 not in r["fit_cells"]
+    b = r.body
+    assert 3.5 not in b.fit_cells and 3.0 not in b.fit_cells
+    top = b.cells[-1]
+    assert top.median_t_grok.censored and top.median_ci is None  # a bound has no CI
+    assert ">150000" in render_text(r)
 
 
 def test_too_few_cells_refuses_the_comparison() -> None:
     r = run_dose(_log(np.array([1.0, 1.5, 2.0]), "exponential"), make_config(), by="rho",
                  n_resamples=20)
     assert Reason.TOO_FEW_CELLS in r.codes
-    assert r["best"] is None
+    assert r.body.best is None
 
 
 def test_mediation_full_recovery_when_the_mediator_carries_the_effect() -> None:
@@ -83,11 +95,12 @@ def test_mediation_full_recovery_when_the_mediator_carries_the_effect() -> None:
     r = run_dose(log, make_config(), by="rho", mediator="logit_scale",
                  baseline={"rho": 1.0, "tau": 1.0}, raised={"rho": 1.15, "tau": 1.0},
                  sweep="tau", n_resamples=60)
-    m = r["mediation"]
-    assert abs(m["recovery"] - 1.0) < 0.05
-    assert m["recovery_ci"].low <= 1.0 <= m["recovery_ci"].high
-    assert m["collapse"]["r2_mediator"] > 0.95
-    assert abs(m["collapse"]["increment"]) < 0.02
+    m = r.body.mediation
+    assert abs(m.recovery - 1.0) < 0.05
+    assert m.recovery_ci.low <= 1.0 <= m.recovery_ci.high
+    assert m.collapse.r2_mediator > 0.95
+    assert abs(m.collapse.increment) < 0.02
+    json.loads(r.to_json())
 
 
 def test_mediation_outside_the_sweep_is_refused() -> None:
@@ -102,4 +115,54 @@ def test_mediation_outside_the_sweep_is_refused() -> None:
                  baseline={"rho": 1.0, "tau": 1.0}, raised={"rho": 1.15, "tau": 1.0},
                  sweep="tau", n_resamples=20)
     assert Reason.MEDIATOR_OUT_OF_RANGE in r.codes
-    assert r["mediation"]["recovery"] is None
+    assert r.body.mediation.recovery is None
+
+
+def _diverging(budget: int = 100_000) -> pd.DataFrame:
+    """ln T = ln 300 + 2x up to x = 2 (7 cells, 5 seeds), then a cell at x = 2.5 where no
+    run groks within ``budget``: the exponential law fitted on the first 7 cells predicts
+    300·e⁵ ≈ 45 000 steps there, a cell still ungrokked at 100 000."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for x in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]:
+        for s in range(5):
+            t = np.inf if x > 2.2 else round(300 * np.exp(2 * x + rng.normal(0, 0.03)))
+            rows.append({"run": f"x{x}s{s}", "rho": x, "seed": s, "t_grok": t,
+                         "budget": budget})
+    return make_log(pd.DataFrame(rows), every=500)
+
+
+def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
+    r = run_dose(_diverging(), make_config(), by="rho", n_resamples=99)
+    b = r.body
+    assert b.best == "exponential"
+    assert LAW_CONTRADICTED in r.codes and r.exit_code == 1
+    chk = b.fit("exponential").censored_checks
+    assert len(chk) == 1 and chk[0].x == 2.5 and chk[0].bound == 100_000
+    assert chk[0].contradicted and chk[0].predicted_high < 100_000
+    assert not b.identified
+    # the saddle-node diverges before 2.5 (x₀ beyond the last fitted cell): consistent
+    assert not b.fit("saddle_node").contradicted
+    assert "CONTRADICTED" in render_text(r)
+    json.loads(r.to_json())
+
+
+def test_a_censored_cell_the_law_allows_is_no_finding() -> None:
+    r = run_dose(_diverging(budget=30_000), make_config(), by="rho", n_resamples=99)
+    assert LAW_CONTRADICTED not in r.codes or not any(
+        f.evidence.get("law") for f in r.findings if f.code is LAW_CONTRADICTED)
+    assert not r.body.fit("exponential").contradicted
+
+
+def test_two_arms_sharing_a_dose_are_refused_unless_cell_splits_them() -> None:
+    a = _log(np.linspace(0.5, 2.5, 5), "exponential", seeds=3)
+    b = a.copy()
+    a["opt"], b["opt"] = "adamw", "sgd"
+    b["run"] = b["run"] + "_sgd"
+    log = pd.concat([a, b], ignore_index=True)
+    with pytest.raises(LogFormatError) as exc:
+        run_dose(log, make_config(), by="rho", n_resamples=20)
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and "--cell opt" in str(exc.value)
+    r = run_dose(log, make_config(), by="rho", cell=["opt"], n_resamples=20)
+    assert [s.study for s in r.studies] == [{"opt": "adamw"}, {"opt": "sgd"}]
+    assert all(s.body.cells[0].n_runs == 3 for s in r.studies)  # not pooled: 3 seeds each

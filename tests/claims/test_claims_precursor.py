@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from grokaudit import LogFormatError, Reason, make_config
 from grokaudit.claims.precursor import run_precursor
+from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
+from grokaudit.cli import cli
+from grokaudit.schema import read_arrow, write_table
 
 
 def _runs(n: int = 12, never: int = 0) -> pd.DataFrame:
@@ -36,18 +43,20 @@ def test_a_monotone_placebo_signal_peaks_at_the_window_edge() -> None:
     log = make_log(_runs(), every=50, series={"attn_cv": _monotone})
     r = run_precursor(log, make_config(), signal="attn_cv", n_perm=199)
     assert Reason.PEAK_AT_WINDOW_EDGE in r.codes
-    assert all(x["peak_at_edge"] for x in r["runs"])
+    assert all(x.peak_at_edge for x in r.body.runs)
     assert Reason.PRECURSOR_NOT_SPECIFIC in r.codes  # the last point never precedes grokking
 
 
 def test_a_real_precursor_beats_both_nulls() -> None:
     log = make_log(_runs(), every=50, series={"attn_cv": _bump, "weight_norm": _monotone})
     r = run_precursor(log, make_config(), signal="attn_cv", n_perm=199)
-    assert r["fraction_preceding"] == 1.0
+    b = r.body
+    assert b.fraction_preceding == 1.0
     assert Reason.PRECURSOR_NOT_SPECIFIC not in r.codes
     assert Reason.PEAK_AT_WINDOW_EDGE not in r.codes
-    assert r["null_placebo"]["signal"] == "weight_norm"
-    assert r["lead_ci"].low <= 600 <= r["lead_ci"].high
+    assert b.placebo.signal == "weight_norm"
+    assert b.placebo.n_signal_only == 12 and b.placebo.test.p_value == pytest.approx(0.5**12)
+    assert b.lead_ci.low <= 600 <= b.lead_ci.high
 
 
 def test_noise_is_not_a_precursor() -> None:
@@ -59,9 +68,9 @@ def test_noise_is_not_a_precursor() -> None:
 def test_never_grokked_runs_are_counted_apart() -> None:
     log = make_log(_runs(never=3), every=50, series={"attn_cv": _bump})
     r = run_precursor(log, make_config(), signal="attn_cv", n_perm=99)
-    assert r["n_no_grok"] == 3 and r["n_scored"] == 9
+    assert r.body.n_no_grok == 3 and r.body.n_scored == 9
     assert Reason.NO_GROK in r.codes
-    assert sum(x["precedes"] is None for x in r["runs"]) == 3
+    assert sum(x.precedes is None for x in r.body.runs) == 3
 
 
 def test_precursor_needs_train_acc_and_the_signal() -> None:
@@ -70,3 +79,56 @@ def test_precursor_needs_train_acc_and_the_signal() -> None:
         run_precursor(log.drop(columns="train_acc"), make_config(), signal="attn_cv")
     with pytest.raises(LogFormatError):
         run_precursor(log, make_config(), signal="nope")
+
+
+def _bump_at(offset: dict[int, float], default: float):
+    """A bump ``default`` steps before grokking, ``offset[i]`` for run ``i`` (negative: after)."""
+    def fn(r: pd.Series, s: np.ndarray) -> np.ndarray:
+        lead = offset.get(int(r["seed"]), default)
+        return np.exp(-(((s - (r["t_grok"] - lead)) / 150) ** 2))
+    return fn
+
+
+def test_a_placebo_as_good_as_the_signal_is_not_specific_by_a_test() -> None:
+    """The signal precedes in 11 of 12 runs, the placebo in 10 of 12: the old rule (placebo
+    ≥ signal) stayed silent; the exact McNemar test on the 3 discordant runs cannot tell them
+    apart (p = 0.5)."""
+    log = make_log(_runs(), every=50, series={
+        "attn_cv": _bump_at({0: -400}, 600), "smooth": _bump_at({1: -400, 2: -400}, 500)})
+    r = run_precursor(log, make_config(), signal="attn_cv", placebo="smooth", n_perm=199)
+    b = r.body
+    assert b.fraction_preceding_interior == pytest.approx(11 / 12)
+    assert b.placebo.fraction_preceding_interior == pytest.approx(10 / 12)
+    assert (b.placebo.n_signal_only, b.placebo.n_placebo_only) == (2, 1)
+    assert b.placebo.test.p_value == pytest.approx(0.5)
+    assert b.null_permuted.p_value < 0.05  # it does beat its own permutation null
+    f = next(f for f in r.findings if f.code is Reason.PRECURSOR_NOT_SPECIFIC)
+    assert f.evidence["failed"] == ["placebo"]
+    assert "McNemar" in render_text(r)
+
+
+def test_epochs_recorded_by_the_adapter_are_the_unit(tmp_path: Path) -> None:
+    log = make_log(_runs(), every=50, series={"attn_cv": _bump})
+    p = write_table(log, tmp_path / "e.parquet", provenance={"step_unit": "epoch"})
+    r = run_precursor(read_arrow(p), make_config(), signal="attn_cv", n_perm=99)
+    assert r.body.step_unit == "epochs"
+    assert "times in epochs" in render_text(r).splitlines()[0]
+    r2 = run_precursor(read_arrow(p), make_config(), signal="attn_cv", n_perm=99,
+                       step_unit="steps")
+    assert r2.body.step_unit == "steps"  # --step-unit overrides the provenance
+
+
+def test_a_single_csv_with_run_from_column_and_epochs(tmp_path: Path) -> None:
+    """One CSV holding every run, counted in epochs (as many trainers log): read through the
+    adapters with ``--run-from column``; the unit comes from the adapter."""
+    log = make_log(_runs(6), every=50, series={"attn_cv": _bump})
+    p = tmp_path / "all_runs.csv"
+    log.rename(columns={"step": "epoch"}).to_csv(p, index=False)
+    res = CliRunner().invoke(cli, ["precursor", str(p), "--signal", "attn_cv", "--run-from",
+                                   "column", "--n-perm", "99"])
+    assert res.exit_code in (0, 1), res.output
+    assert "6 runs · times in epochs" in res.stdout.splitlines()[0]
+    res = CliRunner().invoke(cli, ["precursor", str(p), "--signal", "attn_cv", "--run-from",
+                                   "column", "--n-perm", "99", "--json", "-"])
+    d = json.loads(res.stdout)
+    assert d["studies"][0]["step_unit"] == "epochs" and d["params"]["step_unit"] == "epochs"

@@ -8,12 +8,17 @@ import math
 import numpy as np
 import pytest
 from grokaudit.claims.stats import (
+    MIN_VALID,
     aicc,
-    bootstrap_ci,
+    bootstrap,
     cohen_dz,
+    mcnemar_exact,
+    min_detectable_dz,
     min_wilcoxon_p,
     ols,
+    pearson,
     sign_flip_test,
+    sign_test,
     wilcoxon_exact,
     wilson,
 )
@@ -39,24 +44,64 @@ def test_wilson_known_values() -> None:
 def test_bootstrap_is_seeded_and_covers_a_known_mean() -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(10.0, 1.0, 60)
-    a = bootstrap_ci(x, np.mean, seed=3, method="bca", n_resamples=499)
-    b = bootstrap_ci(x, np.mean, seed=3, method="bca", n_resamples=499)
+    (a,) = bootstrap(x.size, lambda ix: np.mean(x[ix]), seed=3, method="bca", n_resamples=499)
+    (b,) = bootstrap(x.size, lambda ix: np.mean(x[ix]), seed=3, method="bca", n_resamples=499)
     assert (a.low, a.high) == (b.low, b.high)
     assert a.low < 10.0 < a.high
-    assert a.method == "bca"
+    assert a.method == "BCa" and a.n_valid == 499
+    (p,) = bootstrap(x.size, lambda ix: np.mean(x[ix]), seed=3, n_resamples=499)
+    assert p.low == pytest.approx(np.mean(x) - 1.96 / np.sqrt(60), abs=0.06)
 
 
-def test_bootstrap_bca_falls_back_on_a_constant_sample() -> None:
-    ci = bootstrap_ci(np.ones(8), np.mean, seed=0, method="bca", n_resamples=99)
-    assert ci.method.startswith("percentile")
+def test_bootstrap_bca_matches_scipy() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.exponential(1.0, 40)
+    (ours,) = bootstrap(x.size, lambda ix: np.mean(x[ix]), seed=0, method="bca",
+                        n_resamples=4999)
+    ref = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=4999,
+                          random_state=np.random.default_rng(0)).confidence_interval
+    assert (ours.low, ours.high) == pytest.approx((ref.low, ref.high), rel=0.03)
 
 
-def test_paired_bootstrap_resamples_units_together() -> None:
+def test_bootstrap_never_gives_a_zero_width_interval() -> None:
+    (ci,) = bootstrap(8, lambda ix: float(np.mean(np.ones(8)[ix])), seed=0, method="bca",
+                      n_resamples=99)
+    assert ci.estimate == 1.0 and ci.low is None and ci.high is None and not ci.identified
+    assert "no spread" in ci.note
+    # paired differences exactly 5 in every unit: no interval, not [5, 5]
     a = np.arange(20.0)
-    b = a + 5.0  # the paired difference is exactly 5 in every unit
-    ci = bootstrap_ci((a, b), lambda x, y: float(np.mean(y - x)), seed=0, paired=True,
-                      n_resamples=199)
-    assert ci.low == pytest.approx(5.0) and ci.high == pytest.approx(5.0)
+    b = a + 5.0
+    (ci,) = bootstrap(20, lambda ix: float(np.mean(b[ix] - a[ix])), seed=0, n_resamples=199)
+    assert ci.estimate == pytest.approx(5.0) and not ci.identified
+
+
+def test_bootstrap_one_draw_rule_and_strata() -> None:
+    x = np.arange(30.0)
+    # a statistic that fails on most resamples gets no interval, and says why
+    (ci,) = bootstrap(30, lambda ix: float(np.mean(x[ix])) if ix[0] < 3 else None, seed=0,
+                      n_resamples=200)
+    assert not ci.identified and "resamples gave a value" in ci.note and ci.n_valid < 100
+    assert MIN_VALID == 20
+    # strata are resampled within themselves: each resample keeps 10 + 20 units
+    seen = set()
+
+    def stat(ix: np.ndarray) -> float:
+        seen.add((int(np.sum(ix < 10)), int(np.sum(ix >= 10))))
+        return float(np.mean(x[ix]))
+
+    bootstrap([np.arange(10), np.arange(10, 30)], stat, seed=1, n_resamples=50)
+    assert seen == {(10, 20)}
+    # a vector statistic gets one interval per component
+    lo_hi = bootstrap(30, lambda ix: [np.mean(x[ix]), np.median(x[ix])], seed=0,
+                      n_resamples=99)
+    assert len(lo_hi) == 2 and all(c.identified for c in lo_hi)
+
+
+def test_bootstrap_keeps_a_censored_end_unbounded() -> None:
+    t = np.array([100.0, 120, 130, np.inf, np.inf])
+    (ci,) = bootstrap(5, lambda ix: float(np.median(t[ix])), seed=0, n_resamples=199)
+    assert ci.estimate == 130 and ci.low is not None and ci.high is None and ci.high_unbounded
+    assert ci.identified and ci.excludes(50.0) and not ci.excludes(1e9)
 
 
 def _brute_wilcoxon(d: np.ndarray) -> float:
@@ -100,6 +145,41 @@ def test_sign_flip_exact_and_monte_carlo() -> None:
     mc2 = sign_flip_test(big, seed=5, n_resamples=2000)
     assert not mc1.exact and mc1.p_value == mc2.p_value
     assert mc1.p_value > 0.05  # the null is true
+
+
+def test_sign_test_and_mcnemar_known_values() -> None:
+    st = sign_test(np.array([1, 1, 1, 1, 1, 0, -1]))
+    assert (st.n, st.n_zeros, st.statistic) == (6, 1, 5)
+    assert st.p_value == pytest.approx(2 * 7 / 64)  # P(X ≥ 5) + P(X ≤ 1), Binomial(6, ½)
+    assert sign_test(np.ones(5)).p_value == pytest.approx(min_wilcoxon_p(5))
+    m = mcnemar_exact([True] * 8 + [False, True], [False] * 8 + [True, True])
+    assert (m.statistic, m.n) == (8, 9)
+    assert m.p_value == pytest.approx((9 + 1) / 512)  # P(X ≥ 8), Binomial(9, ½)
+    assert mcnemar_exact([True, False], [True, False]).p_value == 1.0
+
+
+def test_min_detectable_dz_has_the_stated_power() -> None:
+    rng = np.random.default_rng(0)
+    for n in (6, 10):
+        dz = min_detectable_dz(n)
+        x = rng.normal(dz, 1.0, (40000, n))
+        t = x.mean(axis=1) / (x.std(axis=1, ddof=1) / np.sqrt(n))
+        power = float(np.mean(np.abs(t) > stats.t.ppf(0.975, n - 1)))
+        assert power == pytest.approx(0.8, abs=0.01)
+    assert min_detectable_dz(10) == pytest.approx(0.996, abs=0.001)
+    assert min_detectable_dz(1) is None
+
+
+def test_pearson_with_fisher_interval() -> None:
+    x = np.arange(10.0)
+    y = x + np.array([0.5, -0.5] * 5)
+    c = pearson(x, y)
+    r = float(np.corrcoef(x, y)[0, 1])
+    h = 1.959964 / np.sqrt(7)
+    assert c.r == pytest.approx(r)
+    assert (c.low, c.high) == pytest.approx((np.tanh(np.arctanh(r) - h),
+                                             np.tanh(np.arctanh(r) + h)))
+    assert pearson(x[:3], y[:3]).low is None and pearson(x, np.ones(10)).r is None
 
 
 def test_cohen_dz() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from grokaudit.claims.survival import harrell_c, weibull_aft
+from grokaudit.claims.survival import aft, fit_families, harrell_c, weibull_aft
 
 TRUE = (5.0, 1.2)  # log T = 5 + 1.2·x + 0.5·W
 SIGMA = 0.5
@@ -48,6 +48,34 @@ def test_exact_times_are_a_special_case() -> None:
     assert fit.n_exact == 200 and fit.n_right == 0
     assert fit.ci_low[1] < -0.8 < fit.ci_high[1]
     assert fit.shape == pytest.approx(1 / 0.3, rel=0.2)
+
+
+def test_lognormal_aft_on_exact_times_is_ols() -> None:
+    """With every time exact, the normal likelihood of log T is least squares: the log-normal
+    AFT's coefficients are the OLS coefficients and σ̂² = RSS/n."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=80)
+    t = np.exp(2.0 + 0.7 * x + 0.3 * rng.normal(size=80))
+    X = np.column_stack((np.ones(80), x))
+    fit = aft(X, t, t, ["c", "x"], family="lognormal")
+    co, *_ = np.linalg.lstsq(X, np.log(t), rcond=None)
+    assert fit.coef == pytest.approx(tuple(co), abs=1e-7)
+    assert fit.sigma == pytest.approx(np.sqrt(np.mean((np.log(t) - X @ co) ** 2)), rel=1e-6)
+
+
+@pytest.mark.parametrize("family", ["weibull", "lognormal", "loglogistic"])
+def test_aic_picks_the_true_error_family(family: str) -> None:
+    rng = np.random.default_rng(11)
+    n = 400
+    x = rng.uniform(-1, 1, n)
+    w = {"weibull": np.log(rng.exponential(size=n)), "lognormal": rng.normal(size=n),
+         "loglogistic": rng.logistic(size=n)}[family]
+    t = np.exp(5.0 + 1.0 * x + 0.4 * w)
+    upper = np.ceil(t / 10) * 10  # interval-censored on a 10-step grid
+    X = np.column_stack((np.ones(n), x))
+    fits, best = fit_families(X, upper - 10, upper, ["c", "x"])
+    assert best == family
+    assert fits[family].ci_low[1] <= 1.0 <= fits[family].ci_high[1]
 
 
 def test_aft_rejects_malformed_input() -> None:

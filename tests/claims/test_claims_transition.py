@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
-from grokaudit import Reason, make_config
+from grokaudit import LogFormatError, Reason, make_config
+from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
-from grokaudit.claims.transition import logistic_fit, run_transition
+from grokaudit.claims.transition import (
+    TRANSITION_SEPARATED,
+    logistic_fit,
+    run_transition,
+    separation,
+)
+from grokaudit.errors import ErrorCode
 
 LAMBDA_C = 1e-3
 
@@ -30,11 +40,13 @@ def _log(levels: np.ndarray, per_level: int = 12, seed: int = 0, budget: int = 1
 def test_logistic_recovers_a_known_transition() -> None:
     r = run_transition(_log(np.geomspace(1e-4, 1e-2, 9)), make_config(), by="wd",
                        n_resamples=99)
-    ci = r["lambda_c_ci"]
-    assert ci.low <= LAMBDA_C <= ci.high
+    bd = r.body.boundary
+    assert bd.separation == "none" and bd.bracket is None
+    ci = bd.ci
+    assert ci.low < LAMBDA_C < ci.high  # never a zero-width interval
     assert Reason.TOO_FEW_LEVELS not in {f.code for f in r.findings
                                          if f.evidence.get("what") == "transition"}
-    phases = [c["phase"] for c in r["levels"]]
+    phases = [c.phase for c in r.body.levels]
     assert phases[0] == "memorization" and phases[-1] == "grokking"
 
 
@@ -62,8 +74,8 @@ def test_short_budget_is_not_a_failure() -> None:
                        n_resamples=30)
     f = next(f for f in r.findings if f.code is Reason.INSUFFICIENT_BUDGET)
     assert f.runs == ("short",)
-    top = r["levels"][-1]
-    assert top["n_insufficient_budget"] == 1 and top["grok_rate"].n == top["n_runs"] - 1
+    top = r.body.levels[-1]
+    assert top.n_insufficient_budget == 1 and top.grok_rate.n == top.n_runs - 1
 
 
 def test_no_transition_when_every_run_groks() -> None:
@@ -71,4 +83,66 @@ def test_no_transition_when_every_run_groks() -> None:
                          "t_grok": 500, "budget": 2000})
     r = run_transition(make_log(runs), make_config(), by="wd", n_resamples=10)
     assert Reason.NO_TRANSITION in r.codes
-    assert r["lambda_c"] is None
+    assert r.body.boundary is None
+
+
+def _separated(levels: list[float], first_grokking: float, per_level: int = 6) -> pd.DataFrame:
+    """Every run at or above ``first_grokking`` groks (t_grok = 500·wd^−½), none below."""
+    rows = []
+    for wd in levels:
+        for s in range(per_level):
+            t = round(500 * wd ** -0.5 * (1 + 0.03 * s)) if wd >= first_grokking else np.inf
+            rows.append({"run": f"wd{wd}s{s}", "wd": wd, "seed": s, "t_grok": t,
+                         "budget": 8000})
+    return make_log(pd.DataFrame(rows), every=10)
+
+
+def test_perfect_separation_gives_the_bracket_no_point_no_interval_no_nu() -> None:
+    """The issue's case: 1 level below, 7 above. The old audit printed the ridge artefact
+    λ_c = 0.1732 [0.173, 0.173] (the geometric mean of 0.1 and 0.3) and ν with a CI."""
+    levels = [0.1, 0.3, 0.5, 0.8, 1.2, 2.0, 3.0, 5.0]
+    r = run_transition(_separated(levels, 0.3), make_config(), by="wd", n_resamples=50)
+    bd = r.body.boundary
+    assert bd.separation == "complete"
+    assert bd.bracket == (0.1, 0.3) and bd.grok_side == "above"
+    assert bd.lambda_c is None and bd.ci is None
+    assert (bd.levels_below, bd.levels_above) == (1, 7)
+    assert Reason.TOO_FEW_LEVELS in r.codes and TRANSITION_SEPARATED in r.codes
+    p = r.body.power_law
+    assert p.nu is None and p.nu_ci is None and p.nu_range[0] < p.nu_range[1]
+    text = render_text(r)
+    assert "λ_c lies in (0.1, 0.3)" in text
+    assert "λ_c =" not in text and "ν =" not in text and "ν not identified" in text
+    assert not re.search(r"\[([-0-9.e]+), \1\]", text)  # no zero-width interval
+    d = json.loads(r.to_json())
+    assert d["studies"][0]["boundary"]["lambda_c"] is None
+    assert d["studies"][0]["boundary"]["bracket"] == [0.1, 0.3]
+
+
+def test_separation_well_bracketed_is_only_a_bracket() -> None:
+    levels = [0.1, 0.2, 0.3, 0.5, 0.8, 1.2, 2.0]
+    r = run_transition(_separated(levels, 0.5), make_config(), by="wd", n_resamples=50)
+    bd = r.body.boundary
+    assert bd.bracket == (0.3, 0.5) and bd.lambda_c is None
+    assert Reason.TOO_FEW_LEVELS not in r.codes and TRANSITION_SEPARATED in r.codes
+
+
+def test_quasi_separation_brackets_by_the_neighbours_of_the_mixed_level() -> None:
+    u = np.log(np.repeat([1.0, 2.0, 3.0, 4.0], 4))
+    y = np.array([0] * 4 + [0] * 4 + [0, 0, 1, 1] + [1] * 4, dtype=float)
+    assert separation(u, y) == "quasi"
+    assert separation(u, np.r_[y[:7], 1.0, y[8:]]) == "none"
+    assert separation(u, np.ones(16)) == "constant"
+
+
+def test_levels_shared_by_two_arms_are_refused_unless_split() -> None:
+    a = _separated([0.1, 0.3, 0.5, 0.8, 1.2], 0.3)
+    b = a.copy()
+    a["arch"], b["arch"] = "mlp", "tf"
+    b["run"] = b["run"] + "tf"
+    log = pd.concat([a, b], ignore_index=True)
+    with pytest.raises(LogFormatError) as exc:
+        run_transition(log, make_config(), by="wd", n_resamples=20)
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
+    r = run_transition(log, make_config(), by="wd", cell=["arch"], n_resamples=20)
+    assert len(r.studies) == 2
