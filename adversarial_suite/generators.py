@@ -10,10 +10,14 @@ calls the audit: the truth comes from the construction, so the audit can be chec
 Shapes
 ------
 accuracy (``acc_shape``)
-    ``sharp`` (0.05 → 1.0 at ``t_grok``), ``gradual`` (a linear ramp whose 0.90 crossing is
-    ``t_grok``), ``partial`` (plateau at 0.93: grokked, never fully generalized), ``never``
-    (stays at 0.30), ``unsustained`` (groks, falls to 0.5 for ``fall_points`` logged points at
-    ``t_fall``, then recovers), ``collapse`` (groks, then collapses to 0.5 for the last 20%).
+    ``sharp`` (``acc_low`` → 1.0 at ``t_grok``), ``gradual`` (a linear ramp whose 0.90 crossing
+    is ``t_grok``), ``partial`` (plateau at ``acc_partial``: grokked, never fully generalized),
+    ``never`` (stays at ``acc_never``), ``unsustained`` (groks, falls to ``acc_fall`` for
+    ``fall_points`` logged points at ``t_fall``, then recovers), ``collapse`` (groks, then
+    collapses to ``acc_fall`` for the last 20%). The levels default to 0.05, 0.93, 0.30 and 0.5
+    (train_acc starts at ``train_low`` = 0.5); :func:`acc_levels` places them relative to a
+    config's grok, full and mem thresholds, so that each shape means what it says under any
+    valid thresholds (a "partial" plateau lies between grok_threshold and full_threshold).
 metric (``metric_shape``)
     ``compress`` (rises to ``m_peak`` at ``t_peak``, falls linearly to ``floor`` at
     ``t_floor``, flat after), ``rebound`` (as compress, then undershoots to
@@ -58,6 +62,11 @@ class RunSpec:
     ramp: float = 400.0  #: width of the ``gradual`` ramp, steps
     t_fall: float | None = None  #: ``unsustained``: when test_acc drops
     fall_points: int = 4
+    acc_low: float = 0.05  #: test_acc before grok (below grok_threshold)
+    acc_never: float = 0.30  #: ``never``: below grok_threshold and full_threshold
+    acc_partial: float = 0.93  #: ``partial``: at or above grok, below full_threshold
+    acc_fall: float = 0.5  #: ``unsustained``/``collapse``: below grok_threshold
+    train_low: float = 0.5  #: train_acc before t_mem (below mem_threshold)
     # -- metric -----------------------------------------------------------------------------
     metric_shape: str = "compress"
     m_start: float = 30.0
@@ -104,24 +113,25 @@ class RunSpec:
         t = np.asarray(t, dtype=float)
         s = self.acc_shape
         if s == "never":
-            return np.full(t.shape, 0.30)
+            return np.full(t.shape, self.acc_never)
+        lo = self.acc_low
         if s == "gradual":
-            # linear ramp 0.05 → 1.0 whose 0.90 crossing is exactly t_grok
-            a = (0.90 - ACC_LOW) / (ACC_HIGH - ACC_LOW)
+            # linear ramp acc_low → 1.0 whose 0.90 crossing is exactly t_grok
+            a = (0.90 - lo) / (ACC_HIGH - lo)
             t0 = self.t_grok - a * self.ramp
             x = np.clip((t - t0) / self.ramp, 0.0, 1.0)
-            return ACC_LOW + (ACC_HIGH - ACC_LOW) * x
-        hi = 0.93 if s == "partial" else ACC_HIGH
-        acc = np.where(t >= self.t_grok, hi, ACC_LOW)
+            return lo + (ACC_HIGH - lo) * x
+        hi = self.acc_partial if s == "partial" else ACC_HIGH
+        acc = np.where(t >= self.t_grok, hi, lo)
         if s == "unsustained" and self.t_fall is not None:
             end = self.t_fall + self.fall_points * self.dt
-            acc = np.where((t >= self.t_fall) & (t < end), 0.5, acc)
+            acc = np.where((t >= self.t_fall) & (t < end), self.acc_fall, acc)
         if s == "collapse":
-            acc = np.where(t >= 0.8 * self.length, 0.5, acc)
+            acc = np.where(t >= 0.8 * self.length, self.acc_fall, acc)
         return acc
 
     def train_acc(self, t: np.ndarray) -> np.ndarray:
-        return np.where(np.asarray(t, dtype=float) >= self.t_mem, 1.0, 0.5)
+        return np.where(np.asarray(t, dtype=float) >= self.t_mem, 1.0, self.train_low)
 
     def metric(self, t: np.ndarray) -> np.ndarray:
         """The noise-free metric at steps ``t``."""
@@ -170,27 +180,62 @@ class RunSpec:
         return df
 
     # ----------------------------------------------------------------------------------------
-    def truth(self, grok_threshold: float = 0.90, rel_tol: float = 0.05) -> RunTruth:
-        """What the log says by construction (for the default thresholds of its shapes)."""
+    def truth(self, cfg: Any = None) -> RunTruth:
+        """What the log says by construction under the thresholds of ``cfg`` (an
+        ``AuditConfig``; None = the defaults).
+
+        The accuracy levels must lie on the right sides of the thresholds (:func:`with_levels`).
+        Where the construction sits too close to one of ``cfg``'s thresholds for the answer to
+        follow from it (a drop of about ``min_rel_drop``, a slide of about one band half-width
+        over the final window), the truth abstains: it promises no compression time and rules
+        none out (``settles``, ``clean`` and ``no_t_compress`` all False).
+        """
+        cfg = _config(cfg)
+        g_thr = cfg.grok_threshold
         g = self.grid()
         acc_steps = g[np.arange(g.size) % self.acc_every == 0]
         acc_steps = np.unique(np.r_[acc_steps, g[-1]])
-        met_steps = g[np.arange(g.size) % self.metric_every == 0]
-        met_steps = np.unique(np.r_[met_steps, g[-1]])
-        grokked = self.acc_shape != "never" and self.t_grok <= acc_steps[-1]
+        met_steps, met_vals = metric_points(self)
+        if self.acc_low >= g_thr:
+            raise ValueError(f"{self.run}: acc_low {self.acc_low} is not below grok_threshold "
+                             f"{g_thr}; build the spec with with_levels(spec, cfg)")
+        top = self.acc_partial if self.acc_shape == "partial" else ACC_HIGH
+        grokked = (self.acc_shape != "never" and top >= g_thr
+                   and self.t_grok <= acc_steps[-1])
         if self.acc_shape == "gradual":
-            # continuous crossing of the configured threshold
-            a = (grok_threshold - ACC_LOW) / (ACC_HIGH - ACC_LOW)
-            t0 = self.t_grok - (0.90 - ACC_LOW) / (ACC_HIGH - ACC_LOW) * self.ramp
-            tg_true = t0 + a * self.ramp
+            # continuous crossing of the configured threshold on the ramp acc_low → 1.0
+            lo = self.acc_low
+            t0 = self.t_grok - (0.90 - lo) / (ACC_HIGH - lo) * self.ramp
+            tg_true = t0 + (g_thr - lo) / (ACC_HIGH - lo) * self.ramp
         else:
             tg_true = self.t_grok
-        settles = grokked and self.metric_shape in ("compress", "rebound")
+        interval = float(np.max(np.diff(met_steps))) if met_steps.size > 1 else float(self.dt)
+        acc_interval = float(np.max(np.diff(acc_steps))) if acc_steps.size > 1 else float(self.dt)
+        win = final_windows(met_steps, met_vals, float(g[0]), float(g[-1]), cfg)
+        shape = self.metric_shape
         F = self.floor
-        delta = rel_tol * abs(F)
+        delta = band_delta(F, cfg)
+        # -- how much the metric compresses, judged as the spec does (smoothed peak up to grok)
+        comp = "unclear"
+        if grokked and win is not None and shape in ("compress", "rebound", "none"):
+            ratio, drop = drop_ratio(self, cfg, tg_true)
+            if ratio < cfg.min_rel_drop - 0.02 or drop < 0.98 * cfg.min_abs_drop:
+                comp = "none"
+            elif ratio >= cfg.min_rel_drop + 0.02 and drop >= 1.02 * cfg.min_abs_drop:
+                comp = "yes"
+        # -- a floor that keeps moving: unstable when the final windows differ by more than δ
+        moving = False
+        if grokked and win is not None and shape in ("drift", "late_collapse", "still_falling"):
+            d_w = band_delta(win.floor, cfg)
+            if shape == "late_collapse" and self.t_collapse is not None \
+                    and self.t_collapse >= win.w2_lo:
+                moving = False  # the collapse inside W2 itself: not worked out here
+            else:
+                moving = abs(win.w1_median - win.floor) > 1.05 * d_w
+        settles = grokked and comp == "yes" and shape in ("compress", "rebound", "none")
         t_in = math.nan
         if settles:
-            if self.metric_shape == "rebound":
+            if shape == "rebound":
                 td = self.t_dip if self.t_dip is not None else self.t_floor + 500
                 tr = self.t_return if self.t_return is not None else td + 1000
                 # the undershoot comes back inside the band delta below the floor
@@ -198,23 +243,27 @@ class RunSpec:
                     else self.t_floor
             else:
                 drop = self.m_peak - F
-                t_in = self.t_floor - (self.t_floor - self.peak_time) * delta / drop
-            # a settle inside the final window is censored by the spec: not a settled truth
-            if t_in >= met_steps[-1] - 0.25 * (met_steps[-1] - met_steps[0]):
+                t_in = self.t_floor - (self.t_floor - self.peak_time) * delta / drop \
+                    if drop > delta else self.peak_time
+            # a settle inside (or next to) the final windows is censored by the spec: not a
+            # settled truth
+            assert win is not None
+            end = min(met_steps[-1] - 0.25 * (met_steps[-1] - met_steps[0]), win.w1_lo)
+            if t_in >= end:
                 settles = False
-        interval = float(np.max(np.diff(met_steps))) if met_steps.size > 1 else float(self.dt)
-        acc_interval = float(np.max(np.diff(acc_steps))) if acc_steps.size > 1 else float(self.dt)
-        clean = (bool(settles) and self.metric_shape == "compress" and self.noise == 0
+        no_t = (not grokked) or comp == "none" or moving
+        clean = (bool(settles) and shape == "compress" and self.noise == 0
                  and self.cadence == "uniform" and self.metric_every == 1
                  and self.acc_every == 1 and self.acc_shape in ("sharp", "gradual")
-                 and max(self.t_floor, tg_true) <= 0.6 * self.length)
+                 and max(self.t_floor, tg_true) <= 0.6 * self.length
+                 and win is not None
+                 and max(self.t_floor, tg_true) + (cfg.smooth + 1) * interval <= win.w1_lo)
         return RunTruth(
             run=self.run, grokked=bool(grokked), t_grok=float(tg_true),
-            no_t_compress=(not grokked) or self.metric_shape in NO_SETTLE_SHAPES,
-            clean=clean,
+            no_t_compress=bool(no_t), clean=clean,
             settles=bool(settles), t_settle=float(t_in) if settles else math.nan,
-            floor=F if self.metric_shape in ("compress", "rebound", "none") else math.nan,
-            compresses=self.metric_shape != "none",
+            floor=F if shape in ("compress", "rebound", "none") else math.nan,
+            compresses=comp != "none",
             metric_interval=interval, acc_interval=acc_interval,
             noise=self.noise,
             fall_rate=abs(self.m_peak - F) / max(self.t_floor - self.peak_time, 1.0),
@@ -274,28 +323,170 @@ def step_of(steps: np.ndarray, t: float) -> int:
     return int(steps[i])
 
 
-def settle_step(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3) -> tuple[int, int] | None:
+def _config(cfg: Any = None) -> Any:
+    """``cfg``, or the default config when None (imported late: nothing here runs the audit)."""
+    if cfg is not None:
+        return cfg
+    from grokaudit.config import AuditConfig
+
+    return AuditConfig()
+
+
+def _below(nominal: float, *thresholds: float) -> float:
+    """``nominal`` when it lies well below every threshold (at most two thirds of it), else
+    half the lowest threshold."""
+    t = min(thresholds)
+    return nominal if nominal <= t / 1.5 else t / 2
+
+
+def acc_levels(cfg: Any = None) -> dict[str, float]:
+    """The accuracy levels of the shapes, placed relative to ``cfg``'s thresholds.
+
+    Each low level keeps its design value (test_acc 0.05 before grok, 0.30 for ``never``, 0.5
+    after a fall; train_acc 0.5 before t_mem) while that is at most two thirds of the threshold
+    it must stay below (grok; ``never`` also full; train_acc mem), else half the threshold. A
+    ``partial`` plateau sits at 0.93 when grok ≤ 0.93 < full, else halfway between the two
+    thresholds (at the grok threshold when full ≤ grok). The defaults give the design levels.
+    """
+    cfg = _config(cfg)
+    g, f, m = cfg.grok_threshold, cfg.full_threshold, cfg.mem_threshold
+    if g <= 0.93 < f:
+        partial = 0.93
+    elif g < f:
+        partial = 0.5 * (g + f)
+    else:
+        partial = g
+    return {"acc_low": _below(0.05, g), "acc_never": _below(0.30, g, f),
+            "acc_fall": _below(0.5, g), "acc_partial": partial, "train_low": _below(0.5, m)}
+
+
+def with_levels(spec: RunSpec, cfg: Any = None) -> RunSpec:
+    """``spec`` with its accuracy levels placed relative to ``cfg``'s thresholds."""
+    return replace(spec, **acc_levels(cfg))
+
+
+def band_delta(floor: float, cfg: Any = None) -> float:
+    """The band half-width δ = max(abs_tol, rel_tol·|floor|) of ``cfg``."""
+    cfg = _config(cfg)
+    return max(cfg.abs_tol, cfg.rel_tol * abs(floor))
+
+
+def metric_points(spec: RunSpec, noise: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The logged metric steps and values of ``spec`` (noise-free unless ``noise``)."""
+    g = spec.grid()
+    k = np.arange(g.size)
+    on = k % spec.metric_every == 0
+    if spec.metric_gap is not None:
+        on &= ~((g > spec.metric_gap[0]) & (g < spec.metric_gap[1]))
+    on[-1] = True
+    m = spec.metric(g)
+    if noise and spec.noise > 0:
+        rng = np.random.default_rng(spec.noise_seed)
+        m = m + rng.normal(0.0, spec.noise, size=m.shape)
+    return g[on].astype(float), m[on]
+
+
+def _median(xs: Sequence[float]) -> float:
+    w = sorted(xs)
+    n = len(w)
+    if n == 0:
+        return math.nan
+    return w[n // 2] if n % 2 else 0.5 * (w[n // 2 - 1] + w[n // 2])
+
+
+def trailing_median(values: Sequence[float], smooth: int) -> list[float]:
+    """Trailing median of ``smooth`` points (fewer at the start), as a plain loop."""
+    vals = [float(v) for v in values]
+    return [_median(vals[max(0, i - smooth + 1): i + 1]) for i in range(len(vals))]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The final windows of one run's metric, by AUDIT_SPEC §1 (``floor_window = span``)."""
+
+    w2_lo: float  #: first step of the final window W2
+    w1_lo: float  #: first step of W1 (W1 = [w1_lo, w2_lo), as long as W2)
+    floor: float  #: median of W2
+    w1_median: float  #: median of W1 (NaN when W1 holds no point)
+    n_w2: int
+
+
+def final_windows(steps: Sequence[float], values: Sequence[float], first: float, last: float,
+                  cfg: Any = None) -> Windows | None:
+    """W2 (the last ``floor_frac`` of the step span ``[first, last]``, widened to the last
+    ``min_floor_points`` points when it holds fewer, if those lie within ``max_floor_frac``) and
+    W1 (the window as long just before it); None when the run has no floor. A plain loop that
+    shares no code with the audit."""
+    cfg = _config(cfg)
+    st = [float(x) for x in steps]
+    vs = [float(v) for v in values]
+    n = len(st)
+    span = last - first
+    if n < cfg.min_floor_points or n == 0:
+        return None
+    target = last - cfg.floor_frac * span
+    n_in = sum(1 for x in st if x >= target)
+    if n_in >= cfg.min_floor_points:
+        i0, w2_lo = n - n_in, target
+    else:
+        i0 = n - cfg.min_floor_points
+        if st[i0] < last - cfg.max_floor_frac * span:
+            return None
+        w2_lo = st[i0]
+    length = last - w2_lo
+    w1_lo = w2_lo - length
+    i1 = min(sum(1 for x in st if x < w1_lo), i0)
+    return Windows(w2_lo=w2_lo, w1_lo=w1_lo, floor=_median(vs[i0:]),
+                   w1_median=_median(vs[i1:i0]), n_w2=n - i0)
+
+
+def spec_windows(spec: RunSpec, cfg: Any = None, noise: bool = False) -> Windows | None:
+    """:func:`final_windows` of ``spec``'s logged metric."""
+    steps, vals = metric_points(spec, noise)
+    g = spec.grid()
+    return final_windows(steps, vals, float(g[0]), float(g[-1]), cfg)
+
+
+def drop_ratio(spec: RunSpec, cfg: Any = None, t_grok: float | None = None
+               ) -> tuple[float, float]:
+    """How much the noise-free metric compresses, as the spec judges it: ``(drop / peak,
+    drop)`` with peak the largest smoothed value up to the logged grok step and drop = peak −
+    the W2 floor. ``(nan, nan)`` when there is no floor or no metric point before grok."""
+    cfg = _config(cfg)
+    steps, vals = metric_points(spec)
+    win = spec_windows(spec, cfg)
+    tg = spec.t_grok if t_grok is None else t_grok
+    g = spec.grid()
+    acc = g[np.arange(g.size) % spec.acc_every == 0]
+    i = int(np.searchsorted(acc, tg, side="left"))
+    seen = float(acc[i]) if i < acc.size else float(g[-1])
+    sm = trailing_median(vals, cfg.smooth)
+    upto = [v for s_, v in zip(steps, sm) if s_ <= seen]
+    if win is None or not upto:
+        return math.nan, math.nan
+    peak = max(upto)
+    drop = peak - win.floor
+    return (drop / peak if peak else math.nan), drop
+
+
+def settle_step(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3, *, abs_tol: float = 0.0,
+                floor: float | None = None) -> tuple[int, int] | None:
     """The spec's settling step, worked out by hand on the noise-free logged metric.
 
     A direct transcription of AUDIT_SPEC §1 (rule ``settle``), written as a plain loop so that
     it shares no code with the audit: trailing median of ``smooth`` points, the band
-    ``floor ± rel_tol·|floor|`` around the constructed floor, and the step after the last
-    exit. Returns ``(value, lower)`` (``lower`` = the last logged step outside the band), or
-    None when the smoothed metric never settles.
+    ``floor ± max(abs_tol, rel_tol·|floor|)`` around the constructed floor (or ``floor``), and
+    the step after the last exit. Returns ``(value, lower)`` (``lower`` = the last logged step
+    outside the band), or None when the smoothed metric never settles.
     """
-    g = spec.grid()
-    k = np.arange(g.size)
-    on = (k % spec.metric_every == 0)
-    on[-1] = True
-    steps = [int(s) for s in g[on]]
-    vals = [float(v) for v in spec.metric(g[on])]
-    F = spec.floor if spec.metric_shape != "late_collapse" else float(spec.floor2 or 0.0)
-    d = rel_tol * abs(F)
-    sm = []
-    for i in range(len(vals)):
-        w = sorted(vals[max(0, i - smooth + 1): i + 1])
-        n = len(w)
-        sm.append(w[n // 2] if n % 2 else 0.5 * (w[n // 2 - 1] + w[n // 2]))
+    steps_a, vals_a = metric_points(spec)
+    steps = [int(s) for s in steps_a]
+    if floor is not None:
+        F = floor
+    else:
+        F = spec.floor if spec.metric_shape != "late_collapse" else float(spec.floor2 or 0.0)
+    d = max(abs_tol, rel_tol * abs(F))
+    sm = trailing_median(vals_a, smooth)
     last_out = -1
     for i, v in enumerate(sm):
         if not (F - d <= v <= F + d):
@@ -304,6 +495,26 @@ def settle_step(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3) -> tuple[
         return None
     lower = steps[last_out] if last_out >= 0 else 0
     return steps[last_out + 1], lower
+
+
+def settle_margin(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3, *,
+                  abs_tol: float = 0.0, floor: float | None = None) -> float:
+    """The smallest distance of a smoothed noise-free metric value from a band edge, in units of
+    the band half-width (values exactly on the floor count as far inside): a construction whose
+    margin is tiny would test float rounding, not the audit."""
+    _, vals = metric_points(spec)
+    if floor is not None:
+        F = floor
+    else:
+        F = spec.floor if spec.metric_shape != "late_collapse" else float(spec.floor2 or 0.0)
+    d = max(abs_tol, rel_tol * abs(F))
+    unit = d if d > 0 else 1e-6 * max(abs(F), 1.0)
+    out = math.inf
+    for v in trailing_median(vals, smooth):
+        if v == F:
+            continue
+        out = min(out, abs(v - (F + d)) / unit, abs(v - (F - d)) / unit)
+    return out
 
 
 def band_margin(spec: RunSpec, rel_tol: float = 0.05) -> float:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
-from .generators import RunSpec, RunTruth, table
+from .generators import RunSpec, RunTruth, table, with_levels
 
 LENGTH = 10_000
 ACC_SHAPES = ("sharp", "gradual", "partial", "never", "unsustained", "collapse")
@@ -38,9 +38,16 @@ class Study:
     def table(self) -> pd.DataFrame:
         return table(self.specs)
 
-    def truths(self, grok_threshold: float = 0.90, rel_tol: float = 0.05
-               ) -> dict[str, RunTruth]:
-        return {s.run: s.truth(grok_threshold, rel_tol) for s in self.specs}
+    def for_config(self, cfg: Any = None) -> Study:
+        """The same study with its accuracy levels placed relative to ``cfg``'s grok, full and
+        mem thresholds (:func:`~.generators.acc_levels`): a drawn "partial" plateau then lies
+        between the user's grok and full thresholds, a "never" run below both."""
+        return replace(self, specs=tuple(with_levels(s, cfg) for s in self.specs))
+
+    def truths(self, cfg: Any = None) -> dict[str, RunTruth]:
+        """Every run's truth under ``cfg`` (None = the defaults); see
+        :meth:`~.generators.RunSpec.truth`."""
+        return {s.run: s.truth(cfg) for s in self.for_config(cfg).specs}
 
     @property
     def options(self) -> dict[str, Any]:
@@ -202,23 +209,17 @@ class ExpectedStudy:
 
 
 @st.composite
-def clock_studies(draw: st.DrawFn) -> tuple[Study, ExpectedStudy]:
+def clock_studies(draw: st.DrawFn) -> tuple[Study, ExpectedStudy | None]:
     """3–4 clean cells (sharp grok, linear compression to a shared floor, no noise, one
     cadence) whose t_grok and t_compress are ordered along ``rho`` the same way, opposite,
-    tied or at random, with the verdict a correct audit must give."""
-    from grokaudit import Reason
-
-    from .generators import settle_step
-
+    tied or at random, with the verdict a correct audit must give under the default thresholds
+    (None when the construction does not settle cleanly; :func:`expected_clock_study` works it
+    out under any config)."""
     n_cells = draw(st.integers(3, 4))
     n_seeds = draw(st.integers(1, 3))
     dt = draw(st.sampled_from((50, 100, 200)))
     pattern = draw(st.sampled_from(("same", "opposite", "tied", "random")))
-    grid = np.arange(0, LENGTH + 1, dt)
     specs: list[RunSpec] = []
-    tgs: dict[float, tuple[float, float]] = {}
-    tcs: dict[float, tuple[float, float]] = {}
-    rels: list[float] = []
     base_g = _half(draw, 500, 2500)
     step_g = float(draw(st.integers(0, 6)) * dt)
     lag0 = float(draw(st.integers(1, 30)) * dt)
@@ -236,51 +237,54 @@ def clock_studies(draw: st.DrawFn) -> tuple[Study, ExpectedStudy]:
         spec = RunSpec("x", t_grok=tg, t_mem=min(300.0, tg), m_start=30.0, m_peak=40.0,
                        t_peak=max(min(tg, tf - 200.0), 100.0), floor=10.0, t_floor=tf, dt=dt,
                        length=LENGTH)
-        st_ = settle_step(spec)
-        assert st_ is not None
-        k = int(np.searchsorted(grid, tg))
-        tgs[rho] = (float(grid[k - 1]) if k > 0 else 0.0, float(grid[k]))
-        tcs[rho] = (float(st_[1]), float(st_[0]))
-        rels.extend([(tcs[rho][1] - tgs[rho][1]) / tgs[rho][1]] * n_seeds)
         for s in range(n_seeds):
             specs.append(replace(spec, run=f"rho={rho}/s{s}",
                                  conditions={"rho": rho, "seed": s}))
-    med = float(np.median(rels))
-    counts = {}
-    for q, d in (("t_grok", tgs), ("t_compress", tcs)):
-        C = D = U = 0
-        keys = sorted(d)
-        for a in range(len(keys)):
-            for b in range(a + 1, len(keys)):
-                (la, va), (lb, vb) = d[keys[a]], d[keys[b]]
-                if va == vb:
-                    U += 1
-                elif va <= lb:
-                    C += 1
-                elif vb <= la:
-                    D += 1
-                else:
-                    U += 1
-        counts[q] = (C, D, U)
-    n_pairs = n_cells * (n_cells - 1) // 2
+    study = Study(specs=tuple(specs), pattern=pattern)
+    return study, expected_clock_study(study)
 
-    def shape(c: tuple[int, int, int]) -> tuple[bool, int, str | None]:
-        C, D, U = c
-        if abs(C - D) <= U:
-            return False, 0, None
-        lo, hi = (C - D - U) / n_pairs, (C - D + U) / n_pairs
-        mono = lo > 0.6 or hi < -0.6
-        flat = -0.3 <= lo and hi <= 0.3
-        return True, 1 if C > D else -1, "monotone" if mono else "flat" if flat else "weak"
 
-    og, oc = shape(counts["t_grok"]), shape(counts["t_compress"])
-    if med <= 0.5:
-        verdict = Reason.SINGLE_CLOCK_SMALL_LAG
-    elif not (og[0] and oc[0]):
-        verdict = Reason.LARGE_LAG_ORDERING_UNDETERMINED
-    elif og[2] == "monotone" and oc[2] == "monotone":
-        verdict = Reason.TWO_CLOCKS if og[1] != oc[1] else Reason.ONE_CLOCK_LARGE_LAG
-    else:
-        verdict = Reason.PARTIALLY_SEPARATED
-    return (Study(specs=tuple(specs), pattern=pattern),
-            ExpectedStudy(tgs, tcs, counts, med, verdict))
+def expected_clock_study(study: Study, cfg: Any = None) -> ExpectedStudy | None:
+    """What a correct audit must say about a :func:`clock_studies` log under ``cfg``'s
+    thresholds (None = the defaults): each cell's logged t_grok, its settling step by the
+    plain-loop oracle (``rel_tol``, ``abs_tol``, ``smooth``), the Kendall counts, and the verdict
+    (``large_lag``, ``mono_threshold``, ``flat_threshold``). None when the construction does
+    not settle cleanly under ``cfg`` (a settle inside the final windows, a drop too small for
+    ``min_rel_drop``, a smoothed value on a band edge): the property then says nothing."""
+    from grokaudit import AuditConfig
+
+    from .generators import drop_ratio, settle_margin, settle_step, spec_windows
+    from .oracle import Iv, clock_verdict, ordering, rel_lags
+
+    cfg = cfg if cfg is not None else AuditConfig()
+    study = study.for_config(cfg)
+    tgs: dict[float, tuple[float, float]] = {}
+    tcs: dict[float, tuple[float, float]] = {}
+    run_g: list[Iv] = []
+    run_c: list[Iv] = []
+    for spec in study.specs:
+        rho = float(spec.conditions["rho"])
+        if rho not in tgs:
+            grid = spec.grid()
+            st_ = settle_step(spec, cfg.rel_tol, cfg.smooth, abs_tol=cfg.abs_tol)
+            win = spec_windows(spec, cfg)
+            if st_ is None or win is None or st_[0] >= win.w2_lo or win.w1_lo < spec.t_floor:
+                return None
+            ratio, drop = drop_ratio(spec, cfg)
+            if not (ratio >= cfg.min_rel_drop + 0.02 and drop >= 1.02 * cfg.min_abs_drop):
+                return None
+            if settle_margin(spec, cfg.rel_tol, cfg.smooth, abs_tol=cfg.abs_tol) < 0.005:
+                return None
+            k = int(np.searchsorted(grid, spec.t_grok))
+            tgs[rho] = (float(grid[k - 1]) if k > 0 else 0.0, float(grid[k]))
+            tcs[rho] = (float(st_[1]), float(st_[0]))
+        run_g.append(Iv(*tgs[rho]))
+        run_c.append(Iv(*tcs[rho]))
+    lo, hi = rel_lags(run_g, run_c)
+    cells = sorted(tgs)
+    og = ordering([Iv(*tgs[c]) for c in cells], cfg)
+    oc = ordering([Iv(*tcs[c]) for c in cells], cfg)
+    counts = {q: (o.concordant, o.discordant, o.unidentified)
+              for q, o in (("t_grok", og), ("t_compress", oc))}
+    verdict = clock_verdict(og, oc, lo, hi, 0, cfg)
+    return ExpectedStudy(tgs, tcs, counts, float(np.median(lo)), verdict)
