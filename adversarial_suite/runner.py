@@ -10,20 +10,21 @@ from typing import Any
 
 import grokaudit
 from grokaudit import AuditConfig, AuditResult, LogFormatError
-from grokaudit.config import replace as replace_config
 
-from .cases import CASES, Case
+from .cases import CASES, DESIGN_DEFAULTS, Case, Instance  # noqa: F401 (re-exported)
 from .expect import LOW_POWER, compare, error_label, verdict_label
 
 
 @dataclass(frozen=True)
 class CaseOutcome:
-    """One case against one config: expected and got (one word each), and every mismatch."""
+    """One case against one config: expected and got (one word each), every mismatch, and the
+    thresholds of the config the case could not follow (it kept its own value of those)."""
 
     name: str
     expected: str
     got: str
     mismatches: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -31,7 +32,8 @@ class CaseOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"case": self.name, "expected": self.expected, "got": self.got,
-                "pass": self.passed, "mismatches": list(self.mismatches)}
+                "pass": self.passed, "mismatches": list(self.mismatches),
+                "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class SuiteReport:
     skipped: str | None = None  #: why the property run was skipped
     seconds: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)  #: the user's effective config
 
     @property
     def passed(self) -> bool:
@@ -52,33 +55,28 @@ class SuiteReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "grokaudit.suite/1", "profile": self.profile, "passed": self.passed,
+                "config": dict(self.config),
                 "cases": [c.to_dict() for c in self.cases],
                 "properties": list(self.properties) if self.properties is not None else None,
                 "properties_skipped": self.skipped}
 
 
-#: Fields that describe a log's design, not a threshold: each case sets its own, whatever the
-#: user's config says (a project's ``metrics = ["emb_pr"]`` must not break a synthetic log).
-#: ``fail_on`` is a reporting choice, not a definition: the cases' exit codes are registered
-#: under the default severities, so a project's ``fail_on = "none"`` must not fail them.
-DESIGN_DEFAULTS: dict[str, Any] = {"by": None, "cell": (), "metrics": ("emb_erank",),
-                                   "acc_scale": 1.0, "on_duplicate": "error",
-                                   "fail_on": ("default",)}
-
-
 def case_config(case: Case, cfg: AuditConfig) -> AuditConfig:
     """The user's config with the case's own design fields (axis, split, metric, scale)."""
-    opts = {**DESIGN_DEFAULTS,
-            **{k: (tuple(v) if isinstance(v, list) else v) for k, v in case.options.items()}}
-    return replace_config(cfg, **opts)
+    return case.config(cfg)
 
 
 def audit_case(case: Case, cfg: AuditConfig | None = None
                ) -> tuple[AuditResult | None, LogFormatError | None]:
-    """Audit the case's log; the input error instead of a result when the audit refuses it."""
-    cfg = grokaudit.make_config() if cfg is None else cfg
+    """Audit the case's log (built under ``cfg``); the input error instead of a result when
+    the audit refuses it."""
+    inst = case.instance(cfg)
+    return _audit(inst)
+
+
+def _audit(inst: Instance) -> tuple[AuditResult | None, LogFormatError | None]:
     try:
-        return grokaudit.audit_table(case.table(), case_config(case, cfg)), None
+        return grokaudit.audit_table(inst.table, inst.cfg), None
     except LogFormatError as exc:
         return None, exc
 
@@ -91,14 +89,15 @@ def got_label(result: AuditResult | None, error: LogFormatError | None) -> str:
 
 
 def run_case(case: Case, cfg: AuditConfig | None = None) -> CaseOutcome:
-    """Audit one case and compare with its pre-registered expectation."""
+    """Build the case under ``cfg``, audit it and compare with its expectation under ``cfg``."""
+    inst = case.instance(cfg)
     try:
-        result, error = audit_case(case, cfg)
+        result, error = _audit(inst)
     except Exception as exc:  # a crash is a failure of the audit, reported like any other
-        return CaseOutcome(case.name, case.expect.label, f"crash:{type(exc).__name__}",
-                           (f"the audit crashed: {type(exc).__name__}: {exc}",))
-    return CaseOutcome(case.name, case.expect.label, got_label(result, error),
-                       tuple(compare(case.expect, result, error)))
+        return CaseOutcome(case.name, inst.expect.label, f"crash:{type(exc).__name__}",
+                           (f"the audit crashed: {type(exc).__name__}: {exc}",), inst.notes)
+    return CaseOutcome(case.name, inst.expect.label, got_label(result, error),
+                       tuple(compare(inst.expect, result, error)), inst.notes)
 
 
 def run_cases(cfg: AuditConfig | None = None, cases: Iterable[Case] = CASES
@@ -124,4 +123,4 @@ def run_suite(cfg: AuditConfig, max_examples: int = 25, properties: bool = True
     elif not properties or max_examples <= 0:
         skipped = "disabled"
     return SuiteReport(profile=cfg.profile, cases=outcomes, properties=props, skipped=skipped,
-                       seconds=time.perf_counter() - t0)
+                       seconds=time.perf_counter() - t0, config=cfg.to_dict())
