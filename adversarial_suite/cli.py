@@ -11,7 +11,7 @@ import sys
 import warnings
 
 import click
-from grokaudit.errors import GrokauditError
+from grokaudit.text import safe
 
 from .runner import SuiteReport, run_suite
 
@@ -25,15 +25,19 @@ def _table(report: SuiteReport) -> str:
     for c in report.cases:
         if not c.passed:
             lines.append(f"\n{c.name}:")
-            lines.extend(f"  - {m}" for m in c.mismatches[:12])
+            lines.extend(f"  - {safe(m)}" for m in c.mismatches[:12])
             if len(c.mismatches) > 12:
                 lines.append(f"  … {len(c.mismatches) - 12} more")
+    kept = [c for c in report.cases if c.notes]
+    if kept:
+        lines.append("\nthresholds a case cannot follow (it keeps its own value of them):")
+        lines.extend(f"  {c.name}: {safe(n)}" for c in kept for n in c.notes)
     lines.append("")
     if report.properties is None:
         lines.append(f"property run: skipped ({report.skipped})")
     else:
         for p in report.properties:
-            status = "ok" if p["pass"] else f"FAIL: {p['error']}"
+            status = "ok" if p["pass"] else f"FAIL: {safe(p['error'])}"
             lines.append(f"property {p['property']} ({p['examples']} examples): {status}")
     n_fail = sum(not c.passed for c in report.cases)
     lines.append(f"suite ({report.profile} profile): {len(report.cases) - n_fail}/"
@@ -50,32 +54,31 @@ def _table(report: SuiteReport) -> str:
                    "definitions fail)")
 @click.option("--max-examples", type=click.IntRange(min=0), default=25, show_default=True,
               help="generated logs per property (0 skips the property run)")
-@click.option("--json", "json_out", default=None, metavar="-",
-              help="write the result as JSON to stdout (-) instead of the table")
+@click.option("--json", "json_out", default=None, metavar="PATH|-",
+              help="write the result as JSON to PATH (atomically; the table still goes to "
+                   "stdout) or to stdout (-) instead of the table")
 def suite(config_file: str | None, profile: str | None, max_examples: int,
           json_out: str | None) -> None:
     """Run the named adversarial cases and a bounded property run against the installed
-    audit with your config. Exit 0 when every case and property passes, 1 otherwise,
-    2 on a config error."""
-    from grokaudit.config import build_config
+    audit with your config: every case's log and expected answer follow your thresholds.
+    Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
+    from grokaudit.config import build_config, config_file_values
+    from grokaudit.outputs import resolve_output
+    from grokaudit.text import safe_json
 
-    try:
-        cfg = build_config(profile, config_file, {})
-    except GrokauditError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    # errors (GrokauditError: a bad config, an output that cannot be written) propagate to the
+    # CLI's one error net: one line on stderr, exit 2. Both are checked before any case runs.
+    cfg = build_config(profile, config_file, {})
+    out = None
+    if json_out is not None:
+        found = config_file or config_file_values()[1]
+        out = resolve_output(json_out, flag="--json", inputs=[found] if found else [])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = run_suite(cfg, max_examples=max_examples)
-    if json_out is not None:
-        text = json.dumps(report.to_dict(), indent=2) + "\n"
-        if json_out == "-":
-            click.echo(text, nl=False)
-        else:
-            from pathlib import Path
-
-            Path(json_out).write_text(text, encoding="utf-8")
-            click.echo(_table(report))
-    else:
-        click.echo(_table(report))
+    if out is not None:
+        out.write_text(safe_json(json.dumps(report.to_dict(), indent=2) + "\n"))
+        if out.is_stdout:
+            sys.exit(0 if report.passed else 1)
+    click.echo(_table(report))
     sys.exit(0 if report.passed else 1)

@@ -73,3 +73,102 @@ def test_suite_ignores_a_projects_fail_on(tmp_path):
     cfg.write_text('fail_on = "none"\n')
     res = CliRunner().invoke(cli, ["suite", "--config", str(cfg), "--max-examples", "0"])
     assert res.exit_code == 0, res.output
+
+
+# ------------------------------------------------------------------------------------------
+# the user's thresholds (issue 10): every case's answer follows them
+# ------------------------------------------------------------------------------------------
+
+def _toml(values):
+    return "".join(f"{k} = {v!r}\n" for k, v in values.items())
+
+
+@pytest.mark.parametrize("values, examples", [
+    ({"grok_threshold": 0.5, "full_threshold": 0.6}, 0),
+    ({"grok_threshold": 0.9, "full_threshold": 0.98}, 0),
+    ({"grok_threshold": 0.95, "full_threshold": 0.98}, 8),  # a few generated logs too
+    ({"grok_threshold": 0.99, "full_threshold": 0.995}, 0),
+    ({"rel_tol": 0.1, "transient_threshold": 2.0}, 0),
+    ({"rel_tol": 0.03, "transient_threshold": 1.5, "smooth": 5, "sustain": 5}, 0),
+], ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v))
+def test_suite_passes_under_the_users_thresholds(tmp_path, monkeypatch, values, examples):
+    """`grokaudit suite --config` against a project's thresholds: no false FAIL (before, any
+    grok_threshold above 0.93 failed the property run, and a rel_tol or transient_threshold
+    of its own failed named cases)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grokaudit.toml").write_text(_toml(values), encoding="utf-8")
+    r = CliRunner().invoke(cli, ["suite", "--config", "grokaudit.toml", "--max-examples",
+                                 str(examples), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["passed"] is True
+    assert [c["case"] for c in data["cases"] if not c["pass"]] == []
+    assert all(data["config"][k] == v for k, v in values.items())
+    if examples:
+        assert data["properties"] and all(p["pass"] for p in data["properties"])
+
+
+def test_suite_says_which_threshold_a_case_keeps(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grokaudit.toml").write_text("censor_warn = 0.6\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["suite", "--max-examples", "0"])
+    assert r.exit_code == 0, r.output
+    assert "thresholds a case cannot follow" in r.stdout
+    assert "half_seeds_censored: censor_warn = 0.6" in r.stdout
+
+
+def test_suite_json_path_is_checked_before_any_case_runs(tmp_path, monkeypatch):
+    import grokaudit.adversarial_suite.cli as suite_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "grokaudit.toml"
+    cfg.write_text("grok_threshold = 0.95\n", encoding="utf-8")
+    (tmp_path / "a-folder").mkdir()
+
+    def ran(*a, **k):
+        raise AssertionError("the suite ran before --json was checked")
+
+    monkeypatch.setattr(suite_cli, "run_suite", ran)
+    for path, code in [("a-folder", "OUTPUT_IS_DIRECTORY"),
+                       ("grokaudit.toml", "OUTPUT_IS_INPUT"),  # the config found upwards
+                       ("grokaudit.toml/out.json", "OUTPUT_NOT_WRITABLE")]:
+        r = CliRunner().invoke(cli, ["suite", "--max-examples", "0", "--json", path])
+        assert r.exit_code == 2, (path, r.output)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and f"[{code}]" in lines[0]
+    r = CliRunner().invoke(cli, ["suite", "--config", str(cfg), "--json", str(cfg)])
+    assert r.exit_code == 2 and "[OUTPUT_IS_INPUT]" in r.stderr
+    assert cfg.read_text(encoding="utf-8") == "grok_threshold = 0.95\n"
+
+
+def test_suite_writes_json_to_a_file_atomically(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out.json"
+    out.write_text("old", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["suite", "--max-examples", "0", "--json", "out.json"])
+    assert r.exit_code == 0, r.output
+    assert "cases pass; PASS" in r.stdout  # the table still goes to stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["passed"] is True and data["properties"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no temporary left
+
+
+@pytest.mark.parametrize("text, code", [
+    ("grok_threshold = 1.5\n", "OPTION_OUT_OF_RANGE"),
+    ("rel_tol = -0.1\n", "OPTION_OUT_OF_RANGE"),
+    ("grok_treshold = 0.9\n", "UNKNOWN_OPTION"),
+    ("smooth = 'wide'\n", "INVALID_OPTION"),
+    ("grok_threshold = \n", "CONFIG_SYNTAX"),
+])
+def test_suite_invalid_config_is_one_line_and_exit_2(tmp_path, monkeypatch, text, code):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grokaudit.toml").write_text(text, encoding="utf-8")
+    for args in (["--config", "grokaudit.toml"], []):  # named, or found upwards
+        r = CliRunner().invoke(cli, ["suite", *args, "--max-examples", "0", "--json", "x.json"])
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+        assert lines[0].endswith(f"[{code}]")
+        assert r.stdout == "" and not (tmp_path / "x.json").exists()
+    r = CliRunner().invoke(cli, ["suite", "--config", "missing.toml"])
+    assert r.exit_code == 2 and r.stderr.strip().endswith("[CONFIG_NOT_FOUND]")
