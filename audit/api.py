@@ -8,6 +8,7 @@ file.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ from .results import (
     AuditResult,
     CellSummary,
     Finding,
-    RunResult,
     StudyResult,
     fails,
     sort_findings,
@@ -204,8 +204,6 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                  acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> StudyResult:
     base = {"study": study_key, "metric": metric}
     cells: list[CellSummary] = []
-    runs: list[RunResult] = []
-    run_rows: list[np.ndarray] = []  # each cell's rows in the clock arrays, parallel to ``runs``
     # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
     axis_vals = sframe[axis].to_numpy()
     names = sframe["__run"].to_numpy(dtype=str)
@@ -213,14 +211,15 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     order = np.lexsort((names, axis_vals))
     av_sorted = axis_vals[order]
     bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        sel_rows = order[lo:hi]
-        idx = rows_all[sel_rows]
-        ids = tuple(names[sel_rows].tolist())
+    run_rows = rows_all[order].astype(np.int64)  # each run's row in the clock arrays
+    run_ids = names[order].tolist()
+    run_cells: list[Any] = []  # each run's cell (axis value), parallel to run_ids
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         av_py = _py(av_sorted[lo])
-        cells.append(summarize_cell(av_py, ids, idx, acc, mc, cfg))
-        runs.extend(build_runs(ids, av_py, acc, mc, idx))
-        run_rows.append(idx)
+        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), run_rows[lo:hi], acc, mc,
+                                    cfg))
+        run_cells.extend(repeat(av_py, hi - lo))
+    runs = build_runs(run_ids, run_cells, acc, mc, run_rows)
     cells_t = apply_high_floor_gate(cells, cfg)
     passing = [c for c in cells_t if c.passes]
     findings: list[Finding] = []
@@ -228,10 +227,16 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     # per-run codes, one finding per cell and code
     by_cell: dict[Any, dict[Reason, list[str]]] = {}
     unstable_by_cell: dict[Any, list[str]] = {}
+    # runs share their reasons tuples (one per distinct combination): filter each tuple once
+    run_codes: dict[int, tuple[Reason, ...]] = {}
     for r in runs:
-        for code in r.reasons:
-            if code in _RUN_CODES:
-                by_cell.setdefault(r.cell, {}).setdefault(code, []).append(r.run)
+        codes = run_codes.get(id(r.reasons))
+        if codes is None:
+            codes = run_codes[id(r.reasons)] = tuple(c for c in r.reasons if c in _RUN_CODES)
+        if codes:
+            per_code = by_cell.setdefault(r.cell, {})
+            for code in codes:
+                per_code.setdefault(code, []).append(r.run)
         if r.floor_stability == "unstable" and r.t_grok.value is not None:
             unstable_by_cell.setdefault(r.cell, []).append(r.run)
     cell_pass = {c.axis_value: c.passes for c in cells_t}
@@ -289,8 +294,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
         passing_values = {c.axis_value for c in passing}
         sel = np.fromiter((r.cell in passing_values and r.t_grok.value is not None
                            for r in runs), dtype=bool, count=len(runs))
-        rows = np.concatenate(run_rows) if run_rows else np.zeros(0, dtype=np.int64)
-        elig = rows.astype(np.int64)[sel]
+        elig = run_rows[sel]
         tcs = mc.tc_status[elig]
         n_cens = int(np.isin(tcs, _CENSORED_TC).sum())
         n_elig = int(np.isin(tcs, (TC_OK, *_CENSORED_TC)).sum())

@@ -8,9 +8,8 @@ censored the median is censored too (``MEDIAN_CENSORED``) and only its lower bou
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -208,21 +207,22 @@ def gc_paused() -> Iterator[None]:
 def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int
               ) -> RunResult:
     """The :class:`RunResult` of run ``i``."""
-    return build_runs([run_id], cell, acc, mc, np.array([i], dtype=np.int64))[0]
+    return build_runs([run_id], [cell], acc, mc, np.array([i], dtype=np.int64))[0]
 
 
-def build_runs(run_ids: Sequence[str], cell: Any, acc: AccuracyClocks, mc: MetricClocks,
-               idx: np.ndarray) -> list[RunResult]:
-    """The :class:`RunResult` of each run ``idx[k]`` (named ``run_ids[k]``) of one cell.
+def build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
+               mc: MetricClocks, idx: np.ndarray) -> list[RunResult]:
+    """The :class:`RunResult` of each run ``idx[k]``, named ``run_ids[k]``, of cell
+    ``cells[k]`` (one call for a whole study).
 
     Every quantity is read from the clock arrays once for all the runs (array slices turned
     into Python lists), so the work per run is the construction of its objects (issue 10)."""
     with gc_paused():
-        return _build_runs(run_ids, cell, acc, mc, np.asarray(idx, dtype=np.int64))
+        return _build_runs(run_ids, cells, acc, mc, np.asarray(idx, dtype=np.int64))
 
 
-def _build_runs(run_ids: Sequence[str], cell: Any, acc: AccuracyClocks, mc: MetricClocks,
-                idx: np.ndarray) -> list[RunResult]:
+def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
+                mc: MetricClocks, idx: np.ndarray) -> list[RunResult]:
     grokked = ~acc.t_grok.censored[idx]
     floor = mc.floor[idx]
     drop = mc.drop[idx]
@@ -246,7 +246,7 @@ def _build_runs(run_ids: Sequence[str], cell: Any, acc: AccuracyClocks, mc: Metr
     stab = [STABILITY_NAMES[s] for s in np.asarray(mc.stability[idx], dtype=np.int64).tolist()]
     reasons = run_reasons_many(acc, mc, idx)
     return make_many(RunResult, {
-        "run": run_ids, "cell": repeat(cell, n), "t_mem": t_mem, "t_grok": t_grok,
+        "run": run_ids, "cell": cells, "t_mem": t_mem, "t_grok": t_grok,
         "grok_sustained": acc.sustained[idx].astype(bool).tolist(),
         "grok_fell_at": _floats(acc.fell_at[idx]),
         "final_test_acc": _floats(acc.final_test_acc[idx]),
@@ -309,17 +309,16 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
     ``HIGH_FLOOR_OUTLIER`` needs every cell of the study and is added by
     :func:`apply_high_floor_gate`.
     """
+    count = np.count_nonzero
     grokked = ~acc.t_grok.censored[idx]
     n = int(idx.size)
-    n_g = int(grokked.sum())
-    n_full = int(acc.fully_generalized[idx].sum())
-    n_nocomp = int((mc.no_compression[idx] & grokked).sum())
+    n_g = int(count(grokked))
+    n_full = int(count(acc.fully_generalized[idx]))
+    n_nocomp = int(count(mc.no_compression[idx] & grokked))
     tc_ok = mc.tc_status[idx] == TC_OK
-    stable = mc.stability[idx] == STAB_STABLE
-    n_est = int((grokked & stable & tc_ok).sum())
-    n_tc_cens = int((grokked & ~tc_ok & np.isin(mc.tc_status[idx], (
-        TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
-        TC_NEVER_CROSSED))).sum())
+    stab = mc.stability[idx]
+    n_est = int(count(grokked & (stab == STAB_STABLE) & tc_ok))
+    n_tc_cens = int(count(grokked & ~tc_ok & mc.tc_censored[idx]))
     gi = idx[grokked]
     t_grok, tg_cens = interval_median(acc.t_grok, idx, cfg.interval_censoring)
     t_comp, tc_cens = interval_median(mc.t_compress, gi, cfg.interval_censoring)
@@ -329,7 +328,7 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
     rel = np.where(mc.rel_lag_low[gi] == mc.rel_lag_high[gi], mc.rel_lag_low[gi], np.nan)
     stab_counts: dict[str, int] = {}
     for code, name in STABILITY_NAMES.items():
-        c = int((mc.stability[idx] == code).sum())
+        c = int(count(stab == code))
         if c:
             stab_counts[name] = c
     gates: list[Reason] = []
@@ -350,7 +349,7 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         n_tc_censored=n_tc_cens, t_grok=t_grok, t_compress=t_comp, lag=lag, floor=floor,
         delta=delta, m_grok=_median(mc.m_grok[gi]), rel_lag=_median(rel),
         frac_pre=_median(mc.frac_pre[gi]), inflation=_median(mc.inflation[gi]),
-        floor_stability=stab_counts, n_transient=int(mc.transient[gi].sum()),
+        floor_stability=stab_counts, n_transient=int(count(mc.transient[gi])),
         gates=tuple(gates), notes=tuple(notes),
     )
 

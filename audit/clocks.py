@@ -41,6 +41,9 @@ TC_FLOOR_UNSTABLE = 5
 TC_FLOOR_INDETERMINATE = 6
 TC_NEVER_CROSSED = 7
 TC_NO_COMPRESSION = 8  # the metric never compressed: there is no compression time
+#: The statuses of a censored t_compress (only a lower bound is known).
+TC_CENSORED = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
+               TC_NEVER_CROSSED)
 
 
 @dataclass(frozen=True)
@@ -410,6 +413,14 @@ class MetricClocks:
     transient: np.ndarray  #: bool
     converged: np.ndarray  #: bool
 
+    @functools.cached_property
+    def tc_censored(self) -> np.ndarray:
+        """Runs whose t_compress is censored (a status in ``TC_CENSORED``), computed once per
+        MetricClocks for every cell and study that reads it (read-only)."""
+        out: np.ndarray = np.isin(self.tc_status, TC_CENSORED)
+        out.flags.writeable = False
+        return out
+
 
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
                   run_index: np.ndarray | None = None) -> MetricClocks:
@@ -546,8 +557,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         tc_status = np.where(grokked & has_floor & np.isnan(m_grok) & (tc_status == TC_OK),
                              TC_NEVER_CROSSED, tc_status)
     ok = tc_status == TC_OK
-    censored_tc = np.isin(tc_status, (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE,
-                                      TC_FLOOR_INDETERMINATE, TC_NEVER_CROSSED))
+    censored_tc = np.isin(tc_status, TC_CENSORED)
     t_val = np.where(ok, tc_val, np.nan)
     t_low = np.where(ok | censored_tc, tc_lower, np.nan)
     t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))

@@ -408,6 +408,17 @@ def sort_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     """A deterministic order: severity (critical first), then scope, study, metric, code."""
     sev = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
     scope = {"input": 0, "study": 1, "cell": 2, "run": 3}
+    # the study's JSON is the same for every finding of a study: made once per distinct study
+    # (keyed on each value's type and repr, which tell apart 1, 1.0, True and -0.0, 0.0)
+    study_json: dict[tuple[tuple[str, str, str], ...], str] = {}
+
+    def study_key(study: Mapping[str, Any]) -> str:
+        k = tuple((str(name), type(v).__qualname__, repr(v)) for name, v in study.items())
+        out = study_json.get(k)
+        if out is None:
+            out = study_json[k] = json.dumps(_plain(dict(study)), sort_keys=True)
+        return out
+
     return tuple(sorted(findings, key=lambda f: (
-        sev[f.severity], scope.get(f.scope, 9), json.dumps(_plain(dict(f.study)), sort_keys=True),
-        f.metric or "", str(_plain(f.cell)), f.code.value, f.runs)))
+        sev[f.severity], scope.get(f.scope, 9), study_key(f.study), f.metric or "",
+        str(_plain(f.cell)), f.code.value, f.runs)))
