@@ -50,8 +50,8 @@ def _table(report: SuiteReport) -> str:
               help="config file (default: grokaudit.toml or [tool.grokaudit] in "
                    "pyproject.toml, searched upwards from the working directory)")
 @click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
-              help="default (AUDIT_SPEC) or reference (shows which cases the public v1.5 "
-                   "definitions fail)")
+              help="default (the audit's definitions) or reference (shows which cases the "
+                   "public v1.5 definitions fail)")
 @click.option("--max-examples", type=click.IntRange(min=0), default=25, show_default=True,
               help="generated logs per property (0 skips the property run)")
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
