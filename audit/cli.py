@@ -260,7 +260,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         if sens is not None:
             from .claims.sensitivity import render_sensitivity
 
-            text += "\n" + render_sensitivity(sens)
+            # the sensitivity table quotes study keys and metric names from the log
+            text += "\n" + "\n".join(safe(line) for line in
+                                       render_sensitivity(sens).rstrip("\n").split("\n")) + "\n"
         if outs["report"] is not None and not quiet:
             text += f"wrote {safe(outs['report'].path)}\n"
         return text

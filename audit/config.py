@@ -179,8 +179,18 @@ RANGES: dict[str, Range] = {
 FAIL_ON_MODES = ("default", "none", "warning")
 
 
+#: Options that only a config file or the Python API can set (no command-line flag).
+FILE_ONLY = ("drift_level", "max_slope_bins", "endpoint_cv")
+
+
 def flag_of(name: str) -> str:
-    """The command-line flag of config field ``name`` (``rel_tol`` → ``--rel-tol``)."""
+    """How option ``name`` is set: its flag (``rel_tol`` → ``--rel-tol``), or "config file
+    only" for an option without one."""
+    if name in FILE_ONLY or name in ("floor_window", "stability_check", "interval_censoring",
+                                     "drop_from", "ordering", "gates"):
+        return "config file only"
+    if name == "metrics":
+        return "--metric"
     return "--" + name.replace("_", "-")
 
 
@@ -427,9 +437,19 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
         if v is None:
             continue
         if k not in _FIELD_TYPES or k == "extra":
-            raise ConfigError(f"unknown option {k!r}", code=ErrorCode.UNKNOWN_OPTION, option=k)
+            close = difflib.get_close_matches(k, [f for f in _FIELD_TYPES if f != "extra"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown option {k!r}{hint}", code=ErrorCode.UNKNOWN_OPTION,
+                              option=k)
         values[k] = _coerce(k, v, "command line")
-    return AuditConfig(**values)
+    try:
+        return AuditConfig(**values)
+    except ConfigError as exc:
+        given = {k for k, v in overrides.items() if v is not None}
+        if exc.option in file_values and exc.option not in given and source != "config":
+            # name the file the value came from, as the parse errors do
+            raise ConfigError(f"{source}: {exc}", code=exc.code, option=exc.option) from None
+        raise
 
 
 def build_config(profile: str | None, config_file: str | None,
@@ -447,8 +467,13 @@ def build_config(profile: str | None, config_file: str | None,
 
 def replace(cfg: AuditConfig, **changes: Any) -> AuditConfig:
     """A copy of ``cfg`` with ``changes`` applied (coerced like a flag) and validated."""
-    coerced = {k: (_coerce(k, v, "replace") if k in _FIELD_TYPES and k != "extra" else v)
-               for k, v in changes.items()}
+    for k in changes:
+        if k not in _FIELD_TYPES or k == "extra":
+            close = difflib.get_close_matches(k, [f for f in _FIELD_TYPES if f != "extra"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown option {k!r}{hint}", code=ErrorCode.UNKNOWN_OPTION,
+                              option=k)
+    coerced = {k: _coerce(k, v, "replace") for k, v in changes.items()}
     return dataclasses.replace(cfg, **coerced)
 
 

@@ -97,16 +97,23 @@ def read_arrow(path: str | Path) -> pa.Table:
                              code=ErrorCode.FILE_EMPTY)
     try:
         if kind == "parquet":
+            names = pq.read_schema(p).names
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
+                                     "once; rename one", path=str(p), column=twice[0],
+                                     code=ErrorCode.DUPLICATE_COLUMN)
             # run ids repeat on every row: read them dictionary-encoded (about 3x faster)
-            has_run = "run" in pq.read_schema(p).names
-            return pq.read_table(p, read_dictionary=["run"] if has_run else None)
+            return pq.read_table(p, read_dictionary=["run"] if "run" in names else None)
         if kind in ("csv", "tsv"):
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
             return pacsv.read_csv(p, parse_options=opts, convert_options=conv)
         df = pd.read_json(p, lines=True, dtype={"run": str})
         return pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, ValueError, OSError) as exc:
+    except LogFormatError:
+        raise
+    except (pa.ArrowInvalid, ValueError, OSError, TypeError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(p),
                              code=ErrorCode.FILE_UNREADABLE) from None
@@ -407,6 +414,15 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                 f"--metric {m!r} is a required column of the log, not a representation metric; "
                 "name a metric column (e.g. emb_erank)", path=path, column=m,
                 code=ErrorCode.RESERVED_COLUMN)
+        if m in SEED_COLUMNS:
+            raise LogFormatError(
+                f"--metric {m!r} is the seed, not a representation metric; name a metric "
+                "column (e.g. emb_erank)", path=path, column=m, code=ErrorCode.RESERVED_COLUMN)
+        if m in names and not _numeric(table.column(m)):
+            raise LogFormatError(
+                f"--metric {safe(m)!r} has type {table.column(m).type}; a metric is a number "
+                "per step: name a numeric metric column", path=path, column=m,
+                code=ErrorCode.BAD_COLUMN_TYPE)
         if m not in names:
             cands = [n for n in names if n not in REQUIRED and n != "train_acc"]
             raise LogFormatError(f"metric column {m!r} not found; columns present: "
