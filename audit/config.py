@@ -349,7 +349,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read the config file ({exc})",
                           code=ErrorCode.CONFIG_SYNTAX) from None
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(path, exc) from None
 
@@ -366,7 +367,7 @@ def _table_of(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
         return dict(table) if isinstance(table, dict) else None
     if isinstance(table, dict):
         rest = {k: v for k, v in data.items() if k != "tool"}
-        if rest or set(tool) != {"grokaudit"}:
+        if rest or not isinstance(tool, dict) or set(tool) != {"grokaudit"}:
             raise ConfigError(f"{path}: holds [tool.grokaudit] and other keys; keep one form",
                               code=ErrorCode.UNKNOWN_OPTION)
         return dict(table)

@@ -56,7 +56,7 @@ def _file_id(p: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _input_ids(inputs: Iterable[str | Path]) -> tuple[set[tuple[int, int]], list[Path]]:
+def _input_ids(inputs: Iterable[str | os.PathLike[str]]) -> tuple[set[tuple[int, int]], list[Path]]:
     """The (device, inode) of every input file, and the resolved input folders."""
     ids: set[tuple[int, int]] = set()
     dirs: list[Path] = []

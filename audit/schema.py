@@ -375,20 +375,37 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                     metrics: Sequence[str] = ()) -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
-    Applies every rule of AUDIT_SPEC §6. ``metrics`` names metric columns that must exist.
-    Raises :class:`LogFormatError` on bad input.
+    Applies every input rule of ``docs/architecture.md`` (the canonical table) in five stages:
+    the columns, the rows grouped by run and step, the accuracies, the other columns split into
+    series and conditions, and the rows set aside (duplicates, empty rows, runs too short).
+    ``metrics`` names metric columns that must exist. Raises :class:`LogFormatError`.
     """
-    if isinstance(table, pd.DataFrame):
-        df = table
-        for c in ("run",):
-            if c in df.columns:
-                df = df.assign(**{c: df[c].astype(str).where(df[c].notna(), None)})
-        try:
-            table = pa.Table.from_pandas(df, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise LogFormatError(f"cannot convert the table ({exc})", path=path,
-                                 code=ErrorCode.BAD_COLUMN_TYPE) from None
+    table = _as_arrow(table, path)
     prov = _provenance_of(table.schema, path)
+    names = _check_columns(table, metrics, path)
+    g = _group_rows(table, path)
+    accs = {name: _accuracy(table, name, g, acc_scale, path)
+            for name in ACCURACY_COLUMNS if name in names}
+    series, cond = _classify_columns(table, names, metrics, g, path)
+    keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
+    return _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path)
+
+
+def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
+    if not isinstance(table, pd.DataFrame):
+        return table
+    df = table
+    if "run" in df.columns:
+        df = df.assign(run=df["run"].astype(str).where(df["run"].notna(), None))
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise LogFormatError(f"cannot convert the table ({exc})", path=path,
+                             code=ErrorCode.BAD_COLUMN_TYPE) from None
+
+
+def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None) -> list[str]:
+    """Stage 1: unique names, the required columns, the ``--metric`` columns, some rows."""
     names = list(table.column_names)
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -400,13 +417,16 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             if c == "test_acc":
                 alias = next((a for a in _ACC_ALIASES if a in names), None)
                 if alias:
-                    hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=test_acc`)"
+                    hint = (f"; found {alias!r}: rename it "
+                            f"(`grokaudit convert --map {alias}=test_acc`)")
             if c == "step":
-                alias = next((a for a in ("_step", "global_step", "Step", "epoch") if a in names), None)
+                alias = next((a for a in ("_step", "global_step", "Step", "epoch")
+                              if a in names), None)
                 if alias:
                     hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=step`)"
             raise LogFormatError(
-                f"missing required column {c!r}{hint or '; the canonical table needs run, step, test_acc'}",
+                f"missing required column {c!r}"
+                f"{hint or '; the canonical table needs run, step, test_acc'}",
                 path=path, column=c, code=ErrorCode.MISSING_COLUMN)
     for m in metrics:
         if m in REQUIRED or m in ACCURACY_COLUMNS:
@@ -428,12 +448,58 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             raise LogFormatError(f"metric column {m!r} not found; columns present: "
                                  f"{_first_examples(cands, 12)}", path=path, column=m,
                                  code=ErrorCode.METRIC_NOT_FOUND)
-    n_read = table.num_rows
-    if n_read == 0:
+    if table.num_rows == 0:
         raise LogFormatError("the table has no rows; there is nothing to audit", path=path,
                              code=ErrorCode.NO_ROWS)
+    return names
 
-    # -- run and step ------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class _Rows:
+    """The rows grouped by run (contiguous) and sorted by step, before anything is set aside.
+
+    ``order`` is the permutation that sorts the input rows (None when they already were);
+    ``col(name)`` reads a column in that order."""
+
+    table: pa.Table
+    n_read: int
+    step: np.ndarray  #: (N,) int64, sorted
+    order: np.ndarray | None
+    run_ids: np.ndarray  #: (R,) object, in run order
+    counts: np.ndarray  #: (R,) rows per run
+    offsets: np.ndarray  #: (R+1,)
+    same_run: np.ndarray  #: (N-1,) row i+1 belongs to the run of row i
+    sorted_input: bool
+    strictly: bool  #: steps strictly increase within each run (no duplicate (run, step))
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.run_ids.shape[0])
+
+    def col(self, name: str) -> np.ndarray:
+        a = _float_array(self.table.column(name))
+        return a if self.order is None else a[self.order]
+
+    @functools.cached_property
+    def row_run(self) -> np.ndarray:
+        """(N,) run number of each row: built only when a rule needs it."""
+        return np.repeat(np.arange(self.n_runs), self.counts)
+
+    def run_at(self, i: int) -> Any:
+        return self.run_ids[int(np.searchsorted(self.offsets, i, side="right")) - 1]
+
+    def first_change(self, v: np.ndarray, nan_equal: bool) -> int:
+        """Index of the first row whose value differs from the row before in the same run;
+        −1 when every run is constant (two passes, no per-run repeat)."""
+        neq = (v[1:] != v[:-1]) & self.same_run
+        if nan_equal and neq.any():
+            neq &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
+        return int(np.argmax(neq)) + 1 if neq.any() else -1
+
+
+def _group_rows(table: pa.Table, path: str | None) -> _Rows:
+    """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
+    n_read = table.num_rows
     run_col = table.column("run")
     if run_col.null_count:
         raise LogFormatError(f"column 'run' has {run_col.null_count} missing values; every row "
@@ -461,11 +527,10 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         raise LogFormatError(f"column 'step' has negative values (first in run {safe(bad)!r}); "
                              "steps must be ≥ 0", path=path, column="step",
                              code=ErrorCode.NEGATIVE_STEP)
-
-    # -- group by run, sort by step --------------------------------------------------------
     R = dictionary.shape[0]
     sorted_input = True
-    strictly = True  # steps strictly increase within each run: no duplicate (run, step)
+    strictly = True
+    same_run = np.zeros(0, dtype=bool)
     if n_read > 1:
         dc = np.diff(codes)
         ds = np.diff(step)
@@ -473,8 +538,8 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         same_run = dc == 0
         sorted_input = bool(contiguous and not np.any(same_run & (ds < 0)))
         strictly = sorted_input and not np.any(same_run & (ds == 0))
+    order: np.ndarray | None = None
     if sorted_input:
-        order = None
         block_first = np.concatenate(([0], np.flatnonzero(np.diff(codes)) + 1))
         run_order = codes[block_first]
     else:
@@ -483,64 +548,47 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         step = step[order]
         run_order = np.arange(R)
         same_run = codes[1:] == codes[:-1]
-    if n_read <= 1:
-        same_run = np.zeros(0, dtype=bool)
     counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    run_ids = dictionary[run_order]
+    return _Rows(table=table, n_read=n_read, step=step, order=order,
+                 run_ids=dictionary[run_order], counts=counts, offsets=offsets,
+                 same_run=same_run, sorted_input=sorted_input, strictly=strictly)
 
-    def col(name: str) -> np.ndarray:
-        a = _float_array(table.column(name))
-        return a if order is None else a[order]
 
-    # -- accuracy ---------------------------------------------------------------------------
-    accs: dict[str, np.ndarray] = {}
-    for name in ACCURACY_COLUMNS:
-        if name not in names:
-            continue
-        c = table.column(name)
-        if not _numeric(c):
-            raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
-                                 "in [0, 1]", path=path, column=name,
-                                 code=ErrorCode.BAD_COLUMN_TYPE)
-        raw = col(name)
-        hi, lo = _nan_extremes(raw)
-        if math.isinf(hi) or math.isinf(lo):
-            raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
-                                 path=path, column=name, code=ErrorCode.INFINITE_VALUE)
-        _check_accuracy_scale(name, raw, offsets, run_ids, acc_scale, path)
-        a = raw / acc_scale if acc_scale != 1.0 else raw
-        hi, lo = (hi / acc_scale, lo / acc_scale) if acc_scale != 1.0 else (hi, lo)
-        if hi > 1.5:
-            raise LogFormatError(
-                f"column {name!r} looks like percent (max {hi:g}); pass --acc-scale 100",
-                path=path, column=name, code=ErrorCode.PERCENT_ACCURACY)
-        if hi > 1.0 + 1e-9 or lo < -1e-9:
-            raise LogFormatError(
-                f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g}); fix the "
-                "logger or the --acc-scale", path=path, column=name,
-                code=ErrorCode.ACCURACY_OUT_OF_RANGE)
-        accs[name] = a
+def _accuracy(table: pa.Table, name: str, g: _Rows, acc_scale: float, path: str | None
+              ) -> np.ndarray:
+    """Stage 3: one accuracy column, scaled and checked to lie in [0, 1]."""
+    c = table.column(name)
+    if not _numeric(c):
+        raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
+                             "in [0, 1]", path=path, column=name,
+                             code=ErrorCode.BAD_COLUMN_TYPE)
+    raw = g.col(name)
+    hi, lo = _nan_extremes(raw)
+    if math.isinf(hi) or math.isinf(lo):
+        raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
+                             path=path, column=name, code=ErrorCode.INFINITE_VALUE)
+    _check_accuracy_scale(name, raw, g.offsets, g.run_ids, acc_scale, path)
+    a = raw / acc_scale if acc_scale != 1.0 else raw
+    hi, lo = (hi / acc_scale, lo / acc_scale) if acc_scale != 1.0 else (hi, lo)
+    if hi > 1.5:
+        raise LogFormatError(
+            f"column {name!r} looks like percent (max {hi:g}); pass --acc-scale 100",
+            path=path, column=name, code=ErrorCode.PERCENT_ACCURACY)
+    if hi > 1.0 + 1e-9 or lo < -1e-9:
+        raise LogFormatError(
+            f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g}); fix the "
+            "logger or the --acc-scale", path=path, column=name,
+            code=ErrorCode.ACCURACY_OUT_OF_RANGE)
+    return a
 
-    # -- classify the other columns ----------------------------------------------------------
-    starts = offsets[:-1]
 
-    @functools.lru_cache(maxsize=1)
-    def row_run() -> np.ndarray:
-        """(N,) run number of each row: built only when a rule needs it."""
-        return np.repeat(np.arange(R), counts)
-
-    def run_at(i: int) -> Any:
-        return run_ids[int(np.searchsorted(offsets, i, side="right")) - 1]
-
-    def first_change(v: np.ndarray, nan_equal: bool) -> int:
-        """Index of the first row whose value differs from the row before in the same run;
-        −1 when every run is constant (two passes, no per-run repeat)."""
-        neq = (v[1:] != v[:-1]) & same_run
-        if nan_equal and neq.any():
-            neq &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
-        return int(np.argmax(neq)) + 1 if neq.any() else -1
-
+def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[str], g: _Rows,
+                      path: str | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Stage 4: every other column is a per-step series or a condition (constant within each
+    run). Known metrics and series are series whatever they do; a text column or ``seed`` that
+    changes within a run is an error."""
+    starts = g.offsets[:-1]
     series: dict[str, np.ndarray] = {}
     cond: dict[str, np.ndarray] = {}
     for name in names:
@@ -548,13 +596,13 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             continue
         c = table.column(name)
         if _numeric(c):
-            a = col(name)
+            a = g.col(name)
             known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
             # a known series is a series whatever it does: skip the constancy test
-            change = -1 if (known and name not in SEED_COLUMNS) else first_change(a, True)
+            change = -1 if (known and name not in SEED_COLUMNS) else g.first_change(a, True)
             if known or change >= 0:
                 if any(math.isinf(v) for v in _nan_extremes(a)):
-                    r = run_at(int(np.argmax(np.isinf(a))))
+                    r = g.run_at(int(np.argmax(np.isinf(a))))
                     raise LogFormatError(
                         f"column {safe(name)!r} holds ±inf (first in run {safe(r)!r}); replace "
                         "it with NaN (missing) or fix the logger", path=path, column=name,
@@ -562,7 +610,7 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                 if name in SEED_COLUMNS and change >= 0:
                     raise LogFormatError(
                         f"condition column {safe(name)!r} is not constant within run "
-                        f"{safe(run_at(change))!r}; a run is one seed of one condition",
+                        f"{safe(g.run_at(change))!r}; a run is one seed of one condition",
                         path=path, column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
                 series[name] = a
             else:
@@ -571,31 +619,38 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             enc_c = pc.dictionary_encode(c).combine_chunks()
             idx = np.asarray(enc_c.indices.fill_null(-1).to_numpy(zero_copy_only=False),
                              dtype=np.int64)
-            idx = idx if order is None else idx[order]
-            change = first_change(idx, False)
+            idx = idx if g.order is None else idx[g.order]
+            change = g.first_change(idx, False)
             if change >= 0:
                 raise LogFormatError(
                     f"condition column {safe(name)!r} is not constant within run "
-                    f"{safe(run_at(change))!r}; split the run or drop the column", path=path,
+                    f"{safe(g.run_at(change))!r}; split the run or drop the column", path=path,
                     column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
-            vals = c.take(pa.array(starts if order is None else order[starts]))
+            vals = c.take(pa.array(starts if g.order is None else g.order[starts]))
             cond[name] = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=object)
     for m in metrics:
         if m in cond:  # constant metric: still a series
-            series[m] = col(m)
+            series[m] = g.col(m)
             del cond[m]
+    return series, cond
 
-    set_aside: dict[str, int] = {}
+
+def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str, np.ndarray],
+                  on_duplicate: str, path: str | None
+                  ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...]]:
+    """Stage 5: rows set aside, counted by reason — duplicate (run, step) rows (identical ones,
+    or the losers under ``on_duplicate``), rows with nothing in them, runs too short."""
+    n_read, step, same_run = g.n_read, g.step, g.same_run
     test_acc = accs["test_acc"]
     train_acc = accs.get("train_acc")
-
-    # -- duplicate (run, step) rows ------------------------------------------------------------
+    set_aside: dict[str, int] = {}
     dup = np.zeros(n_read, dtype=bool)
-    if n_read > 1 and not (strictly and order is None):
+    if n_read > 1 and not (g.strictly and g.order is None):
         dup[1:] = same_run & (step[1:] == step[:-1])
     keep = np.ones(n_read, dtype=bool)
     if dup.any():
-        cols_all = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
+        cols_all = [test_acc] + ([train_acc] if train_acc is not None else []) \
+            + list(series.values())
         idx = np.flatnonzero(dup)
         same_vals = np.ones(idx.size, dtype=bool)
         for a in cols_all:
@@ -604,10 +659,11 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
         identical = idx[same_vals]
         conflicting = idx[~same_vals]
         keep[identical] = False
-        set_aside["duplicate_identical"] = int(identical.size)
+        if identical.size:
+            set_aside["duplicate_identical"] = int(identical.size)
         if conflicting.size:
             if on_duplicate == "error":
-                ex = [f"{run_at(int(i))}@{step[i]}" for i in conflicting[:3]]
+                ex = [f"{g.run_at(int(i))}@{step[i]}" for i in conflicting[:3]]
                 raise LogFormatError(
                     f"{conflicting.size} duplicate (run, step) rows with different values "
                     f"(first: {safe(', '.join(ex))}); pass --on-duplicate first|last to choose",
@@ -618,10 +674,8 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             else:
                 keep &= ~np.r_[dup[1:], False]
             set_aside[f"duplicate_{on_duplicate}_wins"] = int(conflicting.size)
-        if not set_aside.get("duplicate_identical"):
-            set_aside.pop("duplicate_identical", None)
 
-    # -- rows with nothing in them (only possible where test_acc is missing) -------------------
+    # rows with nothing in them (only possible where test_acc is missing)
     empty = np.isnan(test_acc)
     if empty.any():
         if train_acc is not None:
@@ -633,42 +687,52 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
             set_aside["empty_row"] = int(empty.sum())
             keep &= ~empty
 
-    # -- runs too short ---------------------------------------------------------------------------
-    all_kept = bool(keep.all())
-    kept_per_run = counts if all_kept else np.bincount(row_run()[keep], minlength=R)
+    # runs too short
+    kept_per_run = g.counts if bool(keep.all()) else np.bincount(g.row_run[keep],
+                                                                 minlength=g.n_runs)
     short = kept_per_run < TOO_SHORT_POINTS
-    too_short = tuple(sorted(str(r) for r in run_ids[short]))
+    too_short = tuple(sorted(str(r) for r in g.run_ids[short]))
     if short.any():
-        rows_short = keep & short[row_run()]
+        rows_short = keep & short[g.row_run]
         set_aside["run_too_short"] = int(rows_short.sum())
-        keep &= ~short[row_run()]
+        keep &= ~short[g.row_run]
     if not keep.any():
         raise LogFormatError(
             f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path,
             code=ErrorCode.TOO_FEW_POINTS)
+    return keep, set_aside, too_short
 
+
+def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.ndarray],
+              cond: dict[str, np.ndarray], keep: np.ndarray, set_aside: dict[str, int],
+              too_short: tuple[str, ...], prov: dict[str, Any], metrics: Sequence[str],
+              path: str | None) -> LogTable:
+    """The kept rows as a :class:`LogTable`, with the input accounting."""
+    step, run_ids, offsets = g.step, g.run_ids, g.offsets
+    test_acc = accs["test_acc"]
+    train_acc = accs.get("train_acc")
     if not keep.all():
         step = step[keep]
         test_acc = test_acc[keep]
         train_acc = train_acc[keep] if train_acc is not None else None
         series = {k: v[keep] for k, v in series.items()}
-        new_counts = np.bincount(row_run()[keep], minlength=R)
+        new_counts = np.bincount(g.row_run[keep], minlength=g.n_runs)
         live = new_counts > 0
         run_ids = run_ids[live]
         cond = {k: v[live] for k, v in cond.items()}
         offsets = np.concatenate(([0], np.cumsum(new_counts[live]))).astype(np.int64)
-
     missing = {"test_acc": int(np.isnan(test_acc).sum())}
     if train_acc is not None:
         missing["train_acc"] = int(np.isnan(train_acc).sum())
     for k, v in series.items():
         missing[k] = int(np.isnan(v).sum())
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
-    metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series if is_known_metric(n)))
+    metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
+                                                               if is_known_metric(n)))
     summary = InputSummary(
-        source=path, rows_read=int(n_read), rows_kept=int(step.size), set_aside=set_aside,
-        runs_read=int(R), runs_kept=int(run_ids.size), runs_too_short=too_short,
-        missing_values=missing, sorted_input=sorted_input, metrics=metric_names,
+        source=path, rows_read=int(g.n_read), rows_kept=int(step.size), set_aside=set_aside,
+        runs_read=g.n_runs, runs_kept=int(run_ids.size), runs_too_short=too_short,
+        missing_values=missing, sorted_input=g.sorted_input, metrics=metric_names,
         conditions=tuple(sorted(cond)), provenance=prov,
     )
     return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
