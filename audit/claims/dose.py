@@ -433,14 +433,6 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
             n_grokked=int(f["grokked"].iloc[rows].sum()), median_t_grok=med,
             median_ci=None if cens else _median_ci(tv, rows, level, seed, n_resamples),
             in_fit=why is None, left_out=why))
-    n_cens_all = [c.x for c in cells if c.left_out == "censored"]
-    if n_cens_all:
-        findings.append(finding(
-            Reason.MEDIAN_CENSORED, "cell",
-            f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
-            "out of every fit, and every law is checked against them",
-            runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
-            evidence={"cells": n_cens_all}))
     if outside:
         assert fit_range is not None
         findings.append(finding(
@@ -524,6 +516,16 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
                     for c in bad) + ")",
                 severity=Severity.CRITICAL,
                 evidence={"law": best, "checks": bad}))
+    n_cens_all = [c.x for c in cells if c.left_out == "censored"]
+    if n_cens_all:
+        checked = any(checks[m] for m in MODELS)
+        findings.append(finding(
+            Reason.MEDIAN_CENSORED, "cell",
+            f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
+            "out of every fit" + ("; every fitted law is checked against those inside the fit "
+                                  "range" if checked else ""),
+            runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
+            evidence={"cells": n_cens_all, "checked_against_laws": checked}))
     law_fits = tuple(
         LawFit(m, fits[m]["params"], fits[m]["rss"], fits[m]["aicc"], fits[m].get("refused"),
                tuple(checks[m])) for m in MODELS if m in fits)

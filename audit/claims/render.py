@@ -68,7 +68,7 @@ def ci(c: BootstrapCI | None, *, why: bool = False, digits: int = 3) -> str:
     if c is None:
         return "—"
     if not c.identified:
-        return f"no interval ({c.note})" if why and c.note else "—"
+        return f"(no interval: {c.note})" if why and c.note else "—"
     return interval(c.low, c.high, digits=digits)
 
 
@@ -257,11 +257,11 @@ def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lo, hi = bd.bracket or (None, None)
         lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); λ_c lies in "
                      f"{interval(lo, hi, low_open=True, high_open=True, digits=4)} and the "
-                     f"data cannot place it more precisely ({bd.levels_below} levels at or "
-                     f"below, {bd.levels_above} at or above)")
+                     f"data cannot place it more precisely ({_pl(bd.levels_below, 'level')} "
+                     f"at or below, {bd.levels_above} at or above)")
     else:
         lines.append(f"logistic on ln {b.by}: λ_c = {num(bd.lambda_c, 4)} "
-                     f"{ci(bd.ci, why=True)} ({bd.levels_below} levels below, "
+                     f"{ci(bd.ci, why=True)} ({_pl(bd.levels_below, 'level')} below, "
                      f"{bd.levels_above} above)")
     p = b.power_law
     if p and p.nu is not None:
@@ -328,7 +328,8 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
     elif c is not None:
         lines.append(f"{c.n_pairs} pairs, {c.n_bounded} with one arm censored and "
                      f"{c.n_both_censored} with both: mean d {known(c.mean_d)}, median d "
-                     f"{known(c.median_d)} (bounds: a censored difference has no value)")
+                     f"{known(c.median_d)} (from each pair's range of d: a censored "
+                     "difference has only a bound)")
         wb = (f"p ≤ {num(c.wilcoxon_p_at_most)}" if c.wilcoxon_p_at_most is not None
               else "no bound")
         lines.append(f"  exact sign test on the {c.sign.n} pairs of known sign: "

@@ -184,7 +184,7 @@ def bootstrap(strata: int | Sequence[np.ndarray],
     k = est.size
     if method not in ("percentile", "bca"):
         raise ValueError(f"bootstrap: method {method!r} is not percentile or bca")
-    name = f"{'BCa' if method == 'bca' else method}{' (' + label + ')' if label else ''}"
+    name = f"{'BCa' if method == 'bca' else method}{' over ' + label if label else ''}"
     if every.size == 0 or all(g.size < 2 for g in groups):
         return tuple(BootstrapCI(_f(e), None, None, level, name, 0, 0, seed,
                                  "fewer than 2 units to resample") for e in est)
@@ -222,7 +222,7 @@ def _interval(e: float, col: np.ndarray, jack: np.ndarray | None, *, need: int, 
     if method == "bca":
         qs_bca = _bca_levels(v, e, jack, a)
         if qs_bca is None:
-            used = f"percentile{' (' + label + ')' if label else ''} (BCa undefined)"
+            used = f"percentile{' over ' + label if label else ''} (BCa undefined)"
         else:
             qs = qs_bca
     lo, hi = _quantile(v, qs[0]), _quantile(v, qs[1])
