@@ -443,11 +443,10 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
     fit_idx = [i for i, c in enumerate(cells) if c.in_fit]
     cens_idx = [i for i, c in enumerate(cells) if c.x in censored]
     x = np.array([cells[i].x for i in fit_idx], dtype=float)
-    lnT = np.log([max(float(cells[i].median_t_grok.value), 1.0)  # type: ignore[union-attr]
-                  for i in fit_idx]) if fit_idx else np.array([])
+    lnT = np.log([max(_med_value(cells[i]), 1.0) for i in fit_idx]) if fit_idx else \
+        np.array([])
     xc = [float(cells[i].x) for i in cens_idx]
-    bounds = [float(cells[i].median_t_grok.lower)  # type: ignore[union-attr]
-              for i in cens_idx]
+    bounds = [_med_lower(cells[i]) for i in cens_idx]
     fits: dict[str, dict[str, Any]] = fit_laws(x, lnT) if len(fit_idx) >= 3 else {}
     scored = sorted((m for m in MODELS if fits.get(m, {}).get("aicc") is not None),
                     key=lambda m: fits[m]["aicc"])
@@ -538,6 +537,18 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
                         and not any(c.contradicted for c in checks[best])),
         key_parameter=key_ci, mediation=mediation)
     return body, findings
+
+
+def _med_value(c: DoseCell) -> float:
+    """The median of a fitted (uncensored) cell."""
+    assert c.median_t_grok is not None and c.median_t_grok.value is not None
+    return float(c.median_t_grok.value)
+
+
+def _med_lower(c: DoseCell) -> float:
+    """The bound a censored cell's median exceeds."""
+    assert c.median_t_grok is not None and c.median_t_grok.lower is not None
+    return float(c.median_t_grok.lower)
 
 
 def _g(x: float | None) -> str:

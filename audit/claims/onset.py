@@ -175,7 +175,8 @@ def _aft_bounds(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _log_t(frame: pd.DataFrame) -> np.ndarray:
-    return np.log(np.maximum(frame["tg_value"].to_numpy(dtype=float), 1.0))
+    out: np.ndarray = np.log(np.maximum(frame["tg_value"].to_numpy(dtype=float), 1.0))
+    return out
 
 
 @dataclass(frozen=True)
@@ -267,8 +268,9 @@ def _cells(rc: RunClocks, by: Sequence[str], level: float) -> tuple[OnsetCell, .
     f = rc.frame
     out = []
     mem = f["memorized"].to_numpy(dtype=bool)
-    for key, rows in f.groupby(list(by), sort=True).indices.items():
+    for key, ix in f.groupby(list(by), sort=True).indices.items():
         key_t = key if isinstance(key, tuple) else (key,)
+        rows = np.asarray(ix, dtype=np.int64)
         g = f.iloc[rows]
         k = int(g["grokked"].sum())
         out.append(OnsetCell(

@@ -193,11 +193,12 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     grokked = f["grokked"].to_numpy(dtype=bool)
     memorized = f["memorized"].to_numpy(dtype=bool)
     lead = np.where(s["use"], tg - pk["peak_step"], np.nan)
+    tm = f["tm_value"].to_numpy(dtype=float)
     runs = []
     for i, r in enumerate(f.itertuples(index=False)):
         runs.append(PrecursorRun(
-            run=r.run, gate_step=r.tm_value if memorized[i] else None,
-            t_grok=r.tg_value if grokked[i] else None, grokked=bool(grokked[i]),
+            run=str(r.run), gate_step=float(tm[i]) if memorized[i] else None,
+            t_grok=float(tg[i]) if grokked[i] else None, grokked=bool(grokked[i]),
             peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
             window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
             lead=None if np.isnan(lead[i]) else float(lead[i]),

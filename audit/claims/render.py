@@ -163,21 +163,25 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"  as the log supports: the AFT was refused: {_why(a.refused)}")
     rows = [("term", "OLS (grokked only)", "AFT (all runs)", "OLS − AFT",
              "left-out runs' effect", "survivorship bias")]
-    for c in b.comparison:
+    for tc in b.comparison:
         def est(e: Any) -> str:
-            return "—" if e is None else f"{num(e.estimate)} {interval(e.low, e.high)}"
-        flag = {True: "SURVIVORSHIP_BIAS", False: "no", None: "—"}[c.survivorship_bias]
-        rows.append((c.term, est(c.ols), est(c.aft), ci(c.difference), ci(c.left_out_effect),
-                     flag))
+            if e is None:
+                return "—"
+            if e.low is None or e.high is None or e.low == e.high:
+                return f"{num(e.estimate)} (no interval)"
+            return f"{num(e.estimate)} {interval(e.low, e.high)}"
+        flag = {True: "SURVIVORSHIP_BIAS", False: "no", None: "—"}[tc.survivorship_bias]
+        rows.append((tc.term, est(tc.ols), est(tc.aft), ci(tc.difference),
+                     ci(tc.left_out_effect), flag))
     lines += _table(rows)
     notes = sorted({c.note for c in b.comparison if c.note})
     lines += [f"  ({n})" for n in notes]
     if b.threshold_sensitivity:
         lines.append(f"threshold sensitivity ({a.family} AFT exponents):")
         rows = [("grok_threshold", "grokked", *[c.term for c in b.comparison])]
-        for t in b.threshold_sensitivity:
-            rows.append((num(t.grok_threshold), str(t.n_grokked),
-                         *[num(t.aft_exponents.get(c.term)) for c in b.comparison]))
+        for tr in b.threshold_sensitivity:
+            rows.append((num(tr.grok_threshold), str(tr.n_grokked),
+                         *[num(tr.aft_exponents.get(c.term)) for c in b.comparison]))
         lines += _table(rows)
     return lines
 
@@ -198,12 +202,13 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
     if b.fits:
         cens = any(f.censored_checks for f in b.fits)
         lines.append("laws fitted to ln T on the same cells (k = 3 each):")
-        head = ("model", "parameters", "RSS", "AICc") + (("censored cells",) if cens else ())
+        head: tuple[str, ...] = ("model", "parameters", "RSS", "AICc") + (
+            ("censored cells",) if cens else ())
         rows = [head]
         for f in b.fits:
             ps = ", ".join(f"{k}={num(v, 4)}" for k, v in (f.params or {}).items()) or \
                 (f.refused or "—")
-            row = (f.model, ps, num(f.rss), num(f.aicc, 4))
+            row: tuple[str, ...] = (f.model, ps, num(f.rss), num(f.aicc, 4))
             if cens:
                 bad = [c for c in f.censored_checks if c.contradicted]
                 row += (("contradicted at " + ", ".join(_lab(c.x) for c in bad)) if bad
@@ -213,14 +218,14 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
         for d in b.delta_aicc:
             lines.append(f"  ΔAICc {d.models[0]} − {d.models[1]} = {num(d.delta_aicc)}")
         for f in b.fits:
-            for c in f.censored_checks:
-                pred = ("no grok (beyond x₀)" if c.predicted is None else
-                        f"{num(c.predicted)}" + (
-                            f", at most {num(c.predicted_high)}" if c.basis == "bootstrap"
-                            and c.predicted_high is not None else ""))
-                lines.append(f"  {f.model} at censored {b.by} = {_lab(c.x)}: predicts {pred}; "
-                             f"the median is >{num(c.bound)}"
-                             + (" — CONTRADICTED" if c.contradicted else ""))
+            for chk in f.censored_checks:
+                pred = ("no grok (beyond x₀)" if chk.predicted is None else
+                        f"{num(chk.predicted)}" + (
+                            f", at most {num(chk.predicted_high)}" if chk.basis == "bootstrap"
+                            and chk.predicted_high is not None else ""))
+                lines.append(f"  {f.model} at censored {b.by} = {_lab(chk.x)}: predicts {pred}; "
+                             f"the median is >{num(chk.bound)}"
+                             + (" — CONTRADICTED" if chk.contradicted else ""))
     if b.best and b.key_parameter:
         kp = b.key_parameter
         contradicted = any(f.contradicted for f in b.fits if f.model == b.best)
@@ -235,10 +240,10 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"{known(m.T1, detail=False)}, T2 = {num(m.T2)} at {m.sweep} = "
                      f"{num(m.sweep_at, 4)}; recovery {num(m.recovery)} "
                      f"{ci(m.recovery_ci, why=True)}")
-        c = m.collapse
-        lines.append(f"  data collapse ({c.n_runs} grokked runs, {c.n_left_out} never grokked "
-                     f"left out): R² mediator {num(c.r2_mediator)}, + dose "
-                     f"{num(c.r2_mediator_dose)}, increment {num(c.increment)}")
+        co = m.collapse
+        lines.append(f"  data collapse ({co.n_runs} grokked runs, {co.n_left_out} never grokked "
+                     f"left out): R² mediator {num(co.r2_mediator)}, + dose "
+                     f"{num(co.r2_mediator_dose)}, increment {num(co.increment)}")
     return lines
 
 

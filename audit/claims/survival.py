@@ -87,40 +87,45 @@ class AFTFit(Record):
         }
 
 
+def _arr(x: Any) -> np.ndarray:
+    out: np.ndarray = np.asarray(x, dtype=float)
+    return out
+
+
 def _log_f(fam: str, z: np.ndarray) -> np.ndarray:
     """log density of W."""
     if fam == "weibull":
-        return z - np.exp(np.minimum(z, 700))
+        return _arr(z - np.exp(np.minimum(z, 700)))
     if fam == "lognormal":
-        return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
-    return z - 2 * np.logaddexp(0, z)
+        return _arr(-0.5 * z * z - 0.5 * math.log(2 * math.pi))
+    return _arr(z - 2 * np.logaddexp(0, z))
 
 
 def _dlog_f(fam: str, z: np.ndarray) -> np.ndarray:
     """d/dz of the log density of W."""
     if fam == "weibull":
-        return 1 - np.exp(np.minimum(z, 700))
+        return _arr(1 - np.exp(np.minimum(z, 700)))
     if fam == "lognormal":
-        return -z
-    return -np.tanh(z / 2)
+        return _arr(-z)
+    return _arr(-np.tanh(z / 2))
 
 
 def _log_s(fam: str, z: np.ndarray) -> np.ndarray:
     """log survival of W."""
     if fam == "weibull":
-        return -np.exp(np.minimum(z, 700))
+        return _arr(-np.exp(np.minimum(z, 700)))
     if fam == "lognormal":
-        return special.log_ndtr(-z)
-    return -np.logaddexp(0, z)
+        return _arr(special.log_ndtr(-z))
+    return _arr(-np.logaddexp(0, z))
 
 
 def _log_cdf(fam: str, z: np.ndarray) -> np.ndarray:
     """log distribution function of W."""
     if fam == "weibull":
-        return np.log(-np.expm1(-np.exp(np.minimum(z, 700))))
+        return _arr(np.log(-np.expm1(-np.exp(np.minimum(z, 700)))))
     if fam == "lognormal":
-        return special.log_ndtr(z)
-    return -np.logaddexp(0, -z)
+        return _arr(special.log_ndtr(z))
+    return _arr(-np.logaddexp(0, -z))
 
 
 def _check(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
