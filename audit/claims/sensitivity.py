@@ -81,10 +81,17 @@ class SensitivityResult:
     findings: tuple[Finding, ...]
 
     @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The baseline audit's failing findings, and every critical finding of the grid
+        (``VERDICT_FRAGILE`` fails whatever ``--fail-on`` says: a fragile verdict is never a
+        reading to keep)."""
+        return tuple(self.baseline.failing) + tuple(
+            f for f in self.findings if f.severity.value == "critical")
+
+    @property
     def exit_code(self) -> int:
         """1 when a verdict is fragile or the baseline audit fails; else 0."""
-        return 1 if (self.baseline.exit_code or any(f.severity.value == "critical"
-                                                     for f in self.findings)) else 0
+        return 1 if self.failing else 0
 
     @property
     def codes(self) -> frozenset[Reason]:
