@@ -92,6 +92,8 @@ class Reason(str, Enum):
     CENSORED_PAIRS = "CENSORED_PAIRS"
     UNDERPOWERED = "UNDERPOWERED"
     VERDICT_FRAGILE = "VERDICT_FRAGILE"
+    LAW_CONTRADICTED = "LAW_CONTRADICTED"
+    TRANSITION_SEPARATED = "TRANSITION_SEPARATED"
 
 
 #: Findings that make ``check`` exit 1 unless ``--fail-on`` says otherwise (AUDIT_SPEC §4).
@@ -110,6 +112,7 @@ DEFAULT_CRITICAL: frozenset[Reason] = frozenset({
     Reason.PRECURSOR_NOT_SPECIFIC,
     Reason.UNDERPOWERED,
     Reason.VERDICT_FRAGILE,
+    Reason.LAW_CONTRADICTED,
 })
 
 #: Codes that are informational: they describe, they do not warn.

@@ -46,7 +46,7 @@ from ..errors import ConfigError, ErrorCode, LogFormatError
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, Record, finding, make_result, reason
+from .results import ClaimResult, Record, finding, make_result
 from .runs import RunClocks, py, require_columns, run_clocks, studies
 from .stats import BootstrapCI, aicc, bootstrap, ols
 
@@ -56,7 +56,6 @@ K_PARAMS = 3
 
 #: A fitted law contradicted by a censored cell it left out (reasons.py adds it; until then
 #: MEDIAN_CENSORED, raised critical).
-LAW_CONTRADICTED = reason("LAW_CONTRADICTED", Reason.MEDIAN_CENSORED)
 
 
 # ------------------------------------------------------------------------------------------
@@ -508,7 +507,7 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
         bad = [c for c in checks[best] if c.contradicted]
         if bad:
             findings.append(finding(
-                LAW_CONTRADICTED, "study",
+                Reason.LAW_CONTRADICTED, "study",
                 f"the {best} law predicts a median t_grok below what {len(bad)} censored "
                 f"cell(s) it left out already exceed (" + ", ".join(
                     f"{by}={c.x}: predicted ≤ {_g(c.predicted_high)}, median > {_g(c.bound)}"

@@ -112,11 +112,6 @@ def finding(code: Reason, scope: str, message: str, *, cell: Any = None,
                    evidence=plain(dict(evidence or {})))
 
 
-def reason(name: str, fallback: Reason) -> Reason:
-    """The reason code ``name``, or ``fallback`` while the core does not define it yet."""
-    return Reason.__members__.get(name, fallback)
-
-
 @dataclass(frozen=True)
 class ClaimStudy:
     """One study: the ``--cell`` values that select its runs (``{}`` without ``--cell``) and

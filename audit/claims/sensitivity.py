@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..config import AuditConfig, replace
 from ..errors import GrokauditError
 from ..reasons import Reason
-from ..results import AuditResult, Finding, sort_findings
+from ..results import AuditResult, Finding, fails, sort_findings
 from .results import finding, plain
 
 SCHEMA = "grokaudit.sensitivity/1"
@@ -82,15 +82,16 @@ class SensitivityResult:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
-        """The baseline audit's failing findings, and every critical finding of the grid
-        (``VERDICT_FRAGILE`` fails whatever ``--fail-on`` says: a fragile verdict is never a
-        reading to keep)."""
+        """The baseline audit's failing findings and the grid's findings that fail under the
+        same ``fail_on`` (``VERDICT_FRAGILE`` is critical: it fails under ``default``)."""
+        fail_on = tuple(self.baseline.config.get("fail_on") or ("default",))
         return tuple(self.baseline.failing) + tuple(
-            f for f in self.findings if f.severity.value == "critical")
+            f for f in self.findings if fails(f, fail_on))
 
     @property
     def exit_code(self) -> int:
-        """1 when a verdict is fragile or the baseline audit fails; else 0."""
+        """1 when a finding fails under ``fail_on`` (by default: a fragile verdict or a
+        critical finding of the baseline audit); else 0."""
         return 1 if self.failing else 0
 
     @property

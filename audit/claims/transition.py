@@ -42,7 +42,7 @@ from ..config import AuditConfig
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, Record, finding, make_result, reason
+from .results import ClaimResult, Record, finding, make_result
 from .runs import RunClocks, py, require_columns, run_clocks, studies
 from .stats import BootstrapCI, Proportion, bootstrap, wilson
 
@@ -54,7 +54,6 @@ HEADS_IDENTICAL = 0.99
 
 #: The logistic boundary is only bracketed (separation). reasons.py adds the code; until then
 #: FIT_FAILED (a warning) stands in for it.
-TRANSITION_SEPARATED = reason("TRANSITION_SEPARATED", Reason.FIT_FAILED)
 
 
 # ------------------------------------------------------------------------------------------
@@ -286,7 +285,7 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
         above = int(np.sum(levels >= hi)) if hi is not None else 0
         boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above)
         findings.append(finding(
-            TRANSITION_SEPARATED, "study",
+            Reason.TRANSITION_SEPARATED, "study",
             f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'} separated: "
             f"the grok rate jumps between {by} = {_g(lo)} and {_g(hi)}, and any λ_c in "
             "between fits as well; no point estimate, no interval, no ν",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from grokaudit import LogFormatError, Reason, make_config
-from grokaudit.claims.dose import LAW_CONTRADICTED, fit_laws, run_dose
+from grokaudit.claims.dose import fit_laws, run_dose
 from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
 from grokaudit.errors import ErrorCode
@@ -136,7 +136,7 @@ def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
     r = run_dose(_diverging(), make_config(), by="rho", n_resamples=99)
     b = r.body
     assert b.best == "exponential"
-    assert LAW_CONTRADICTED in r.codes and r.exit_code == 1
+    assert Reason.LAW_CONTRADICTED in r.codes and r.exit_code == 1
     chk = b.fit("exponential").censored_checks
     assert len(chk) == 1 and chk[0].x == 2.5 and chk[0].bound == 100_000
     assert chk[0].contradicted and chk[0].predicted_high < 100_000
@@ -149,8 +149,8 @@ def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
 
 def test_a_censored_cell_the_law_allows_is_no_finding() -> None:
     r = run_dose(_diverging(budget=30_000), make_config(), by="rho", n_resamples=99)
-    assert LAW_CONTRADICTED not in r.codes or not any(
-        f.evidence.get("law") for f in r.findings if f.code is LAW_CONTRADICTED)
+    assert Reason.LAW_CONTRADICTED not in r.codes or not any(
+        f.evidence.get("law") for f in r.findings if f.code is Reason.LAW_CONTRADICTED)
     assert not r.body.fit("exponential").contradicted
 
 

@@ -12,7 +12,6 @@ from grokaudit import LogFormatError, Reason, make_config
 from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
 from grokaudit.claims.transition import (
-    TRANSITION_SEPARATED,
     logistic_fit,
     run_transition,
     separation,
@@ -107,7 +106,7 @@ def test_perfect_separation_gives_the_bracket_no_point_no_interval_no_nu() -> No
     assert bd.bracket == (0.1, 0.3) and bd.grok_side == "above"
     assert bd.lambda_c is None and bd.ci is None
     assert (bd.levels_below, bd.levels_above) == (1, 7)
-    assert Reason.TOO_FEW_LEVELS in r.codes and TRANSITION_SEPARATED in r.codes
+    assert Reason.TOO_FEW_LEVELS in r.codes and Reason.TRANSITION_SEPARATED in r.codes
     p = r.body.power_law
     assert p.nu is None and p.nu_ci is None and p.nu_range[0] < p.nu_range[1]
     text = render_text(r)
@@ -124,7 +123,7 @@ def test_separation_well_bracketed_is_only_a_bracket() -> None:
     r = run_transition(_separated(levels, 0.5), make_config(), by="wd", n_resamples=50)
     bd = r.body.boundary
     assert bd.bracket == (0.3, 0.5) and bd.lambda_c is None
-    assert Reason.TOO_FEW_LEVELS not in r.codes and TRANSITION_SEPARATED in r.codes
+    assert Reason.TOO_FEW_LEVELS not in r.codes and Reason.TRANSITION_SEPARATED in r.codes
 
 
 def test_quasi_separation_brackets_by_the_neighbours_of_the_mixed_level() -> None:

@@ -111,7 +111,12 @@ def test_check_sensitivity_reports_the_grid(tmp_path):
     moved = {m["parameter"] for m in doc["moves"]}
     fragile = [f for f in doc["findings"] if f["code"] == "VERDICT_FRAGILE"]
     assert bool(fragile) == bool(moved)
-    assert res.exit_code == (1 if fragile else 0)
+    assert res.exit_code == 0  # --fail-on none: nothing fails, fragile or not
+    strict = invoke("check", log(tmp_path), "--sensitivity", "--json", "-")
+    assert strict.exit_code == 1  # the baseline has critical findings (ONE_CLOCK log)
+    only = invoke("check", log(tmp_path), "--sensitivity", "--fail-on", "VERDICT_FRAGILE",
+                  "--json", "-")
+    assert only.exit_code == (1 if fragile else 0)
 
 
 def test_check_report_writes_html(tmp_path):
