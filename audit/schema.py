@@ -423,7 +423,8 @@ def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None) ->
                 alias = next((a for a in ("_step", "global_step", "Step", "epoch")
                               if a in names), None)
                 if alias:
-                    hint = f"; found {alias!r}: rename it (`grokaudit convert --map {alias}=step`)"
+                    hint = (f"; found {alias!r}: convert the log with `grokaudit convert PATH "
+                            "-o logs.parquet`, which reads it as the step")
             raise LogFormatError(
                 f"missing required column {c!r}"
                 f"{hint or '; the canonical table needs run, step, test_acc'}",
