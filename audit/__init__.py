@@ -37,3 +37,8 @@ from .api import audit_path, audit_table  # noqa: E402
 from .results import AuditResult  # noqa: E402
 
 __all__ += ["AuditResult", "audit_path", "audit_table"]
+
+from .logger import RunLogger, read_run_folder  # noqa: E402
+from .metrics import spectral_metrics  # noqa: E402
+
+__all__ += ["RunLogger", "read_run_folder", "spectral_metrics"]

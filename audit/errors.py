@@ -71,6 +71,8 @@ class ErrorCode(str, Enum):
     OUTPUT_NOT_WRITABLE = "OUTPUT_NOT_WRITABLE"
     OUTPUT_EXTENSION = "OUTPUT_EXTENSION"
     OUTPUT_CLASH = "OUTPUT_CLASH"  #: two outputs of one command name the same file
+    RUN_ID_TAKEN = "RUN_ID_TAKEN"  #: RunLogger: the run id already has files in the folder
+    STEP_DECREASING = "STEP_DECREASING"  #: RunLogger: a step below the run's previous step
     # -- environment -------------------------------------------------------------------------
     MISSING_EXTRA = "MISSING_EXTRA"
     TRAINER_FAILED = "TRAINER_FAILED"

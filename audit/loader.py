@@ -77,7 +77,7 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     adapter_opts = bool(fmt or mapping or run_from or cond)
     suffix = p.suffix.lower()
     canonical = suffix in CANONICAL_SUFFIXES or (
-        p.is_dir() and any(q.suffix in (".parquet", ".pq") for q in p.iterdir()))
+        p.is_dir() and any(q.suffix in (".parquet", ".pq", ".claim") for q in p.iterdir()))
     if canonical and not adapter_opts and (suffix in (".parquet", ".pq") or p.is_dir()):
         return read_arrow(p)
     try:

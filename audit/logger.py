@@ -273,7 +273,7 @@ class RunLogger:
         taken = OutputError(
             f"{self.folder}: run id {self.run!r} is already logged in this folder (its claim or "
             "shards exist); every run needs its own id (add the seed, a restart counter…) or "
-            "another folder", code=ErrorCode.OUTPUT_CLASH, path=str(self.claim_path))
+            "another folder", code=ErrorCode.RUN_ID_TAKEN, path=str(self.claim_path))
         if any(self.folder.glob(f"{_glob_escape(self.stem)}.*.parquet")):
             raise taken
         try:
@@ -359,7 +359,7 @@ class RunLogger:
             if s < self._last_step:
                 raise LogFormatError(f"step {s} comes after step {self._last_step}; steps never "
                                      "decrease within a run (a restarted run needs a new run id)",
-                                     column="step", code=ErrorCode.INVALID_OPTION)
+                                     column="step", code=ErrorCode.STEP_DECREASING)
             for name in infinite:
                 self._nonfinite[name] = self._nonfinite.get(name, 0) + 1
             for name in row:

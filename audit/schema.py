@@ -69,6 +69,10 @@ def read_arrow(path: str | Path) -> pa.Table:
         raise LogFormatError("no such file or directory; check the path", path=str(p),
                              code=ErrorCode.FILE_NOT_FOUND)
     if p.is_dir():
+        from .logger import is_run_folder, read_run_folder
+
+        if is_run_folder(p):  # a RunLogger folder: also reports what a kill cut short
+            return read_run_folder(p)
         shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
         if not shards:
             raise LogFormatError(
