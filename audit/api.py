@@ -19,11 +19,7 @@ import pyarrow as pa
 from . import __version__
 from .cells import apply_high_floor_gate, build_runs, summarize_cell
 from .clocks import (
-    TC_FLOOR_INDETERMINATE,
-    TC_FLOOR_UNSTABLE,
-    TC_IN_FINAL_WINDOW,
-    TC_NEVER_CROSSED,
-    TC_NEVER_SETTLED,
+    TC_CENSORED,
     TC_OK,
     AccuracyClocks,
     MetricClocks,
@@ -51,8 +47,7 @@ from .study import (
     snapshot_findings,
 )
 
-_CENSORED_TC = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
-                TC_NEVER_CROSSED)
+_CENSORED_TC = TC_CENSORED
 
 #: Per-run codes that are summarized as one finding per cell.
 _RUN_CODES = (Reason.NO_GROK, Reason.GROK_NOT_SUSTAINED, Reason.NOT_FULLY_GENERALIZED,
