@@ -30,11 +30,19 @@ def _field_comments() -> dict[str, str]:
 
 
 def _config_options(func: Any) -> Any:
+    from .recipes import RECIPE_FIELDS, RECIPES
+
     comments = _field_comments()
     for f in reversed(fields(TrainConfig)):
         default = f.default if f.default is not MISSING else None
         flag = "--" + f.name.replace("_", "-")
-        help_ = f"{comments.get(f.name, '')} [default: from CONFIG, else {default!r}]"
+        if f.name in RECIPE_FIELDS:
+            help_ = f"{comments.get(f.name, '')} [default: from CONFIG, else the recipe's]"
+        elif f.name == "recipe":
+            help_ = (f"{comments.get(f.name, '')}: {', '.join(RECIPES)} "
+                     f"[default: from CONFIG, else {default!r}]")
+        else:
+            help_ = f"{comments.get(f.name, '')} [default: from CONFIG, else {default!r}]"
         t = str(f.type)
         if t.startswith("bool"):
             opt = click.option(f"{flag}/--no-{f.name.replace('_', '-')}", f.name, default=None,
@@ -102,7 +110,7 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     from grokaudit.outputs import resolve_output
     from grokaudit.schema import write_table
 
-    from .manifest import write_manifest
+    from .manifest import recipe_echo, write_manifest
     from .sweep import expand, load_sweep, parse_shard, run_sweep, shard
 
     if threads is not None:
@@ -146,9 +154,10 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
         else "grokaudit train " + shlex.quote(config_file) + " -o " + shlex.quote(output)
+    echo = recipe_echo(sw, specs)
     prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
             "config_file": str(config_file), "complete": res.complete,
-            "runs": len(specs), "command": command}
+            "runs": len(specs), "command": command, "recipe": echo["names"]}
     write_table(res.table, out, prov)
     if manifest:
         write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), command=command,
@@ -156,7 +165,7 @@ def _train(config_file: str, output: str, device: str, resume: bool,
                        sweep={"name": sw.name, "base": sw.base,
                               "grid": {k: list(v) for k, v in sw.grid.items()}},
                        device=dev, wall_seconds=res.wall_seconds, n_runs=len(specs),
-                       n_rows=len(res.table), complete=res.complete)
+                       n_rows=len(res.table), complete=res.complete, recipe=echo)
     if res.complete:
         ckpt.unlink(missing_ok=True)  # the log now holds everything the checkpoint did
     state = "complete" if res.complete else "partial (resume with --resume)"

@@ -12,43 +12,65 @@ from typing import Any
 
 from grokaudit.errors import ConfigError, ErrorCode
 
+from .recipes import DEFAULT_RECIPE, RECIPE_FIELDS, recipe_arch, resolve
+
 TASKS = ("add", "sub", "mul", "div", "parity")
 ARCHS = ("mlp", "transformer")
 LOSSES = ("ce", "mse")
 DTYPES = ("float32", "float64")
 POSITIONS = ("learned", "rope")
+ACTS = ("auto", "gelu", "relu")
+WEIGHT_INITS = ("uniform", "normal")
+BIAS_INITS = ("uniform", "normal", "zero")
+PARAM_SETS = ("matrices", "all")
+LOG_GRIDS = ("linear", "geometric")
 OPTIMIZERS = ("adamw", "cv-adamw")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
+    # Fields whose default is None take their value from the recipe (recipes.py): the recipe's
+    # value for the run's arch, else FALLBACK. A value given here overrides the recipe.
+    # --- recipe ---
+    recipe: str = DEFAULT_RECIPE  # public protocol the unset fields come from (see docs/trainer.md)
     # --- task and data ---
     task: str = "add"  # add | sub | mul | div (a·b⁻¹) mod p, or parity (sparse parity)
     p: int = 59  # modulus of the modular tasks (a prime, so that div is defined)
     alpha: float = 0.4  # train fraction of all p² pairs (p(p−1) for div), or of parity samples
-    shared_split: bool = False  # every run uses seed 0's split instead of its own seed's
+    shared_split: bool | None = None  # every run uses seed 0's split instead of its own seed's
     parity_bits: int = 30  # sparse parity: input bits n
     parity_k: int = 3  # sparse parity: relevant bits k (the first k)
     parity_samples: int = 4000  # sparse parity: distinct random bit strings drawn per run
     # --- model ---
-    arch: str = "mlp"  # mlp | transformer
-    d_emb: int = 128  # MLP: embedding width d (shared embedding E ∈ R^{p×d})
-    hidden: int = 256  # MLP: hidden width H
-    depth: int = 1  # MLP: 1 (one GELU hidden layer) or 2 (two ReLU hidden layers)
-    emb_std: float = 1.0  # MLP: std of the embedding's normal init (nn.Embedding's default is 1)
-    n_layers: int = 1  # Transformer: blocks (1–2 in the seeds)
-    d_model: int = 128  # Transformer: residual width
-    n_heads: int = 4  # Transformer: attention heads
-    mlp_ratio: int = 4  # Transformer: MLP width = mlp_ratio · d_model
-    layernorm: bool = True  # Transformer: pre-LayerNorm on (True) or off (the seed-002 ablation)
-    pos: str = "learned"  # Transformer: learned absolute positions or rope
+    arch: str | None = None  # mlp | transformer
+    d_emb: int | None = None  # MLP: embedding width d (shared embedding E ∈ R^{p×d})
+    hidden: int | None = None  # MLP: hidden width H
+    depth: int | None = None  # MLP: 1 or 2 hidden layers
+    n_layers: int | None = None  # Transformer: blocks (1–2 in the seeds)
+    d_model: int | None = None  # Transformer: residual width
+    n_heads: int | None = None  # Transformer: attention heads
+    mlp_ratio: int | None = None  # Transformer: MLP width = mlp_ratio · d_model
+    layernorm: bool | None = None  # Transformer: pre-LayerNorm on, or off (the seed-002 ablation)
+    ln_affine: bool | None = None  # Transformer: LayerNorm gains and biases trained (else fixed)
+    pos: str | None = None  # Transformer: learned absolute positions or rope
+    out_eq: bool | None = None  # Transformer: readout over p + 1 tokens ('=' too), not p
+    act: str | None = None  # gelu | relu | auto (GELU; ReLU for a two-hidden-layer MLP)
+    biases: bool | None = None  # the MLP's / Transformer MLP block's biases exist
+    # --- initialization ---
+    emb_std: float | None = None  # std of the token embedding's normal init; 0 = 1/√width
+    pos_gain: float | None = None  # learned positions ~ N(0, (pos_gain/√d_model)²)
+    weight_init: str | None = None  # other matrices: uniform ±1/√fan_in | normal std 1/√fan_in
+    bias_init: str | None = None  # uniform ±1/√fan_in | normal (std bias_std) | zero
+    bias_std: float | None = None  # std of the biases when bias_init = normal
     # --- optimizer ---
-    lr: float = 1e-3  # AdamW learning rate (constant)
-    beta1: float = 0.9  # AdamW β1
-    beta2: float = 0.98  # AdamW β2
-    eps: float = 1e-8  # AdamW ε
-    wd: float = 1.0  # decoupled weight decay, on weight matrices only
-    batch_size: int = 0  # 0 = full batch (the seeds' protocol); else a per-run minibatch size
+    lr: float | None = None  # AdamW learning rate (constant)
+    beta1: float | None = None  # AdamW β1
+    beta2: float | None = None  # AdamW β2
+    eps: float | None = None  # AdamW ε (added to √v̂)
+    wd: float | None = None  # decoupled weight decay (p ← p·(1 − lr·wd)) on the decay set
+    decay: str | None = None  # decayed parameters: matrices (weight matrices) | all
+    norm_params: str | None = None  # parameters in weight_norm ‖W‖ and the clamp: matrices | all
+    batch_size: int | None = None  # 0 = full batch (the seeds' protocol); else a minibatch size
     optimizer: str = "adamw"  # adamw | cv-adamw (seed 004: decay raised online from attn_cv)
     cv_beta_z: float = 0.9  # cv-adamw: EMA factor of the specific-heat velocity statistics
     cv_z_thresh: float = 2.0  # cv-adamw: z-score of the velocity above which decay is raised
@@ -62,9 +84,19 @@ class TrainConfig:
     dtype: str = "float32"  # float32 | float64 (parameters, optimizer state, forward pass)
     # --- schedule and logging ---
     steps: int = 10_000  # optimizer steps
-    log_every: int = 100  # log every this many steps (plus an early geometric grid)
-    early_points: int = 16  # extra log points on a geometric grid in [1, log_every)
+    log_grid: str | None = None  # linear (every log_every + early grid) | geometric (log_points)
+    log_every: int | None = None  # log every this many steps (0 = none, geometric grid only)
+    log_points: int | None = None  # geometric grid: points log-spaced on [1, steps]
+    early_points: int | None = None  # linear grid: extra log points geometric in [1, log_every)
     seed: int = 0  # seeds this run's data split and initialization
+
+    def __post_init__(self) -> None:
+        """Fill every field left None from the recipe (for this run's arch)."""
+        arch = self.arch if self.arch is not None else recipe_arch(self.recipe)
+        values = resolve(self.recipe, arch)
+        for name in RECIPE_FIELDS:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, values[name])
 
     def validate(self) -> TrainConfig:
         """Return self, or raise :class:`ConfigError` naming the field and the fix."""
@@ -104,12 +136,25 @@ class TrainConfig:
             raise bad("d_model", "must be divisible by n_heads")
         if self.pos == "rope" and (self.d_model // max(self.n_heads, 1)) % 2:
             raise bad("pos", "rope needs an even head width d_model/n_heads")
-        for name in ("lr", "tau", "steps", "log_every", "emb_std"):
+        for name, allowed in (("act", ACTS), ("weight_init", WEIGHT_INITS),
+                              ("bias_init", BIAS_INITS), ("decay", PARAM_SETS),
+                              ("norm_params", PARAM_SETS), ("log_grid", LOG_GRIDS)):
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"must be one of {', '.join(allowed)}")
+        for name in ("lr", "tau", "steps", "pos_gain"):
             if not getattr(self, name) > 0:
                 raise bad(name, "must be > 0")
-        for name in ("wd", "t_int", "batch_size", "early_points", "eps"):
+        for name in ("wd", "t_int", "batch_size", "early_points", "eps", "emb_std", "bias_std",
+                     "log_every", "log_points"):
             if getattr(self, name) < 0:
                 raise bad(name, "must be ≥ 0")
+        for name in ("beta1", "beta2"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise bad(name, "must lie in [0, 1)")
+        if self.log_grid == "linear" and self.log_every <= 0:
+            raise bad("log_every", "must be > 0 with log_grid = \"linear\"")
+        if self.log_grid == "geometric" and self.log_points < 2:
+            raise bad("log_points", "must be ≥ 2 with log_grid = \"geometric\"")
         if self.rho is not None and not self.rho > 0:
             raise bad("rho", "must be > 0, or absent for no clamp")
         if self.w_c is not None and not self.w_c > 0:
@@ -128,10 +173,18 @@ BATCHABLE = ("seed", "lr", "wd", "rho", "w_c", "t_int", "tau", "beta1", "beta2",
 
 
 def from_dict(d: dict[str, Any], where: str = "config") -> TrainConfig:
-    """Build a validated :class:`TrainConfig` from a mapping; unknown keys are an error."""
+    """Build a validated :class:`TrainConfig` from a mapping; unknown keys are an error. Keys
+    the mapping lacks come from its recipe (``recipe``, else the default recipe)."""
     unknown = sorted(set(d) - set(FIELD_NAMES))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {', '.join(FIELD_NAMES)}", code=ErrorCode.UNKNOWN_OPTION)
+    name = d.get("recipe", DEFAULT_RECIPE)
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: key 'recipe' needs a recipe name (got {name!r})",
+                          code=ErrorCode.INVALID_OPTION)
+    arch = d.get("arch")
+    resolve(name, arch if isinstance(arch, str) and arch in ARCHS else recipe_arch(name, where),
+            where)  # an unknown recipe, or an arch it lacks, names the file/run
     types = {f.name: f.type for f in fields(TrainConfig)}
     clean: dict[str, Any] = {}
     for k, v in d.items():

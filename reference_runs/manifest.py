@@ -78,9 +78,42 @@ def trainer_commit() -> str | None:
         return None
 
 
+def recipe_echo(sweep: Any, specs: list[Any]) -> dict[str, Any]:
+    """The manifest's ``[recipe]`` table: the recipe(s) the runs use, where each comes from and
+    what its source leaves open; per recipe and architecture the values it set
+    (``[recipe.<name>_<arch>]``); and every recipe field the config set itself
+    (``[recipe.overrides]``, a grid key as its list of values), with the recipe's value it
+    replaced (``[recipe.replaced]``)."""
+    from .recipes import RECIPE_FIELDS, RECIPES, resolve
+
+    pairs = sorted({(s.cfg.recipe, s.cfg.arch) for s in specs})
+    names = sorted({n for n, _ in pairs})
+    out: dict[str, Any] = {
+        "names": names,
+        "source": [RECIPES[n].source for n in names],
+        "open": [f"{n}: {o}" for n in names for o in RECIPES[n].open],
+    }
+    overrides: dict[str, Any] = {}
+    replaced: dict[str, Any] = {}
+    for name, arch in pairs:
+        values = resolve(name, arch)
+        out[f"{name}_{arch}"] = {k: values[k] for k in RECIPE_FIELDS}
+        for k in RECIPE_FIELDS:
+            if k in sweep.grid:
+                overrides[k] = list(sweep.grid[k])
+            elif k in sweep.base:
+                overrides[k] = sweep.base[k]
+            else:
+                continue
+            replaced[k] = values[k] if len(pairs) == 1 else replaced.get(k, values[k])
+    out["overrides"] = overrides
+    out["replaced"] = replaced
+    return out
+
+
 def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str, Any],
                    device: str, wall_seconds: float, n_runs: int, n_rows: int,
-                   complete: bool) -> Path:
+                   complete: bool, recipe: dict[str, Any] | None = None) -> Path:
     """Write the manifest atomically; returns its path."""
     data = {
         "log": path.name.replace(".MANIFEST.toml", ".parquet"),
@@ -95,6 +128,8 @@ def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str
         "environment": environment(device),
         "sweep": sweep,
     }
+    if recipe is not None:
+        data["recipe"] = recipe
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as fh:
         fh.write(to_toml(data))

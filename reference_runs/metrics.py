@@ -60,7 +60,7 @@ def per_example_loss(logits: torch.Tensor, y: torch.Tensor, loss: str,
     """``[R, n]``: cross-entropy, or the mean squared error against one-hot targets."""
     if loss == "ce":
         return F.cross_entropy(logits.transpose(1, 2), y, reduction="none")
-    onehot = F.one_hot(y, n_classes).to(logits.dtype)
+    onehot = F.one_hot(y, logits.shape[-1]).to(logits.dtype)  # the readout's width
     return (logits - onehot).pow(2).mean(-1)
 
 

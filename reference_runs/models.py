@@ -36,6 +36,35 @@ def _const(shape: tuple[int, ...], value: float) -> InitFn:
     return lambda g: torch.full(shape, value, dtype=torch.float64)
 
 
+def weight_init(cfg: TrainConfig, shape: tuple[int, ...], fan_in: int) -> InitFn:
+    """A weight matrix ``[fan_in, fan_out]``: torch's ``nn.Linear`` default U(±1/√fan_in), or
+    N(0, 1/fan_in) (``weight_init``)."""
+    if cfg.weight_init == "normal":
+        return _normal(shape, 1.0 / math.sqrt(fan_in))
+    return _uniform(shape, fan_in)
+
+
+def bias_init(cfg: TrainConfig, shape: tuple[int, ...], fan_in: int) -> InitFn:
+    """A bias: U(±1/√fan_in) (torch's default), N(0, bias_std²), or zero (``bias_init``)."""
+    if cfg.bias_init == "normal":
+        return _normal(shape, float(cfg.bias_std or 0.0))
+    if cfg.bias_init == "zero":
+        return _const(shape, 0.0)
+    return _uniform(shape, fan_in)
+
+
+def emb_std(cfg: TrainConfig, width: int) -> float:
+    """The token embedding's init std: ``emb_std``, or 1/√width when it is 0."""
+    return float(cfg.emb_std) if cfg.emb_std else 1.0 / math.sqrt(width)
+
+
+def activation(cfg: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+    """GELU or ReLU (``act``); ``auto``: ReLU for a two-hidden-layer MLP, else GELU."""
+    if cfg.act == "relu" or (cfg.act == "auto" and cfg.arch == "mlp" and cfg.depth == 2):
+        return F.relu
+    return F.gelu
+
+
 @dataclass
 class Forward:
     """A forward pass: logits ``[R, n, C]`` before τ, plus attention internals (Transformer)."""
@@ -48,8 +77,12 @@ class Forward:
 class BatchedModel(nn.Module):
     """Base: parameters in a fixed order, each tagged as weight matrix or not."""
 
-    #: names of weight matrices: decayed by AdamW, counted in ‖W‖, rescaled by the clamp.
+    #: names of weight matrices (per-matrix norms ``norm_<name>`` are logged for these).
     matrices: tuple[str, ...] = ()
+    #: names of the parameters AdamW decays (the recipe's ``decay``: the matrices, or all).
+    decayed: tuple[str, ...] = ()
+    #: names of the parameters in ``‖W‖`` and rescaled by the clamp (``norm_params``).
+    normed: tuple[str, ...] = ()
 
     def __init__(self, seeds: list[int], dtype: torch.dtype, device: torch.device,
                  spec: list[tuple[str, InitFn, bool]]) -> None:
@@ -62,6 +95,13 @@ class BatchedModel(nn.Module):
             if is_matrix:
                 mats.append(name)
         self.matrices = tuple(mats)
+        self.decayed = self.normed = self.matrices
+
+    def set_groups(self, cfg: TrainConfig) -> None:
+        """Decay and norm sets from the config (``decay``, ``norm_params``)."""
+        every = tuple(n for n, _ in self.named_parameters())
+        self.decayed = every if cfg.decay == "all" else self.matrices
+        self.normed = every if cfg.norm_params == "all" else self.matrices
 
     @property
     def n_runs(self) -> int:
@@ -100,31 +140,42 @@ class BatchedMLP(BatchedModel):
         d, h = cfg.d_emb, cfg.hidden
         self.parity = cfg.task == "parity"
         self.depth = cfg.depth
+        self.biases = bool(cfg.biases)
         spec: list[tuple[str, InitFn, bool]] = []
+
+        def linear(w: str, b: str, n_in: int, n_out: int) -> None:
+            # fixed order, weight then bias: the per-run RNG streams line up across configs
+            spec.append((w, weight_init(cfg, (n_in, n_out), n_in), True))
+            if self.biases:
+                spec.append((b, bias_init(cfg, (n_out,), n_in), False))
+
         if self.parity:
-            n = cfg.parity_bits
-            spec += [("W1", _uniform((n, h), n), True), ("b1", _uniform((h,), n), False)]
+            linear("W1", "b1", cfg.parity_bits, h)
         else:
-            spec += [("E", _normal((cfg.p, d), cfg.emb_std), True),  # N(0, emb_std²)
-                     ("W1", _uniform((2 * d, h), 2 * d), True),
-                     ("b1", _uniform((h,), 2 * d), False)]
+            spec.append(("E", _normal((cfg.p, d), emb_std(cfg, d)), True))
+            linear("W1", "b1", 2 * d, h)
         if self.depth == 2:
-            spec += [("Wh", _uniform((h, h), h), True), ("bh", _uniform((h,), h), False)]
-        spec += [("W2", _uniform((h, n_classes), h), True),
-                 ("b2", _uniform((n_classes,), h), False)]
+            linear("Wh", "bh", h, h)
+        linear("W2", "b2", h, n_classes)
         super().__init__(seeds, dtype, device, spec)
         self.d = d
-        self.act: Callable[[torch.Tensor], torch.Tensor] = F.relu if self.depth == 2 else F.gelu
+        self.act = activation(cfg)
+
+    def _affine(self, x: torch.Tensor, w: str, b: str, runs: slice) -> torch.Tensor:
+        W = self._w(w, runs)
+        if self.biases:
+            return torch.baddbmm(self._w(b, runs)[:, None, :], x, W)
+        return torch.bmm(x, W)
 
     def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False,
                     runs: slice = slice(None)) -> Forward:
         R, n = idx.shape
-        W1, b1 = self._w("W1", runs), self._w("b1", runs)
+        W1 = self._w("W1", runs)
         H = W1.shape[-1]
         if self.parity:
             xs = data.x[runs]
             x = xs.gather(1, idx[..., None].expand(R, n, xs.shape[-1])).to(W1.dtype)
-            pre = torch.baddbmm(b1[:, None, :], x, W1)
+            pre = self._affine(x, "W1", "b1", runs)
         else:
             # Factorized first layer: two p×H tables per run, P = E·W1_top and Q = E·W1_bot,
             # stacked as rows [P; Q]; each example sums one row of each. embedding_bag does the
@@ -136,12 +187,13 @@ class BatchedMLP(BatchedModel):
             base = (torch.arange(R, device=idx.device) * (2 * p))[:, None]
             rows = torch.stack([data.x[:, 0][idx] + base, data.x[:, 1][idx] + base + p], dim=-1)
             pre = F.embedding_bag(rows.reshape(R * n, 2), PQ.reshape(R * 2 * p, H),
-                                  mode="sum").reshape(R, n, H) + b1[:, None, :]
+                                  mode="sum").reshape(R, n, H)
+            if self.biases:
+                pre = pre + self._w("b1", runs)[:, None, :]
         hid = self.act(pre)
         if self.depth == 2:
-            hid = self.act(torch.baddbmm(self._w("bh", runs)[:, None, :], hid,
-                                         self._w("Wh", runs)))
-        return Forward(torch.baddbmm(self._w("b2", runs)[:, None, :], hid, self._w("W2", runs)))
+            hid = self.act(self._affine(hid, "Wh", "bh", runs))
+        return Forward(self._affine(hid, "W2", "b2", runs))
 
     def emb_matrix(self) -> torch.Tensor:
         return self.W1.transpose(1, 2) if self.parity else self.E
@@ -175,32 +227,41 @@ class BatchedTransformer(BatchedModel):
                  dtype: torch.dtype, device: torch.device) -> None:
         d, L, m = cfg.d_model, cfg.n_layers, cfg.mlp_ratio * cfg.d_model
         self.p, self.L, self.n_heads, self.ln = cfg.p, L, cfg.n_heads, cfg.layernorm
+        self.affine = bool(cfg.layernorm and cfg.ln_affine)  # LayerNorm gains/biases trained
+        self.biases = bool(cfg.biases)
         self.rope = cfg.pos == "rope"
+        self.act = activation(cfg)
+        n_out = n_classes + 1 if cfg.out_eq else n_classes  # out_eq: '=' is a class too
         spec: list[tuple[str, InitFn, bool]] = [
-            ("E", _normal((cfg.p + 1, d), 1.0 / math.sqrt(d)), True)]
+            ("E", _normal((cfg.p + 1, d), emb_std(cfg, d)), True)]
         if not self.rope:
-            spec.append(("pos", _normal((3, d), 1.0 / math.sqrt(d)), True))
+            spec.append(("pos", _normal((3, d), float(cfg.pos_gain or 1.0) / math.sqrt(d)), True))
+
+        def ln(gain: str, bias: str) -> None:
+            if self.affine:
+                spec.extend([(gain, _const((d,), 1.0), False), (bias, _const((d,), 0.0), False)])
+
         for i in range(L):
-            if self.ln:
-                spec += [(f"ln1_g{i}", _const((d,), 1.0), False),
-                         (f"ln1_b{i}", _const((d,), 0.0), False)]
-            spec += [(f"Wq{i}", _uniform((d, d), d), True), (f"Wk{i}", _uniform((d, d), d), True),
-                     (f"Wv{i}", _uniform((d, d), d), True), (f"Wo{i}", _uniform((d, d), d), True)]
-            if self.ln:
-                spec += [(f"ln2_g{i}", _const((d,), 1.0), False),
-                         (f"ln2_b{i}", _const((d,), 0.0), False)]
-            spec += [(f"Win{i}", _uniform((d, m), d), True), (f"bin{i}", _uniform((m,), d), False),
-                     (f"Wout{i}", _uniform((m, d), m), True), (f"bout{i}", _uniform((d,), m), False)]
-        if self.ln:
-            spec += [("lnf_g", _const((d,), 1.0), False), ("lnf_b", _const((d,), 0.0), False)]
-        spec.append(("WU", _uniform((d, n_classes), d), True))
+            ln(f"ln1_g{i}", f"ln1_b{i}")
+            spec += [(f"W{c}{i}", weight_init(cfg, (d, d), d), True) for c in "qkvo"]
+            ln(f"ln2_g{i}", f"ln2_b{i}")
+            spec.append((f"Win{i}", weight_init(cfg, (d, m), d), True))
+            if self.biases:
+                spec.append((f"bin{i}", bias_init(cfg, (m,), d), False))
+            spec.append((f"Wout{i}", weight_init(cfg, (m, d), m), True))
+            if self.biases:
+                spec.append((f"bout{i}", bias_init(cfg, (d,), m), False))
+        ln("lnf_g", "lnf_b")
+        spec.append(("WU", weight_init(cfg, (d, n_out), d), True))
         super().__init__(seeds, dtype, device, spec)
 
     def _norm(self, x: torch.Tensor, g: str, b: str, runs: slice) -> torch.Tensor:
         if not self.ln:
             return x
-        gain, bias = self._w(g, runs), self._w(b, runs)
         y = F.layer_norm(x, x.shape[-1:], eps=1e-5)
+        if not self.affine:  # parameter-free LayerNorm (ln_affine = false)
+            return y
+        gain, bias = self._w(g, runs), self._w(b, runs)
         return y * gain[:, None, None, :] + bias[:, None, None, :]
 
     def forward_idx(self, data: Dataset, idx: torch.Tensor, internals: bool = False,
@@ -227,10 +288,13 @@ class BatchedTransformer(BatchedModel):
             att = torch.einsum("rnhts,rnshk->rnthk", probs, v).reshape(R, n, 3, d)
             h = h + torch.einsum("rntd,rde->rnte", att, self._w(f"Wo{i}", runs))
             x = self._norm(h, f"ln2_g{i}", f"ln2_b{i}", runs)
-            x = F.gelu(torch.einsum("rntd,rdm->rntm", x, self._w(f"Win{i}", runs))
-                       + self._w(f"bin{i}", runs)[:, None, None, :])
-            h = h + torch.einsum("rntm,rmd->rntd", x, self._w(f"Wout{i}", runs)) \
-                + self._w(f"bout{i}", runs)[:, None, None, :]
+            x = torch.einsum("rntd,rdm->rntm", x, self._w(f"Win{i}", runs))
+            if self.biases:
+                x = x + self._w(f"bin{i}", runs)[:, None, None, :]
+            x = self.act(x)
+            h = h + torch.einsum("rntm,rmd->rntd", x, self._w(f"Wout{i}", runs))
+            if self.biases:
+                h = h + self._w(f"bout{i}", runs)[:, None, None, :]
             if internals:
                 probs_all.append(probs.detach())
                 scores_all.append(scores.detach())
@@ -244,13 +308,17 @@ class BatchedTransformer(BatchedModel):
         return self.E[:, : self.p]  # the p number tokens; '=' is not an operand
 
     def unemb_matrix(self) -> torch.Tensor:
-        return self.WU.transpose(1, 2)
+        return self.WU[:, :, : self.p].transpose(1, 2)  # the p number classes ('=' is not one)
 
 
 def build_model(cfg: TrainConfig, seeds: list[int], n_classes: int,
                 device: torch.device) -> BatchedModel:
     """The batched model for ``cfg``'s group, one run per seed."""
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
+    model: BatchedModel
     if cfg.arch == "mlp":
-        return BatchedMLP(cfg, seeds, n_classes, dtype, device)
-    return BatchedTransformer(cfg, seeds, n_classes, dtype, device)
+        model = BatchedMLP(cfg, seeds, n_classes, dtype, device)
+    else:
+        model = BatchedTransformer(cfg, seeds, n_classes, dtype, device)
+    model.set_groups(cfg)
+    return model

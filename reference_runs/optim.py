@@ -18,7 +18,7 @@ def _bcast(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 class BatchedAdamW:
-    """AdamW over a :class:`BatchedModel`; weight decay on its ``matrices`` only.
+    """AdamW over a :class:`BatchedModel`; weight decay on its ``decayed`` set.
 
     ``lr``, ``wd``, ``beta1``, ``beta2``, ``eps``: float tensors ``[R]`` in the model's dtype.
     """
@@ -36,13 +36,13 @@ class BatchedAdamW:
         self.t += 1
         bc1 = 1 - self.beta1 ** self.t
         bc2 = 1 - self.beta2 ** self.t
-        decayed = set(self.model.matrices)
+        decayed = set(self.model.decayed)
         for name, p in self.model.named_parameters():
             if p.grad is None:
                 continue
             g = p.grad
             lr = _bcast(self.lr, p)
-            if name in decayed:  # biases and LayerNorm gains are never decayed
+            if name in decayed:  # the recipe's decay set (weight matrices, or every parameter)
                 p.mul_(1 - lr * _bcast(self.wd, p))
             m, v = self.m[name], self.v[name]
             b1, b2 = _bcast(self.beta1, p), _bcast(self.beta2, p)
@@ -67,9 +67,10 @@ class BatchedAdamW:
 
 
 def weight_norm_sq(model: BatchedModel) -> torch.Tensor:
-    """Per-run ``‖W‖² = Σ‖matrix‖²_F`` over the weight matrices (biases, gains excluded), ``[R]``."""
+    """Per-run ``‖W‖² = Σ‖M‖²_F`` over the norm set (``norm_params``: the weight matrices, biases
+    and gains excluded, or every parameter), ``[R]``."""
     total = None
-    for name in model.matrices:
+    for name in model.normed:
         p = getattr(model, name)
         s = p.detach().pow(2).flatten(1).sum(1)
         total = s if total is None else total + s
@@ -79,7 +80,7 @@ def weight_norm_sq(model: BatchedModel) -> torch.Tensor:
 
 @torch.no_grad()
 def clamp_norm(model: BatchedModel, target: torch.Tensor, active: torch.Tensor) -> None:
-    """Rescale all weight matrices of each active run by one scalar so ``‖W‖ = target``.
+    """Rescale the norm set of each active run by one scalar so ``‖W‖ = target``.
 
     ``target`` ``[R]`` is ``rho·w_c``; ``active`` ``[R]`` bool (clamped runs past ``t_int``).
     The norm is computed in float64 so the rescaled norm equals the target to float rounding.
@@ -88,6 +89,6 @@ def clamp_norm(model: BatchedModel, target: torch.Tensor, active: torch.Tensor) 
         return
     norm = weight_norm_sq(model).double().sqrt()
     scale = torch.where(active, target.double() / norm, torch.ones_like(norm))
-    for name in model.matrices:
+    for name in model.normed:
         p = getattr(model, name)
         p.mul_(_bcast(scale, p).to(p.dtype))

@@ -37,11 +37,22 @@ CHUNK_ELEMS = 2 ** 21
 
 
 def log_steps(cfg: TrainConfig) -> list[int]:
-    """Logged steps: 0, a geometric grid of ``early_points`` steps in [1, log_every), every
-    multiple of ``log_every``, and the last step. Step s = the state after s optimizer steps."""
-    early = np.unique(np.round(np.geomspace(1, cfg.log_every, cfg.early_points + 1)[:-1]))
-    steps = {0, cfg.steps, *range(cfg.log_every, cfg.steps + 1, cfg.log_every)}
-    steps |= {int(s) for s in early if 0 < s < min(cfg.log_every, cfg.steps)}
+    """Logged steps (step s = the state after s optimizer steps): 0, the last step, every
+    multiple of ``log_every`` (when > 0), and
+
+    - ``log_grid = "linear"``: a geometric grid of ``early_points`` steps in [1, log_every);
+    - ``log_grid = "geometric"``: ``log_points`` steps log-spaced on [1, steps], rounded
+      (the critical-norm runner's grid: 360 points)."""
+    every = int(cfg.log_every or 0)
+    steps = {0, cfg.steps}
+    if every > 0:
+        steps |= set(range(every, cfg.steps + 1, every))
+    if cfg.log_grid == "geometric":
+        pts = np.round(np.geomspace(1, cfg.steps, int(cfg.log_points or 2)))
+        steps |= {int(s) for s in pts if 0 < s <= cfg.steps}
+    else:
+        early = np.unique(np.round(np.geomspace(1, every, int(cfg.early_points or 0) + 1)[:-1]))
+        steps |= {int(s) for s in early if 0 < s < min(every, cfg.steps)}
     return sorted(steps)
 
 

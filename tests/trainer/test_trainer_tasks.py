@@ -40,12 +40,26 @@ def test_sparse_parity_labels_and_distinct_strings() -> None:
 
 
 def test_log_steps_grid() -> None:
-    cfg = TrainConfig(steps=1050, log_every=100, early_points=8)
+    cfg = TrainConfig(steps=1050, log_grid="linear", log_every=100, early_points=8)
     steps = log_steps(cfg)
     assert steps[0] == 0 and steps[-1] == 1050
     assert set(range(100, 1001, 100)) <= set(steps)
     early = [s for s in steps if 0 < s < 100]
     assert 4 <= len(early) <= 8 and early == sorted(early)
+
+
+def test_log_steps_geometric_grid() -> None:
+    """The critical-norm runner's grid: 0 and round(geomspace(1, steps, n)), deduplicated;
+    log_every adds its multiples on top."""
+    cfg = TrainConfig(steps=60_000, log_grid="geometric", log_points=360, log_every=0)
+    steps = log_steps(cfg)
+    expected = np.unique(np.concatenate([[0], np.round(np.geomspace(1, 60_000, 360))]))
+    assert steps == [int(s) for s in expected]
+    assert len(steps) == 279  # the public p = 59 sweep's 279 logged steps
+    both = log_steps(TrainConfig(steps=12_000, log_grid="geometric", log_points=360,
+                                 log_every=1000))
+    assert set(range(1000, 12_001, 1000)) <= set(both) and set(log_steps(
+        TrainConfig(steps=12_000, log_grid="geometric", log_points=360, log_every=0))) <= set(both)
 
 
 def test_rope_transformer_trains_and_logs() -> None:
