@@ -46,6 +46,7 @@ from .study import (
     ordering,
     snapshot_findings,
 )
+from .text import format_value, safe
 
 _CENSORED_TC = TC_CENSORED
 
@@ -132,7 +133,8 @@ def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: st
         cols = sorted(c for c in others if (bad[c] > 1).any())
         where = bad.index[0]
         raise LogFormatError(
-            f"DUPLICATE_AXIS_VALUES: runs with {axis}={where if not cell else where[-1]!r} differ "
+            f"DUPLICATE_AXIS_VALUES: runs with {axis}="
+            f"{format_value(where if not cell else where[-1])} differ "
             f"in {cols}; pass --cell {','.join(cols)} to audit them as separate studies",
             path=source, column=cols[0], code=ErrorCode.DUPLICATE_AXIS_VALUES)
 
@@ -164,7 +166,7 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
                              path=src, column=axis, code=ErrorCode.NOT_NUMERIC)
     if cond[axis].isna().any():
         r = cond.index[cond[axis].isna()][0]
-        raise LogFormatError(f"axis column {axis!r} is missing for run {r!r}", path=src,
+        raise LogFormatError(f"axis column {axis!r} is missing for run {safe(r)!r}", path=src,
                              column=axis, code=ErrorCode.CONDITION_MISSING)
     _check_design(cond, axis, cfg.cell, src)
 
@@ -196,6 +198,10 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
 
 
 def _py(v: Any) -> Any:
+    """A numpy scalar as a Python value, except a float32/float16 or boolean, which keeps its
+    type so that it is shown as stored (``0.85``, ``true``; JSON still gets the full value)."""
+    if isinstance(v, (np.float32, np.float16, np.bool_)):
+        return v
     return v.item() if hasattr(v, "item") else v
 
 
@@ -244,7 +250,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
             findings.append(make_finding(
                 code, "run", base, cell=c.axis_value, runs=rs,
                 evidence={"n_runs": len(rs), "of": c.n_runs},
-                message=f"{len(rs)}/{c.n_runs} runs of cell {axis}={c.axis_value}"))
+                message=f"{len(rs)}/{c.n_runs} runs of cell {axis}={format_value(c.axis_value)}"))
         unstable = unstable_by_cell.get(c.axis_value, [])
         if unstable:
             sev = Severity.CRITICAL if cell_pass[c.axis_value] else Severity.WARNING
@@ -252,7 +258,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                 Reason.FLOOR_UNSTABLE, "cell", base, cell=c.axis_value, runs=unstable,
                 severity=sev, evidence={"n_runs": len(unstable), "of": c.n_runs,
                                         "passing_cell": cell_pass[c.axis_value]},
-                message=(f"{len(unstable)}/{c.n_runs} runs of cell {axis}={c.axis_value} have "
+                message=(f"{len(unstable)}/{c.n_runs} runs of cell {axis}={format_value(c.axis_value)} have "
                          "a floor that is still moving at the end of the log")))
         for g in c.gates:
             findings.append(make_finding(
@@ -261,12 +267,12 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                           "n_fully_generalized": c.n_fully_generalized,
                           "n_no_compression": c.n_no_compression,
                           "n_established": c.n_established, "floor": c.floor},
-                message=f"cell {axis}={c.axis_value} is gated out of every ordering"))
+                message=f"cell {axis}={format_value(c.axis_value)} is gated out of every ordering"))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
                 evidence={"t_grok": c.t_grok, "t_compress": c.t_compress, "lag": c.lag},
-                message=(f"cell {axis}={c.axis_value}: half or more runs censored; only a "
+                message=(f"cell {axis}={format_value(c.axis_value)}: half or more runs censored; only a "
                          "lower bound of the median is known")))
 
     orderings = {q: ordering(passing, q, cfg) for q in QUANTITIES}

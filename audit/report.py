@@ -15,7 +15,7 @@ from .results import (
     StudyResult,
     format_number,
 )
-from .text import safe
+from .text import format_value, safe
 
 _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_compress", "lag",
          "rel_lag", "frac_pre", "infl", "gate")
@@ -56,13 +56,13 @@ def _ordering_line(o: Ordering) -> str:
 
 def study_lines(s: StudyResult) -> list[str]:
     """The per-cell table, orderings and verdict of one study."""
-    key = ", ".join(f"{k}={v}" for k, v in s.study.items()) or "all runs"
+    key = ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items()) or "all runs"
     lines = [f"== study: {key} · metric {s.metric} · axis {s.axis} =="]
     rows = [_HEAD]
     for c in s.cells:
         gate = ",".join(g.value for g in c.gates) or "pass"
         rows.append((
-            f"{s.axis}={c.axis_value}", str(c.n_runs), str(c.n_grokked),
+            f"{s.axis}={format_value(c.axis_value)}", str(c.n_runs), str(c.n_grokked),
             str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _n(c.floor), _stab(c),
             _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _n(c.inflation), gate,
         ))
@@ -103,7 +103,7 @@ def result_line(failing: Sequence[Finding], fail_on: Sequence[str]) -> str:
 
 
 def _study_label(study: Any, metric: str | None) -> str:
-    parts = [f"{k}={v}" for k, v in dict(study).items()]
+    parts = [f"{k}={format_value(v)}" for k, v in dict(study).items()]
     if metric:
         parts.append(metric)
     return " · ".join(parts) or "all runs"
@@ -129,7 +129,7 @@ def _grouped(findings: Sequence[Finding]) -> list[str]:
             n = f.evidence.get("n_runs") if isinstance(f.evidence, dict) else None
             of = f.evidence.get("of") if isinstance(f.evidence, dict) else None
             frac = f" ({n}/{of})" if n is not None and of is not None else ""
-            cells.append(f"{f.cell}{frac}")
+            cells.append(f"{format_value(f.cell)}{frac}")
         lines.append(f"  [{sev:<8}] {code:<34} {where}cells {', '.join(cells)}")
     return lines
 
@@ -186,7 +186,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
             cells = []
             for f in fs:
                 n, of = f.evidence.get("n_runs"), f.evidence.get("of")
-                cells.append(f"{f.cell} ({n}/{of})" if n is not None else str(f.cell))
+                cells.append(f"{format_value(f.cell)} ({n}/{of})" if n is not None
+                             else format_value(f.cell))
             out.append(f"  [{fs[0].severity.value:<8}] {code:<34} ({label}) cells "
                        f"{', '.join(cells)}")
 
@@ -214,11 +215,11 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
 
 
 def _where(study: dict[str, Any] | Any, metric: str | None, cell: Any) -> str:
-    parts = [f"{k}={v}" for k, v in dict(study).items()]
+    parts = [f"{k}={format_value(v)}" for k, v in dict(study).items()]
     if metric:
         parts.append(metric)
     if cell is not None:
-        parts.append(f"cell {cell}")
+        parts.append(f"cell {format_value(cell)}")
     return f"({'; '.join(parts)}) " if parts else ""
 
 

@@ -619,7 +619,10 @@ def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[s
                         path=path, column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
                 series[name] = a
             else:
-                cond[name] = a[starts]
+                # a condition keeps its stored type (float32, integer, boolean), so that it is
+                # shown and matched as logged: 0.85, not 0.8500000238418579; true, not 1.0
+                rows = starts if g.order is None else g.order[starts]
+                cond[name] = np.asarray(c.take(pa.array(rows)).to_numpy(zero_copy_only=False))
         else:
             enc_c = pc.dictionary_encode(c).combine_chunks()
             idx = np.asarray(enc_c.indices.fill_null(-1).to_numpy(zero_copy_only=False),

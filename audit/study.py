@@ -13,6 +13,7 @@ import numpy as np
 from .config import AuditConfig
 from .reasons import DEFAULT_CRITICAL, INFO_CODES, Reason, Severity
 from .results import CellSummary, Finding, Interval, Ordering
+from .text import format_value
 
 TIME_QUANTITIES = ("t_grok", "t_compress", "lag")
 VALUE_QUANTITIES = ("floor", "m_grok")
@@ -330,8 +331,9 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
                               "m_grok": c.m_grok, "neighbour_m_grok": nb.m_grok,
                               "floor": c.floor, "neighbour_floor": nb.floor,
                               "delta": nb.delta},
-                    message=(f"boundary cell {c.axis_value} reads {_g(c.m_grok)} at grok, like "
-                             f"its neighbour {nb.axis_value} ({_g(nb.m_grok)}), but their floors "
+                    message=(f"boundary cell {format_value(c.axis_value)} reads {_g(c.m_grok)} at "
+                             f"grok, like its neighbour {format_value(nb.axis_value)} "
+                             f"({_g(nb.m_grok)}), but their floors "
                              f"differ ({_g(c.floor)} vs {_g(nb.floor)})")))
     return out
 

@@ -33,3 +33,26 @@ def safe_json(text: str) -> str:
     escapes C0 controls itself, but not these, which some terminals interpret)."""
     return re.sub("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f]",
                   lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def format_value(v: Any) -> str:
+    """A condition or axis value for people: the shortest text that round-trips in the value's
+    stored type (``0.85`` for a float32 0.85, not ``0.8500000238418579``), booleans as
+    ``true``/``false``, integers without a decimal point, never a numpy repr
+    (``np.float64(1.0)``). Control characters are escaped (:func:`safe`). JSON keeps the full
+    value; this is only how it is shown."""
+    import numpy as np
+
+    if v is None:
+        return "—"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if bool(v) else "false"
+    if isinstance(v, np.floating):
+        if np.isnan(v):
+            return "nan"
+        return str(v) if isinstance(v, np.float32 | np.float16) else repr(float(v))
+    if isinstance(v, np.integer):
+        return str(int(v))
+    if isinstance(v, float):
+        return "nan" if v != v else repr(v)
+    return safe(v)
