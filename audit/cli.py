@@ -172,6 +172,19 @@ def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
     sys.exit(result.exit_code)
 
 
+def progress_printer(what: str) -> Callable[[str], None] | None:
+    """A function that prints one progress line on stderr (``report: figure 3/8 …``) when
+    stderr is a terminal or ``GROKAUDIT_PROGRESS=1``; None otherwise. Never on stdout."""
+    wanted = os.environ.get("GROKAUDIT_PROGRESS")
+    if wanted == "0" or not (wanted == "1" or sys.stderr.isatty()):
+        return None
+
+    def show(line: str) -> None:
+        click.echo(f"{what}: {safe(line)}", err=True)
+
+    return show
+
+
 def _paths(path: str | Sequence[str]) -> list[str]:
     return [path] if isinstance(path, str) else list(path)
 
@@ -242,6 +255,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     table = _read(paths, params, cfg.on_duplicate)
     log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    del table  # the validated log holds what the audit needs: free the Arrow table
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity
@@ -253,7 +267,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     if outs["report"] is not None:
         from .html_report import write_report
 
-        write_report(result, log, outs["report"])
+        write_report(result, log, outs["report"], progress=progress_printer("report"))
 
     def render() -> str:
         text = render_text(result, verbose=verbose)
@@ -305,10 +319,12 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     table = _read(paths, params, cfg.on_duplicate)
     log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    del table
     result = audit_log(log, cfg)
     from .html_report import write_report
 
-    out = write_report(result, log, outs["html"], png, log_steps=log_steps)
+    out = write_report(result, log, outs["html"], png, log_steps=log_steps,
+                       progress=progress_printer("report"))
     if result.failing:
         codes = sorted({f.code.value for f in result.failing})
         line = f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"
@@ -363,7 +379,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every claim command."""
     opts = [
-        click.argument("path", type=click.Path()),
+        click.argument("path", nargs=-1, required=True, metavar="PATH..."),
         click.option("--json", "json_out", default=None, metavar="PATH|-",
                      help="write the versioned JSON result to PATH (- for stdout)"),
         click.option("-v", "--verbose", is_flag=True, help="show informational findings too"),
@@ -401,8 +417,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
         "fail_on": common["fail_on"]})
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
-    table = _read(path, common)
-    result = call(table, cfg, path)
+    table = _read(path, common, cfg.on_duplicate)
+    result = call(table, cfg, _source(path))
     emit(result, lambda: render_text(result, verbose=common["verbose"]),
          json_out=outs["json"], quiet=common["quiet"])
 

@@ -42,7 +42,7 @@ from .errors import MissingExtraError
 from .results import AuditResult, CellSummary, Interval, StudyResult
 from .results import format_number as _fmt
 from .schema import LogTable
-from .text import safe
+from .text import format_value, safe
 
 #: Okabe–Ito, the colour-blind-safe palette (Okabe & Ito 2008).
 OKABE_ITO = {
@@ -158,7 +158,7 @@ def _gid(cls: str, quantity: str, cell: Any) -> str:
 
 
 def _cell_label(axis: str, c: CellSummary) -> str:
-    return f"{safe(axis)}={safe(c.axis_value)}"
+    return f"{safe(axis)}={format_value(c.axis_value)}"
 
 
 def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
@@ -248,7 +248,7 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
             pad = max(4 * _spread(xs), 0.12 * (max(xs) - min(xs)))
             for ax in axes:
                 ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        key = ", ".join(f"{safe(k)}={safe(v)}" for k, v in study.study.items()) or "all runs"
+        key = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in study.study.items()) or "all runs"
         verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
         title = (f"{key} · {safe(study.metric)} along {safe(study.axis)} · clock verdict: "
                  f"{verdict}")

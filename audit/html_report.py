@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
 from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
-from .text import safe
+from .text import format_value, safe
 
 #: What each verdict, gate and study-level code means, in words (for readers of the page).
 WORDS: dict[str, str] = {
@@ -120,7 +120,7 @@ def _iv(iv: Interval | None) -> str:
 
 
 def _study_key(s: StudyResult) -> str:
-    return ", ".join(f"{k}={v}" for k, v in s.study.items()) or "all runs"
+    return ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items()) or "all runs"
 
 
 def _slug(s: StudyResult) -> str:
@@ -145,11 +145,11 @@ def _slugs(result: AuditResult) -> list[str]:
 
 
 def _where(f: Finding) -> str:
-    parts = [f"{k}={v}" for k, v in dict(f.study).items()]
+    parts = [f"{k}={format_value(v)}" for k, v in dict(f.study).items()]
     if f.metric:
         parts.append(f.metric)
     if f.cell is not None:
-        parts.append(f"cell {f.cell}")
+        parts.append(f"cell {format_value(f.cell)}")
     ev = dict(f.evidence)
     if ev.get("file"):  # an adapter finding (SOURCE_TRUNCATED…): the file and the byte
         at = f" @ byte {ev['offset']}" if ev.get("offset") is not None else ""
@@ -296,7 +296,7 @@ def _study_section(s: StudyResult, k: int, svg: str, slug: str) -> str:
     why = f"{passing} of {len(s.cells)} cells pass every gate"
     if gated:
         why += "; gated (shown, left out of every ordering): " + "; ".join(
-            f"{s.axis}={c.axis_value} ({', '.join(WORDS.get(g.value, g.value) for g in c.gates)})"
+            f"{s.axis}={format_value(c.axis_value)} ({', '.join(WORDS.get(g.value, g.value) for g in c.gates)})"
             for c in gated)
     out.append(f"<p>{_e(why)}.</p>")
     out.append("<h3>Gates and cell medians</h3>")
@@ -357,11 +357,19 @@ def _config_section(result: AuditResult) -> str:
 # public API
 # ------------------------------------------------------------------------------------------
 
-def dashboards(result: AuditResult, log: LogTable, *, log_steps: bool = False) -> list[Any]:
-    """One matplotlib Figure per study and metric, in ``result.studies`` order."""
+def dashboards(result: AuditResult, log: LogTable, *, log_steps: bool = False,
+               progress: Callable[[str], None] | None = None) -> list[Any]:
+    """One matplotlib Figure per study and metric, in ``result.studies`` order; ``progress``
+    (when given) receives one line per figure."""
     from .figures import dashboard
 
-    return [dashboard(s, log, result, log_steps=log_steps) for s in result.studies]
+    figs = []
+    n = len(result.studies)
+    for k, s in enumerate(result.studies):
+        if progress is not None:
+            progress(f"figure {k + 1}/{n} ({_study_key(s)})")
+        figs.append(dashboard(s, log, result, log_steps=log_steps))
+    return figs
 
 
 def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
@@ -400,11 +408,13 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
 
 
 def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
-                 png_dir: str | Path | None = None, *, log_steps: bool = False) -> Path:
+                 png_dir: str | Path | None = None, *, log_steps: bool = False,
+                 progress: Callable[[str], None] | None = None) -> Path:
     """Write the HTML report to ``path`` atomically (temp file, then rename); with ``png_dir``
     also one PNG per study and metric there (named after its section). ``path`` is checked
     like every output (:func:`grokaudit.outputs.resolve_output`) unless it already is an
-    :class:`~grokaudit.outputs.Output`. Returns the path written."""
+    :class:`~grokaudit.outputs.Output`. ``progress`` receives one line per figure drawn (the
+    command line prints them on stderr). Returns the path written."""
     from .figures import save_png
 
     out = path if isinstance(path, Output) else resolve_output(
@@ -419,10 +429,12 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
             pngs.append(resolve_output(d / f"{slug.removeprefix('study-')}.png", flag="--png",
                                        allow_stdout=False, suffixes=(".png",),
                                        others=(out, *pngs)))
-    figs = dashboards(result, log, log_steps=log_steps)
+    figs = dashboards(result, log, log_steps=log_steps, progress=progress)
     text = render_html(result, log, log_steps=log_steps, figures=figs)
     out.write_text(text)
-    for png, fig in zip(pngs, figs, strict=False):
+    for k, (png, fig) in enumerate(zip(pngs, figs, strict=False)):
+        if progress is not None:
+            progress(f"PNG {k + 1}/{len(pngs)} {png.path}")
         save_png(fig, png.path)
     return out.path
 
