@@ -79,11 +79,19 @@ def _eq(want: Any, got: Any) -> bool:
 
 
 def get_path(obj: Any, path: str) -> Any:
-    """``get_path(run, "t_compress.value")``: None as soon as a link is None."""
+    """``get_path(run, "t_compress.value")``: None as soon as a link is None. A link may also
+    be a mapping key (``params.alpha``) or a position in a tuple (``comparison.0.aft``; None
+    past the end)."""
     for part in path.split("."):
         if obj is None:
             return None
-        obj = getattr(obj, part)
+        if isinstance(obj, Mapping):
+            obj = obj.get(part)
+        elif isinstance(obj, (tuple, list)) and part.lstrip("-").isdigit():
+            i = int(part)
+            obj = obj[i] if -len(obj) <= i < len(obj) else None
+        else:
+            obj = getattr(obj, part)
     return obj
 
 
