@@ -13,25 +13,41 @@ import warnings
 import click
 from grokaudit.text import safe
 
-from .runner import SuiteReport, run_suite
+from .runner import CaseOutcome, SuiteReport, run_suite
 
 
-def _table(report: SuiteReport) -> str:
-    rows = [("case", "expected", "got", "pass")]
-    for c in report.cases:
-        rows.append((c.name, c.expected, c.got, "ok" if c.passed else "FAIL"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
-    for c in report.cases:
+def _rows(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    rows = [head, *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _failures(outcomes: tuple[CaseOutcome, ...]) -> list[str]:
+    lines = []
+    for c in outcomes:
         if not c.passed:
             lines.append(f"\n{c.name}:")
             lines.extend(f"  - {safe(m)}" for m in c.mismatches[:12])
             if len(c.mismatches) > 12:
                 lines.append(f"  … {len(c.mismatches) - 12} more")
+    return lines
+
+
+def _table(report: SuiteReport) -> str:
+    lines = _rows(("case", "expected", "got", "pass"),
+                  [(c.name, c.expected, c.got, "ok" if c.passed else "FAIL")
+                   for c in report.cases])
+    lines += _failures(report.cases)
     kept = [c for c in report.cases if c.notes]
     if kept:
         lines.append("\nthresholds a case cannot follow (it keeps its own value of them):")
         lines.extend(f"  {c.name}: {safe(n)}" for c in kept for n in c.notes)
+    if report.claims:
+        lines.append("")
+        lines += _rows(("claim case", "command", "expected", "got", "pass"),
+                       [(c.name, c.command, c.expected, c.got, "ok" if c.passed else "FAIL")
+                        for c in report.claims])
+        lines += _failures(report.claims)
     lines.append("")
     if report.properties is None:
         lines.append(f"property run: skipped ({report.skipped})")
@@ -40,8 +56,12 @@ def _table(report: SuiteReport) -> str:
             status = "ok" if p["pass"] else f"FAIL: {safe(p['error'])}"
             lines.append(f"property {p['property']} ({p['examples']} examples): {status}")
     n_fail = sum(not c.passed for c in report.cases)
+    m_fail = sum(not c.passed for c in report.claims)
+    claims = (f", {len(report.claims) - m_fail}/{len(report.claims)} claim cases pass"
+              if report.claims else "")
     lines.append(f"suite ({report.profile} profile): {len(report.cases) - n_fail}/"
-                 f"{len(report.cases)} cases pass; {'PASS' if report.passed else 'FAIL'}")
+                 f"{len(report.cases)} cases pass{claims}; "
+                 f"{'PASS' if report.passed else 'FAIL'}")
     return "\n".join(lines)
 
 
@@ -59,8 +79,9 @@ def _table(report: SuiteReport) -> str:
                    "stdout) or to stdout (-) instead of the table")
 def suite(config_file: str | None, profile: str | None, max_examples: int,
           json_out: str | None) -> None:
-    """Run the named adversarial cases and a bounded property run against the installed
-    audit with your config: every case's log and expected answer follow your thresholds.
+    """Run the named adversarial cases, the claim audits' cases and a bounded property run
+    against the installed audit with your config: every case's log and expected answer follow
+    your thresholds.
     Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
     from grokaudit.config import build_config, config_file_values
     from grokaudit.outputs import resolve_output

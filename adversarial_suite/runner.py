@@ -1,5 +1,6 @@
-"""Run the named cases (and, when hypothesis is installed, a bounded property run) against the
-installed audit and a config: the engine behind ``grokaudit suite`` and the suite's tests."""
+"""Run the named cases, the claim cases (and, when hypothesis is installed, a bounded property
+run) against the installed audit and a config: the engine behind ``grokaudit suite`` and the
+suite's tests."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import grokaudit
 from grokaudit import AuditConfig, AuditResult, LogFormatError
 
 from .cases import CASES, DESIGN_DEFAULTS, Case, Instance  # noqa: F401 (re-exported)
+from .claim_cases import CLAIM_CASES, ClaimCase, compare_check, run_check
 from .expect import LOW_POWER, compare, error_label, verdict_label
 
 
@@ -25,15 +27,19 @@ class CaseOutcome:
     got: str
     mismatches: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    command: str = ""  #: claim cases: the claim command(s) the case runs
 
     @property
     def passed(self) -> bool:
         return not self.mismatches
 
     def to_dict(self) -> dict[str, Any]:
-        return {"case": self.name, "expected": self.expected, "got": self.got,
-                "pass": self.passed, "mismatches": list(self.mismatches),
-                "notes": list(self.notes)}
+        out = {"case": self.name, "expected": self.expected, "got": self.got,
+               "pass": self.passed, "mismatches": list(self.mismatches),
+               "notes": list(self.notes)}
+        if self.command:
+            out["command"] = self.command
+        return out
 
 
 @dataclass(frozen=True)
@@ -47,16 +53,19 @@ class SuiteReport:
     seconds: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)  #: the user's effective config
+    claims: tuple[CaseOutcome, ...] = ()  #: the claim audits' cases
 
     @property
     def passed(self) -> bool:
         props_ok = self.properties is None or all(p["pass"] for p in self.properties)
-        return all(c.passed for c in self.cases) and props_ok
+        return (all(c.passed for c in self.cases) and all(c.passed for c in self.claims)
+                and props_ok)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "grokaudit.suite/1", "profile": self.profile, "passed": self.passed,
                 "config": dict(self.config),
                 "cases": [c.to_dict() for c in self.cases],
+                "claim_cases": [c.to_dict() for c in self.claims],
                 "properties": list(self.properties) if self.properties is not None else None,
                 "properties_skipped": self.skipped}
 
@@ -105,12 +114,41 @@ def run_cases(cfg: AuditConfig | None = None, cases: Iterable[Case] = CASES
     return tuple(run_case(c, cfg) for c in cases)
 
 
-def run_suite(cfg: AuditConfig, max_examples: int = 25, properties: bool = True
-              ) -> SuiteReport:
-    """The named cases, then (when hypothesis is importable) each property for
-    ``max_examples`` generated logs."""
+def _labels(labels: Iterable[str]) -> str:
+    return " | ".join(dict.fromkeys(labels))
+
+
+def run_claim_case(case: ClaimCase, cfg: AuditConfig | None = None) -> CaseOutcome:
+    """Build the claim case under ``cfg``, run each of its claim commands and compare with
+    the pre-registered answers (a crash is a failure, reported like any other)."""
+    inst = case.instance(cfg)
+    bad: list[str] = []
+    got: list[str] = []
+    for check in inst.checks:
+        try:
+            result, error = run_check(check, inst.table, inst.cfg)
+            bad.extend(compare_check(check, result, error))
+        except Exception as exc:  # a crash of the audit (or of its renderer) is a failure
+            bad.append(f"{check.command}: the audit crashed: {type(exc).__name__}: {exc}")
+            got.append(f"crash:{type(exc).__name__}")
+            continue
+        got.append(check.got_label(result, error))
+    commands = ",".join(dict.fromkeys(c.command for c in inst.checks))
+    return CaseOutcome(case.name, inst.label, _labels(got), tuple(bad), inst.notes, commands)
+
+
+def run_claim_cases(cfg: AuditConfig | None = None, cases: Iterable[ClaimCase] = CLAIM_CASES
+                    ) -> tuple[CaseOutcome, ...]:
+    return tuple(run_claim_case(c, cfg) for c in cases)
+
+
+def run_suite(cfg: AuditConfig, max_examples: int = 25, properties: bool = True,
+              claims: bool = True) -> SuiteReport:
+    """The named cases, the claim cases, then (when hypothesis is importable) each property
+    for ``max_examples`` generated logs."""
     t0 = time.perf_counter()
     outcomes = run_cases(cfg)
+    claim_outcomes = run_claim_cases(cfg) if claims else ()
     props: tuple[dict[str, Any], ...] | None = None
     skipped: str | None = None
     if properties and max_examples > 0:
@@ -123,4 +161,5 @@ def run_suite(cfg: AuditConfig, max_examples: int = 25, properties: bool = True
     elif not properties or max_examples <= 0:
         skipped = "disabled"
     return SuiteReport(profile=cfg.profile, cases=outcomes, properties=props, skipped=skipped,
-                       seconds=time.perf_counter() - t0, config=cfg.to_dict())
+                       seconds=time.perf_counter() - t0, config=cfg.to_dict(),
+                       claims=claim_outcomes)
