@@ -277,8 +277,11 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             # the sensitivity table quotes study keys and metric names from the log
             text += "\n" + "\n".join(safe(line) for line in
                                        render_sensitivity(sens).rstrip("\n").split("\n")) + "\n"
-        if outs["report"] is not None and not quiet:
-            text += f"wrote {safe(outs['report'].path)}\n"
+        if outs["report"] is not None:
+            # said on the result line itself, so that -q (which prints only that line) says it
+            lines = text.rstrip("\n").split("\n")
+            lines[-1] += f" · report written to {safe(outs['report'].path)}"
+            text = "\n".join(lines) + "\n"
         return text
 
     emit(sens if sens is not None else result, render, json_out=outs["json"], quiet=quiet)
