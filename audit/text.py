@@ -56,3 +56,24 @@ def format_value(v: Any) -> str:
     if isinstance(v, float):
         return "nan" if v != v else repr(v)
     return safe(v)
+
+
+def value_matches(value: Any, given: Any) -> bool:
+    """Whether a value named on the command line (``--arms 0.3``, ``--baseline rho=1``) is this
+    stored value: the same text as :func:`format_value` shows, or the same number once the text
+    is read in the value's own type (``0.3`` names a float32 0.3, ``1`` names ``1.0``)."""
+    import numpy as np
+
+    text = str(given).strip()
+    if format_value(value) == text or str(value) == text:
+        return True
+    if isinstance(value, (bool, np.bool_)):
+        return text.lower() in (("true", "1") if bool(value) else ("false", "0"))
+    try:
+        if isinstance(value, np.floating):
+            return bool(value == value.dtype.type(float(text)))
+        if isinstance(value, (int, float, np.integer)):
+            return float(value) == float(text)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return False

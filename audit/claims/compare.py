@@ -40,6 +40,7 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
+from ..text import format_value, safe, value_matches
 from .results import ClaimResult, Record, Span, finding, make_result
 from .runs import RunClocks, py, require_columns, run_clocks, studies
 from .stats import (
@@ -219,17 +220,6 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
                            note)
 
 
-def _same(value: Any, given: Any) -> bool:
-    """Whether an arm named on the command line (``--arms 1,3``) is this value of the column:
-    as text, or as the same number (``1`` names ``1.0``)."""
-    if str(value) == str(given):
-        return True
-    try:
-        return float(value) == float(given)
-    except (TypeError, ValueError):
-        return False
-
-
 def _order(v: Any) -> tuple[int, Any]:
     """Pair labels in natural order: numbers numerically, then text."""
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
@@ -249,15 +239,16 @@ def _pairs_needed(alpha: float) -> int:
 # ------------------------------------------------------------------------------------------
 
 def _arms(f: pd.DataFrame, by: str, arms: Sequence[Any], source: str | None) -> list[Any]:
-    levels = sorted(f[by].dropna().unique().tolist(), key=str)
+    # the values as stored (a float32 0.3 stays one, so that `--arms 0.3` names it)
+    levels = sorted(f[by].dropna().unique(), key=format_value)
     if arms:
         chosen = []
         for a in arms:
-            match = [v for v in levels if _same(v, a)]
+            match = [v for v in levels if value_matches(v, a)]
             if not match:
-                raise LogFormatError(f"--arms: {a!r} is not a value of {by!r} (values: "
-                                     f"{[py(v) for v in levels]})", path=source, column=by,
-                                     code=ErrorCode.UNKNOWN_VALUE)
+                raise LogFormatError(f"--arms: {safe(a)!r} is not a value of {by!r} (values: "
+                                     f"{', '.join(format_value(v) for v in levels)})",
+                                     path=source, column=by, code=ErrorCode.UNKNOWN_VALUE)
             chosen.append(match[0])
         if len(chosen) != 2 or chosen[0] == chosen[1]:
             raise LogFormatError("--arms takes exactly two different values: FIRST,SECOND",
@@ -265,7 +256,8 @@ def _arms(f: pd.DataFrame, by: str, arms: Sequence[Any], source: str | None) -> 
         return chosen
     if len(levels) != 2:
         raise LogFormatError(f"--by {by!r} has {len(levels)} values "
-                             f"({[py(v) for v in levels]}); choose two with --arms A,B",
+                             f"({', '.join(format_value(v) for v in levels)}); choose two "
+                             "with --arms A,B",
                              path=source, column=by, code=ErrorCode.INVALID_OPTION)
     return levels
 

@@ -130,3 +130,31 @@ def test_pairs_across_two_tasks_are_refused_unless_split() -> None:
     r = run_compare(log, make_config(), by="method", pair="seed", cell=["task"])
     assert [s.study for s in r.studies] == [{"task": "add"}, {"task": "mul"}]
     assert all(s.body.n_pairs == 3 for s in r.studies)
+
+
+def test_arms_named_as_shown_select_float32_and_boolean_values(tmp_path) -> None:
+    from pathlib import Path
+
+    import numpy as np
+    from click.testing import CliRunner
+    from grokaudit.cli import cli
+
+    log = Path(__file__).resolve().parents[2] / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
+    df = pd.read_parquet(log)
+    df = df[df.wd.isin([3.0, 4.0])][["run", "step", "test_acc", "train_acc", "seed", "wd"]]
+    df = df.assign(method=np.where(df.wd == 3.0, 0.3, 0.7).astype(np.float32),
+                   flag=df.wd == 3.0).drop(columns="wd")
+    p = tmp_path / "arms.parquet"
+    df.drop(columns="flag").to_parquet(p)
+    r = CliRunner().invoke(cli, ["compare", str(p), "--by", "method", "--pair", "seed",
+                                 "--arms", "0.3,0.7", "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
+    bad = CliRunner().invoke(cli, ["compare", str(p), "--by", "method", "--pair", "seed",
+                                   "--arms", "0.3,0.5"])
+    assert bad.exit_code == 2 and bad.output.strip().endswith("[UNKNOWN_VALUE]")
+    assert "0.30000001" not in bad.output and "0.3, 0.7" in bad.output
+    q = tmp_path / "flag.parquet"
+    df.drop(columns="method").to_parquet(q)
+    r = CliRunner().invoke(cli, ["compare", str(q), "--by", "flag", "--pair", "seed",
+                                 "--arms", "true,false", "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
