@@ -148,3 +148,31 @@ def test_the_core_imports_no_optional_dependency(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "imported:"
+
+
+def test_train_without_torch_is_one_line_naming_the_extra(tmp_path):
+    """A user without torch gets one line naming `grokaudit[train]`, exit 2, no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib.util\n"
+        "importlib.util.find_spec = lambda name, *a: None if name.split('.')[0] == 'torch' "
+        "else __import__('importlib').machinery.PathFinder.find_spec(name)\n"
+        "from grokaudit.cli import main\n"
+        "main(['train', 'reference_runs/configs/mlp_wd_sweep_p59.toml', '-o', sys.argv[1]])\n")
+    out = tmp_path / "x.parquet"
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
+                          text=True, cwd=root)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "grokaudit[train]" in proc.stderr and proc.stderr.strip().endswith("[MISSING_EXTRA]")
+    assert not out.exists()
