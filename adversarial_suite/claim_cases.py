@@ -882,7 +882,7 @@ def _compare_censored(k: CK) -> tuple[pd.DataFrame, tuple[ClaimCheck, ...]]:
               "censored.sign.n": n, "censored.sign.p_value": Approx(p_sign, 1e-12),
               "power.n": n, "power.test": "sign_exact",
               "pairs.8.kind": "lower_bound", "pairs.8.d.value": None,
-              "pairs.8.d.low": lo[8], "pairs.8.sign": 1}
+              "pairs.8.d.low": float(lo[8]), "pairs.8.sign": 1}
     return log_table(runs, k), (ClaimCheck(
         "compare", COMPARE_KW, present=_fs(R.CENSORED_PAIRS), absent=_fs(R.UNDERPOWERED),
         exit_code=0, studies=(StudyCheck(fields=fields),),
