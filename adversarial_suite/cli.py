@@ -79,9 +79,8 @@ def _table(report: SuiteReport) -> str:
                    "stdout) or to stdout (-) instead of the table")
 def suite(config_file: str | None, profile: str | None, max_examples: int,
           json_out: str | None) -> None:
-    """Run the named adversarial cases, the claim audits' cases and a bounded property run
-    against the installed audit with your config: every case's log and expected answer follow
-    your thresholds.
+    """Run the named adversarial cases and a bounded property run against the installed
+    audit with your config: every case's log and expected answer follow your thresholds.
     Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
     from grokaudit.config import build_config, config_file_values
     from grokaudit.outputs import resolve_output
