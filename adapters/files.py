@@ -7,6 +7,7 @@ tables are melted without their NaN cells (sparse rows stay sparse).
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -95,11 +96,18 @@ def check_tail(path: Path, points: Points) -> None:
 
 
 def header_of(path: Path) -> list[str]:
-    """Column names of a CSV/TSV file from its first line (cheap, for detection)."""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        first = fh.readline()
+    """Column names of a CSV/TSV file from its first line (cheap, for detection).
+
+    Parsed as CSV, so that a quoted name holding the delimiter stays one name (a W&B chart
+    export quotes every field: ``"Step","lr=1e-3,wd=0.1 - test/acc"``)."""
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
+        first = fh.readline(1 << 20)
     delim = "\t" if path.suffix.lower() == ".tsv" else ","
-    return [c.strip().strip('"') for c in first.rstrip("\r\n").split(delim)]
+    try:
+        cells = next(csv.reader([first.rstrip("\r\n")], delimiter=delim), [])
+    except csv.Error:
+        cells = first.rstrip("\r\n").split(delim)
+    return [c.strip().strip('"') for c in cells]
 
 
 def find_step_column(names: list[str]) -> str | None:
