@@ -69,7 +69,7 @@ def read_log(path: str | Path, format: str | None = None, *,
         points = reader.read(p, options)
         apply_options(points, options, str(p))
         return build_table(points, adapter=reader.name, adapter_version=reader.version,
-                           path=str(p))
+                           path=str(p), require_test_acc=not reader.partial)
     except LogFormatError as exc:
         if exc.path is not None:
             raise

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import click
-from grokaudit.errors import ErrorCode, OutputError
+from grokaudit.errors import ErrorCode, LogFormatError, OutputError
 from grokaudit.options import parse_pairs
 from grokaudit.outputs import atomic_write_with, resolve_output
 from grokaudit.schema import PROVENANCE_KEY, write_table
@@ -49,6 +49,13 @@ def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
     cond = parse_pairs(conds, "--cond") or None
     table = read_log(path, fmt, mapping=mapping, run_from=run_from, cond=cond)
     prov = json.loads(table.schema.metadata[PROVENANCE_KEY])
+    if "test_acc" not in table.column_names:  # a part of a log (one W&B chart of several)
+        shown = ", ".join(repr(safe(c)) for c in table.column_names[2:6])
+        raise LogFormatError(
+            f"no test accuracy among the metrics read ({shown}); this is a part of a log: "
+            "convert the folder that holds its accuracy chart too, or name the accuracy with "
+            "--map NAME=test_acc", path=str(path), column="test_acc",
+            code=ErrorCode.MISSING_COLUMN)
     if out.path.suffix.lower() == ".csv" and (prov["findings"] or prov["downsampled_runs"]):
         codes = sorted({f["code"] for f in prov["findings"]} | (
             {"SOURCE_DOWNSAMPLED"} if prov["downsampled_runs"] else set()))

@@ -121,11 +121,13 @@ def _parse_scalar(raw: str) -> Any:
 # the canonical table
 # ------------------------------------------------------------------------------------------
 
-def build_table(points: Points, *, adapter: str, adapter_version: str, path: str) -> pa.Table:
+def build_table(points: Points, *, adapter: str, adapter_version: str, path: str,
+                require_test_acc: bool = True) -> pa.Table:
     """Merge ``points`` into the canonical Arrow table with provenance in its metadata.
 
     Rows are sorted by run, then step. Raises :class:`LogFormatError` when nothing was read or
-    no ``test_acc`` metric exists.
+    (unless ``require_test_acc`` is False: one part of a log split over paths) no ``test_acc``
+    metric exists.
     """
     if not points.chunks:
         raise LogFormatError(f"no metric points found in this {adapter} log; check that it is "
@@ -134,7 +136,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     runs = _runs(points)
     run_code = {r: i for i, r in enumerate(runs)}
     metric_names = sorted({c.metric for c in points.chunks})
-    if "test_acc" not in metric_names:
+    if "test_acc" not in metric_names and require_test_acc:
         shown = ", ".join(repr(safe(m)) for m in metric_names[:8])
         more = f", … ({len(metric_names)} in all)" if len(metric_names) > 8 else ""
         raise LogFormatError(

@@ -54,7 +54,8 @@ class Reader:
     :class:`~grokaudit.errors.GrokauditError` means "this format, but it cannot be read now"
     (a locked database) and ends detection with that error.
     ``read(path, options)`` returns the collected :class:`Points`. ``priority`` orders
-    detection: lower is tried first (specific formats before the generic table).
+    detection: lower is tried first (specific formats before the generic table). ``partial``
+    readers may return a log without a test accuracy (one chart of several).
     """
 
     name: str
@@ -65,6 +66,10 @@ class Reader:
     extra: str | None = None  #: the grokaudit extra that installs the dependency
     extra_module: str | None = None  #: the module that extra provides (checked without import)
     priority: int = 50
+    #: one file may hold only part of a log (a W&B chart export: some metrics of every run),
+    #: so a file without a test accuracy is read, to be merged with the path that has it; the
+    #: canonical table (``grokaudit check``) still refuses a log without one
+    partial: bool = False
 
     def extra_installed(self) -> bool:
         if self.extra_module is None:

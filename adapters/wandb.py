@@ -1,8 +1,10 @@
 """Weights & Biases logs: panel CSV exports, history exports, and offline run directories.
 
-Panel "Export CSV" (wide, bucketed by the chart: read, but every run is flagged downsampled)::
+Panel "Export CSV" (wide, bucketed by the chart: read, but every run is flagged downsampled);
+one file per chart, and a folder of such files is one log (the charts merged by run on Step)::
 
-    Step,"wd1.5_s0 - test/acc","wd1.5_s0 - test/acc__MIN","wd1.5_s0 - test/acc__MAX",...
+    "Step","wd1.5_s0 - test/acc","wd1.5_s0 - test/acc__MIN","wd1.5_s0 - test/acc__MAX",...
+    charts/wandb_export_2026-01-01T12_00_00.000+01_00.csv, ...  ->  one log
 
 History exports (``run.scan_history()`` / ``run.history()`` saved as CSV, JSON(L) or Parquet;
 one run per file, named by the file; columns ``_step``, ``_runtime``, ``_timestamp`` and one
@@ -52,12 +54,53 @@ TIME_AXES = ("Relative Time (Process)", "Relative Time (Wall)", "Wall Time", "_r
 _BAND = re.compile(r"__(MIN|MAX)$")
 
 
-def _detect_panel(path: Path) -> bool:
+def _is_panel(path: Path) -> bool:
+    """True for a CSV file whose header is a chart export's: an x-axis, ``<run> - <metric>``."""
     if not (path.is_file() and path.suffix.lower() == ".csv"):
         return False
     cols = header_of(path)
     return (len(cols) > 1 and cols[0] in STEP_AXES + TIME_AXES
             and any(" - " in c for c in cols[1:]))
+
+
+def _detect_panel(path: Path) -> bool:
+    """A panel CSV, or a folder holding at least one (its other files are refused on reading,
+    so that a folder of charts with a stray CSV is never read as a generic table)."""
+    if path.is_dir():
+        return any(_is_panel(f) for f in table_files(path) if f.suffix.lower() == ".csv")
+    return _is_panel(path)
+
+
+def panel_files(path: Path) -> tuple[list[Path], list[Path]]:
+    """The chart exports at ``path`` (the file itself, or the CSV files under the folder,
+    sorted, recursive, hidden ones skipped) and the folder's other files (not tables: a PNG of
+    the chart, notes), which are not read.
+
+    Raises :class:`LogFormatError` for a table file in the folder that is not a panel export
+    (``FORMAT_MISMATCH``) or is empty (``FILE_EMPTY``): grokaudit drops nothing silently.
+    """
+    if path.is_file():
+        return [path], []
+    tables = table_files(path)
+    charts: list[Path] = []
+    for f in tables:
+        if f.stat().st_size == 0:
+            raise LogFormatError("file is empty; there is nothing to read (remove it from the "
+                                 "folder of charts)", path=str(f), code=ErrorCode.FILE_EMPTY)
+        if not _is_panel(f):
+            raise LogFormatError(
+                f"in a folder of W&B panel exports, {safe(f.name)!r} is not one (its first line "
+                "is not 'Step,\"<run> - <metric>\",…'); move it out of the folder, or give the "
+                "charts and this file as separate paths (grokaudit check charts/*.csv "
+                f"{safe(f.name)})", path=str(f), code=ErrorCode.FORMAT_MISMATCH)
+        charts.append(f)
+    if not charts:
+        raise LogFormatError("no W&B panel exports (.csv) here; check the path or the --format",
+                             path=str(path), code=ErrorCode.FORMAT_MISMATCH)
+    shown = set(tables)
+    others = sorted(q for q in path.rglob("*") if q.is_file() and q not in shown
+                    and not any(p.startswith(".") for p in q.relative_to(path).parts))
+    return charts, others
 
 
 def _panel_floats(table: pa.Table, k: int, path: Path) -> np.ndarray:
@@ -72,16 +115,29 @@ def _panel_floats(table: pa.Table, k: int, path: Path) -> np.ndarray:
     return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def read_panel_csv(path: Path, options: ReadOptions) -> Points:
-    """Read a W&B panel CSV export; every run is marked downsampled (SOURCE_DOWNSAMPLED)."""
+_Series = tuple[str, np.ndarray, np.ndarray]  #: (chart file, steps, values)
+
+
+def _read_chart(path: Path, points: Points, seen: dict[tuple[str, str], list[_Series]]) -> int:
+    """Add the lines of one chart export to ``points``; returns its number of band columns.
+
+    A (run, metric) line that an earlier chart already held is added only at the steps that
+    chart lacked; at the steps both hold, the values must be equal (``DUPLICATE_ROWS`` else),
+    as when the charts are given as separate paths.
+    """
     table = read_file(path)
     names = table.column_names
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise LogFormatError(f"column {safe(twice[0])!r} appears more than once; a W&B panel "
+                             "export names each line once", path=str(path), column=twice[0],
+                             code=ErrorCode.DUPLICATE_COLUMN)
     axis = names[0]
     if axis not in STEP_AXES:
         raise LogFormatError(f"panel exported against {safe(axis)!r}, not steps; set the "
                              "chart's x-axis to Step and export again", path=str(path),
                              column=axis, code=ErrorCode.MISSING_COLUMN)
-    points = Points(files=[str(path)])
+    points.files.append(str(path))
     sf = _panel_floats(table, 0, path)
     rows = ~np.isnan(sf)
     step = np.zeros(sf.size, dtype=np.int64)
@@ -89,8 +145,10 @@ def read_panel_csv(path: Path, options: ReadOptions) -> Points:
                           column=axis)
     check_tail(path, points)
     if np.any(sf[rows] != step[rows]):
-        points.warnings.append("non-integer bucket steps rounded to the nearest step")
+        points.warnings.append(f"{safe(path.name)}: non-integer bucket steps rounded to the "
+                               "nearest step")
     bands = 0
+    counts: dict[str, int] = {}
     for k, name in enumerate(names[1:], start=1):
         if _BAND.search(name):
             bands += 1
@@ -103,7 +161,8 @@ def read_panel_csv(path: Path, options: ReadOptions) -> Points:
                                  code=ErrorCode.FORMAT_MISMATCH)
         if run.startswith("Group: "):
             run = run[len("Group: "):]
-            points.extra.setdefault("grouped_runs", []).append(run)
+            if run not in points.extra.setdefault("grouped_runs", []):
+                points.extra["grouped_runs"].append(run)
         v = _panel_floats(table, k, path)
         lost = ~rows & ~np.isnan(v)
         if lost.any():
@@ -112,19 +171,56 @@ def read_panel_csv(path: Path, options: ReadOptions) -> Points:
                                  "step: export the panel again", path=str(path), column=axis,
                                  code=ErrorCode.MISSING_VALUES)
         ok = rows & ~np.isnan(v)
-        points.add(run, metric, step[ok], v[ok])
-    if bands:
-        points.warnings.append(f"{bands} __MIN/__MAX bucket-band columns not read (the bucket "
-                               "values are)")
-    if "grouped_runs" in points.extra:
-        points.warnings.append("grouped chart: each 'run' is a group aggregate, not one run")
-    for run in sorted({c.run for c in points.chunks}):
-        n = sum(c.step.size for c in points.chunks if c.run == run)
+        st, val = step[ok], v[ok]
+        counts[run] = counts.get(run, 0) + int(st.size)
+        earlier = seen.setdefault((run, metric), [])
+        keep = np.ones(st.size, dtype=bool)
+        for other, ost, oval in earlier:
+            common, i, j = np.intersect1d(st, ost, assume_unique=False, return_indices=True)
+            if common.size == 0:
+                continue
+            differ = val[i] != oval[j]
+            if differ.any():
+                at = int(np.flatnonzero(differ)[0])
+                raise LogFormatError(
+                    f"line {safe(run)!r} - {safe(metric)!r} is in two charts with different "
+                    f"values ({int(differ.sum())} step(s), first: step {int(common[at])}: "
+                    f"{val[i][at]:g} here, {oval[j][at]:g} in {safe(Path(other).name)!r}); "
+                    "remove one chart from the folder, or give the charts as separate paths "
+                    "with --on-duplicate first|last", path=str(path), column=metric,
+                    code=ErrorCode.DUPLICATE_ROWS)
+            keep[i] = False
+        earlier.append((str(path), st, val))
+        points.add(run, metric, st[keep], val[keep])
+    for run in sorted(r for r, n in counts.items() if n):
         points.downsampled_runs.add(run)
         points.finding("SOURCE_DOWNSAMPLED",
                        "W&B panel CSV export: values are chart buckets (at most ~1500 points, "
                        "min/max per bucket), not every logged step", run=run, file=str(path),
-                       count=n)
+                       count=counts[run])
+    return bands
+
+
+def read_panel_csv(path: Path, options: ReadOptions) -> Points:
+    """Read a W&B panel CSV export, or a folder of them (one chart per file), merged by run.
+
+    The charts' lines are joined on Step without interpolation (a chart with no bucket at a
+    step leaves NaN there); every run is marked downsampled (``SOURCE_DOWNSAMPLED``, one
+    finding per run and chart, as when the charts are given as separate paths).
+    """
+    charts, others = panel_files(path)
+    points = Points()
+    seen: dict[tuple[str, str], list[_Series]] = {}
+    bands = sum(_read_chart(f, points, seen) for f in charts)
+    if bands:
+        points.warnings.append(f"{bands} __MIN/__MAX bucket-band columns not read (the bucket "
+                               "values are)")
+    if others:
+        shown = ", ".join(repr(safe(q.relative_to(path).as_posix())) for q in others[:5])
+        points.warnings.append(f"{len(others)} file(s) in the folder that are not CSV not read: "
+                               f"{shown}{', …' if len(others) > 5 else ''}")
+    if "grouped_runs" in points.extra:
+        points.warnings.append("grouped chart: each 'run' is a group aggregate, not one run")
     return points
 
 
@@ -437,7 +533,7 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
 PANEL_CSV_READER = Reader(
     name="wandb-csv",
     description="W&B panel 'Export CSV' (bucketed by the chart: flagged SOURCE_DOWNSAMPLED)",
-    read=read_panel_csv, detect=_detect_panel, version="1", priority=30,
+    read=read_panel_csv, detect=_detect_panel, version="1", priority=30, partial=True,
 )
 HISTORY_READER = Reader(
     name="wandb-history",
