@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 from grokaudit.errors import LogFormatError
 
+from . import progress
 from .merge import ReadOptions, apply_options, build_table
 from .points import Finding
 from .registry import (
@@ -66,10 +67,12 @@ def read_log(path: str | Path, format: str | None = None, *,
     reader = get_reader(name)
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond)
     try:
-        points = reader.read(p, options)
-        apply_options(points, options, str(p))
-        return build_table(points, adapter=reader.name, adapter_version=reader.version,
-                           path=str(p), require_test_acc=not reader.partial)
+        with progress.reading(str(p)):  # on stderr, for a read of more than a few seconds
+            points = reader.read(p, options)
+            progress.stage("joining by run and step")
+            apply_options(points, options, str(p))
+            return build_table(points, adapter=reader.name, adapter_version=reader.version,
+                               path=str(p), require_test_acc=not reader.partial)
     except LogFormatError as exc:
         if exc.path is not None:
             raise

@@ -17,6 +17,8 @@ from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import STEP_MAX
 from grokaudit.text import safe
 
+from . import progress
+
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",
                  "POSSIBLY_SAMPLED")
@@ -159,6 +161,7 @@ class Points:
         if s.size:
             self.chunks.append(Chunk(str(run), str(metric), s, v, w))
         self.origins.setdefault(str(run), str(run))
+        progress.tick(int(s.size), len(self.files))
 
     def add_condition(self, run: str, key: str, value: Any) -> None:
         """Set a condition (a value constant within the run, such as ``wd`` or ``seed``)."""
