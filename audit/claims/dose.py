@@ -408,7 +408,7 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
     if mediator is not None:
         assert baseline and raised and sweep
         mediation, mf = _mediation(rc, mediator, baseline, raised, sweep, by, level, seed,
-                                   min(n_resamples, 499), source)
+                                   n_resamples, source)
         findings.extend(mf)
         # the dose-response law is read on the dose axis with the other conditions at baseline
         others = {k: v for k, v in baseline.items() if k != by}
