@@ -11,14 +11,13 @@ progress. Never on stdout, so ``--json -`` stays a clean JSON document.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from grokaudit.text import safe
+from grokaudit.text import progress_enabled, safe
 
 #: seconds of reading before the first line
 DELAY_S = 3.0
@@ -27,16 +26,8 @@ INTERVAL_S = 2.0
 
 
 def enabled() -> bool:
-    """True when progress may be shown: stderr is a terminal or ``GROKAUDIT_PROGRESS=1``."""
-    wanted = os.environ.get("GROKAUDIT_PROGRESS")
-    if wanted == "0":
-        return False
-    if wanted == "1":
-        return True
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # a closed or replaced stderr
-        return False
+    """True when progress may be shown (:func:`grokaudit.text.progress_enabled`)."""
+    return progress_enabled()
 
 
 class _Progress:

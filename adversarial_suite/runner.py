@@ -4,6 +4,7 @@ suite's tests."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,30 @@ class SuiteReport:
         props_ok = self.properties is None or all(p["pass"] for p in self.properties)
         return (all(c.passed for c in self.cases) and all(c.passed for c in self.claims)
                 and props_ok)
+
+    # -- the result protocol every command's result offers (``grokaudit.cli.emit``) ------------
+    @property
+    def findings(self) -> tuple[Any, ...]:
+        """A suite run raises no reason-code finding; its outcome is the cases'."""
+        return ()
+
+    @property
+    def failing(self) -> tuple[Any, ...]:
+        """The failed cases (core and claims) and failed properties."""
+        props = tuple(p for p in self.properties or () if not p["pass"])
+        return tuple(c for c in (*self.cases, *self.claims) if not c.passed) + props
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every case and property passes, 1 otherwise."""
+        return 0 if self.passed else 1
+
+    @property
+    def codes(self) -> frozenset[Any]:
+        return frozenset()
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "grokaudit.suite/1", "profile": self.profile, "passed": self.passed,

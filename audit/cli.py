@@ -35,8 +35,6 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
                 "Convert an external log (W&B, TensorBoard, MLflow, CSV, NPZ) to canonical Parquet."),
     "formats": ("grokaudit.adapters.cli:formats",
                 "List the log formats grokaudit reads, and whether their extra is installed."),
-    "suite": ("grokaudit.adversarial_suite.cli:suite",
-              "Run the adversarial self-test against the installed audit and your config."),
 }
 
 
@@ -175,8 +173,9 @@ def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
 def progress_printer(what: str) -> Callable[[str], None] | None:
     """A function that prints one progress line on stderr (``report: figure 3/8 …``) when
     stderr is a terminal or ``GROKAUDIT_PROGRESS=1``; None otherwise. Never on stdout."""
-    wanted = os.environ.get("GROKAUDIT_PROGRESS")
-    if wanted == "0" or not (wanted == "1" or sys.stderr.isatty()):
+    from .text import progress_enabled
+
+    if not progress_enabled():
         return None
 
     def show(line: str) -> None:
@@ -335,6 +334,42 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
         line = "no failing finding (exit 0)"
     click.echo(f"wrote {safe(out)} · {line}")
     sys.exit(result.exit_code)
+
+
+# ------------------------------------------------------------------------------------------
+# grokaudit suite
+# ------------------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="config file (default: grokaudit.toml or [tool.grokaudit] in "
+                   "pyproject.toml, searched upwards from the working directory)")
+@click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
+              help="default (the audit's definitions) or reference (shows which cases the "
+                   "public v1.5 definitions fail)")
+@click.option("--max-examples", type=click.IntRange(min=0), default=25, show_default=True,
+              help="generated logs per property (0 skips the property run)")
+@click.option("--json", "json_out", default=None, metavar="PATH|-",
+              help="write the result as JSON to PATH (atomically; the table still goes to "
+                   "stdout) or to stdout (-) instead of the table")
+def suite(config_file: str | None, profile: str | None, max_examples: int,
+          json_out: str | None) -> None:
+    """Run the named adversarial cases and a bounded property run against the installed
+    audit with your config: every case's log and expected answer follow your thresholds.
+    Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
+    import warnings
+
+    from .adversarial_suite.render import render_table
+    from .adversarial_suite.runner import run_suite
+    from .config import build_config, config_file_values
+
+    cfg = build_config(profile, config_file, {})
+    found = config_file or config_file_values()[1]
+    outs = resolve_outputs([found] if found else [], json=(json_out, {"flag": "--json"}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = run_suite(cfg, max_examples=max_examples)
+    emit(report, lambda: render_table(report) + "\n", json_out=outs["json"])
 
 
 # ------------------------------------------------------------------------------------------

@@ -77,3 +77,21 @@ def value_matches(value: Any, given: Any) -> bool:
     except (TypeError, ValueError, OverflowError):
         return False
     return False
+
+
+def progress_enabled() -> bool:
+    """Whether progress lines may go to stderr: stderr is a terminal, or
+    ``GROKAUDIT_PROGRESS=1`` (``GROKAUDIT_PROGRESS=0``: never). Progress never goes to stdout.
+    The one rule for every command and reader."""
+    import os
+    import sys
+
+    wanted = os.environ.get("GROKAUDIT_PROGRESS")
+    if wanted == "0":
+        return False
+    if wanted == "1":
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stderr
+        return False

@@ -118,7 +118,7 @@ def test_suite_says_which_threshold_a_case_keeps(tmp_path, monkeypatch):
 
 
 def test_suite_json_path_is_checked_before_any_case_runs(tmp_path, monkeypatch):
-    import grokaudit.adversarial_suite.cli as suite_cli
+    import grokaudit.adversarial_suite.runner as suite_cli
 
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "grokaudit.toml"
