@@ -51,8 +51,11 @@ __all__ = [
 
 def read_log(path: str | Path, format: str | None = None, *,
              mapping: dict[str, str] | None = None, run_from: str | None = None,
-             cond: dict[str, str] | None = None) -> pa.Table:
+             cond: dict[str, str] | None = None, partial: bool = False) -> pa.Table:
     """Read an external log as the canonical table (Arrow, provenance in its metadata).
+
+    ``partial`` reads a part of a log that other paths complete (``check acc.csv metrics/``):
+    a part may lack the test accuracy, which the merged table must have.
 
     ``format`` names a reader (``grokaudit formats``); by default it is detected from ``path``.
     ``mapping`` renames metrics (``{"val_acc": "test_acc"}``); ``run_from`` is ``"path"``
@@ -72,7 +75,7 @@ def read_log(path: str | Path, format: str | None = None, *,
             progress.stage("joining by run and step")
             apply_options(points, options, str(p))
             return build_table(points, adapter=reader.name, adapter_version=reader.version,
-                               path=str(p), require_test_acc=not reader.partial)
+                               path=str(p), require_test_acc=not (reader.partial or partial))
     except LogFormatError as exc:
         if exc.path is not None:
             raise

@@ -64,12 +64,15 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
             raise LogFormatError(f"given twice (also as {safe(seen[key])}); name each log once",
                                  path=str(p), code=ErrorCode.INCOMPATIBLE_INPUTS)
         seen[key] = str(p)
-    tables = [_read_one(p, fmt, mapping, run_from, cond) for p in items]
+    # each path may be a part of the log (one holds the accuracy, another the metric): the
+    # merged table is validated as a whole by the audit
+    tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True) for p in items]
     return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
-              run_from: str | None, cond: Mapping[str, str] | None) -> pa.Table:
+              run_from: str | None, cond: Mapping[str, str] | None, *,
+              partial: bool = False) -> pa.Table:
     p = Path(path)
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
@@ -93,7 +96,8 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
         if adapters.detect_format(p) == "table":
             return read_arrow(p)
     table: pa.Table = adapters.read_log(p, fmt, mapping=dict(mapping) if mapping else None,
-                                        run_from=run_from, cond=dict(cond) if cond else None)
+                                        run_from=run_from, cond=dict(cond) if cond else None,
+                                        partial=partial)
     return table
 
 

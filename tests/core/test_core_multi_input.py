@@ -95,3 +95,23 @@ def test_an_output_over_any_of_the_inputs_is_refused(tmp_path: Path, log) -> Non
     r = CliRunner().invoke(cli, ["check", str(a), str(b), *OPTS, "--json", str(b)])
     assert r.exit_code == 2 and r.output.strip().endswith("[OUTPUT_IS_INPUT]")
     assert b.read_bytes() == before
+
+
+def test_a_part_without_accuracy_from_an_adapter_merges_with_its_accuracy(tmp_path: Path) -> None:
+    """An NPZ of metrics (read by its adapter) beside a CSV of accuracies: each is a part."""
+    import numpy as np
+
+    steps = np.arange(0, 1000, 50)
+    np.savez(tmp_path / "sweep.npz", steps=steps,
+             emb_pr=np.vstack([np.linspace(40, 20, steps.size)] * 2), wd=np.array(1.0))
+    acc = pd.DataFrame({"run": np.repeat(["sweep/s0", "sweep/s1"], steps.size),
+                        "step": np.tile(steps, 2),
+                        "test_acc": np.tile(np.linspace(0, 1, steps.size), 2)})
+    acc.to_csv(tmp_path / "acc.csv", index=False)
+    with pytest.raises(LogFormatError) as ei:  # alone, the metrics are not a log
+        read_any(tmp_path / "sweep.npz")
+    assert ei.value.code is ErrorCode.MISSING_COLUMN
+    t = read_any([tmp_path / "acc.csv", tmp_path / "sweep.npz"]).to_pandas()
+    assert len(t) == 2 * steps.size
+    assert t[["test_acc", "emb_pr"]].notna().all().all()
+    assert set(t["run"]) == {"sweep/s0", "sweep/s1"} and set(t["wd"]) == {1.0}
