@@ -273,9 +273,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         if sens is not None:
             from .claims.sensitivity import render_sensitivity
 
-            # the sensitivity table quotes study keys and metric names from the log
-            text += "\n" + "\n".join(safe(line) for line in
-                                       render_sensitivity(sens).rstrip("\n").split("\n")) + "\n"
+            text += "\n" + render_sensitivity(sens)
         if outs["report"] is not None:
             # said on the result line itself, so that -q (which prints only that line) says it
             lines = text.rstrip("\n").split("\n")

@@ -23,6 +23,7 @@ from ..config import AuditConfig, replace
 from ..errors import GrokauditError
 from ..reasons import Reason
 from ..results import AuditResult, Finding, fails, sort_findings
+from ..text import format_value, safe
 from .results import finding, plain
 
 SCHEMA = "grokaudit.sensitivity/1"
@@ -185,8 +186,9 @@ def render_sensitivity(result: SensitivityResult) -> str:
     lines.append(f"grid: {grid}")
     base = _state(result.baseline)
     for key, b in sorted(base.items()):
-        where = ", ".join(f"{k}={v}" for k, v in b["study"].items()) or "all runs"
-        lines.append(f"== study: {where} · metric {b['metric']} · baseline verdict "
+        where = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in b["study"].items()) \
+            or "all runs"
+        lines.append(f"== study: {where} · metric {safe(b['metric'])} · baseline verdict "
                      f"{b['verdict'] or '—'} ==")
         rows = [("parameter", "value", "verdict", "hazards")]
         for var in result.variants:
@@ -205,7 +207,7 @@ def render_sensitivity(result: SensitivityResult) -> str:
         lines += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.append("")
     for f in result.findings:
-        lines.append(f"[{f.severity.value}] {f.code.value}: {f.message}")
+        lines.append(f"[{f.severity.value}] {f.code.value}: {safe(f.message)}")
     fragile = sum(1 for f in result.findings if f.code is Reason.VERDICT_FRAGILE)
     lines.append(f"result: {fragile} fragile stud{'y' if fragile == 1 else 'ies'}; "
                  f"exit {result.exit_code}  (* = differs from the baseline)")
