@@ -243,9 +243,11 @@ def _columns(path: Path) -> list[str]:
         head = fh.read(65536).lstrip()
     if kind == "jsonl":
         try:
-            return list(json.loads(head.splitlines()[0]))
+            first = json.loads(head.splitlines()[0])
         except (ValueError, IndexError):
             return []
+        # a JSON line that is not an object (null, 1, a list) has no column names
+        return list(first) if isinstance(first, dict) else []
     return ["_step"] if '"_step"' in head else []
 
 
