@@ -44,6 +44,7 @@ from .study import (
     endpoint_finding,
     make_finding,
     ordering,
+    reference_evidence,
     snapshot_findings,
 )
 from .text import format_value, safe
@@ -172,7 +173,12 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
 
     acc = accuracy_clocks(log, cfg)
     ri = log.run_index
-    mclocks = {m: metric_clocks(log, acc, m, cfg, ri) for m in metrics}
+    if cfg.floor_window == "grid":  # the runs of a cell share its step grid (v1.5)
+        groups = cond.reset_index(drop=True).groupby(
+            [*cfg.cell, axis], sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
+        mclocks = {m: metric_clocks(log, acc, m, cfg, ri, groups=groups) for m in metrics}
+    else:
+        mclocks = {m: metric_clocks(log, acc, m, cfg, ri) for m in metrics}
 
     studies: list[StudyResult] = []
     run_ids = np.asarray(log.run_ids, dtype=object)
@@ -224,7 +230,10 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
         cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), run_rows[lo:hi], acc, mc,
                                     cfg))
         run_cells.extend(repeat(av_py, hi - lo))
-    runs = build_runs(run_ids, run_cells, acc, mc, run_rows)
+    if cfg.profile == "reference":
+        runs = build_runs(run_ids, run_cells, acc, mc, run_rows, reference=True)
+    else:
+        runs = build_runs(run_ids, run_cells, acc, mc, run_rows)
     cells_t = apply_high_floor_gate(cells, cfg)
     passing = [c for c in cells_t if c.passes]
     findings: list[Finding] = []
@@ -296,7 +305,9 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                               "unidentified": o.unidentified, "n_cells": o.n_cells},
                     message=(f"the ordering of {o.quantity} along {axis} is undefined "
                              f"({o.sub_reason.value if o.sub_reason else ''})")))
-        passing_values = {c.axis_value for c in passing}
+        # the censoring fraction's runs: those of the passing cells, or of every cell (v1.5)
+        scope = passing if cfg.censor_scope == "passing" else cells_t
+        passing_values = {c.axis_value for c in scope}
         sel = np.fromiter((r.cell in passing_values and r.t_grok.value is not None
                            for r in runs), dtype=bool, count=len(runs))
         elig = run_rows[sel]
@@ -308,10 +319,12 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
         evidence.update(vev)
         findings.append(make_finding(
             verdict, "study", base, evidence=vev,
-            message=_VERDICT_TEXT.get(verdict, verdict.value)))
+            message=_verdict_text(verdict, cfg)))
         ep = endpoint_finding(passing, base, cfg)
         if ep:
             findings.append(ep)
+    if cfg.profile == "reference":  # v1.5's study numbers, with or without a verdict
+        evidence.update(reference_evidence(cells_t, passing, orderings))
     findings.extend(snapshot_findings(cells_t, orderings, base))
     return StudyResult(study=dict(study_key), metric=metric, axis=axis, cells=cells_t,
                        runs=tuple(runs), orderings=tuple(orderings.values()), verdict=verdict,
@@ -326,6 +339,21 @@ _VERDICT_TEXT = {
     Reason.PARTIALLY_SEPARATED: "large lag; orderings identified but not both monotone",
     Reason.SINGLE_CLOCK_SMALL_LAG: "compression follows generalization closely (small lag)",
 }
+
+
+_SIGN_RULE_TEXT = {
+    Reason.TWO_CLOCKS: "large lag; Spearman signs of t_grok and t_compress are opposite",
+    Reason.ONE_CLOCK_LARGE_LAG: ("large lag; t_grok and t_compress have the same Spearman "
+                                 "sign and the same earliest cell"),
+    Reason.PARTIALLY_SEPARATED: ("large lag; same Spearman sign, but the earliest t_grok and "
+                                 "the earliest t_compress are in different cells"),
+}
+
+
+def _verdict_text(verdict: Reason, cfg: AuditConfig) -> str:
+    if cfg.clock_rule == "sign" and verdict in _SIGN_RULE_TEXT:
+        return _SIGN_RULE_TEXT[verdict]
+    return _VERDICT_TEXT.get(verdict, verdict.value)
 
 
 def _input_findings(log: LogTable) -> list[Finding]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from .clocks import (
     STAB_INDETERMINATE,
     STAB_NONE,
     STAB_STABLE,
+    STAB_TAKEN_STABLE,
+    STAB_UNCHECKED,
     STAB_UNSTABLE,
     STABILITY_NAMES,
     TC_FLOOR_INDETERMINATE,
@@ -35,7 +38,7 @@ from .clocks import (
 )
 from .config import AuditConfig
 from .reasons import Reason
-from .results import CellSummary, Interval, RunResult, make_many
+from .results import CellSummary, Interval, ReferenceCell, ReferenceRun, RunResult, make_many
 
 _TC_REASON = {
     TC_NO_GROK: Reason.NO_GROK,
@@ -49,9 +52,10 @@ _TC_REASON = {
 }
 
 
-_STAB_REASON = {STAB_NONE: Reason.FLOOR_TOO_FEW_POINTS, STAB_STABLE: Reason.FLOOR_STABLE,
+_STAB_REASON: dict[int, Reason | None] = {STAB_NONE: Reason.FLOOR_TOO_FEW_POINTS, STAB_STABLE: Reason.FLOOR_STABLE,
                 STAB_UNSTABLE: Reason.FLOOR_UNSTABLE,
-                STAB_INDETERMINATE: Reason.FLOOR_INDETERMINATE}
+                STAB_INDETERMINATE: Reason.FLOOR_INDETERMINATE,
+                STAB_UNCHECKED: None}  # not tested: nothing to say about it
 
 
 def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Reason, ...]:
@@ -72,7 +76,9 @@ def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Rea
         out.append(Reason.NOT_FULLY_GENERALIZED)
     if no_points:
         out.append(Reason.NO_METRIC_POINTS)
-    out.append(_STAB_REASON[stability])
+    stab_reason = _STAB_REASON[stability]
+    if stab_reason is not None:
+        out.append(stab_reason)
     if noisy:
         out.append(Reason.FLOOR_NOISY)
     if not_at_grok:
@@ -111,7 +117,7 @@ def _reason_flags(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
         nonpos = ~np.isnan(floor) & (floor <= 0)
     not_mem = (acc.t_mem.censored[idx] if acc.t_mem is not None
                else np.zeros(idx.size, dtype=bool))
-    flags = [~acc.t_grok.censored[idx], not_mem, acc.sustained[idx],
+    flags = [~mc.grok.censored[idx], not_mem, acc.sustained[idx],
              acc.fully_generalized[idx], mc.n_points[idx] == 0, mc.noisy[idx],
              mc.metric_not_at_grok[idx], mc.no_compression[idx], mc.compression_unknown[idx],
              mc.rebound[idx], mc.before_grok[idx], mc.concurrent[idx], nonpos,
@@ -204,26 +210,63 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int
-              ) -> RunResult:
+def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int,
+              reference: bool = False) -> RunResult:
     """The :class:`RunResult` of run ``i``."""
-    return build_runs([run_id], [cell], acc, mc, np.array([i], dtype=np.int64))[0]
+    return build_runs([run_id], [cell], acc, mc, np.array([i], dtype=np.int64),
+                      reference=reference)[0]
 
 
 def build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
-               mc: MetricClocks, idx: np.ndarray) -> list[RunResult]:
+               mc: MetricClocks, idx: np.ndarray, reference: bool = False) -> list[RunResult]:
     """The :class:`RunResult` of each run ``idx[k]``, named ``run_ids[k]``, of cell
-    ``cells[k]`` (one call for a whole study).
+    ``cells[k]`` (one call for a whole study). ``reference`` adds each run's v1.5 numbers
+    (:class:`ReferenceRun`; ``--profile reference``).
 
     Every quantity is read from the clock arrays once for all the runs (array slices turned
     into Python lists), so the work per run is the construction of its objects (issue 10)."""
     with gc_paused():
-        return _build_runs(run_ids, cells, acc, mc, np.asarray(idx, dtype=np.int64))
+        return _build_runs(run_ids, cells, acc, mc, np.asarray(idx, dtype=np.int64),
+                           reference)
+
+
+def seed_values(mc: MetricClocks, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The v1.5 analyzer's per-seed quantities of runs ``idx`` (spec §S), as arrays:
+
+    ``kept`` (v1.5 keeps the seed: it grokked and has a floor and an at-grok value), ``valid``
+    (kept with a compression, i.e. a t_compress, exact or censored), ``censored``, and the
+    numbers ``drop``, ``t_compress`` and ``gap`` (the lower bounds, which are the times
+    themselves without interval censoring, and the last step for a censored seed when
+    ``censored_time = last_step``), ``rel_gap``, ``m_compress`` and ``rate``; NaN where v1.5
+    writes NaN."""
+    grokked = ~mc.grok.censored[idx]
+    kept = grokked & ~np.isnan(mc.floor[idx]) & ~np.isnan(mc.m_grok[idx])
+    tcs = mc.tc_status[idx]
+    cens = kept & mc.tc_censored[idx]
+    valid = kept & ((tcs == TC_OK) | cens)
+    gap = np.where(valid, mc.lag.lower[idx], np.nan)
+    drop = np.where(kept, mc.drop[idx], np.nan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rate = np.where(valid & (gap > 0) & np.isfinite(drop), drop / gap, np.nan)
+    return {"kept": kept, "valid": valid, "censored": cens & valid, "drop": drop,
+            "t_compress": np.where(valid, mc.t_compress.lower[idx], np.nan), "gap": gap,
+            "rel_gap": np.where(valid, mc.rel_lag_low[idx], np.nan),
+            "m_compress": np.where(valid, mc.m_compress[idx], np.nan), "rate": rate}
+
+
+def _reference_runs(mc: MetricClocks, idx: np.ndarray) -> list[ReferenceRun]:
+    v = seed_values(mc, idx)
+    return make_many(ReferenceRun, {
+        "kept": v["kept"].tolist(), "drop": _floats(v["drop"]),
+        "valid_comp": v["valid"].tolist(), "censored": v["censored"].tolist(),
+        "t_compress": _floats(v["t_compress"]), "m_compress": _floats(v["m_compress"]),
+        "gap": _floats(v["gap"]), "rel_gap": _floats(v["rel_gap"]), "rate": _floats(v["rate"]),
+    })
 
 
 def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
-                mc: MetricClocks, idx: np.ndarray) -> list[RunResult]:
-    grokked = ~acc.t_grok.censored[idx]
+                mc: MetricClocks, idx: np.ndarray, reference: bool = False) -> list[RunResult]:
+    grokked = ~mc.grok.censored[idx]
     floor = mc.floor[idx]
     drop = mc.drop[idx]
     transient = mc.transient[idx]
@@ -239,7 +282,7 @@ def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClock
         rel = np.where(lo == hi, lo, np.nan)
     n = idx.size
     t_mem = _intervals(acc.t_mem, idx) if acc.t_mem is not None else [None] * n
-    t_grok = _intervals(acc.t_grok, idx)
+    t_grok = _intervals(mc.grok, idx)
     assert all(tg is not None for tg in t_grok)
     t_comp = _intervals(mc.t_compress, idx, grokked)
     lag = _intervals(mc.lag, idx, grokked)
@@ -261,6 +304,7 @@ def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClock
         "frac_pre": _floats(mc.frac_pre[idx]), "inflation": _floats(inflation),
         "inflation_is_lower_bound": mc.inflation_lower_bound[idx].astype(bool).tolist(),
         "snapshot": snap, "reasons": reasons,
+        "reference": _reference_runs(mc, idx) if reference else repeat(None, n),
     })
 
 
@@ -302,35 +346,52 @@ def _median(a: np.ndarray) -> float | None:
     return float(np.median(a)) if a.size else None
 
 
+def _point_median(a: np.ndarray) -> Interval | None:
+    """The median of the non-NaN values of ``a`` as a point :class:`Interval` (None if none)."""
+    v = _median(a)
+    return None if v is None else Interval(v, v, v, False)
+
+
 def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
                    acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> CellSummary:
     """The cell's counts, censoring-aware medians and its per-cell gates.
 
     ``HIGH_FLOOR_OUTLIER`` needs every cell of the study and is added by
-    :func:`apply_high_floor_gate`.
+    :func:`apply_high_floor_gate`. With ``cell_runs = kept`` the medians are v1.5's (spec
+    §C4–§C5): t_grok, m_grok and floor over the kept seeds, the times over the valid ones.
     """
     count = np.count_nonzero
-    grokked = ~acc.t_grok.censored[idx]
+    grokked = ~mc.grok.censored[idx]
     n = int(idx.size)
     n_g = int(count(grokked))
     n_full = int(count(acc.fully_generalized[idx]))
     n_nocomp = int(count(mc.no_compression[idx] & grokked))
     tc_ok = mc.tc_status[idx] == TC_OK
     stab = mc.stability[idx]
-    n_est = int(count(grokked & (stab == STAB_STABLE) & tc_ok))
+    n_est = int(count(grokked & np.isin(stab, STAB_TAKEN_STABLE) & tc_ok))
     n_tc_cens = int(count(grokked & ~tc_ok & mc.tc_censored[idx]))
-    gi = idx[grokked]
-    t_grok, tg_cens = interval_median(acc.t_grok, idx, cfg.interval_censoring)
-    t_comp, tc_cens = interval_median(mc.t_compress, gi, cfg.interval_censoring)
-    lag, lag_cens = interval_median(mc.lag, gi, cfg.interval_censoring)
-    floor = _median(mc.floor[idx])
+    seeds = seed_values(mc, idx) if cfg.cell_runs == "kept" else None
+    gi = idx[seeds["kept"]] if seeds is not None else idx[grokked]
+    tg_idx = gi if seeds is not None else idx
+    t_grok, tg_cens = interval_median(mc.grok, tg_idx, cfg.interval_censoring)
+    rel_all = np.where(mc.rel_lag_low[gi] == mc.rel_lag_high[gi], mc.rel_lag_low[gi], np.nan)
+    if cfg.censored_time == "last_step":
+        # a censored run counts at its last step (v1.5): every time is a point, its lower bound
+        vi = idx[seeds["valid"]] if seeds is not None else gi
+        t_comp, tc_cens = _point_median(mc.t_compress.lower[vi]), False
+        lag, lag_cens = _point_median(mc.lag.lower[vi]), False
+    else:
+        t_comp, tc_cens = interval_median(mc.t_compress, gi, cfg.interval_censoring)
+        lag, lag_cens = interval_median(mc.lag, gi, cfg.interval_censoring)
+    floor = _median(mc.floor[gi if seeds is not None else idx])
+    m_grok = _median(mc.m_grok[gi])
     delta = None if floor is None else max(cfg.abs_tol, cfg.rel_tol * abs(floor))
-    rel = np.where(mc.rel_lag_low[gi] == mc.rel_lag_high[gi], mc.rel_lag_low[gi], np.nan)
     stab_counts: dict[str, int] = {}
     for code, name in STABILITY_NAMES.items():
         c = int(count(stab == code))
-        if c:
+        if c and code != STAB_UNCHECKED:  # an untested floor has no stability label
             stab_counts[name] = c
+    ref = _reference_cell(seeds, m_grok, cfg) if seeds is not None else None
     gates: list[Reason] = []
     if cfg.gates == "default":
         if 2 * n_full < n:
@@ -339,6 +400,15 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
             gates.append(Reason.BOUNDARY_NO_COMPRESSION)
         if 2 * n_est < n_g:
             gates.append(Reason.COMPRESSION_NOT_ESTABLISHED)
+    elif cfg.rel_drop == "cell":
+        # v1.5's boundary gate on the cell's medians (spec §B1, §B3); a cell without a valid
+        # seed never reaches its verdict (§B4), which grokaudit names with the same code
+        n_valid = int(count(seeds["valid"])) if seeds is not None \
+            else int(count(grokked & (tc_ok | mc.tc_censored[idx])))
+        tiny = ref.tiny_drop if ref is not None else _tiny_drop(
+            _median(mc.drop[gi]), m_grok, cfg)
+        if tiny or n_valid == 0:
+            gates.append(Reason.BOUNDARY_NO_COMPRESSION)
     else:
         if 2 * n_nocomp > n_g or n_g == 0:
             gates.append(Reason.BOUNDARY_NO_COMPRESSION)
@@ -347,26 +417,68 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         axis_value=axis_value, runs=tuple(run_ids), n_runs=n, n_grokked=n_g,
         n_fully_generalized=n_full, n_no_compression=n_nocomp, n_established=n_est,
         n_tc_censored=n_tc_cens, t_grok=t_grok, t_compress=t_comp, lag=lag, floor=floor,
-        delta=delta, m_grok=_median(mc.m_grok[gi]), rel_lag=_median(rel),
+        delta=delta, m_grok=m_grok, rel_lag=_median(rel_all),
         frac_pre=_median(mc.frac_pre[gi]), inflation=_median(mc.inflation[gi]),
         floor_stability=stab_counts, n_transient=int(count(mc.transient[gi])),
-        gates=tuple(gates), notes=tuple(notes),
+        gates=tuple(gates), notes=tuple(notes), reference=ref,
     )
+
+
+def _comp_ratio(drop: float | None, m_grok: float | None) -> float | None:
+    """v1.5's compression ratio of a cell (spec §B1): median drop / median m_grok, None when
+    either is missing or m_grok is 0."""
+    if drop is None or m_grok is None or m_grok == 0:
+        return None
+    r = drop / m_grok
+    return r if np.isfinite(r) else None
+
+
+def _tiny_drop(drop: float | None, m_grok: float | None, cfg: AuditConfig) -> bool:
+    r = _comp_ratio(drop, m_grok)
+    return r is not None and r < cfg.min_rel_drop
+
+
+def _reference_cell(seeds: dict[str, np.ndarray], m_grok: float | None, cfg: AuditConfig
+                    ) -> ReferenceCell:
+    """The cell's v1.5 counts and medians without a field of their own (spec §C3–§C5, §B1)."""
+    n_kept = int(np.count_nonzero(seeds["kept"]))
+    n_valid = int(np.count_nonzero(seeds["valid"]))
+    n_cens = int(np.count_nonzero(seeds["censored"]))
+    drop = _median(seeds["drop"])
+    return ReferenceCell(
+        n=n_kept, n_valid=n_valid, n_censored=n_cens,
+        censor_frac=n_cens / n_valid if n_valid else None,
+        amp_invalid_frac=(n_kept - n_valid) / n_kept if n_kept else None,
+        drop=drop, rate=_median(seeds["rate"]), comp_ratio=_comp_ratio(drop, m_grok),
+        tiny_drop=_tiny_drop(drop, m_grok, cfg))
+
+
+def reference_floor(cells: Sequence[CellSummary]) -> float | None:
+    """The median of the cells' median floors (cells without a floor left out): the
+    reference of ``HIGH_FLOOR_OUTLIER``."""
+    floors = [c.floor for c in cells if c.floor is not None]
+    return float(np.median(floors)) if floors else None
 
 
 def apply_high_floor_gate(cells: Sequence[CellSummary], cfg: AuditConfig
                           ) -> tuple[CellSummary, ...]:
     """Add ``HIGH_FLOOR_OUTLIER`` to cells whose median floor exceeds ``high_floor_factor`` ×
-    the median floor of all cells of the study."""
+    the median floor of all cells of the study (:func:`reference_floor`). The default gates
+    apply it only when that median is positive; ``gates = reference`` applies it whatever its
+    sign, as v1.5 does (spec §B2–§B3), and sets v1.5's ``high_floor`` and ``boundary`` flags
+    of cells that carry a :class:`ReferenceCell`."""
     from dataclasses import replace
 
-    floors = [c.floor for c in cells if c.floor is not None]
-    if not floors:
-        return tuple(cells)
-    ref = float(np.median(floors))
+    ref = reference_floor(cells)
+    v15 = cfg.gates == "reference"
     out = []
     for c in cells:
-        if c.floor is not None and ref > 0 and c.floor > cfg.high_floor_factor * ref:
+        high = (ref is not None and c.floor is not None and (v15 or ref > 0)
+                and c.floor > cfg.high_floor_factor * ref)
+        if high:
             c = replace(c, gates=(*c.gates, Reason.HIGH_FLOOR_OUTLIER))
+        if c.reference is not None:
+            c = replace(c, reference=replace(c.reference, high_floor=high,
+                                             boundary=high or c.reference.tiny_drop))
         out.append(c)
     return tuple(out)

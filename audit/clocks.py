@@ -28,8 +28,12 @@ STAB_NONE = 0  # no floor (too few points)
 STAB_STABLE = 1
 STAB_INDETERMINATE = 2
 STAB_UNSTABLE = 3
+STAB_UNCHECKED = 4  # a floor taken as converged without a test (stability_check = False)
 STABILITY_NAMES = {STAB_NONE: "none", STAB_STABLE: "stable",
-                   STAB_INDETERMINATE: "indeterminate", STAB_UNSTABLE: "unstable"}
+                   STAB_INDETERMINATE: "indeterminate", STAB_UNSTABLE: "unstable",
+                   STAB_UNCHECKED: "unchecked"}
+#: The codes of a floor that the clocks take as converged.
+STAB_TAKEN_STABLE = (STAB_STABLE, STAB_UNCHECKED)
 
 # Why t_compress is missing or censored (MetricClocks.tc_status).
 TC_OK = 0
@@ -377,6 +381,7 @@ class MetricClocks:
     """Floor, stability, at-grok value, ``t_compress`` and derived quantities for one metric."""
 
     metric: str
+    grok: Event  #: the t_grok these clocks use (``acc.t_grok`` unless grok_point = usable)
     n_points: np.ndarray  #: metric points per run
     m_start: np.ndarray
     floor: np.ndarray  #: F (NaN when no floor)
@@ -400,6 +405,8 @@ class MetricClocks:
     compression_unknown: np.ndarray  #: bool
     t_compress: Event  #: NaN value with tc_status when missing
     tc_status: np.ndarray  #: TC_* codes
+    m_compress: np.ndarray  #: the metric at t_compress (at the last step when censored_time
+    #: = last_step and censored); NaN otherwise
     rebound: np.ndarray  #: bool
     undershoot: np.ndarray  #: F − min(smoothed m) when rebound, else NaN
     lag: Event
@@ -422,9 +429,47 @@ class MetricClocks:
         return out
 
 
+def usable_grok(table: LogTable, metric: str, cfg: AuditConfig,
+                run_index: np.ndarray | None = None) -> Event:
+    """t_grok as the v1.5 analyzer reads it (``grok_point = usable``): the first logged point
+    where test_acc ≥ threshold *and* metric ``metric`` is logged. A point where only the
+    accuracy is logged does not count: the grok moves on to the next point with both."""
+    acc_where_metric = np.where(np.isnan(table.series[metric]), np.nan, table.test_acc)
+    A = pack(acc_where_metric, table, run_index)
+    widen = downsampled_runs(table) if cfg.interval_censoring else None
+    return first_passage(A, cfg.grok_threshold, cfg.interval_censoring, widen)
+
+
+def grid_window_start(table: LogTable, groups: np.ndarray | None, floor_frac: float
+                      ) -> np.ndarray:
+    """Per run, the first step of the floor window of its cell's step grid (``floor_window =
+    grid``, v1.5): the grid is the sorted union of the logged steps of the runs sharing the
+    run's ``groups`` id (each run alone when ``groups`` is None), ``T`` its length, and the
+    window its last ``max(1, int(floor_frac·T))`` positions."""
+    R = table.n_runs
+    g = np.arange(R) if groups is None else np.asarray(groups, dtype=np.int64)
+    if R == 0:
+        return np.zeros(0)
+    row_g = g[table.run_index]
+    order = np.lexsort((table.step, row_g))
+    gs, ss = row_g[order], table.step[order]
+    first = np.r_[True, (gs[1:] != gs[:-1]) | (ss[1:] != ss[:-1])]
+    ug, us = gs[first], ss[first].astype(np.float64)
+    T = np.bincount(ug, minlength=int(g.max()) + 1)
+    start = np.r_[0, np.cumsum(T)[:-1]]
+    n_floor = np.maximum(1, (floor_frac * T).astype(np.int64))
+    at = np.clip(start + T - n_floor, 0, max(us.size - 1, 0))
+    out: np.ndarray = us[at][g]
+    return out
+
+
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
-                  run_index: np.ndarray | None = None) -> MetricClocks:
-    """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``."""
+                  run_index: np.ndarray | None = None, groups: np.ndarray | None = None
+                  ) -> MetricClocks:
+    """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
+
+    ``groups`` (one id per run) names the runs that share a step grid, a cell: only
+    ``floor_window = grid`` reads it (each run is its own grid when it is None)."""
     P = pack(table.series[metric], table, run_index)
     R, K = P.values.shape
     n = P.counts
@@ -437,7 +482,13 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     span = acc.span_last - acc.span_first
 
     # -- final window W2 ---------------------------------------------------------------------
-    if cfg.floor_window == "index":
+    if cfg.floor_window == "grid":
+        g0 = grid_window_start(table, groups, cfg.floor_frac)
+        n_in = (S >= g0[:, None]).sum(axis=1)
+        i0 = n - n_in
+        has_floor = n_in > 0
+        w2_lo = np.where(has_floor, g0, np.nan)
+    elif cfg.floor_window == "index":
         n2 = np.where(n > 0, np.maximum(1, (cfg.floor_frac * n).astype(np.int64)), 0)
         i0 = n - n2
         has_floor = n2 > 0
@@ -486,11 +537,12 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                              np.where(unstable, STAB_UNSTABLE,
                                       np.where(stable, STAB_STABLE, STAB_INDETERMINATE)))
     else:
-        stability = np.where(has_floor, STAB_STABLE, STAB_NONE)
-    stable_mask = stability == STAB_STABLE
+        stability = np.where(has_floor, STAB_UNCHECKED, STAB_NONE)
+    stable_mask = np.isin(stability, STAB_TAKEN_STABLE)
 
     # -- the at-grok value --------------------------------------------------------------------
-    tg = acc.t_grok
+    tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
+        else acc.t_grok
     grokked = ~tg.censored
     tgv = np.where(grokked, tg.value, -INF)
     j = (S <= tgv[:, None]).sum(axis=1) - 1
@@ -512,7 +564,10 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     # -- compression amount ------------------------------------------------------------------
     base = m_peak if cfg.drop_from == "peak" else m_grok
     drop = base - floor
-    small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
+    if cfg.rel_drop == "run":
+        small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
+    else:  # the relative rule is the cell's (a gate on its medians): runs need the absolute
+        small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
     judged = grokked & has_floor & ~np.isnan(base)
     no_compression = judged & stable_mask & small
     compression_unknown = judged & ~stable_mask
@@ -561,12 +616,16 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     t_val = np.where(ok, tc_val, np.nan)
     t_low = np.where(ok | censored_tc, tc_lower, np.nan)
     t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))
-    widen = downsampled_runs(table)
+    last_step_time = cfg.censored_time == "last_step"
+    widen = None if last_step_time else downsampled_runs(table)
     if widen is not None:
         t_low, t_up = _widen(S, n, widen & (ok | censored_tc), low_idx, k, t_low, t_up)
     if not cfg.interval_censoring:
         t_low = np.where(ok, tc_val, t_low)
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
+    m_compress = np.where(ok, _take(V, k), np.nan)
+    if last_step_time:
+        m_compress = np.where(censored_tc & (n > 0), _take(V, n - 1), m_compress)
 
     # -- rebound ----------------------------------------------------------------------------------
     # only runs whose smoothed minimum dips below the band can rebound: test just those rows
@@ -592,6 +651,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         tgpos = np.where(grokked & (tg.value > 0), tg.value, np.nan)
         rel_low = np.where(ok, lag_val / tgpos, (t_low - tg.value) / tgpos)
         rel_high = np.where(ok, lag_val / tgpos, np.where(censored_tc, INF, np.nan))
+    if last_step_time:  # a censored run's time is its last step: a point, not a bound
+        rel_high = np.where(censored_tc, rel_low, rel_high)
     before = ok & grokked & (t_up <= tg.lower)
     concurrent = ok & grokked & (t_low < tg.upper) & (tg.lower < t_up)
 
@@ -606,12 +667,13 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     inflation_lb = ~np.isnan(inflation) & ~stable_mask
 
     return MetricClocks(
-        metric=metric, n_points=n, m_start=m_start, floor=floor, delta=delta, w2_lower=w2_lo,
+        metric=metric, grok=tg, n_points=n, m_start=m_start, floor=floor, delta=delta, w2_lower=w2_lo,
         w2_points=w2_points, w1_median=w1_median, w1_points=w1_points, drift=drift,
         drift_low=drift_lo, drift_high=drift_hi, mad=mad, noisy=noisy, stability=stability,
         m_grok=m_grok, m_grok_step=m_grok_step, metric_not_at_grok=metric_not_at_grok,
         m_peak=m_peak, drop=drop, no_compression=no_compression,
         compression_unknown=compression_unknown, t_compress=t_compress, tc_status=tc_status,
+        m_compress=m_compress,
         rebound=rebound, undershoot=undershoot, lag=lag, rel_lag_low=rel_low,
         rel_lag_high=rel_high, before_grok=before, concurrent=concurrent, frac_pre=frac_pre,
         inflation=inflation, inflation_lower_bound=inflation_lb, transient=transient,

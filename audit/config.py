@@ -66,12 +66,36 @@ class AuditConfig:
     # -- severity (§4) ---------------------------------------------------------------------
     fail_on: tuple[str, ...] = ("default",)  #: ``default``, ``none``, ``warning`` or reason codes
     # -- profile switches (§5): the named differences of the reference analyzer --------------
-    floor_window: str = "span"  #: ``span`` (last floor_frac of the step span) or ``index``
+    #: ``span`` (last floor_frac of the step span), ``index`` (last floor_frac of the run's
+    #: points) or ``grid`` (last floor_frac of the positions of the cell's step grid, v1.5)
+    floor_window: str = "span"
     stability_check: bool = True
     interval_censoring: bool = True
     drop_from: str = "peak"  #: compression measured from ``peak`` (default) or ``grok`` value
     ordering: str = "intervals"  #: ``intervals`` (Kendall bounds) or ``spearman`` (point medians)
     gates: str = "default"  #: ``default`` (four gates) or ``reference`` (floor outlier, drop)
+    #: ``accuracy``: t_grok is the first logged test_acc ≥ threshold; ``usable``: the first
+    #: point where test_acc ≥ threshold *and* the metric is logged (v1.5), m_grok read there
+    grok_point: str = "accuracy"
+    #: where ``min_rel_drop`` applies: ``run`` (each run's drop) or ``cell`` (the ratio of the
+    #: cell's median drop to its median m_grok, a boundary gate; runs need only min_abs_drop)
+    rel_drop: str = "run"
+    #: a censored t_compress: ``bound`` (a lower bound, left out of point medians) or
+    #: ``last_step`` (the last metric step after grok, kept in the medians, as v1.5 does)
+    censored_time: str = "bound"
+    #: the runs of a cell's medians: ``all`` runs, or ``kept``: the runs that grokked and have
+    #: a floor (v1.5's seeds; t_grok, m_grok, floor over them, times over those with a drop)
+    cell_runs: str = "all"
+    #: the censoring fraction over the eligible runs of the ``passing`` cells, or over the runs
+    #: with a drop of ``all_cells``, gated ones included (v1.5)
+    censor_scope: str = "passing"
+    #: the lag class from the median rel_lag of the pooled eligible ``runs``, or from the
+    #: median of the passing cells' median rel_lag (``cell_medians``, v1.5)
+    lag_class: str = "runs"
+    #: ``monotone``: both time orderings identified and monotone decide the clock type;
+    #: ``sign``: the signs of the two Spearman coefficients, then whether the earliest cells
+    #: differ (v1.5)
+    clock_rule: str = "monotone"
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,19 +103,28 @@ class AuditConfig:
             validate(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The effective config as plain JSON-able values (``extra`` omitted)."""
+        """The effective config as plain JSON-able values (``extra`` omitted). The v1.5
+        switches (:data:`ECHOED_WHEN_SET`) appear only when they differ from their default, so
+        the default profile's echo is what it was before they existed; an omitted one is at its
+        default, and the echo still rebuilds the config exactly."""
         out: dict[str, Any] = {}
         for f in fields(self):
             if f.name == "extra":
                 continue
             v = getattr(self, f.name)
+            if f.name in ECHOED_WHEN_SET and v == f.default:
+                continue
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
 
+#: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
+ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
+                   "lag_class", "clock_rule")
+
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
-    "floor_window": "index",
+    "floor_window": "grid",
     "stability_check": False,
     "interval_censoring": False,
     "drop_from": "grok",
@@ -102,12 +135,26 @@ REFERENCE_OVERRIDES: dict[str, Any] = {
     "gates": "reference",
     "large_lag": 0.5,
     "censor_warn": 0.25,
+    "grok_point": "usable",
+    "rel_drop": "cell",
+    "censored_time": "last_step",
+    "cell_runs": "kept",
+    "censor_scope": "all_cells",
+    "lag_class": "cell_medians",
+    "clock_rule": "sign",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "rule": ("settle", "crossing"),
     "on_duplicate": ("error", "first", "last"),
-    "floor_window": ("span", "index"),
+    "floor_window": ("span", "index", "grid"),
+    "grok_point": ("accuracy", "usable"),
+    "rel_drop": ("run", "cell"),
+    "censored_time": ("bound", "last_step"),
+    "cell_runs": ("all", "kept"),
+    "censor_scope": ("passing", "all_cells"),
+    "lag_class": ("runs", "cell_medians"),
+    "clock_rule": ("monotone", "sign"),
     "drop_from": ("peak", "grok"),
     "ordering": ("intervals", "spearman"),
     "gates": ("default", "reference"),
@@ -182,12 +229,17 @@ FAIL_ON_MODES = ("default", "none", "warning")
 #: Options that only a config file or the Python API can set (no command-line flag).
 FILE_ONLY = ("drift_level", "max_slope_bins", "endpoint_cv")
 
+#: The profile switches (``docs/profiles.md``): choices that name a definition, set by
+#: ``--profile`` or a config file, never by a flag of their own.
+PROFILE_SWITCHES = ("floor_window", "stability_check", "interval_censoring", "drop_from",
+                    "ordering", "gates", "grok_point", "rel_drop", "censored_time", "cell_runs",
+                    "censor_scope", "lag_class", "clock_rule")
+
 
 def flag_of(name: str) -> str:
     """How option ``name`` is set: its flag (``rel_tol`` → ``--rel-tol``), or "config file
     only" for an option without one."""
-    if name in FILE_ONLY or name in ("floor_window", "stability_check", "interval_censoring",
-                                     "drop_from", "ordering", "gates"):
+    if name in FILE_ONLY or name in PROFILE_SWITCHES:
         return "config file only"
     if name == "metrics":
         return "--metric"

@@ -130,6 +130,60 @@ def _plain(x: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class ReferenceRun:
+    """The v1.5 analyzer's per-seed numbers that have no field of their own in
+    :class:`RunResult` (``--profile reference`` only; ``docs/profiles.md``).
+
+    ``kept`` says whether v1.5 keeps the seed at all (it grokked at a point where the metric is
+    logged and has a floor); a seed it drops has every number None. ``t_compress`` and ``gap``
+    of a censored seed are at its last metric step, as v1.5 counts them."""
+
+    kept: bool
+    drop: float | None  #: m_grok − floor
+    valid_comp: bool  #: drop ≥ min_abs_drop: the seed has a t_compress
+    censored: bool  #: valid, and never crossed ``floor + eps·drop``
+    t_compress: float | None
+    m_compress: float | None  #: the metric at t_compress
+    gap: float | None  #: t_compress − t_grok
+    rel_gap: float | None  #: gap / t_grok (None when t_grok ≤ 0)
+    rate: float | None  #: drop / gap (None unless gap > 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kept": self.kept, "drop": _num(self.drop), "valid_comp": self.valid_comp,
+                "censored": self.censored, "t_compress": _num(self.t_compress),
+                "m_compress": _num(self.m_compress), "gap": _num(self.gap),
+                "rel_gap": _num(self.rel_gap), "rate": _num(self.rate)}
+
+
+@dataclass(frozen=True)
+class ReferenceCell:
+    """The v1.5 analyzer's per-cell numbers that have no field of their own in
+    :class:`CellSummary` (``--profile reference`` only). ``boundary`` is v1.5's flag
+    (``high_floor or tiny_drop``); a cell without a valid seed is gated by grokaudit
+    (``BOUNDARY_NO_COMPRESSION``) where v1.5 leaves it out of the verdict silently."""
+
+    n: int  #: seeds kept (grokked with a floor)
+    n_valid: int  #: kept seeds with drop ≥ min_abs_drop
+    n_censored: int  #: valid seeds that never crossed
+    censor_frac: float | None
+    amp_invalid_frac: float | None
+    drop: float | None  #: median drop of the kept seeds
+    rate: float | None  #: median rate of the valid seeds
+    comp_ratio: float | None  #: median drop / median m_grok
+    tiny_drop: bool  #: comp_ratio < min_rel_drop
+    high_floor: bool = False  #: floor > high_floor_factor × the median of the cell floors
+    boundary: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "n_valid": self.n_valid, "n_censored": self.n_censored,
+                "censor_frac": _num(self.censor_frac),
+                "amp_invalid_frac": _num(self.amp_invalid_frac), "drop": _num(self.drop),
+                "rate": _num(self.rate), "comp_ratio": _num(self.comp_ratio),
+                "tiny_drop": self.tiny_drop, "high_floor": self.high_floor,
+                "boundary": self.boundary}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Every per-run quantity of AUDIT_SPEC §1 for one run and one metric."""
 
@@ -146,7 +200,9 @@ class RunResult:
     m_peak: float | None
     floor: float | None
     delta: float | None
-    floor_stability: str  #: ``stable``, ``indeterminate``, ``unstable`` or ``none``
+    #: ``stable``, ``indeterminate``, ``unstable``, ``none`` (no floor) or ``unchecked``
+    #: (stability_check = False: the floor is taken as converged without a test)
+    floor_stability: str
     w1_median: float | None
     drift: float | None
     drift_interval: tuple[float | None, float | None]
@@ -161,9 +217,10 @@ class RunResult:
     inflation_is_lower_bound: bool
     snapshot: str  #: ``transient``, ``converged``, ``between`` or ``n/a``
     reasons: tuple[Reason, ...]
+    reference: ReferenceRun | None = None  #: v1.5's own numbers (``--profile reference``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "run": self.run, "cell": _plain(self.cell),
             "t_mem": self.t_mem.to_dict() if self.t_mem else None,
             "t_grok": self.t_grok.to_dict(), "grok_sustained": self.grok_sustained,
@@ -181,6 +238,9 @@ class RunResult:
             "inflation_is_lower_bound": self.inflation_is_lower_bound,
             "snapshot": self.snapshot, "reasons": [r.value for r in self.reasons],
         }
+        if self.reference is not None:
+            out["reference"] = self.reference.to_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -209,13 +269,14 @@ class CellSummary:
     n_transient: int
     gates: tuple[Reason, ...]
     notes: tuple[Reason, ...]  #: e.g. MEDIAN_CENSORED
+    reference: ReferenceCell | None = None  #: v1.5's own numbers (``--profile reference``)
 
     @property
     def passes(self) -> bool:
         return not self.gates
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "axis_value": _plain(self.axis_value), "runs": list(self.runs),
             "n_runs": self.n_runs, "n_grokked": self.n_grokked,
             "n_fully_generalized": self.n_fully_generalized,
@@ -231,6 +292,9 @@ class CellSummary:
             "n_transient": self.n_transient, "passes": self.passes,
             "gates": [g.value for g in self.gates], "notes": [n.value for n in self.notes],
         }
+        if self.reference is not None:
+            out["reference"] = self.reference.to_dict()
+        return out
 
 
 @dataclass(frozen=True)

@@ -264,24 +264,19 @@ def clock_verdict(passing: Sequence[CellSummary], orderings: Mapping[str, Orderi
                           "censored_fraction": frac, "censor_warn": cfg.censor_warn}
     if n_eligible == 0 or frac > cfg.censor_warn:
         return Reason.INCONCLUSIVE_CENSORING, ev
-    ok = ~np.isnan(rel_low)
-    lo_med = float(np.median(rel_low[ok])) if ok.any() else math.nan
-    hi_med = float(np.median(rel_high[ok])) if ok.any() else math.nan
-    ev.update({"median_rel_lag_low": lo_med, "median_rel_lag_high": hi_med,
-               "large_lag": cfg.large_lag})
-    if not ok.any():
-        return Reason.INCONCLUSIVE_CENSORING, ev
-    if lo_med > cfg.large_lag:
-        large = True
-    elif hi_med <= cfg.large_lag:
-        large = False
-    else:  # the censored runs decide whether the lag is large: the log cannot say
-        ev["lag_straddles_threshold"] = True
-        return Reason.INCONCLUSIVE_CENSORING, ev
+    if cfg.lag_class == "cell_medians":
+        large = _cell_median_lag(passing, cfg, ev)
+    else:
+        large_or_none = _pooled_lag(rel_low, rel_high, cfg, ev)
+        if large_or_none is None:
+            return Reason.INCONCLUSIVE_CENSORING, ev
+        large = large_or_none
     ev["large"] = large
     if not large:
         return Reason.SINGLE_CLOCK_SMALL_LAG, ev
     og, oc = orderings["t_grok"], orderings["t_compress"]
+    if cfg.clock_rule == "sign":
+        return _sign_rule(passing, og, oc, ev), ev
     ev["t_grok_ordering"] = og.shape if og.identified else None
     ev["t_compress_ordering"] = oc.shape if oc.identified else None
     if not (og.identified and oc.identified):
@@ -290,6 +285,123 @@ def clock_verdict(passing: Sequence[CellSummary], orderings: Mapping[str, Orderi
         return (Reason.TWO_CLOCKS if og.direction != oc.direction
                 else Reason.ONE_CLOCK_LARGE_LAG), ev
     return Reason.PARTIALLY_SEPARATED, ev
+
+
+def _pooled_lag(rel_low: np.ndarray, rel_high: np.ndarray, cfg: AuditConfig,
+                ev: dict[str, Any]) -> bool | None:
+    """Whether the lag is large from the pooled eligible runs' rel_lag bounds (the default
+    ``lag_class = runs``); None when the log cannot say (no finite rel_lag, or the censored
+    runs decide)."""
+    ok = ~np.isnan(rel_low)
+    lo_med = float(np.median(rel_low[ok])) if ok.any() else math.nan
+    hi_med = float(np.median(rel_high[ok])) if ok.any() else math.nan
+    ev.update({"median_rel_lag_low": lo_med, "median_rel_lag_high": hi_med,
+               "large_lag": cfg.large_lag})
+    if not ok.any():
+        return None
+    if lo_med > cfg.large_lag:
+        return True
+    if hi_med <= cfg.large_lag:
+        return False
+    # the censored runs decide whether the lag is large: the log cannot say
+    ev["lag_straddles_threshold"] = True
+    return None
+
+
+def _cell_median_lag(passing: Sequence[CellSummary], cfg: AuditConfig,
+                     ev: dict[str, Any]) -> bool:
+    """v1.5's lag class (``lag_class = cell_medians``, spec §Q1): the median of the passing
+    cells' median rel_lag, large when above ``large_lag``; small when no cell has one."""
+    rels = [c.rel_lag for c in passing if c.rel_lag is not None and math.isfinite(c.rel_lag)]
+    med = float(np.median(rels)) if rels else math.nan
+    ev.update({"median_cell_rel_lag": med, "large_lag": cfg.large_lag})
+    return bool(rels) and med > cfg.large_lag
+
+
+def _first_min(values: Sequence[float]) -> int:
+    """The index of the first smallest non-NaN value, −1 when there is none."""
+    best = -1
+    for i, v in enumerate(values):
+        if not math.isnan(v) and (best < 0 or v < values[best]):
+            best = i
+    return best
+
+
+def _value(iv: Interval | None) -> float:
+    return math.nan if iv is None or iv.value is None else float(iv.value)
+
+
+def _sign_rule(passing: Sequence[CellSummary], og: Ordering, oc: Ordering,
+               ev: dict[str, Any]) -> Reason:
+    """v1.5's clock type for a large lag (``clock_rule = sign``, spec §V): undetermined unless
+    both Spearman coefficients are defined; two clocks when their signs are opposite (any
+    magnitude); partially separated when the cell with the earliest t_grok is not the one with
+    the earliest t_compress (first minimum in axis order); else one clock."""
+    rg, rc = og.spearman, oc.spearman
+    known = rg is not None and rc is not None
+    opposite = rg is not None and rc is not None and rg * rc < 0
+    kg = _first_min([_value(c.t_grok) for c in passing])
+    kc = _first_min([_value(c.t_compress) for c in passing])
+    shifted = kg >= 0 and kc >= 0 and kg != kc
+    ev.update({"ordering_known": known, "opposite_order": opposite, "shifted_argmin": shifted})
+    if not known:
+        return Reason.LARGE_LAG_ORDERING_UNDETERMINED
+    if opposite:
+        return Reason.TWO_CLOCKS
+    if shifted:
+        return Reason.PARTIALLY_SEPARATED
+    return Reason.ONE_CLOCK_LARGE_LAG
+
+
+def reference_evidence(cells: Sequence[CellSummary], passing: Sequence[CellSummary],
+                       orderings: Mapping[str, Ordering]) -> dict[str, Any]:
+    """The v1.5 analyzer's study numbers (spec §B2, §Q0–§Q4) for the verdict's evidence under
+    ``--profile reference``: the reference floor, the seed totals of every cell, the gap
+    median and span, the three Spearman coefficients, the earliest and fastest cells and the
+    endpoint's span and CV (``std / max(1e-12, mean)``, printed by v1.5, never a verdict)."""
+    floors_all = [c.floor for c in cells if c.floor is not None]
+    refs = [c.reference for c in cells if c.reference is not None]
+    total_valid = sum(r.n_valid for r in refs)
+    total_cens = sum(r.n_censored for r in refs)
+    gaps = [_value(c.lag) for c in passing]
+    fin_gaps = [g for g in gaps if not math.isnan(g)]
+    rates = [math.nan if c.reference is None or c.reference.rate is None else c.reference.rate
+             for c in passing]
+    k_rate = _first_max(rates)
+    kg = _first_min([_value(c.t_grok) for c in passing])
+    kc = _first_min([_value(c.t_compress) for c in passing])
+    floors = [c.floor for c in passing]
+    span = cv = None
+    if len(floors) >= 2 and all(f is not None and math.isfinite(f) for f in floors):
+        fl = np.array(floors, dtype=float)
+        span = float(fl.max() - fl.min())
+        cv = float(np.std(fl)) / max(1e-12, float(np.mean(fl)))
+    two = len(passing) >= 2
+    return {
+        "reference_floor": float(np.median(floors_all)) if floors_all else None,
+        "boundary_cells": [c.axis_value for c in cells
+                           if c.reference is not None and c.reference.boundary],
+        "total_valid": total_valid, "total_censored": total_cens,
+        "overall_censor_frac": total_cens / total_valid if total_valid else None,
+        "gap_median": float(np.median(fin_gaps)) if two and fin_gaps else None,
+        "gap_span": max(fin_gaps) - min(fin_gaps) if two and fin_gaps else None,
+        "spearman_t_grok": orderings["t_grok"].spearman,
+        "spearman_t_compress": orderings["t_compress"].spearman,
+        "spearman_lag": orderings["lag"].spearman,
+        "axis_earliest_grok": passing[kg].axis_value if two and kg >= 0 else None,
+        "axis_earliest_compress": passing[kc].axis_value if two and kc >= 0 else None,
+        "axis_fastest_rate": passing[k_rate].axis_value if two and k_rate >= 0 else None,
+        "floor_span": span, "floor_cv": cv,
+    }
+
+
+def _first_max(values: Sequence[float]) -> int:
+    """The index of the first largest non-NaN value, −1 when there is none."""
+    best = -1
+    for i, v in enumerate(values):
+        if not math.isnan(v) and (best < 0 or v > values[best]):
+            best = i
+    return best
 
 
 def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Ordering],
