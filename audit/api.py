@@ -325,7 +325,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
             findings.append(ep)
     if cfg.profile == "reference":  # v1.5's study numbers, with or without a verdict
         evidence.update(reference_evidence(cells_t, passing, orderings))
-    findings.extend(snapshot_findings(cells_t, orderings, base))
+    findings.extend(snapshot_findings(cells_t, orderings, base, cfg))
     return StudyResult(study=dict(study_key), metric=metric, axis=axis, cells=cells_t,
                        runs=tuple(runs), orderings=tuple(orderings.values()), verdict=verdict,
                        verdict_evidence=evidence, findings=tuple(findings))

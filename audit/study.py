@@ -405,8 +405,13 @@ def _first_max(values: Sequence[float]) -> int:
 
 
 def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Ordering],
-                      base: Mapping[str, Any]) -> list[Finding]:
-    """The snapshot hazards of §3: transient cells, reversed orderings, hidden boundaries."""
+                      base: Mapping[str, Any], cfg: AuditConfig | None = None) -> list[Finding]:
+    """The snapshot hazards of §3: transient cells, reversed orderings, hidden boundaries.
+
+    A gated cell hides a boundary when it reads like a passing neighbour at grok, judged on the
+    scale of the at-grok values (``max(abs_tol, rel_tol·|neighbour's m_grok|)``), while their
+    floors differ by more than the neighbour's floor band δ."""
+    cfg = cfg or AuditConfig()
     out: list[Finding] = []
     for c in cells:
         judged = c.n_grokked
@@ -435,14 +440,15 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
             if nb is None or not nb.passes or nb.m_grok is None or nb.floor is None \
                     or nb.delta is None:
                 continue
-            if abs(c.m_grok - nb.m_grok) <= nb.delta and abs(c.floor - nb.floor) > nb.delta:
+            at_grok_tol = max(cfg.abs_tol, cfg.rel_tol * abs(nb.m_grok))
+            if abs(c.m_grok - nb.m_grok) <= at_grok_tol and abs(c.floor - nb.floor) > nb.delta:
                 out.append(_finding(
                     Reason.SNAPSHOT_HIDES_BOUNDARY, "cell", base, cell=c.axis_value, runs=c.runs,
                     evidence={"boundary_cell": c.axis_value, "neighbour": nb.axis_value,
                               "gates": [g.value for g in c.gates],
                               "m_grok": c.m_grok, "neighbour_m_grok": nb.m_grok,
                               "floor": c.floor, "neighbour_floor": nb.floor,
-                              "delta": nb.delta},
+                              "m_grok_tolerance": at_grok_tol, "delta": nb.delta},
                     message=(f"boundary cell {format_value(c.axis_value)} reads {_g(c.m_grok)} at "
                              f"grok, like its neighbour {format_value(nb.axis_value)} "
                              f"({_g(nb.m_grok)}), but their floors "

@@ -219,6 +219,43 @@ def test_snapshot_hides_boundary():
     assert f.severity == Severity.CRITICAL
 
 
+def _hidden_boundary_study(boundary_level: float, neighbour_grok: float) -> pd.DataFrame:
+    """A gated cell flat at ``boundary_level`` beside passing cells that read
+    ``neighbour_grok`` at grok and compress to 12."""
+    frames = [flat_run(f"b{s}", 2000, level=boundary_level, rho=1.0, seed=s) for s in range(3)]
+    for rho, tg in ((1.1, 2000), (1.2, 3000), (1.3, 4000)):
+        frames += [compressing_run(f"{rho}_{s}", tg, 12000, peak=neighbour_grok,
+                                   mid=neighbour_grok, floor=12.0, rho=rho, seed=s)
+                   for s in range(3)]
+    return pd.concat(frames)
+
+
+def test_snapshot_hides_boundary_judges_at_grok_values_on_their_own_scale():
+    # issue 11: 46.1 and 46.7 at grok are 1.4 % apart; the neighbour's floor band (5 % of 12 =
+    # 0.6) is not the scale to compare them on, 5 % of 46.7 = 2.335 is
+    res = audit(_hidden_boundary_study(46.1, 46.7))
+    f = next(f for f in res.findings if f.code == Reason.SNAPSHOT_HIDES_BOUNDARY)
+    assert f.cell == 1.0 and f.evidence["neighbour"] == 1.1
+    assert f.evidence["m_grok_tolerance"] == pytest.approx(0.05 * 46.7)
+    assert f.evidence["delta"] == pytest.approx(0.6)
+    # 10 % apart at grok: not alike
+    res = audit(_hidden_boundary_study(42.0, 46.7))
+    assert Reason.SNAPSHOT_HIDES_BOUNDARY not in res.codes
+
+
+def test_snapshot_hides_boundary_compares_floors_on_the_floor_band():
+    # a cell gated for partial generalization that reads like its neighbour at grok and ends
+    # within the neighbour's floor band (|12.3 - 12| <= 0.6) hides nothing
+    frames = [compressing_run(f"p{s}", 2000, 12000, peak=46.7, mid=46.7, floor=12.3,
+                              acc_hi=0.93, rho=1.0, seed=s) for s in range(3)]
+    for rho, tg in ((1.1, 2000), (1.2, 3000), (1.3, 4000)):
+        frames += [compressing_run(f"{rho}_{s}", tg, 12000, peak=46.7, mid=46.7, floor=12.0,
+                                   rho=rho, seed=s) for s in range(3)]
+    res = audit(pd.concat(frames))
+    assert not res.studies[0].cells[0].passes
+    assert Reason.SNAPSHOT_HIDES_BOUNDARY not in res.codes
+
+
 def test_shared_endpoint_is_informational():
     res = audit(base_cells())
     f = next(f for f in res.findings if f.code == Reason.SHARED_ENDPOINT)
