@@ -15,6 +15,7 @@ import functools
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 
@@ -463,25 +464,86 @@ def grid_window_start(table: LogTable, groups: np.ndarray | None, floor_frac: fl
     return out
 
 
-def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
-                  run_index: np.ndarray | None = None, groups: np.ndarray | None = None
-                  ) -> MetricClocks:
-    """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
+class _Window(NamedTuple):
+    """The final window W2 of each run and its floor."""
 
-    ``groups`` (one id per run) names the runs that share a step grid, a cell: only
-    ``floor_window = grid`` reads it (each run is its own grid when it is None)."""
-    P = pack(table.series[metric], table, run_index)
-    R, K = P.values.shape
-    n = P.counts
-    # Beyond each run's points the matrices hold NaN, so every comparison there is False:
-    # no ``& valid`` is needed on the comparisons below (one pass fewer each).
-    V, S = P.values, P.steps
-    cols = np.arange(K)[None, :]
-    sm = trailing_median(P, cfg.smooth)
-    m_start = V[:, 0].copy()
-    span = acc.span_last - acc.span_first
+    i0: np.ndarray  #: first column of W2 (``n`` when there is no floor)
+    has_floor: np.ndarray
+    w2_lo: np.ndarray  #: first step of W2 (NaN when no floor)
+    W2v: np.ndarray  #: W2's values, (R, W) NaN-padded
+    W2s: np.ndarray  #: W2's steps
+    floor: np.ndarray
+    delta: np.ndarray
+    w2_points: np.ndarray
 
-    # -- final window W2 ---------------------------------------------------------------------
+
+class _Stability(NamedTuple):
+    w1_median: np.ndarray
+    w1_points: np.ndarray
+    drift: np.ndarray
+    drift_lo: np.ndarray
+    drift_hi: np.ndarray
+    mad: np.ndarray
+    noisy: np.ndarray
+    stability: np.ndarray  #: STAB_* codes
+    stable_mask: np.ndarray  #: floors taken as converged (STAB_TAKEN_STABLE)
+
+
+class _AtGrok(NamedTuple):
+    tg: Event  #: the t_grok the metric's clocks use
+    grokked: np.ndarray
+    tgv: np.ndarray  #: t_grok, −inf when not grokked
+    m_grok: np.ndarray
+    m_grok_step: np.ndarray
+    metric_not_at_grok: np.ndarray
+    m_peak: np.ndarray
+
+
+class _Amount(NamedTuple):
+    drop: np.ndarray
+    no_compression: np.ndarray
+    compression_unknown: np.ndarray
+
+
+class _Rule(NamedTuple):
+    """A t_compress rule's raw result, before the statuses of the other stages."""
+
+    k: np.ndarray  #: column of t_compress
+    tc_val: np.ndarray  #: NaN when never reached
+    tc_lower: np.ndarray  #: the step before it (the last step when never crossed)
+    low_idx: np.ndarray  #: column of tc_lower
+    tc_status: np.ndarray
+
+
+class _Compress(NamedTuple):
+    t_compress: Event
+    tc_status: np.ndarray
+    ok: np.ndarray
+    censored: np.ndarray
+    m_compress: np.ndarray
+
+
+class _Lag(NamedTuple):
+    lag: Event
+    rel_low: np.ndarray
+    rel_high: np.ndarray
+    before: np.ndarray
+    concurrent: np.ndarray
+
+
+class _Snapshot(NamedTuple):
+    frac_pre: np.ndarray
+    inflation: np.ndarray
+    inflation_lb: np.ndarray
+    transient: np.ndarray
+    converged: np.ndarray
+
+
+def _final_window(P: Packed, table: LogTable, acc: AccuracyClocks, cfg: AuditConfig,
+                  groups: np.ndarray | None) -> _Window:
+    """W2 (``floor_window``: the step span's last ``floor_frac``, the run's last points, or
+    the cell grid's last positions), the floor F (median of W2) and its band half-width δ."""
+    V, S, n = P.values, P.steps, P.counts
     if cfg.floor_window == "grid":
         g0 = grid_window_start(table, groups, cfg.floor_frac)
         n_in = (S >= g0[:, None]).sum(axis=1)
@@ -494,6 +556,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         has_floor = n2 > 0
         w2_lo = np.where(has_floor, _take(S, i0), np.nan)
     else:
+        span = acc.span_last - acc.span_first
         target = acc.span_last - cfg.floor_frac * span
         n_in = (S >= target[:, None]).sum(axis=1)
         i0 = n - n_in
@@ -512,24 +575,30 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     floor = np.where(has_floor, _nanmedian(W2v), np.nan)
     delta = np.maximum(cfg.abs_tol, cfg.rel_tol * np.abs(floor))
     w2_points = np.where(has_floor, n - i0, 0)
+    return _Window(i0, has_floor, w2_lo, W2v, W2s, floor, delta, w2_points)
 
-    # -- stability: W1, drift, noise ---------------------------------------------------------
-    L = acc.span_last - w2_lo
-    w1_from = w2_lo - L
+
+def _stability(P: Packed, acc: AccuracyClocks, w: _Window, cfg: AuditConfig) -> _Stability:
+    """The floor's stability: the window W1 before W2, the Theil–Sen drift over W2 and the
+    noise around F; every floor is taken as converged (``unchecked``) without the check."""
+    V, S = P.values, P.steps
+    L = acc.span_last - w.w2_lo
+    w1_from = w.w2_lo - L
     i1 = (S < w1_from[:, None]).sum(axis=1)
-    i1 = np.minimum(i1, i0)
-    w1_points = np.where(has_floor, i0 - i1, 0)
-    w1_median = np.where(w1_points > 0, _nanmedian(_window(V, i1, i0)), np.nan)
-    if W2v.shape[1] > cfg.max_slope_bins:
-        bx, by = _bin_medians(W2s, W2v, w2_points, cfg.max_slope_bins)
+    i1 = np.minimum(i1, w.i0)
+    w1_points = np.where(w.has_floor, w.i0 - i1, 0)
+    w1_median = np.where(w1_points > 0, _nanmedian(_window(V, i1, w.i0)), np.nan)
+    if w.W2v.shape[1] > cfg.max_slope_bins:
+        bx, by = _bin_medians(w.W2s, w.W2v, w.w2_points, cfg.max_slope_bins)
     else:
-        bx, by = W2s, W2v
+        bx, by = w.W2s, w.W2v
     slope, s_lo, s_hi = theil_sen(bx, by, cfg.drift_level)
     drift, drift_lo, drift_hi = slope * L, s_lo * L, s_hi * L
-    mad = _nanmedian(np.abs(W2v - floor[:, None]))
-    noisy = has_floor & (mad > delta / 2)
+    mad = _nanmedian(np.abs(w.W2v - w.floor[:, None]))
+    noisy = w.has_floor & (mad > w.delta / 2)
     if cfg.stability_check:
-        step_change = np.abs(w1_median - floor) > delta
+        delta, has_floor = w.delta, w.has_floor
+        step_change = np.abs(w1_median - w.floor) > delta
         drift_out = (drift_lo > delta) | (drift_hi < -delta)
         unstable = has_floor & (np.nan_to_num(step_change, nan=0) | drift_out)
         stable = has_floor & ~unstable & (np.abs(drift) <= delta) & ~noisy & (w1_points > 0)
@@ -537,12 +606,16 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                              np.where(unstable, STAB_UNSTABLE,
                                       np.where(stable, STAB_STABLE, STAB_INDETERMINATE)))
     else:
-        stability = np.where(has_floor, STAB_UNCHECKED, STAB_NONE)
+        stability = np.where(w.has_floor, STAB_UNCHECKED, STAB_NONE)
     stable_mask = np.isin(stability, STAB_TAKEN_STABLE)
+    return _Stability(w1_median, w1_points, drift, drift_lo, drift_hi, mad, noisy, stability,
+                      stable_mask)
 
-    # -- the at-grok value --------------------------------------------------------------------
-    tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
-        else acc.t_grok
+
+def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
+    """The metric at t_grok (the last point at or before it, within one local cadence) and the
+    peak of the smoothed metric up to it."""
+    V, S = P.values, P.steps
     grokked = ~tg.censored
     tgv = np.where(grokked, tg.value, -INF)
     j = (S <= tgv[:, None]).sum(axis=1) - 1
@@ -560,56 +633,73 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     with np.errstate(invalid="ignore"):
         running_max = np.fmax.accumulate(sm, axis=1)
     m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
+    return _AtGrok(tg, grokked, tgv, m_grok, m_grok_step, metric_not_at_grok, m_peak)
 
-    # -- compression amount ------------------------------------------------------------------
-    base = m_peak if cfg.drop_from == "peak" else m_grok
-    drop = base - floor
+
+def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig) -> _Amount:
+    """The compression amount (from the peak or the at-grok value down to F) and whether it
+    is too small: ``min_rel_drop`` and ``min_abs_drop`` per run, or only ``min_abs_drop`` when
+    the relative rule is the cell's (``rel_drop = cell``)."""
+    base = g.m_peak if cfg.drop_from == "peak" else g.m_grok
+    drop = base - w.floor
     if cfg.rel_drop == "run":
         small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
     else:  # the relative rule is the cell's (a gate on its medians): runs need the absolute
         small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
-    judged = grokked & has_floor & ~np.isnan(base)
-    no_compression = judged & stable_mask & small
-    compression_unknown = judged & ~stable_mask
+    judged = g.grokked & w.has_floor & ~np.isnan(base)
+    return _Amount(drop, judged & st.stable_mask & small, judged & ~st.stable_mask)
 
-    # -- t_compress ------------------------------------------------------------------------------
-    lo_band = floor - delta
-    hi_band = floor + delta
-    tc_status = np.full(R, TC_OK)
-    if cfg.rule == "settle":
-        outside = (sm < lo_band[:, None]) | (sm > hi_band[:, None])
-        last_out = _last_true(outside)
-        k = last_out + 1
-        never = has_floor & (last_out == n - 1) & (n > 0)
-        tc_val = np.where(never, np.nan, _take(S, k))
-        tc_lower = np.where(last_out >= 0, _take(S, last_out), 0.0)
-        low_idx = last_out
-        in_final = ~never & (tc_val >= w2_lo)
-        tc_status = np.where(never, TC_NEVER_SETTLED, np.where(in_final, TC_IN_FINAL_WINDOW,
-                                                                tc_status))
-    else:
-        thr = floor + cfg.eps * (m_grok - floor)
-        after = S >= tgv[:, None]
-        cross = after & (V <= thr[:, None])
-        k = _first_true(cross)
-        never = k < 0
-        tc_val = np.where(never, np.nan, _take(S, k))
-        last_step = _take(S, n - 1, fill=0.0)
-        tc_lower = np.where(never, last_step,
-                            np.where(k > 0, _take(S, k - 1), 0.0))
-        low_idx = np.where(never, n - 1, k - 1)
-        tc_status = np.where(never, TC_NEVER_CROSSED, tc_status)
+
+def _settle_rule(P: Packed, sm: np.ndarray, w: _Window) -> _Rule:
+    """Rule ``settle``: the logged point after the smoothed metric's last exit from the band
+    ``F ± δ``; never settled when it ends outside, flagged when it settles inside W2."""
+    S, n = P.steps, P.counts
+    outside = (sm < (w.floor - w.delta)[:, None]) | (sm > (w.floor + w.delta)[:, None])
+    last_out = _last_true(outside)
+    k = last_out + 1
+    never = w.has_floor & (last_out == n - 1) & (n > 0)
+    tc_val = np.where(never, np.nan, _take(S, k))
+    tc_lower = np.where(last_out >= 0, _take(S, last_out), 0.0)
+    in_final = ~never & (tc_val >= w.w2_lo)
+    status = np.where(never, TC_NEVER_SETTLED, np.where(in_final, TC_IN_FINAL_WINDOW, TC_OK))
+    return _Rule(k, tc_val, tc_lower, last_out, status)
+
+
+def _crossing_rule(P: Packed, g: _AtGrok, w: _Window, cfg: AuditConfig) -> _Rule:
+    """Rule ``crossing``: the first logged step at or after t_grok with the raw metric at or
+    below ``F + eps·(m_grok − F)``; never crossed: the last step is the lower bound."""
+    V, S, n = P.values, P.steps, P.counts
+    thr = w.floor + cfg.eps * (g.m_grok - w.floor)
+    cross = (S >= g.tgv[:, None]) & (V <= thr[:, None])
+    k = _first_true(cross)
+    never = k < 0
+    tc_val = np.where(never, np.nan, _take(S, k))
+    last_step = _take(S, n - 1, fill=0.0)
+    tc_lower = np.where(never, last_step, np.where(k > 0, _take(S, k - 1), 0.0))
+    low_idx = np.where(never, n - 1, k - 1)
+    status = np.where(never, TC_NEVER_CROSSED, TC_OK)
+    return _Rule(k, tc_val, tc_lower, low_idx, status)
+
+
+def _t_compress(P: Packed, table: LogTable, sm: np.ndarray, g: _AtGrok, w: _Window,
+                st: _Stability, a: _Amount, cfg: AuditConfig) -> _Compress:
+    """t_compress by the configured rule, its status (a missing floor, grok or compression,
+    an unstable floor…) and its interval; the metric there."""
+    V, S, n = P.values, P.steps, P.counts
+    rule = _settle_rule(P, sm, w) if cfg.rule == "settle" else _crossing_rule(P, g, w, cfg)
+    k, tc_val, tc_lower = rule.k, rule.tc_val, rule.tc_lower
+    tc_status = rule.tc_status
     if cfg.stability_check:
         tc_status = np.where((tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW),
-                             np.where(stability == STAB_UNSTABLE, TC_FLOOR_UNSTABLE,
-                                      np.where(stability == STAB_INDETERMINATE,
+                             np.where(st.stability == STAB_UNSTABLE, TC_FLOOR_UNSTABLE,
+                                      np.where(st.stability == STAB_INDETERMINATE,
                                                TC_FLOOR_INDETERMINATE, tc_status)),
                              tc_status)
-    tc_status = np.where(no_compression, TC_NO_COMPRESSION, tc_status)
-    tc_status = np.where(~has_floor, TC_NO_FLOOR, tc_status)
-    tc_status = np.where(~grokked, TC_NO_GROK, tc_status)
+    tc_status = np.where(a.no_compression, TC_NO_COMPRESSION, tc_status)
+    tc_status = np.where(~w.has_floor, TC_NO_FLOOR, tc_status)
+    tc_status = np.where(~g.grokked, TC_NO_GROK, tc_status)
     if cfg.rule == "crossing":
-        tc_status = np.where(grokked & has_floor & np.isnan(m_grok) & (tc_status == TC_OK),
+        tc_status = np.where(g.grokked & w.has_floor & np.isnan(g.m_grok) & (tc_status == TC_OK),
                              TC_NEVER_CROSSED, tc_status)
     ok = tc_status == TC_OK
     censored_tc = np.isin(tc_status, TC_CENSORED)
@@ -619,63 +709,112 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     last_step_time = cfg.censored_time == "last_step"
     widen = None if last_step_time else downsampled_runs(table)
     if widen is not None:
-        t_low, t_up = _widen(S, n, widen & (ok | censored_tc), low_idx, k, t_low, t_up)
+        t_low, t_up = _widen(S, n, widen & (ok | censored_tc), rule.low_idx, k, t_low, t_up)
     if not cfg.interval_censoring:
         t_low = np.where(ok, tc_val, t_low)
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
     m_compress = np.where(ok, _take(V, k), np.nan)
     if last_step_time:
         m_compress = np.where(censored_tc & (n > 0), _take(V, n - 1), m_compress)
+    return _Compress(t_compress, tc_status, ok, censored_tc, m_compress)
 
-    # -- rebound ----------------------------------------------------------------------------------
+
+def _rebound(sm: np.ndarray, w: _Window) -> tuple[np.ndarray, np.ndarray]:
+    """Runs whose smoothed metric dips below the band and comes back into it, and by how much
+    it undershot F."""
+    R, K = sm.shape
+    lo_band = w.floor - w.delta
     # only runs whose smoothed minimum dips below the band can rebound: test just those rows
     with np.errstate(invalid="ignore"):
         sm_min = np.fmin.reduce(sm, axis=1)
-    cand = np.flatnonzero(has_floor & (sm_min < lo_band))
+    cand = np.flatnonzero(w.has_floor & (sm_min < lo_band))
     rebound = np.zeros(R, dtype=bool)
     if cand.size:
-        smc, loc, hic = sm[cand], lo_band[cand, None], hi_band[cand, None]
+        smc, loc, hic = sm[cand], lo_band[cand, None], (w.floor + w.delta)[cand, None]
         first_under = _first_true(smc < loc)
         inside = (smc >= loc) & (smc <= hic)
+        cols = np.arange(K)[None, :]
         back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
         rebound[cand] = back.any(axis=1)
-    undershoot = np.where(rebound, floor - sm_min, np.nan)
+    undershoot = np.where(rebound, w.floor - sm_min, np.nan)
+    return rebound, undershoot
 
-    # -- lag and the order of events --------------------------------------------------------------
-    have_lag = grokked & (ok | censored_tc)
-    lag_val = np.where(ok & grokked, t_val - tg.value, np.nan)
-    lag_low = np.where(have_lag, t_low - tg.upper, np.nan)
-    lag_up = np.where(have_lag, t_up - tg.lower, np.nan)
+
+def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
+    """The lag t_compress − t_grok with its interval, rel_lag's bounds (a censored run's
+    upper bound is ∞, or its lower bound with ``censored_time = last_step``) and the order
+    of the two events."""
+    tg, grokked, ok, cens = g.tg, g.grokked, c.ok, c.censored
+    t = c.t_compress
+    have_lag = grokked & (ok | cens)
+    lag_val = np.where(ok & grokked, t.value - tg.value, np.nan)
+    lag_low = np.where(have_lag, t.lower - tg.upper, np.nan)
+    lag_up = np.where(have_lag, t.upper - tg.lower, np.nan)
     lag = Event(lag_val, lag_low, lag_up, np.where(ok, 0, -1))
     with np.errstate(divide="ignore", invalid="ignore"):
         tgpos = np.where(grokked & (tg.value > 0), tg.value, np.nan)
-        rel_low = np.where(ok, lag_val / tgpos, (t_low - tg.value) / tgpos)
-        rel_high = np.where(ok, lag_val / tgpos, np.where(censored_tc, INF, np.nan))
-    if last_step_time:  # a censored run's time is its last step: a point, not a bound
-        rel_high = np.where(censored_tc, rel_low, rel_high)
-    before = ok & grokked & (t_up <= tg.lower)
-    concurrent = ok & grokked & (t_low < tg.upper) & (tg.lower < t_up)
+        rel_low = np.where(ok, lag_val / tgpos, (t.lower - tg.value) / tgpos)
+        rel_high = np.where(ok, lag_val / tgpos, np.where(cens, INF, np.nan))
+    if cfg.censored_time == "last_step":  # a censored run's time is its last step: a point
+        rel_high = np.where(cens, rel_low, rel_high)
+    before = ok & grokked & (t.upper <= tg.lower)
+    concurrent = ok & grokked & (t.lower < tg.upper) & (tg.lower < t.upper)
+    return _Lag(lag, rel_low, rel_high, before, concurrent)
 
-    # -- snapshot quantities ----------------------------------------------------------------------
+
+def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
+              cfg: AuditConfig) -> _Snapshot:
+    """What a snapshot at grok reads: the share of the compression done before grok, the
+    at-grok inflation over F, and whether the at-grok value is a transient or converged."""
+    m_grok, floor = g.m_grok, w.floor
     with np.errstate(divide="ignore", invalid="ignore"):
         denom = m_start - floor
-        frac_pre = np.where(grokked & (denom != 0), (m_start - m_grok) / denom, np.nan)
-        inflation = np.where(grokked & (floor > 0), m_grok / floor, np.nan)
-    outside_band = (m_grok < lo_band) | (m_grok > hi_band)
+        frac_pre = np.where(g.grokked & (denom != 0), (m_start - m_grok) / denom, np.nan)
+        inflation = np.where(g.grokked & (floor > 0), m_grok / floor, np.nan)
+    outside_band = (m_grok < floor - w.delta) | (m_grok > floor + w.delta)
     transient = (inflation > cfg.transient_threshold) & outside_band
     converged = ~np.isnan(m_grok) & ~np.isnan(floor) & ~outside_band
-    inflation_lb = ~np.isnan(inflation) & ~stable_mask
+    inflation_lb = ~np.isnan(inflation) & ~st.stable_mask
+    return _Snapshot(frac_pre, inflation, inflation_lb, transient, converged)
 
+
+def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
+                  run_index: np.ndarray | None = None, groups: np.ndarray | None = None
+                  ) -> MetricClocks:
+    """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
+
+    ``groups`` (one id per run) names the runs that share a step grid, a cell: only
+    ``floor_window = grid`` reads it (each run is its own grid when it is None).
+
+    The stages, each a function of the earlier ones: the final window and floor, its
+    stability, the at-grok value, the compression amount, t_compress by its rule, the
+    rebound, the lag and order of events, and the snapshot quantities. Beyond each run's
+    points the packed matrices hold NaN, so every comparison there is False: no validity mask
+    is needed on the comparisons."""
+    P = pack(table.series[metric], table, run_index)
+    sm = trailing_median(P, cfg.smooth)
+    m_start = P.values[:, 0].copy()
+    w = _final_window(P, table, acc, cfg, groups)
+    st = _stability(P, acc, w, cfg)
+    tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
+        else acc.t_grok
+    g = _at_grok(P, sm, tg)
+    a = _amount(g, w, st, cfg)
+    c = _t_compress(P, table, sm, g, w, st, a, cfg)
+    rebound, undershoot = _rebound(sm, w)
+    lg = _lag(g, c, cfg)
+    snap = _snapshot(m_start, g, w, st, cfg)
     return MetricClocks(
-        metric=metric, grok=tg, n_points=n, m_start=m_start, floor=floor, delta=delta, w2_lower=w2_lo,
-        w2_points=w2_points, w1_median=w1_median, w1_points=w1_points, drift=drift,
-        drift_low=drift_lo, drift_high=drift_hi, mad=mad, noisy=noisy, stability=stability,
-        m_grok=m_grok, m_grok_step=m_grok_step, metric_not_at_grok=metric_not_at_grok,
-        m_peak=m_peak, drop=drop, no_compression=no_compression,
-        compression_unknown=compression_unknown, t_compress=t_compress, tc_status=tc_status,
-        m_compress=m_compress,
-        rebound=rebound, undershoot=undershoot, lag=lag, rel_lag_low=rel_low,
-        rel_lag_high=rel_high, before_grok=before, concurrent=concurrent, frac_pre=frac_pre,
-        inflation=inflation, inflation_lower_bound=inflation_lb, transient=transient,
-        converged=converged,
+        metric=metric, grok=tg, n_points=P.counts, m_start=m_start, floor=w.floor,
+        delta=w.delta, w2_lower=w.w2_lo, w2_points=w.w2_points, w1_median=st.w1_median,
+        w1_points=st.w1_points, drift=st.drift, drift_low=st.drift_lo, drift_high=st.drift_hi,
+        mad=st.mad, noisy=st.noisy, stability=st.stability, m_grok=g.m_grok,
+        m_grok_step=g.m_grok_step, metric_not_at_grok=g.metric_not_at_grok, m_peak=g.m_peak,
+        drop=a.drop, no_compression=a.no_compression,
+        compression_unknown=a.compression_unknown, t_compress=c.t_compress,
+        tc_status=c.tc_status, m_compress=c.m_compress, rebound=rebound, undershoot=undershoot,
+        lag=lg.lag, rel_lag_low=lg.rel_low, rel_lag_high=lg.rel_high, before_grok=lg.before,
+        concurrent=lg.concurrent, frac_pre=snap.frac_pre, inflation=snap.inflation,
+        inflation_lower_bound=snap.inflation_lb, transient=snap.transient,
+        converged=snap.converged,
     )
