@@ -1,0 +1,243 @@
+"""The fast paths of issue 10 equal the definitions they replace.
+
+* ``study._pair_counts`` (a dominance count in O(n log² n)) against ``study._pair_counts_loop``
+  (every pair visited), on random interval sets with ties, censored cells, single points and
+  NaN values; and ``study.ordering`` with and without the fast path.
+* ``results.make_many`` (objects made without ``__init__``) against the dataclass
+  constructor: equality, hash, repr, pickle, ``dataclasses.replace`` and frozenness.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import pickle
+from typing import Any
+
+import grokaudit
+import grokaudit.study as study
+import numpy as np
+import pandas as pd
+import pytest
+from core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
+from grokaudit.results import CellSummary, Interval, ReferenceRun, RunResult, make_many
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FAST = settings(max_examples=300, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))
+
+# ------------------------------------------------------------------------------------------
+# study._pair_counts == study._pair_counts_loop
+# ------------------------------------------------------------------------------------------
+
+#: a small pool of steps, so that bounds and values tie often
+STEP = st.sampled_from([0.0, 100.0, 200.0, 300.0, 400.0, 1000.0, 1e6])
+
+
+@st.composite
+def time_quad(draw: Any) -> tuple[float, float, float, bool]:
+    """One cell's ``(lower, upper, value, censored)`` of a time quantity: an interval with its
+    value inside, a single point, a censored cell (upper ∞, no value), a value that is NaN,
+    or (rarely) a NaN lower bound, which the fast path leaves to the loop."""
+    kind = draw(st.sampled_from(["interval", "interval", "point", "censored", "nan_value",
+                                 "nan_lower"]))
+    a, b = sorted((draw(STEP), draw(STEP)))
+    if kind == "point":
+        return a, a, a, False
+    if kind == "censored":
+        return a, math.inf, math.nan, True
+    if kind == "nan_value":
+        return a, b, math.nan, False
+    if kind == "nan_lower":
+        return math.nan, b, b, False
+    v = draw(st.sampled_from([b, a, (a + b) / 2]))  # usually the upper end, sometimes not
+    return a, b, v, False
+
+
+@st.composite
+def value_quad(draw: Any) -> tuple[float, float, float, bool]:
+    """A value quantity's ``(v − δ, v + δ, v, False)``; δ = 0 gives single points."""
+    v = draw(st.sampled_from([0.0, 1.0, 1.5, 2.0, 3.0, 10.0]))
+    d = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]))
+    return v - d, v + d, v, False
+
+
+@FAST
+@given(st.lists(time_quad(), min_size=0, max_size=12))
+def test_fast_pair_counts_equal_the_pair_loop_for_times(ivs):
+    fast = study._pair_counts(ivs, True)
+    loop = study._pair_counts_loop(ivs, True)
+    if fast is None:  # only outside the cases the fast path is written for
+        assert any(math.isnan(lo) for lo, *_ in ivs)
+        return
+    assert fast == loop
+
+
+@FAST
+@given(st.lists(value_quad(), min_size=0, max_size=12))
+def test_fast_pair_counts_equal_the_pair_loop_for_values(ivs):
+    assert study._pair_counts(ivs, False) == study._pair_counts_loop(ivs, False)
+
+
+def test_fast_pair_counts_on_many_random_sets():
+    """Seeded random sets, larger than hypothesis draws (up to 60 cells)."""
+    rng = np.random.default_rng(10)
+    for _ in range(400):
+        n = int(rng.integers(0, 61))
+        pool = rng.choice([0.0, 50.0, 100.0, 150.0, 200.0, 1e9], size=6, replace=False)
+        ivs = []
+        for _ in range(n):
+            a, b = sorted(rng.choice(pool, 2))
+            r = rng.random()
+            if r < 0.15:
+                ivs.append((a, math.inf, math.nan, True))
+            elif r < 0.3:
+                ivs.append((a, a, a, False))
+            elif r < 0.35:
+                ivs.append((a, b, math.nan, False))
+            else:
+                ivs.append((a, b, b, False))
+        assert study._pair_counts(ivs, True) == study._pair_counts_loop(ivs, True), ivs
+        vals = [(v - d, v + d, v, False) for v, d in zip(rng.choice(pool, n),
+                                                        rng.choice([0, 25, 60], n))]
+        assert study._pair_counts(vals, False) == study._pair_counts_loop(vals, False), vals
+
+
+def test_fast_pair_counts_decline_what_they_are_not_written_for():
+    """A NaN lower bound or a censored value quantity: None, and the loop decides."""
+    assert study._pair_counts([(math.nan, 1.0, 1.0, False), (0.0, 1.0, 1.0, False)], True) \
+        is None
+    assert study._pair_counts([(0.0, math.inf, math.nan, True), (0.0, 1.0, 1.0, False)],
+                              False) is None
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(-1, 2)),
+                max_size=14))
+def test_pairs_below_counts_every_pair(rows):
+    """``_pairs_below`` equals its definition, group restriction included."""
+    key = np.array([r[0] for r in rows], dtype=np.int64)
+    query = np.array([r[1] for r in rows], dtype=np.int64)
+    group = np.array([r[2] for r in rows], dtype=np.int64)
+    n = len(rows)
+    want = sum(1 for i, j in itertools.combinations(range(n), 2) if key[i] <= query[j])
+    want_g = sum(1 for i, j in itertools.combinations(range(n), 2)
+                 if key[i] <= query[j] and group[i] == group[j] and group[i] >= 0)
+    assert study._pairs_below(key, query) == want
+    assert study._pairs_below(key, query, group) == want_g
+
+
+def _study_with_censoring() -> Any:
+    frames = [cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000),
+                          (1.3, 2500, 8000)])]
+    frames += [flat_run(f"f{s}", 3000, level=40.0, rho=1.4, seed=s) for s in range(3)]
+    # a late second collapse: the floor is still moving, t_compress is censored
+    s = grid()
+    late = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])
+    frames += [run_frame(f"c{k}", s, step_acc(s, 2600), late, rho=1.5, seed=k)
+               for k in range(3)]
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("q", study.QUANTITIES)
+def test_ordering_is_the_same_with_the_pair_loop(monkeypatch, q):
+    """``ordering`` on a real study with ties and censored cells, fast path against loop."""
+    res = grokaudit.audit_table(_study_with_censoring(), by="rho", fail_on=("none",))
+    cfg = grokaudit.make_config(by="rho")
+    cells = res.studies[0].cells
+    fast = study.ordering(cells, q, cfg)
+    monkeypatch.setattr(study, "_pair_counts", lambda ivs, time: None)
+    assert study.ordering(cells, q, cfg) == fast
+
+
+# ------------------------------------------------------------------------------------------
+# results.make_many == the constructor
+# ------------------------------------------------------------------------------------------
+
+def _runs() -> list[RunResult]:
+    """RunResults as the audit makes them (through make_many), default and reference."""
+    df = _study_with_censoring()
+    out: list[RunResult] = []
+    for prof in ("default", "reference"):
+        res = grokaudit.audit_table(df, by="rho", profile=prof, fail_on=("none",))
+        out.extend(res.studies[0].runs)
+    return out
+
+
+def _rebuilt(obj: Any) -> Any:
+    cls = type(obj)
+    return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
+
+
+def test_make_many_runs_equal_constructed_runs():
+    runs = _runs()
+    assert any(r.reference is not None for r in runs) and any(r.reference is None for r in runs)
+    assert any(r.t_compress is not None and r.t_compress.censored for r in runs)
+    for r in runs:
+        c = _rebuilt(r)
+        assert type(r) is RunResult
+        assert r == c and c == r
+        assert hash(r) == hash(c)
+        assert repr(r) == repr(c)
+        assert list(vars(r)) == list(vars(c))  # the same fields, in the same order
+        assert r.to_dict() == c.to_dict()
+        back = pickle.loads(pickle.dumps(r))
+        assert back == c and type(back) is RunResult and hash(back) == hash(c)
+        assert dataclasses.replace(r, run="other") == dataclasses.replace(c, run="other")
+        assert dataclasses.replace(r) == c
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.run = "changed"  # type: ignore[misc]
+
+
+def test_make_many_from_columns_equals_the_constructor():
+    """Arbitrary field values, column by column: the same objects as ``cls(**row)``."""
+    rows = [dict(kept=k, drop=d, valid_comp=v, censored=c, t_compress=t, m_compress=m,
+                 gap=g, rel_gap=rg, rate=ra)
+            for k, d, v, c, t, m, g, rg, ra in [
+                (True, 2.5, True, False, 3000.0, 10.0, 1000.0, 0.5, 0.0025),
+                (False, None, False, False, None, None, None, None, None),
+                (True, -0.0, False, False, None, None, None, None, None),
+                (True, 1.0, True, True, 19_900.0, 30.0, 900.0, math.inf, None)]]
+    cols = {k: [r[k] for r in rows] for k in rows[0]}
+    made = make_many(ReferenceRun, cols)
+    for obj, row in zip(made, rows):
+        want = ReferenceRun(**row)
+        assert obj == want and hash(obj) == hash(want) and repr(obj) == repr(want)
+        assert pickle.loads(pickle.dumps(obj)) == want
+    # -0.0 and 0.0 compare equal in a dataclass, as in the constructor's objects
+    assert made[2] == dataclasses.replace(made[2], drop=0.0)
+
+
+def test_make_many_checks_its_columns():
+    with pytest.raises(ValueError, match="missing fields"):
+        make_many(ReferenceRun, {"kept": [True]})
+    cols = {f.name: [None] for f in dataclasses.fields(ReferenceRun)}
+    with pytest.raises(ValueError):  # columns of different lengths
+        make_many(ReferenceRun, cols | {"kept": [True, False]})
+
+
+def test_make_many_uses_the_constructor_when_the_class_needs_it():
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        x: int
+
+        def __post_init__(self) -> None:
+            if self.x < 0:
+                raise ValueError("negative")
+
+    assert make_many(Checked, {"x": [1, 2]}) == [Checked(1), Checked(2)]
+    with pytest.raises(ValueError, match="negative"):
+        make_many(Checked, {"x": [1, -1]})
+
+
+def test_cells_and_intervals_shared_by_runs_are_equal_to_fresh_ones():
+    """``_intervals`` shares one Interval among runs with the same bounds: equal to a fresh
+    one, and never shared between 0.0 and -0.0."""
+    for r in _runs():
+        iv = r.t_grok
+        assert iv == Interval(iv.value, iv.lower, iv.upper, iv.censored)
+    cells = [c for c in grokaudit.audit_table(_study_with_censoring(), by="rho",
+                                              fail_on=("none",)).studies[0].cells]
+    assert all(isinstance(c, CellSummary) for c in cells)
