@@ -184,7 +184,9 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     run_ids = np.asarray(log.run_ids, dtype=object)
     frame = cond.reset_index(drop=True).copy()
     frame["__i"] = np.arange(log.n_runs)
-    frame["__run"] = run_ids.astype(str)
+    # the ids stay Python strings: numpy's fixed-width str drops trailing NULs ("w1.0\x00"
+    # would become "w1.0", two runs one id)
+    frame["__run"] = run_ids
     study_groups = (frame.groupby(list(cfg.cell), sort=True, dropna=False)
                     if cfg.cell else [((), frame)])
     for key, sframe in study_groups:
@@ -217,7 +219,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     cells: list[CellSummary] = []
     # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
     axis_vals = sframe[axis].to_numpy()
-    names = sframe["__run"].to_numpy(dtype=str)
+    names = sframe["__run"].to_numpy(dtype=object)
     rows_all = sframe["__i"].to_numpy()
     order = np.lexsort((names, axis_vals))
     av_sorted = axis_vals[order]

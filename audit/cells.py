@@ -8,6 +8,7 @@ censored the median is censored too (``MEDIAN_CENSORED``) and only its lower bou
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
@@ -35,6 +36,7 @@ from .clocks import (
     AccuracyClocks,
     Event,
     MetricClocks,
+    mean2,
 )
 from .config import AuditConfig
 from .reasons import Reason
@@ -342,8 +344,18 @@ def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True
 
 
 def _median(a: np.ndarray) -> float | None:
+    """The median of the non-NaN values (None if none); two middle values near ±1.8e308 are
+    averaged without overflow."""
     a = a[~np.isnan(a)]
-    return float(np.median(a)) if a.size else None
+    if not a.size:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = float(np.median(a))
+    if math.isinf(m) and bool(np.isfinite(a).all()):
+        s = np.sort(a)
+        k = (s.size - 1) // 2
+        m = float(mean2(s[k:k + 1], s[s.size // 2:s.size // 2 + 1])[0])
+    return m
 
 
 def _point_median(a: np.ndarray) -> Interval | None:

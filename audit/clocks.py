@@ -109,7 +109,21 @@ def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _nanmedian(W: np.ndarray) -> np.ndarray:
-    """Row medians ignoring NaN (NaN for an all-NaN row)."""
+    """Row medians ignoring NaN (NaN for an all-NaN row); two middle values near ±1.8e308
+    are averaged without overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        med = _nanmedian_raw(W)
+    over = np.flatnonzero(np.isinf(med))
+    if over.size:  # an even count whose two middle values sum beyond the float range
+        rows = np.sort(W[over], axis=1)  # NaN last
+        c = np.count_nonzero(~np.isnan(rows), axis=1)
+        lo = np.take_along_axis(rows, ((c - 1) // 2)[:, None], axis=1)[:, 0]
+        hi = np.take_along_axis(rows, (c // 2)[:, None], axis=1)[:, 0]
+        med[over] = np.where(np.isfinite(lo) & np.isfinite(hi), mean2(lo, hi), med[over])
+    return med
+
+
+def _nanmedian_raw(W: np.ndarray) -> np.ndarray:
     nan = np.isnan(W)
     if not nan.any():  # the common case: np.median partitions, nanmedian would sort
         med: np.ndarray = np.median(W, axis=1)
@@ -148,6 +162,19 @@ def _last_true(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``0.5·(a + b)`` without overflow: where the sum of two finite values overflows (values
+    near ±1.8e308), ``a/2 + b/2`` instead. Elsewhere the result is ``0.5·(a + b)`` bit for bit
+    (``a/2 + b/2`` would lose the last bit of subnormal values)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = a + b
+        out: np.ndarray = 0.5 * total
+    big = np.isinf(total) & np.isfinite(a) & np.isfinite(b)
+    if big.any():
+        out = np.where(big, a / 2 + b / 2, out)
+    return out
+
+
 def trailing_median(P: Packed, width: int) -> np.ndarray:
     """Trailing rolling median of ``width`` points (fewer at the start of a run)."""
     V = P.values
@@ -164,7 +191,7 @@ def trailing_median(P: Packed, width: int) -> np.ndarray:
         if V.shape[1] >= 1:
             out[:, 0] = V[:, 0]
         if V.shape[1] >= 2:
-            out[:, 1] = 0.5 * (V[:, 0] + V[:, 1])
+            out[:, 1] = mean2(V[:, 0], V[:, 1])
         if (P.counts == V.shape[1]).all():
             return out
         smoothed: np.ndarray = np.where(P.valid, out, np.nan)
@@ -238,7 +265,9 @@ def downsampled_runs(table: LogTable) -> np.ndarray | None:
     ids = table.summary.provenance.get("downsampled_runs") or []
     if not ids:
         return None
-    mask: np.ndarray = np.isin(table.run_ids.astype(str), [str(i) for i in ids])
+    wanted = {str(i) for i in ids}  # Python strings: a numpy str array drops trailing NULs
+    mask: np.ndarray = np.fromiter((str(r) in wanted for r in table.run_ids), dtype=bool,
+                                   count=table.n_runs)
     return mask
 
 
@@ -309,8 +338,8 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
     R, n = x.shape
     iu, ju = np.triu_indices(n, k=1)
     dx = x[:, ju] - x[:, iu]
-    dy = y[:, ju] - y[:, iu]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        dy = y[:, ju] - y[:, iu]  # ±inf beyond the float range: a slope that is not finite
         s = np.where(dx > 0, dy / dx, np.nan)
     valid = ~np.isnan(s)
     nt = valid.sum(axis=1)
@@ -330,7 +359,7 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
         m_lo, m_hi = (ntv - 1) // 2, ntv // 2
         kth = sorted({m_lo, m_hi, rl, ru})
         part = np.partition(s[rows], kth, axis=1)
-        slope[rows] = 0.5 * (part[:, m_lo] + part[:, m_hi])
+        slope[rows] = mean2(part[:, m_lo], part[:, m_hi])
         lo[rows] = part[:, rl]
         hi[rows] = part[:, ru]
     return slope, lo, hi
@@ -371,7 +400,7 @@ def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tup
         starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
         ends = np.r_[starts[1:], ks.size]
         cnt = ends - starts
-        med = 0.5 * (vs[starts + (cnt - 1) // 2] + vs[starts + cnt // 2])
+        med = mean2(vs[starts + (cnt - 1) // 2], vs[starts + cnt // 2])
         g = ks[starts]
         dst[g // nbins, g % nbins] = med
     return out_x, out_y
@@ -794,16 +823,19 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     P = pack(table.series[metric], table, run_index)
     sm = trailing_median(P, cfg.smooth)
     m_start = P.values[:, 0].copy()
-    w = _final_window(P, table, acc, cfg, groups)
-    st = _stability(P, acc, w, cfg)
     tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
         else acc.t_grok
-    g = _at_grok(P, sm, tg)
-    a = _amount(g, w, st, cfg)
-    c = _t_compress(P, table, sm, g, w, st, a, cfg)
-    rebound, undershoot = _rebound(sm, w)
-    lg = _lag(g, c, cfg)
-    snap = _snapshot(m_start, g, w, st, cfg)
+    # metric values near ±1.8e308 make differences, bands and ratios leave the float range:
+    # they become ±inf or NaN, which every stage already reads as "not finite", silently
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = _final_window(P, table, acc, cfg, groups)
+        st = _stability(P, acc, w, cfg)
+        g = _at_grok(P, sm, tg)
+        a = _amount(g, w, st, cfg)
+        c = _t_compress(P, table, sm, g, w, st, a, cfg)
+        rebound, undershoot = _rebound(sm, w)
+        lg = _lag(g, c, cfg)
+        snap = _snapshot(m_start, g, w, st, cfg)
     return MetricClocks(
         metric=metric, grok=tg, n_points=P.counts, m_start=m_start, floor=w.floor,
         delta=w.delta, w2_lower=w.w2_lo, w2_points=w.w2_points, w1_median=st.w1_median,

@@ -374,8 +374,10 @@ def reference_evidence(cells: Sequence[CellSummary], passing: Sequence[CellSumma
     span = cv = None
     if len(floors) >= 2 and all(f is not None and math.isfinite(f) for f in floors):
         fl = np.array(floors, dtype=float)
-        span = float(fl.max() - fl.min())
-        cv = float(np.std(fl)) / max(1e-12, float(np.mean(fl)))
+        with np.errstate(over="ignore"):
+            span = float(fl.max() - fl.min())
+        mean, std = mean_std(fl)
+        cv = std / max(1e-12, mean)
     two = len(passing) >= 2
     return {
         "reference_floor": float(np.median(floors_all)) if floors_all else None,
@@ -393,6 +395,21 @@ def reference_evidence(cells: Sequence[CellSummary], passing: Sequence[CellSumma
         "axis_fastest_rate": passing[k_rate].axis_value if two and k_rate >= 0 else None,
         "floor_span": span, "floor_cv": cv,
     }
+
+
+def mean_std(a: np.ndarray) -> tuple[float, float]:
+    """``(mean, std)`` (population std) of finite values, also near ±1.8e308: where the
+    plain computation leaves the float range, it is redone on the values scaled by their
+    largest magnitude (elsewhere the plain values, bit for bit)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = float(np.mean(a)), float(np.std(a))
+    if not (math.isfinite(mean) and math.isfinite(std)) and a.size \
+            and bool(np.isfinite(a).all()):
+        scale = float(np.max(np.abs(a)))
+        if scale > 0:
+            b = a / scale
+            mean, std = float(np.mean(b)) * scale, float(np.std(b)) * scale
+    return mean, std
 
 
 def _first_max(values: Sequence[float]) -> int:
@@ -460,9 +477,12 @@ def endpoint_finding(passing: Sequence[CellSummary], base: Mapping[str, Any],
                      cfg: AuditConfig) -> Finding | None:
     """``SHARED_ENDPOINT`` when the passing cells' floors have a CV below ``endpoint_cv``."""
     floors = np.array([c.floor for c in passing if c.floor is not None], dtype=float)
-    if floors.size < 2 or floors.mean() <= 0:
+    if floors.size < 2:
         return None
-    cv = float(floors.std() / floors.mean())
+    mean, std = mean_std(floors)
+    if mean <= 0:
+        return None
+    cv = std / mean
     if cv >= cfg.endpoint_cv:
         return None
     return _finding(Reason.SHARED_ENDPOINT, "study", base,

@@ -254,3 +254,49 @@ def test_downsampled_runs_get_intervals_one_point_wider():
     assert (wide.t_grok.lower, wide.t_grok.upper) == (1800, 2100)
     assert (wide.t_compress.lower, wide.t_compress.upper) == (7900, 8200)
     assert Reason.SOURCE_DOWNSAMPLED in res.codes
+
+
+# -- metric values near the float range (hostile logs) ---------------------------------------
+
+def test_mean2_is_the_plain_midpoint_and_never_overflows():
+    from grokaudit.clocks import mean2
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0, 1e3, 1000), rng.normal(0, 1e3, 1000)
+    tiny = np.array([5e-324, 1e-310, -5e-324])
+    for x, y in ((a, b), (tiny, tiny[::-1])):
+        assert np.array_equal(mean2(x, y), 0.5 * (x + y))  # bit for bit
+    big = np.array([1.7e308, -1.7e308, 1.7e308])
+    with np.errstate(all="raise"):
+        out = mean2(big, big[::-1] * np.array([1, -1, 1]))
+    assert np.isfinite(out).all() and out[0] == 1.7e308
+
+
+@pytest.mark.parametrize("scale", [1.7e308, -1.7e308])
+def test_metric_near_the_float_range_gives_finite_numbers_and_no_warning(scale):
+    import warnings
+
+    s = grid(20_000)
+    m = piecewise(s, [(0, 1.0), (2000, 0.9), (6000, 0.5)]) * scale
+    m[1] = 0.95 * scale  # the second point's trailing median averages two huge values
+    df = run_frame("a", s, step_acc(s, 2000), m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run, res = one_run(df)
+        res.to_json()
+    assert run.floor == 0.5 * scale and run.m_grok == 0.9 * scale
+    assert np.isfinite(res.studies[0].cells[0].floor)
+
+
+def test_run_ids_differing_by_a_trailing_nul_stay_distinct():
+    frames = [compressing_run(name, 2000, 9000, rho=rho, seed=k)
+              for k, (name, rho) in enumerate([("w1.0", 1.0), ("w1.0\x00", 1.0),
+                                               ("w2.0", 2.0), ("w2.0\x00\x00", 2.0)])]
+    res = grokaudit.audit_table(pd.concat(frames), by="rho")
+    runs = [r.run for r in res.studies[0].runs]
+    assert runs == ["w1.0", "w1.0\x00", "w2.0", "w2.0\x00\x00"]
+    assert res.studies[0].cells[0].runs == ("w1.0", "w1.0\x00")
+    import json
+
+    doc = json.loads(res.to_json())["studies"][0]
+    assert [r["run"] for r in doc["runs"]] == runs
