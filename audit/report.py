@@ -67,8 +67,9 @@ def study_lines(s: StudyResult) -> list[str]:
             _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _n(c.inflation), gate,
         ))
     lines += _table(rows)
-    lines.append("  (floor: s=stable i=indeterminate u=unstable n=no floor, counts of runs; "
-                 "stability is conditional on the logged horizon)")
+    if any(c.floor_stability for c in s.cells):  # none under the reference profile
+        lines.append("  (floor: s=stable i=indeterminate u=unstable n=no floor, counts of runs; "
+                     "stability is conditional on the logged horizon)")
     lines.append("orderings over passing cells:")
     lines += [_ordering_line(o) for o in s.orderings]
     verdict = s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE (no clock verdict)"

@@ -74,7 +74,9 @@ def test_conflicting_rows_are_refused_unless_a_rule_is_chosen(tmp_path: Path, lo
     first = read_any([a, b], on_duplicate="first").to_pandas()
     last = read_any([a, b], on_duplicate="last").to_pandas()
     row = (log.run.iloc[5], log.step.iloc[5])
-    pick = (lambda d: d[(d.run == row[0]) & (d.step == row[1])].emb_pr.item())
+    def pick(d: pd.DataFrame) -> float:
+        return float(d[(d.run == row[0]) & (d.step == row[1])].emb_pr.item())
+
     assert pick(first) == log.emb_pr.iloc[5] and pick(last) == log.emb_pr.iloc[5] + 1.0
     assert len(first) == len(log)
 
