@@ -72,7 +72,7 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
     cfg = _config(config, options)
     # the Arrow table is dropped once validated: no reference to it outlives _validate, so
     # the audit does not hold the file's columns twice (600 MB at a million runs × 8 steps)
-    return audit_log(_validate(read_any(path), cfg, str(path)), cfg)
+    return audit_log(validated_log(read_any(path), cfg, str(path)), cfg)
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,
@@ -82,12 +82,17 @@ def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig |
     cfg = _config(config, options)
     if isinstance(table, LogTable):
         return audit_log(table, cfg)
-    return audit_log(_validate(table, cfg, source), cfg)
+    return audit_log(validated_log(table, cfg, source), cfg)
 
 
-def _validate(table: pd.DataFrame | pa.Table, cfg: AuditConfig, source: str | None) -> LogTable:
+def validated_log(table: pd.DataFrame | pa.Table, cfg: AuditConfig, source: str | None = None,
+                  *, metrics: Sequence[str] | None = None) -> LogTable:
+    """The canonical table validated under ``cfg`` (accuracy scale, duplicates, the metric
+    columns, the grok criterion's column): the one call every command makes."""
     return build_log_table(table, path=source, acc_scale=cfg.acc_scale,
-                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+                           on_duplicate=cfg.on_duplicate,
+                           metrics=cfg.metrics if metrics is None else metrics,
+                           grok_on=cfg.grok_on)
 
 
 def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConfig:

@@ -21,6 +21,7 @@ from .options import (
     audit_options,
     audit_overrides,
     config_options,
+    grok_options,
     input_options,
     parse_pairs,
     split_list,
@@ -236,10 +237,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     Exit 0: no critical finding; 1: critical findings (a reading the log cannot support);
     2: usage or input error.
     """
-    from .api import audit_log
+    from .api import audit_log, validated_log
     from .config import build_config
     from .report import render_text
-    from .schema import build_log_table
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -252,8 +252,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
         require_matplotlib()  # fail before the audit runs, not after
     table = _read(paths, params, cfg.on_duplicate)
-    log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
-                          on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    log = validated_log(table, cfg, _source(paths))
     del table  # the validated log holds what the audit needs: free the Arrow table
     sens = None
     if sensitivity:
@@ -304,11 +303,10 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
     1 critical findings (the report is written either way), 2 usage or input error.
     """
-    from .api import audit_log
+    from .api import audit_log, validated_log
     from .config import build_config
     from .figures import require_matplotlib
     from .outputs import resolve_output_dir
-    from .schema import build_log_table
 
     require_matplotlib()  # fail before the audit runs, not after
     cfg = build_config(profile, config_file, audit_overrides(params))
@@ -317,8 +315,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
                                                   "suffixes": (".html", ".htm")}))
     png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
     table = _read(paths, params, cfg.on_duplicate)
-    log = build_log_table(table, path=_source(paths), acc_scale=cfg.acc_scale,
-                          on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    log = validated_log(table, cfg, _source(paths))
     del table
     result = audit_log(log, cfg)
     from .html_report import write_report
@@ -438,7 +435,7 @@ def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for o in reversed(opts):
         f = o(f)
-    return config_options(input_options(f))
+    return grok_options(config_options(input_options(f)))
 
 
 def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None:
@@ -450,7 +447,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     cfg = build_config(None, common["config_file"], {
         "grok_threshold": common["grok_threshold"], "mem_threshold": common["mem_threshold"],
         "acc_scale": common["acc_scale"], "on_duplicate": common["on_duplicate"],
-        "fail_on": common["fail_on"]})
+        "fail_on": common["fail_on"], "grok_on": common["grok_on"],
+        "grok_below": common["grok_below"], "full_below": common["full_below"]})
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
     table = _read(path, common, cfg.on_duplicate)
@@ -461,7 +459,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
 
 _COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_threshold",
            "config_file", "acc_scale", "on_duplicate", "fail_on", "step_unit", "level", "seed",
-           "cell", "fmt", "maps", "run_from", "conds")
+           "cell", "fmt", "maps", "run_from", "conds", "grok_on", "grok_below", "full_below")
 
 
 def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

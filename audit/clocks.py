@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .config import AuditConfig
+from .config import AuditConfig, grok_levels
 from .schema import LogTable
 
 INF = np.inf
@@ -279,7 +279,7 @@ class AccuracyClocks:
     t_grok: Event
     sustained: np.ndarray  #: bool; False when test_acc fell below threshold for `sustain` points
     fell_at: np.ndarray  #: step it fell (NaN when sustained)
-    final_test_acc: np.ndarray  #: median test_acc over the final window (NaN when none)
+    final_test_acc: np.ndarray  #: median test_acc (or grok loss) over the final window (NaN when none)
     fully_generalized: np.ndarray  #: bool
     span_first: np.ndarray  #: first logged step of the run (any column)
     span_last: np.ndarray  #: last logged step of the run
@@ -290,9 +290,11 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     ri = table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
-    A = pack(table.test_acc, table, ri)
+    column, sign, grok_level, full_level = grok_levels(cfg)
+    signal = table.test_acc if column == "test_acc" else sign * table.series[column]
+    A = pack(signal, table, ri)
     widen = downsampled_runs(table)
-    tg = first_passage(A, cfg.grok_threshold, cfg.interval_censoring, widen)
+    tg = first_passage(A, grok_level, cfg.interval_censoring, widen)
     tm = None
     if table.train_acc is not None:
         tm = first_passage(pack(table.train_acc, table, ri), cfg.mem_threshold,
@@ -301,7 +303,7 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     # (NaN padding compares False: no validity mask needed)
     cols = np.arange(A.values.shape[1])[None, :]
-    below = (A.values < cfg.grok_threshold) & (cols > tg.index[:, None]) \
+    below = (A.values < grok_level) & (cols > tg.index[:, None]) \
         & (tg.index[:, None] >= 0)
     w = cfg.sustain
     end = np.full(A.values.shape[0], -1)
@@ -322,8 +324,11 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
                      np.maximum(A.counts - cfg.min_floor_points, 0))
     final = _nanmedian(_window(A.values, start, A.counts))
-    fully = np.nan_to_num(final, nan=-1.0) >= cfg.full_threshold
-    return AccuracyClocks(tm, tg, sustained, fell_at, final, fully, span_first, span_last)
+    with np.errstate(invalid="ignore"):
+        fully = ~np.isnan(final) & (final >= full_level)
+    # reported in the criterion's own units: the final median accuracy, or loss
+    return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
+                          span_last)
 
 
 # ------------------------------------------------------------------------------------------
@@ -464,10 +469,12 @@ def usable_grok(table: LogTable, metric: str, cfg: AuditConfig,
     """t_grok as the v1.5 analyzer reads it (``grok_point = usable``): the first logged point
     where test_acc ≥ threshold *and* metric ``metric`` is logged. A point where only the
     accuracy is logged does not count: the grok moves on to the next point with both."""
-    acc_where_metric = np.where(np.isnan(table.series[metric]), np.nan, table.test_acc)
+    column, sign, grok_level, _ = grok_levels(cfg)
+    signal = table.test_acc if column == "test_acc" else sign * table.series[column]
+    acc_where_metric = np.where(np.isnan(table.series[metric]), np.nan, signal)
     A = pack(acc_where_metric, table, run_index)
     widen = downsampled_runs(table) if cfg.interval_censoring else None
-    return first_passage(A, cfg.grok_threshold, cfg.interval_censoring, widen)
+    return first_passage(A, grok_level, cfg.interval_censoring, widen)
 
 
 def grid_window_start(table: LogTable, groups: np.ndarray | None, floor_frac: float

@@ -56,6 +56,11 @@ class AuditConfig:
     rule: str = "settle"  #: ``settle`` (default) or ``crossing`` (the reference's rule)
     eps: float = 0.10  #: the crossing rule's tolerance
     transient_threshold: float = 1.2
+    #: the grok criterion: ``test_acc`` rising to ``grok_threshold``, or a loss column (e.g.
+    #: ``test_loss``) falling to ``grok_below`` — for logs without accuracy (regression tasks)
+    grok_on: str = "test_acc"
+    grok_below: float | None = None  #: the loss level of a grok (with a loss ``grok_on``)
+    full_below: float | None = None  #: final median loss of a fully generalized run [grok_below]
     # -- gates and study (§2–§3) -------------------------------------------------------------
     high_floor_factor: float = 3.0
     mono_threshold: float = 0.6
@@ -120,7 +125,7 @@ class AuditConfig:
 
 #: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
 ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
-                   "lag_class", "clock_rule")
+                   "lag_class", "clock_rule", "grok_on", "grok_below", "full_below")
 
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
@@ -220,7 +225,12 @@ RANGES: dict[str, Range] = {
     "large_lag": Range(0, _INF),
     "censor_warn": Range(0, 1, hi_open=True),
     "endpoint_cv": Range(0, _INF, lo_open=True),
+    "grok_below": Range(0, _INF, lo_open=True),
+    "full_below": Range(0, _INF, lo_open=True),
 }
+
+#: Options that may be unset (``None``): the loss levels, set only with a loss ``grok_on``.
+OPTIONAL = ("grok_below", "full_below")
 
 #: ``fail_on`` modes; anything else must be a list of reason codes.
 FAIL_ON_MODES = ("default", "none", "warning")
@@ -284,6 +294,21 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
 
 def _coerce(name: str, value: Any, source: str) -> Any:
     default = getattr(AuditConfig(), name)
+    if name in OPTIONAL:
+        if value is None or value == "":
+            return None
+        try:
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ValueError(value)
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{source}: option {name!r} ({flag_of(name)}) = {value!r} is not "
+                              "a number", code=ErrorCode.INVALID_OPTION, option=name) from None
+    if name == "grok_on":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{source}: option 'grok_on' (--grok-on) = {value!r} must be a "
+                              "column name", code=ErrorCode.INVALID_OPTION, option=name)
+        return value.strip()
     if name == "fail_on":
         if not isinstance(value, (str, list, tuple)):
             raise ConfigError(f"{source}: option 'fail_on' = {value!r} must be a string or a "
@@ -350,6 +375,8 @@ def validate(cfg: AuditConfig) -> AuditConfig:
                 f"{', '.join(choices)}", code=ErrorCode.INVALID_OPTION, option=name)
     for name, rng in RANGES.items():
         v = getattr(cfg, name)
+        if v is None and name in OPTIONAL:
+            continue
         is_int = isinstance(getattr(_DEFAULTS, name), int)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (
                 is_int and not isinstance(v, int)):
@@ -360,6 +387,7 @@ def validate(cfg: AuditConfig) -> AuditConfig:
             what = "an integer" if is_int else "a finite number"
             raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r}; it must be {what} in "
                               f"{rng}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=name)
+    _validate_grok_on(cfg)
     if cfg.floor_frac > cfg.max_floor_frac:
         raise ConfigError(f"option 'floor_frac' = {cfg.floor_frac} must not exceed "
                           f"'max_floor_frac' = {cfg.max_floor_frac}",
@@ -384,6 +412,43 @@ def validate(cfg: AuditConfig) -> AuditConfig:
 
 
 _validate = validate
+
+
+def _validate_grok_on(cfg: AuditConfig) -> None:
+    """The grok criterion: accuracy (no loss levels), or a loss column with its level."""
+    if cfg.grok_on == "test_acc":
+        for name in OPTIONAL:
+            if getattr(cfg, name) is not None:
+                raise ConfigError(
+                    f"option {name!r} ({flag_of(name)}) sets a loss level, but the grok "
+                    "criterion is test_acc: pass --grok-on LOSS_COLUMN (e.g. test_loss) too",
+                    code=ErrorCode.INVALID_OPTION, option=name)
+        return
+    if cfg.grok_on in ("run", "step", "train_acc"):
+        raise ConfigError(f"option 'grok_on' (--grok-on) = {cfg.grok_on!r}: name test_acc or a "
+                          "held-out loss column (e.g. test_loss)",
+                          code=ErrorCode.INVALID_OPTION, option="grok_on")
+    if cfg.grok_below is None:
+        raise ConfigError(f"--grok-on {cfg.grok_on}: a loss criterion needs its level: pass "
+                          "--grok-below LEVEL (the loss that counts as generalized)",
+                          code=ErrorCode.INVALID_OPTION, option="grok_below")
+    if cfg.full_below is not None and cfg.full_below > cfg.grok_below:
+        raise ConfigError(f"option 'full_below' = {cfg.full_below} must not exceed "
+                          f"'grok_below' = {cfg.grok_below} (a fully generalized run is at least "
+                          "as good as a grokked one)", code=ErrorCode.OPTION_OUT_OF_RANGE,
+                          option="full_below")
+
+
+def grok_levels(cfg: AuditConfig) -> tuple[str, float, float, float]:
+    """The grok criterion as a rising signal: ``(column, sign, grok level, full level)``.
+
+    Accuracy rises to its thresholds (sign +1); a loss falls to its levels, read as the rising
+    signal ``−loss`` against ``−level`` (sign −1), so one first-passage rule serves both."""
+    if cfg.grok_on == "test_acc":
+        return "test_acc", 1.0, cfg.grok_threshold, cfg.full_threshold
+    assert cfg.grok_below is not None
+    full = cfg.full_below if cfg.full_below is not None else cfg.grok_below
+    return cfg.grok_on, -1.0, -cfg.grok_below, -full
 
 
 def _toml_error(path: Path, exc: Exception) -> ConfigError:

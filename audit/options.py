@@ -138,7 +138,23 @@ def audit_options(f: F) -> F:
         click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,
                      help="t_compress rule [default settle]"),
     ])
-    return config_options(input_options(f))
+    return grok_options(config_options(input_options(f)))
+
+
+def grok_options(f: F) -> F:
+    """The grok criterion on a loss, for logs without accuracy (``--grok-on test_loss
+    --grok-below 0.05``)."""
+    return _stack(f, [
+        click.option("--grok-on", "grok_on", default=None, metavar="COL",
+                     help="the grok criterion's column: test_acc (rising to --grok-threshold) "
+                          "or a held-out loss (falling to --grok-below) [default test_acc]"),
+        click.option("--grok-below", "grok_below", type=float, default=None, metavar="LEVEL",
+                     help="with a loss --grok-on: the loss that counts as generalized "
+                          f"[valid {RANGES['grok_below']}]"),
+        click.option("--full-below", "full_below", type=float, default=None, metavar="LEVEL",
+                     help="with a loss --grok-on: the final median loss of a fully generalized "
+                          "run [default --grok-below]"),
+    ])
 
 
 def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,7 +164,8 @@ def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     out.update(
         by=params.get("by"), rule=params.get("rule"), acc_scale=params.get("acc_scale"),
         on_duplicate=params.get("on_duplicate"),
-        fail_on=params.get("fail_on"),
+        fail_on=params.get("fail_on"), grok_on=params.get("grok_on"),
+        grok_below=params.get("grok_below"), full_below=params.get("full_below"),
         cell=split_list(params.get("cell")) or None,
         metrics=split_list(params.get("metrics")) or None)
     return out

@@ -146,6 +146,9 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     keys = ("axis", "cell", "metrics", "rule", "grok_threshold", "full_threshold",
             "floor_frac", "rel_tol", "smooth", "transient_threshold", "large_lag",
             "censor_warn", "fail_on")
+    if cfg.get("grok_on", "test_acc") != "test_acc":  # the grok criterion is a loss
+        keys = tuple(k for k in keys if k not in ("grok_threshold", "full_threshold"))
+        keys = ("grok_on", "grok_below", "full_below", *keys)
     out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in keys))
     inp = result.input
     aside = ", ".join(f"{k} {v}" for k, v in inp["set_aside"].items()) or "none"

@@ -376,23 +376,29 @@ def _check_accuracy_scale(name: str, raw: np.ndarray, offsets: np.ndarray, run_i
 
 def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
                     acc_scale: float = 1.0, on_duplicate: str = "error",
-                    metrics: Sequence[str] = ()) -> LogTable:
+                    metrics: Sequence[str] = (), grok_on: str = "test_acc") -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
     Applies every input rule of ``docs/architecture.md`` (the canonical table) in five stages:
     the columns, the rows grouped by run and step, the accuracies, the other columns split into
     series and conditions, and the rows set aside (duplicates, empty rows, runs too short).
-    ``metrics`` names metric columns that must exist. Raises :class:`LogFormatError`.
+    ``metrics`` names metric columns that must exist. ``grok_on`` is the grok criterion's
+    column: ``test_acc``, or a held-out loss (then ``test_acc`` is optional and the loss column
+    is required, numeric and kept as a series). Raises :class:`LogFormatError`.
     """
     table = _as_arrow(table, path)
     prov = _provenance_of(table.schema, path)
-    names = _check_columns(table, metrics, path)
+    names = _check_columns(table, metrics, path, grok_on)
     g = _group_rows(table, path)
     accs = {name: _accuracy(table, name, g, acc_scale, path)
             for name in ACCURACY_COLUMNS if name in names}
-    series, cond = _classify_columns(table, names, metrics, g, path)
+    if "test_acc" not in accs:  # a loss criterion on a log without accuracy
+        accs["test_acc"] = np.full(g.n_read, np.nan)
+    forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
+    series, cond = _classify_columns(table, names, forced, g, path)
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
-    return _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path)
+    return _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
+                     has_test_acc="test_acc" in names)
 
 
 def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
@@ -408,14 +414,17 @@ def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
                              code=ErrorCode.BAD_COLUMN_TYPE) from None
 
 
-def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None) -> list[str]:
-    """Stage 1: unique names, the required columns, the ``--metric`` columns, some rows."""
+def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None,
+                   grok_on: str = "test_acc") -> list[str]:
+    """Stage 1: unique names, the required columns (with a loss criterion, the loss column
+    instead of ``test_acc``), the ``--metric`` columns, some rows."""
     names = list(table.column_names)
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise LogFormatError(f"column(s) {twice} appear more than once; rename one", path=path,
                              column=twice[0], code=ErrorCode.DUPLICATE_COLUMN)
-    for c in REQUIRED:
+    required = REQUIRED if grok_on == "test_acc" else (*REQUIRED[:2], grok_on)
+    for c in required:
         if c not in names:
             hint = ""
             if c == "test_acc":
@@ -429,10 +438,22 @@ def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None) ->
                 if alias:
                     hint = (f"; found {alias!r}: convert the log with `grokaudit convert PATH "
                             "-o logs.parquet`, which reads it as the step")
+            if c == "test_acc" and not hint:
+                loss = next((n for n in ("test_loss", "val_loss", "eval_loss") if n in names),
+                            None)
+                if loss:
+                    hint = (f"; the log has {loss!r}: audit grokking as the loss falling "
+                            f"below a level with --grok-on {loss} --grok-below LEVEL")
+            if c == grok_on and c != "test_acc":
+                hint = f"; --grok-on names it (columns present: {_first_examples(names, 12)})"
             raise LogFormatError(
                 f"missing required column {c!r}"
                 f"{hint or '; the canonical table needs run, step, test_acc'}",
                 path=path, column=c, code=ErrorCode.MISSING_COLUMN)
+    if grok_on != "test_acc" and not _numeric(table.column(grok_on)):
+        raise LogFormatError(f"--grok-on column {safe(grok_on)!r} has type "
+                             f"{table.column(grok_on).type}; a loss is a number per step",
+                             path=path, column=grok_on, code=ErrorCode.BAD_COLUMN_TYPE)
     for m in metrics:
         if m in REQUIRED or m in ACCURACY_COLUMNS:
             raise LogFormatError(
@@ -714,7 +735,7 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
 def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.ndarray],
               cond: dict[str, np.ndarray], keep: np.ndarray, set_aside: dict[str, int],
               too_short: tuple[str, ...], prov: dict[str, Any], metrics: Sequence[str],
-              path: str | None) -> LogTable:
+              path: str | None, *, has_test_acc: bool = True) -> LogTable:
     """The kept rows as a :class:`LogTable`, with the input accounting."""
     step, run_ids, offsets = g.step, g.run_ids, g.offsets
     test_acc = accs["test_acc"]
@@ -729,7 +750,8 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         run_ids = run_ids[live]
         cond = {k: v[live] for k, v in cond.items()}
         offsets = np.concatenate(([0], np.cumsum(new_counts[live]))).astype(np.int64)
-    missing = {"test_acc": int(np.isnan(test_acc).sum())}
+    # a log audited on a loss may have no test_acc: nothing of it is then "missing"
+    missing = {"test_acc": int(np.isnan(test_acc).sum())} if has_test_acc else {}
     if train_acc is not None:
         missing["train_acc"] = int(np.isnan(train_acc).sum())
     for k, v in series.items():

@@ -144,11 +144,10 @@ def config_for(args: list[str]) -> AuditConfig:
 
 def read_log(log: Path, cfg: AuditConfig) -> LogTable:
     """The validated log, read the way ``grokaudit report`` reads it."""
+    from grokaudit.api import validated_log
     from grokaudit.loader import read_any
-    from grokaudit.schema import build_log_table
 
-    return build_log_table(read_any(log), path=str(log), acc_scale=cfg.acc_scale,
-                           on_duplicate=cfg.on_duplicate, metrics=cfg.metrics)
+    return validated_log(read_any(log), cfg, str(log))
 
 
 def bench(logs: list[Path], repeat: int) -> str:

@@ -22,7 +22,7 @@ from ..clocks import AccuracyClocks, Event, accuracy_clocks
 from ..config import AuditConfig
 from ..errors import ErrorCode, LogFormatError
 from ..results import Interval
-from ..schema import SEED_COLUMNS, LogTable, build_log_table
+from ..schema import SEED_COLUMNS, LogTable
 
 #: What a log's ``step`` column may count, as the adapters and the trainer spell it.
 STEP_UNITS = {"step": "steps", "steps": "steps", "epoch": "epochs", "epochs": "epochs"}
@@ -93,8 +93,9 @@ def load_log(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
     """Validate a canonical table (or pass a :class:`LogTable` through)."""
     if isinstance(table, LogTable):
         return table
-    return build_log_table(table, path=source, acc_scale=cfg.acc_scale,
-                           on_duplicate=cfg.on_duplicate)
+    from ..api import validated_log
+
+    return validated_log(table, cfg, source, metrics=())
 
 
 def step_unit_of(log: LogTable, given: str | None = None) -> str:
