@@ -189,25 +189,11 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "outp
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, renamed over
     the target. The file gets the permissions the umask gives a new file (not mkstemp's 0600);
     the temporary file is removed on any failure. Returns the path written."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    except OSError as exc:
-        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
-                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
-                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return p
+
+    return atomic_write_with(path, write, flag=flag)
 
 
 def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], object], *,
