@@ -108,7 +108,9 @@ def read_arrow(path: str | Path) -> pa.Table:
                                      "once; rename one", path=str(p), column=twice[0],
                                      code=ErrorCode.DUPLICATE_COLUMN)
             # run ids repeat on every row: read them dictionary-encoded (about 3x faster)
-            return pq.read_table(p, read_dictionary=["run"] if "run" in names else None)
+            table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None)
+            _release_arrow_memory()  # the decoder's buffers: freed, handed back to the OS
+            return table
         if kind in ("csv", "tsv"):
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
@@ -290,9 +292,28 @@ def _numeric(col: pa.ChunkedArray) -> bool:
                 or pa.types.is_null(t))
 
 
+def _release_arrow_memory() -> None:
+    """Hand the memory Arrow has freed back to the OS. Arrow's allocator (mimalloc or jemalloc)
+    keeps freed pages for reuse, and nothing after the read allocates through Arrow: without
+    this, the Parquet decoder's buffers and the casts' temporaries stay in the resident set
+    while numpy allocates the audit's arrays beside them."""
+    pa.default_memory_pool().release_unused()
+
+
 def _float_array(col: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_null(col.type):
         return np.full(len(col), np.nan)
+    if pa.types.is_floating(col.type) and not (pa.types.is_float64(col.type)
+                                               and col.num_chunks == 1):
+        # one float64 array filled chunk by chunk (float32 -> float64 is exact, nulls -> NaN):
+        # no float64 copy of the column in Arrow's memory and no concatenation beside it
+        out = np.empty(len(col), dtype=np.float64)
+        o = 0
+        for chunk in col.chunks:
+            n = len(chunk)
+            out[o:o + n] = chunk.to_numpy(zero_copy_only=False)
+            o += n
+        return out
     if not pa.types.is_float64(col.type):
         col = col.cast(pa.float64())
     return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -341,8 +362,11 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
         if hi is not None and hi > STEP_MAX:
             raise out_of_range(hi)
     a = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
-    if a.size and int(np.abs(a).max()) > STEP_MAX:
-        raise out_of_range(int(np.abs(a).max()))
+    if a.size:
+        # |a| without an (N,) temporary where no step is negative (the usual log)
+        hi = int(a.max()) if int(a.min()) >= 0 else int(np.abs(a).max())
+        if hi > STEP_MAX:
+            raise out_of_range(hi)
     return a
 
 
@@ -397,8 +421,10 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
     series, cond = _classify_columns(table, names, forced, g, path)
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
-    return _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
-                     has_test_acc="test_acc" in names)
+    log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
+                    has_test_acc="test_acc" in names)
+    _release_arrow_memory()  # the Arrow temporaries of the stages (encodings, casts)
+    return log
 
 
 def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
@@ -535,7 +561,10 @@ def _group_rows(table: pa.Table, path: str | None) -> _Rows:
             or pa.types.is_dictionary(run_col.type)):
         run_col = run_col.cast(pa.string())
     enc = pc.dictionary_encode(run_col).combine_chunks()
-    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    # the codes as stored (int32): an int64 copy would be one more (N,) array
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+    if codes.dtype.kind != "i":
+        codes = codes.astype(np.int64)
     dictionary = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
                             dtype=object)
     step_col = table.column("step")
@@ -558,15 +587,14 @@ def _group_rows(table: pa.Table, path: str | None) -> _Rows:
     strictly = True
     same_run = np.zeros(0, dtype=bool)
     if n_read > 1:
-        dc = np.diff(codes)
-        ds = np.diff(step)
-        contiguous = np.count_nonzero(dc) == R - 1
-        same_run = dc == 0
-        sorted_input = bool(contiguous and not np.any(same_run & (ds < 0)))
-        strictly = sorted_input and not np.any(same_run & (ds == 0))
+        # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
+        same_run = codes[1:] == codes[:-1]
+        contiguous = n_read - 1 - np.count_nonzero(same_run) == R - 1
+        sorted_input = bool(contiguous and not np.any(same_run & (step[1:] < step[:-1])))
+        strictly = sorted_input and not np.any(same_run & (step[1:] == step[:-1]))
     order: np.ndarray | None = None
     if sorted_input:
-        block_first = np.concatenate(([0], np.flatnonzero(np.diff(codes)) + 1))
+        block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
         run_order = codes[block_first]
     else:
         order = np.lexsort((step, codes))
