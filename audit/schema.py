@@ -549,6 +549,45 @@ class _Rows:
         return int(np.argmax(neq)) + 1 if neq.any() else -1
 
 
+def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
+    """:meth:`_Rows.first_change` (NaN equal to NaN) of a numeric column in input order, on its
+    stored values chunk by chunk: the same answer as on its float64 copy, without the copy.
+
+    Only where comparing the stored values is comparing their float64 values: floats, and
+    integers within ±2**53 (beyond, the float64 cast refuses them); None otherwise (booleans,
+    sorted copies, wide integers), and the caller takes the float64 path."""
+    if g.order is not None:
+        return None
+    t = col.type
+    if pa.types.is_integer(t):
+        if t.bit_width > 32 and len(col):
+            mm = pc.min_max(col).as_py()
+            if mm["min"] is not None and (mm["min"] < -STEP_MAX or mm["max"] > STEP_MAX):
+                return None
+    elif not pa.types.is_floating(t):
+        return None
+    same_run = g.same_run
+    o = 0
+    prev: Any = None
+    for chunk in col.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        v = np.asarray(chunk.to_numpy(zero_copy_only=False))  # nulls: NaN
+        if prev is not None and same_run[o - 1] and prev != v[0] \
+                and not (prev != prev and v[0] != v[0]):
+            return o
+        if n > 1:
+            neq = (v[1:] != v[:-1]) & same_run[o:o + n - 1]
+            if v.dtype.kind == "f" and neq.any():
+                neq &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
+            if neq.any():
+                return o + 1 + int(np.argmax(neq))
+        prev = v[-1]
+        o += n
+    return -1
+
+
 def _group_rows(table: pa.Table, path: str | None) -> _Rows:
     """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
     n_read = table.num_rows
@@ -650,11 +689,21 @@ def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[s
             continue
         c = table.column(name)
         if _numeric(c):
-            a = g.col(name)
             known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
             # a known series is a series whatever it does: skip the constancy test
-            change = -1 if (known and name not in SEED_COLUMNS) else g.first_change(a, True)
+            a: np.ndarray | None = None
+            if known and name not in SEED_COLUMNS:
+                change = -1
+            else:  # a condition is tested on its stored values: no float64 copy of it
+                raw_change = _first_change_stored(c, g)
+                if raw_change is None:
+                    a = g.col(name)
+                    change = g.first_change(a, True)
+                else:
+                    change = raw_change
             if known or change >= 0:
+                if a is None:
+                    a = g.col(name)
                 if any(math.isinf(v) for v in _nan_extremes(a)):
                     r = g.run_at(int(np.argmax(np.isinf(a))))
                     raise LogFormatError(
