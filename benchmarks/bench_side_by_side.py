@@ -9,7 +9,7 @@
 
 One canonical Parquet log is generated (``--runs`` × ``--steps``, ``--metrics`` float32 metric
 columns as trainers write them, float32 accuracies, an axis ``rho`` with 8 values, ``seed``),
-then, in ONE process, alternating (a)(b)(c), best of ``--repeat``:
+then, in ONE process, alternating (a)(b)(c) in a rotating order, best of ``--repeat``:
 
 (a) the floor: pyarrow reads the columns the audit needs, then one vectorized numpy pass (per
     run: first step with test_acc ≥ 0.9, last-10 % median of each metric);
@@ -210,10 +210,14 @@ def in_subprocess(kind: str, path: str, metrics: list[str]) -> dict[str, float]:
 
 
 def side_by_side(path: str, metrics: list[str], repeat: int) -> dict[str, float]:
-    """Best of ``repeat`` for each kind, alternating floor, v1.5, audit in this process."""
+    """Best of ``repeat`` for each kind, alternating floor, v1.5, audit in this process; the
+    order rotates at each round, so that each kind follows each other one (what ran before
+    leaves the allocator and caches in a state that the next measurement pays for)."""
     best = {k: float("inf") for k in KINDS}
-    for _ in range(repeat):
-        for kind, fn in KINDS.items():
+    order = list(KINDS)
+    for i in range(repeat):
+        for kind in order[i % len(order):] + order[:i % len(order)]:
+            fn = KINDS[kind]
             gc.collect()
             t0 = time.perf_counter()
             fn(path, metrics)
