@@ -1,6 +1,7 @@
 """Recipes: a recipe's fields reach the model and optimizer, the config overrides them and the
-manifest echoes both, an unknown recipe is one line with its code, the legacy recipe is the
-pre-recipe trainer, and docs/trainer.md shows every recipe table as the code defines it."""
+manifest echoes both, an unknown recipe is one line with its code, the bundled logs are what
+their configs (and the recipes they name) train, and docs/trainer.md shows every recipe table as
+the code defines it."""
 
 from __future__ import annotations
 
@@ -240,21 +241,25 @@ def test_bad_recipe_field_values_are_refused(field: str, value: str) -> None:
     assert exc.value.code == ErrorCode.OPTION_OUT_OF_RANGE and field in str(exc.value)
 
 
-# ---- legacy: the trainer before recipes ----------------------------------------------------
+# ---- the bundled logs are what their configs train -----------------------------------------
 
-def test_legacy_recipe_retrains_the_bundled_transformer_log_exactly() -> None:
-    """The bundled LayerNorm pair was trained before recipes existed; recipe legacy (which its
-    config names) reproduces its first logged steps."""
-    bundled = pd.read_parquet(ROOT / "reference_runs" / "data" / "transformer_ln_p23.parquet")
+@pytest.mark.parametrize("name", ["mlp_wd_sweep_p59", "transformer_ln_p23"])
+def test_bundled_log_is_what_its_config_trains(name: str) -> None:
+    """Retraining the first 50 steps of one run of each bundled log from its sweep file (with
+    the recipe the file names) gives the logged values: the bundled data, its config and the
+    recipe tables agree."""
     from grokaudit.reference_runs.sweep import expand, load_sweep
 
-    sw = load_sweep(ROOT / "reference_runs" / "configs" / "transformer_ln_p23.toml")
-    assert sw.base.get("recipe") == "legacy"
-    spec = next(s for s in expand(sw) if s.cfg.seed == 0 and s.cfg.layernorm)
+    bundled = pd.read_parquet(ROOT / "reference_runs" / "data" / f"{name}.parquet")
+    sw = load_sweep(ROOT / "reference_runs" / "configs" / f"{name}.toml")
+    assert "recipe" in sw.base  # every bundled config names its recipe
+    spec = expand(sw)[-1]
     tr = GroupTrainer([replace(spec.cfg, steps=50)], CPU)
     tr.run()
     mine = pd.DataFrame({k: [r[k][0] for r in tr.rows] for k in ("step", "test_loss",
                                                                  "emb_erank", "weight_norm")})
+    mine = mine[mine["step"].isin(bundled["step"])]
+    assert len(mine) >= 5
     theirs = bundled[bundled["run"] == spec.run_id].set_index("step").loc[mine["step"]]
     for col in ("test_loss", "emb_erank", "weight_norm"):
         np.testing.assert_allclose(mine[col].to_numpy(), theirs[col].to_numpy(), rtol=1e-5,
