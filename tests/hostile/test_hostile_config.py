@@ -387,7 +387,10 @@ def test_api_invalid_numbers_raise_config_error(data: st.DataObject, field: str)
 @given(data=st.data(), field=st.sampled_from(sorted(RANGES)))
 def test_api_valid_numbers_accepted(data: st.DataObject, field: str) -> None:
     v = data.draw(valid_numbers(field), label="value")
-    assert getattr(make_config(**{field: v}), field) == v
+    # the loss levels are valid only with a loss criterion (and full_below ≤ grok_below)
+    extra = ({"grok_on": "test_loss", "grok_below": v} if field in ("grok_below", "full_below")
+             else {})
+    assert getattr(make_config(**{**extra, field: v}), field) == v
 
 
 @pytest.mark.parametrize("kw, code", [
