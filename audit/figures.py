@@ -505,7 +505,7 @@ def _times_panel(ax: Any, study: StudyResult) -> None:
 
 
 def _lag_panel(ax: Any, study: StudyResult) -> None:
-    """(c) the cell-median lag t_compress − t_grok with its interval."""
+    """(d) the cell-median lag t_compress − t_grok with its interval."""
     lo, top = _top(study, ("lag",))
     ax.set_ylim(min(lo, 0.0), top)
     ax.axhline(0, color="#999999", lw=0.7)
@@ -514,7 +514,7 @@ def _lag_panel(ax: Any, study: StudyResult) -> None:
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("steps")
     # a panel title's width is not room that constrained layout keeps: wrap at the figure edge
-    ax.set_title("(c) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True)
+    ax.set_title("(d) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True)
 
 
 # ------------------------------------------------------------------------------------------
