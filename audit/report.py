@@ -143,9 +143,9 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     cfg = result.config
     fail_on = tuple(cfg.get("fail_on") or ("default",))
     out: list[str] = [f"grokaudit {result.version} · profile {cfg.get('profile')}"]
-    keys = ("axis", "cell", "metrics", "rule", "grok_threshold", "full_threshold",
-            "floor_frac", "rel_tol", "smooth", "transient_threshold", "large_lag",
-            "censor_warn", "fail_on")
+    keys: tuple[str, ...] = ("axis", "cell", "metrics", "rule", "grok_threshold",
+                             "full_threshold", "floor_frac", "rel_tol", "smooth",
+                             "transient_threshold", "large_lag", "censor_warn", "fail_on")
     if cfg.get("grok_on", "test_acc") != "test_acc":  # the grok criterion is a loss
         keys = tuple(k for k in keys if k not in ("grok_threshold", "full_threshold"))
         keys = ("grok_on", "grok_below", "full_below", *keys)
