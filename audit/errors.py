@@ -76,8 +76,6 @@ class ErrorCode(str, Enum):
     # -- environment -------------------------------------------------------------------------
     MISSING_EXTRA = "MISSING_EXTRA"
     TRAINER_FAILED = "TRAINER_FAILED"
-    #: transitional: a raise that has not been given its code yet (tests/hostile fails on it)
-    UNSPECIFIED = "UNSPECIFIED"
 
 
 class GrokauditError(Exception):
@@ -98,8 +96,8 @@ class LogFormatError(GrokauditError, ValueError):
     The message names the file, the column and the fix.
     """
 
-    def __init__(self, message: str, *, code: ErrorCode = ErrorCode.UNSPECIFIED,
-                 path: str | None = None, column: str | None = None) -> None:
+    def __init__(self, message: str, *, code: ErrorCode, path: str | None = None,
+                 column: str | None = None) -> None:
         self.path = path
         self.column = column
         prefix = f"{path}: " if path else ""
