@@ -226,7 +226,9 @@ def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str =
 @click.option("--sensitivity", is_flag=True,
               help="re-run the audit with each free parameter moved over a small grid and "
                    "report which verdicts move (VERDICT_FRAGILE)")
-@click.option("-v", "--verbose", is_flag=True, help="show informational findings too")
+@click.option("-v", "--verbose", is_flag=True,
+              help="show every study's table and findings (shown by default for one study) "
+                   "and informational findings")
 @click.option("-q", "--quiet", is_flag=True, help="print only the result line")
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,

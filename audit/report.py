@@ -137,9 +137,10 @@ def _grouped(findings: Sequence[Finding]) -> list[str]:
 
 def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     """The whole report as text: the effective config and input; a summary (each study's
-    verdict and the failing findings); then per study its table, orderings, verdict and
-    remaining findings (grouped by code; informational ones only with ``verbose``); findings
-    about accuracy alone once per run group; the result line."""
+    verdict and the failing findings); findings about accuracy alone once per run group; then,
+    for a single study or with ``verbose``, per study its table, orderings, verdict and
+    remaining findings (grouped by code; informational ones only with ``verbose``); the result
+    line."""
     cfg = result.config
     fail_on = tuple(cfg.get("fail_on") or ("default",))
     out: list[str] = [f"grokaudit {result.version} · profile {cfg.get('profile')}"]
@@ -195,8 +196,9 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
             out.append(f"  [{fs[0].severity.value:<8}] {code:<34} ({label}) cells "
                        f"{', '.join(cells)}")
 
-    # -- details per study ---------------------------------------------------------------
-    for s in result.studies:
+    # -- details per study: shown for one study, or for several with --verbose ------------
+    details = verbose or len(result.studies) <= 1
+    for s in result.studies if details else ():
         out.append("")
         out += study_lines(s)
         rest = [f for f in s.findings if id(f) not in failing and f.code not in ACCURACY_CODES
@@ -204,13 +206,16 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         if rest:
             out.append("findings:")
             out += _grouped(rest)
+    if not details:
+        out += ["", f"(the {len(result.studies)} studies' tables, orderings and other findings: "
+                "--verbose, or --metric COL for one)"]
     inputs = [f for f in result.findings if f.scope == "input" and id(f) not in failing]
     if inputs:
         out += ["", "input findings:"]
         out += [f"  [{f.severity.value:<8}] {f.code.value:<34} {f.message}" for f in inputs]
     hidden = sum(1 for f in result.findings if f.severity is Severity.INFO
                  and f.scope != "study" and f.scope != "input" and id(f) not in failing)
-    if hidden and not verbose:
+    if hidden and details and not verbose:
         out.append(f"  ({hidden} informational findings not shown; --verbose shows them)")
     out += ["", result_line(result.failing, fail_on)]
     # every line is one logical line: a control character from the log (a run id, a cell

@@ -176,3 +176,18 @@ def test_train_without_torch_is_one_line_naming_the_extra(tmp_path):
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "grokaudit[train]" in proc.stderr and proc.stderr.strip().endswith("[MISSING_EXTRA]")
     assert not out.exists()
+
+
+def test_several_studies_print_a_summary_and_details_only_with_verbose(tmp_path):
+    """Readable output: one line per study first; the per-study tables of a many-study audit
+    only with -v (the failing findings are always listed)."""
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[2] / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
+    short = CliRunner().invoke(cli, ["check", str(log), "--by", "wd"])
+    full = CliRunner().invoke(cli, ["check", str(log), "--by", "wd", "-v"])
+    assert short.exit_code == full.exit_code == 1
+    assert "== study:" not in short.output and full.output.count("== study:") >= 2
+    assert short.output.splitlines()[-1] == full.output.splitlines()[-1]
+    assert short.output.index("summary (") < short.output.index("failing findings:")
+    assert len(short.output.splitlines()) < len(full.output.splitlines()) / 2

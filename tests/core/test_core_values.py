@@ -34,7 +34,7 @@ def test_a_float32_and_boolean_sweep_reads_as_logged(tmp_path: Path) -> None:
     p = tmp_path / "f32.parquet"
     df.to_parquet(p)
     r = CliRunner().invoke(cli, ["check", str(p), "--by", "rho", "--metric", "emb_pr",
-                                 "--cell", "arch,big"])
+                                 "--cell", "arch,big", "-v"])
     assert r.exit_code in (0, 1), r.output
     shown = set(re.findall(r"rho=(\S+)", r.output))
     assert {"0.8", "0.9", "1.15"} <= shown, shown
