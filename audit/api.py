@@ -149,6 +149,15 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     """Audit a validated :class:`LogTable`."""
     src = log.summary.source
     metrics = list(cfg.metrics) or list(log.summary.metrics)
+    if cfg.grok_on != "test_acc":
+        used = {"--metric": cfg.grok_on in metrics, "--by": cfg.grok_on == cfg.by,
+                "--cell": cfg.grok_on in cfg.cell}
+        clash = next((flag for flag, hit in used.items() if hit), None)
+        if clash is not None:
+            raise LogFormatError(
+                f"--grok-on {cfg.grok_on!r} is also the {clash} column: the grok criterion is a "
+                "held-out loss, distinct from the metric audited, the axis and the study split",
+                path=src, column=cfg.grok_on, code=ErrorCode.INVALID_OPTION)
     if not metrics:
         cands = sorted(log.series)
         raise LogFormatError(

@@ -97,3 +97,12 @@ def test_a_log_without_accuracy_names_the_loss_option(tmp_path: Path) -> None:
 
 def test_the_default_config_echo_is_unchanged() -> None:
     assert "grok_on" not in make_config().to_dict()
+
+
+@pytest.mark.parametrize("extra", [{"metrics": ["test_loss"]}, {"by": "test_loss"},
+                                   {"cell": ["test_loss"]}])
+def test_the_loss_criterion_is_not_the_metric_the_axis_or_the_split(extra: dict) -> None:
+    opts = {"by": "wd", "metrics": ["emb_erank"], **extra}
+    with pytest.raises(LogFormatError) as ei:
+        audit_table(_loss_log(), grok_on="test_loss", grok_below=0.1, **opts)
+    assert ei.value.code is ErrorCode.INVALID_OPTION and ei.value.column == "test_loss"
