@@ -45,6 +45,7 @@ from ..config import AuditConfig
 from ..errors import ConfigError, ErrorCode, LogFormatError
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
+from ..results import format_number as _g
 from ..schema import LogTable
 from .results import ClaimResult, Record, finding, make_result
 from .runs import RunClocks, py, require_columns, run_clocks, studies
@@ -550,10 +551,6 @@ def _med_lower(c: DoseCell) -> float:
     return float(c.median_t_grok.lower)
 
 
-def _g(x: float | None) -> str:
-    from ..results import format_number
-
-    return format_number(x)
 
 
 def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,

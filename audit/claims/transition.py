@@ -41,6 +41,7 @@ from ..clocks import pack
 from ..config import AuditConfig
 from ..reasons import Reason
 from ..results import Finding, Interval
+from ..results import format_number as _g
 from ..schema import LogTable
 from .results import ClaimResult, Record, finding, make_result
 from .runs import RunClocks, py, require_columns, run_clocks, studies
@@ -361,10 +362,6 @@ def _bracketing(findings: list[Finding], levels: np.ndarray, below: int, above: 
                       "what": "transition"}))
 
 
-def _g(x: float | None) -> str:
-    from ..results import format_number
-
-    return format_number(x) if x is not None else "—"
 
 
 def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, by: str,
