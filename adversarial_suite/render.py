@@ -5,15 +5,14 @@ Printing only: every word comes from a :class:`~.runner.SuiteReport`.
 
 from __future__ import annotations
 
+from grokaudit.report import text_table
 from grokaudit.text import safe
 
 from .runner import CaseOutcome, SuiteReport
 
 
 def _rows(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    rows = [head, *rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return text_table([head, *rows])
 
 
 def _failures(outcomes: tuple[CaseOutcome, ...]) -> list[str]:

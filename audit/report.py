@@ -38,9 +38,14 @@ def _stab(c: CellSummary) -> str:
     return "/".join(parts) or "—"
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+def text_table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """Rows of text cells as aligned lines (columns two spaces apart, no trailing blanks):
+    the one table layout of every text report."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+_table = text_table
 
 
 def _ordering_line(o: Ordering) -> str:

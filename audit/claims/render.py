@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..reasons import Severity
+from ..report import text_table
 from ..results import Interval, format_number
 from ..text import safe
 from .compare import TEST_NAMES, CompareBody
@@ -105,8 +106,7 @@ def _key(v: Any) -> tuple[int, Any]:
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return text_table(rows, indent="  ")
 
 
 # ------------------------------------------------------------------------------------------
