@@ -358,11 +358,10 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
 
     from .adversarial_suite.render import render_table
     from .adversarial_suite.runner import run_suite
-    from .config import build_config, config_file_values
+    from .config import build_config
 
     cfg = build_config(profile, config_file, {})
-    found = config_file or config_file_values()[1]
-    outs = resolve_outputs([found] if found else [], json=(json_out, {"flag": "--json"}))
+    outs = resolve_outputs(_inputs([], config_file), json=(json_out, {"flag": "--json"}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = run_suite(cfg, max_examples=max_examples)
