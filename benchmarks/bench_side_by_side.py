@@ -14,8 +14,10 @@ then, in ONE process, alternating (a)(b)(c) in a rotating order, best of ``--rep
 (a) the floor: pyarrow reads the columns the audit needs, then one vectorized numpy pass (per
     run: first step with test_acc ≥ 0.9, last-10 % median of each metric);
 (b) the v1.5 loop: the same columns read, each cell put on its (seeds, T) grid as v1.5 stores
-    it, then ``benchmarks/v15_loop.py``'s per-seed rules (``cell_row`` → ``seed_clock``, plain
-    Python, nothing vectorized) for every metric, and its ``study``;
+    it (float64), then ``benchmarks/v15_loop.py``'s per-seed rules as v1.5 runs them
+    (``cell_row_np`` → ``seed_clock_np``: numpy per seed, a Python scan of the post-grok points
+    up to the first hit) for every metric, and its ``study``; ``--plain`` adds the plain-Python
+    oracle of the same rules (``cell_row``, about 3× slower);
 (c) ``grokaudit.audit_path(path, by="rho", metrics=[...])``.
 
 Ratios are read within the one process (the machine may be shared: never compare absolute
@@ -144,8 +146,7 @@ def floor(path: str, metrics: list[str]) -> int:
     return out
 
 
-def v15(path: str, metrics: list[str]) -> int:
-    """The v1.5 rules, one seed at a time (benchmarks/v15_loop.py), on the same columns."""
+def _v15(path: str, metrics: list[str], plain: bool) -> int:
     sys.path.insert(0, str(HERE))
     import v15_loop as v
 
@@ -163,11 +164,28 @@ def v15(path: str, metrics: list[str]) -> int:
         cells = []
         for value in np.unique(axis):  # one cell per axis value: v1.5's (seeds, T) matrices
             sel = np.flatnonzero(axis == value)
-            grid = step[sel[0]].tolist()  # the runs share one step grid (checked by the floor)
-            cells.append(v.cell_row(float(value), grid, acc[sel].tolist(), M[sel].tolist(), p,
-                                    [runs[i] for i in sel]))
+            names = [runs[i] for i in sel]
+            if plain:
+                grid = step[sel[0]].tolist()  # the runs share one step grid (floor checks)
+                cells.append(v.cell_row(float(value), grid, acc[sel].tolist(),
+                                        M[sel].tolist(), p, names))
+            else:  # as v1.5 holds a cell: float64 (seeds, T) arrays, numpy per seed
+                cells.append(v.cell_row_np(float(value), step[sel[0]].astype(float),
+                                           acc[sel].astype(float), M[sel].astype(float), p,
+                                           names))
         out += len(v.study(cells, p)["used_cells"])
     return out
+
+
+def v15(path: str, metrics: list[str]) -> int:
+    """The v1.5 rules as v1.5 runs them (``v15_loop.cell_row_np``: numpy per seed, a Python
+    scan of the post-grok points), on the same columns."""
+    return _v15(path, metrics, plain=False)
+
+
+def v15_plain(path: str, metrics: list[str]) -> int:
+    """The same rules from the plain oracle (``v15_loop.cell_row``: Python floats)."""
+    return _v15(path, metrics, plain=True)
 
 
 def audit(path: str, metrics: list[str]) -> int:
@@ -178,6 +196,7 @@ def audit(path: str, metrics: list[str]) -> int:
 
 
 KINDS = {"floor": floor, "v15": v15, "audit": audit}
+EXTRA = {"v15_plain": v15_plain}
 
 
 def _vmhwm_mib() -> float:
@@ -196,7 +215,7 @@ def _child(kind: str, path: str, metrics: list[str]) -> None:
         print(json.dumps({"seconds": 0.0, "peak_rss_mib": _vmhwm_mib()}))
         return
     t0 = time.perf_counter()
-    KINDS[kind](path, metrics)
+    {**KINDS, **EXTRA}[kind](path, metrics)
     dt = time.perf_counter() - t0
     print(json.dumps({"seconds": dt, "peak_rss_mib": _vmhwm_mib()}))
 
@@ -256,7 +275,8 @@ def main_side_by_side(a: argparse.Namespace, d: Path) -> None:
           "(RSS − imports) / Arrow size |")
     print("|---|---|---|---|---|---|")
     label = {"floor": "(a) floor: pyarrow read + one numpy pass",
-             "v15": "(b) v1.5 per-seed loop (v15_loop.py)",
+             "v15": "(b) v1.5 per-seed loop (numpy per seed, as v1.5)",
+             "v15_plain": "(b') the same rules, plain Python (v15_loop.cell_row)",
              "audit": "(c) `grokaudit.audit_path`"}
     for k in KINDS:
         print(f"| {label[k]} | {best[k]:.2f} | {best[k] / best['floor']:.2f} | {rss[k]:.0f} | "
@@ -328,11 +348,15 @@ def main() -> int:
                          "or metrics (1 000 × 1 000)")
     ap.add_argument("--sizes", help="comma-separated sizes for --growth (rows, runs or metrics)")
     ap.add_argument("--no-v15", action="store_true", help="--growth: skip the v1.5 loop")
+    ap.add_argument("--plain", action="store_true",
+                    help="also time the plain-Python oracle of the v1.5 rules")
     ap.add_argument("--keep", action="store_true", help="--growth: keep the generated logs")
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR"),
                     help="where to write the logs (default: a temporary folder)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.plain:
+        KINDS.update(EXTRA)
     if a.child:
         kind, path, metrics = a.child
         _child(kind, path, metrics.split(","))

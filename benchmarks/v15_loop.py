@@ -222,6 +222,69 @@ def seed_clock(steps: Sequence[float], test_acc: Sequence[float], metric: Sequen
                      rate, censored, True)
 
 
+def seed_clock_np(steps: np.ndarray, test_acc: np.ndarray, metric: np.ndarray, n_floor: int,
+                  p: Params, seed: int = 0, run: str = "") -> SeedClock | None:
+    """:func:`seed_clock` with v1.5's own cost model: the seed's row as numpy arrays, numpy for
+    the masks, the grok index and the floor median, and a Python scan of the post-grok points
+    that stops at the first hit (as v1.5 does). Same values as :func:`seed_clock` (tested);
+    used by the speed benchmark so that "the rules it replaces" are timed as v1.5 runs them."""
+    e = metric
+    a = test_acc
+    fin = np.isfinite(e) & np.isfinite(a)
+    if not fin.any():
+        return None
+    good = np.flatnonzero((a >= p.grok_thr) & fin)
+    if good.size == 0:
+        return None
+    gi = int(good[0])
+    t_grok = float(steps[gi])
+    m_grok = float(e[gi])
+    tail = e[-n_floor:]
+    tail = tail[np.isfinite(tail)]
+    if tail.size == 0 or not math.isfinite(m_grok):
+        return None
+    floor = float(np.median(tail))
+    drop = m_grok - floor
+    if not (math.isfinite(drop) and drop >= p.min_drop):
+        return SeedClock(seed, run, t_grok, m_grok, floor, drop, NAN, NAN, NAN, NAN, NAN,
+                         False, False)
+    threshold = floor + p.eps * drop
+    post = np.flatnonzero((steps >= t_grok) & np.isfinite(e))
+    if post.size == 0:
+        raise ValueError(f"run {run!r}: no finite metric point at or after the grok step")
+    hit = -1
+    for i in post:  # v1.5 scans the candidates one by one
+        if e[i] <= threshold:
+            hit = int(i)
+            break
+    censored = hit < 0
+    if censored:
+        hit = int(post[-1])
+    t_compress = float(steps[hit])
+    gap = t_compress - t_grok
+    rel_gap = gap / t_grok if (t_grok > 0 and math.isfinite(gap)) else NAN
+    rate = drop / gap if (gap > 0 and math.isfinite(drop)) else NAN
+    return SeedClock(seed, run, t_grok, m_grok, floor, drop, t_compress, float(e[hit]), gap,
+                     rel_gap, rate, censored, True)
+
+
+def cell_row_np(axis_value: float, steps: np.ndarray, acc_rows: np.ndarray,
+                metric_rows: np.ndarray, p: Params,
+                run_names: Sequence[str] | None = None) -> CellRow:
+    """:func:`cell_row` over :func:`seed_clock_np` (float64 ``(seeds, T)`` matrices)."""
+    steps = np.asarray(steps, dtype=float)
+    acc_rows = np.asarray(acc_rows, dtype=float)
+    metric_rows = np.asarray(metric_rows, dtype=float)
+    n_floor = floor_count(steps.size, p.floor_frac)
+    names = list(run_names) if run_names is not None else [str(i) for i in range(len(acc_rows))]
+    seeds: list[SeedClock] = []
+    for s in range(acc_rows.shape[0]):
+        c = seed_clock_np(steps, acc_rows[s], metric_rows[s], n_floor, p, seed=s, run=names[s])
+        if c is not None:
+            seeds.append(c)
+    return summarize(axis_value, seeds, n_runs_in=acc_rows.shape[0])
+
+
 # ------------------------------------------------------------------------------------------
 # per cell (§C)
 # ------------------------------------------------------------------------------------------

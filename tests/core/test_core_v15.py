@@ -473,3 +473,39 @@ def test_random_studies_equal_v15(seed: int):
         assert not bad, f"study {seed}/{i}:\n" + "\n".join(bad[:20])
         verdicts.add(summary["verdict"])
     assert len(verdicts) >= 2
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_numpy_seed_loop_equals_the_plain_one(seed: int):
+    """The benchmark times v1.5's rules as v1.5 runs them (numpy per seed, ``cell_row_np``);
+    they must give the oracle's values exactly, on the random studies' cell grids."""
+    rng = np.random.default_rng(2500 + seed)
+    p = v15.Params()
+    n_seeds = 0
+    for _ in range(30):
+        df = random_study(rng)
+        for rho, g in df.groupby("rho"):
+            steps, names, acc_rows, metric_rows = v15.cell_grid(g, METRIC)
+            plain = v15.cell_row(float(rho), steps, acc_rows, metric_rows, p, names)
+            fast = v15.cell_row_np(float(rho), np.asarray(steps), np.asarray(acc_rows),
+                                   np.asarray(metric_rows), p, names)
+            a, b = v15.asdict(plain), v15.asdict(fast)
+            assert a.keys() == b.keys()
+            for k in a:
+                if k == "seeds":
+                    assert len(a[k]) == len(b[k])
+                    for sa, sb in zip(a[k], b[k]):
+                        bad = [f for f in sa if not same(sa[f], sb[f])]
+                        assert not bad, (rho, sa["run"], bad)
+                    n_seeds += len(a[k])
+                else:
+                    assert same(a[k], b[k]), (rho, k, a[k], b[k])
+    assert n_seeds > 100
+    # a point exactly at the compression threshold (floor + eps·drop = 10 + 0.1·10) is a hit
+    steps = np.arange(100.0)
+    acc = np.where(steps >= 20, 1.0, 0.0)
+    m = np.where(steps < 50, 20.0, 10.0)
+    m[50] = 11.0
+    for fn in (v15.seed_clock, v15.seed_clock_np):
+        c = fn(steps, acc, m, 10, p)
+        assert c is not None and not c.censored and c.t_compress == 50.0

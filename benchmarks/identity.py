@@ -1,0 +1,203 @@
+"""Are the audit's outputs byte-identical before and after a change? (issue 13: "no verdict
+changes").
+
+    python benchmarks/identity.py --save before.json     # on the old code
+    python benchmarks/identity.py --check before.json    # on the new code: exit 1 on any change
+
+Hashes (SHA-256) the full ``to_json()`` of many audits:
+
+* every bundled log under several configurations (profiles, t_compress rules, floor windows,
+  grok points, censoring options, every metric);
+* every named adversarial case of the suite under the default and the reference profile, and
+  the same logs with their float64 columns stored as float32;
+* random logs (NaN gaps, unequal lengths and cadences, float32 and float64 columns, runs that
+  never grok or never compress, huge values), several sizes;
+* the held-out public p = 59 sweep when ``../shared/external`` is present (``--external``).
+
+A difference prints the audit's label; ``--check`` exits 1 if any hash differs or is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grokaudit
+import numpy as np
+import pandas as pd
+from grokaudit.config import make_config
+from grokaudit.config import replace as replace_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "reference_runs" / "data"
+
+BUNDLED = {
+    "mlp_wd_sweep_p59.parquet": {"by": "wd", "cell": ("arch",)},
+    "transformer_ln_p23.parquet": {"by": "layernorm"},
+    "external_alpha_sweep.parquet": {"by": "alpha"},
+}
+CONFIGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reference": {"profile": "reference"},
+    "crossing": {"rule": "crossing"},
+    "index": {"floor_window": "index"},
+    "grid": {"floor_window": "grid"},
+    "usable": {"grok_point": "usable"},
+    "no-interval": {"interval_censoring": False},
+    "smooth5": {"smooth": 5},
+    "no-stability": {"stability_check": False},
+}
+
+
+def _hash(obj: Any) -> str:
+    if isinstance(obj, grokaudit.LogFormatError):
+        text = f"error:{obj.code}:{obj}"
+    else:
+        text = obj.to_json()
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _audit(df: pd.DataFrame | str, cfg: Any) -> Any:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if isinstance(df, str):
+                return grokaudit.audit_path(df, config=cfg)
+            return grokaudit.audit_table(df, cfg)
+    except grokaudit.LogFormatError as exc:
+        return exc
+
+
+def _config(base: dict[str, Any], extra: dict[str, Any]) -> Any:
+    opts = {k: v for k, v in {**base, **extra}.items() if k != "profile"}
+    cfg = make_config(profile=extra.get("profile", "default"))
+    return replace_config(cfg, **opts)
+
+
+def bundled() -> Iterator[tuple[str, Any]]:
+    for name, opts in BUNDLED.items():
+        path = str(DATA / name)
+        for label, extra in CONFIGS.items():
+            cfg = _config(opts, extra)
+            if cfg is not None:
+                yield f"bundled/{name}/{label}", _audit(path, cfg)
+
+
+def _as_float32(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == np.float64 and c not in ("step",):
+            out[c] = out[c].astype(np.float32)
+    return out
+
+
+def suite_cases() -> Iterator[tuple[str, Any]]:
+    from grokaudit.adversarial_suite.cases import CASES
+
+    for profile in ("default", "reference"):
+        base = make_config(profile=profile)
+        for case in CASES:
+            try:
+                inst = case.instance(base)
+            except RuntimeError:
+                continue
+            yield f"suite/{profile}/{case.name}", _audit(inst.table, inst.cfg)
+            yield f"suite/{profile}/{case.name}/f32", _audit(_as_float32(inst.table), inst.cfg)
+
+
+def random_log(rng: np.random.Generator, n_cells: int, n_seeds: int, T: int) -> pd.DataFrame:
+    frames = []
+    for c in range(n_cells):
+        for s in range(n_seeds):
+            n = int(rng.integers(max(3, T // 2), T + 1)) if rng.random() < 0.3 else T
+            cad = int(rng.choice([1, 1, 2, 5]))
+            step = np.arange(n, dtype=np.int64) * cad * 10
+            i = np.arange(n)
+            tg = int(rng.uniform(0.05, 0.7) * n) if rng.random() < 0.9 else n + 1
+            tc = min(n - 1, tg + int(rng.uniform(0, 0.6) * n))
+            peak, floor = rng.uniform(20, 60), rng.uniform(2, 19)
+            shape = rng.choice(["compress", "flat", "rebound", "drift"])
+            m = np.where(i < tc, peak, floor).astype(float)
+            if shape == "flat":
+                m[:] = peak
+            elif shape == "rebound":
+                m[int(0.8 * n):] = floor + 0.5 * (peak - floor)
+            elif shape == "drift":
+                m = m - np.linspace(0, 3, n) * (i >= tc)
+            m += rng.normal(0, rng.choice([0.0, 0.3, 2.0]), n)
+            acc = np.where(i >= tg, rng.uniform(0.9, 1.0, n), rng.uniform(0.0, 0.5, n))
+            if rng.random() < 0.3:
+                m[rng.random(n) < 0.1] = np.nan
+            if rng.random() < 0.2:
+                acc[rng.random(n) < 0.05] = np.nan
+            if rng.random() < 0.05:
+                m = m * 1e306
+            frames.append(pd.DataFrame({
+                "run": f"c{c}_s{s}", "step": step, "test_acc": acc, "train_acc": 1.0,
+                "emb_erank": m, "emb_pr": m * 0.5 + rng.normal(0, 0.1, n),
+                "rho": float(c) * 0.5, "seed": s}))
+    df = pd.concat(frames, ignore_index=True)
+    if rng.random() < 0.5:
+        df = _as_float32(df)
+    return df
+
+
+def randoms(n: int) -> Iterator[tuple[str, Any]]:
+    rng = np.random.default_rng(13)
+    for i in range(n):
+        df = random_log(rng, int(rng.integers(1, 6)), int(rng.integers(1, 5)),
+                        int(rng.choice([5, 40, 300, 2000])))
+        for label, extra in (("default", {}), ("reference", {"profile": "reference"}),
+                             ("crossing", {"rule": "crossing"})):
+            cfg = _config({"by": "rho"}, extra)
+            yield f"random/{i}/{label}", _audit(df, cfg)
+
+
+def external() -> Iterator[tuple[str, Any]]:
+    folder = ROOT.parent / "shared" / "external" / "critical-norm-grokking" / "grokfss_p59"
+    if not folder.is_dir():
+        return
+    for f in sorted(folder.glob("*.npz")):
+        yield f"external/{f.name}", _audit(str(f), make_config())
+
+
+def collect(args: argparse.Namespace) -> dict[str, str]:
+    out: dict[str, str] = {}
+    sources = [bundled(), suite_cases(), randoms(args.random)]
+    if args.external:
+        sources.append(external())
+    for src in sources:
+        for label, res in src:
+            out[label] = _hash(res)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--save", help="write the hashes to this JSON file")
+    g.add_argument("--check", help="compare with the hashes in this JSON file")
+    ap.add_argument("--random", type=int, default=60, help="random logs (default 60)")
+    ap.add_argument("--external", action="store_true", help="also the public p = 59 sweep")
+    a = ap.parse_args()
+    hashes = collect(a)
+    if a.save:
+        Path(a.save).write_text(json.dumps(hashes, indent=1, sort_keys=True))
+        print(f"{len(hashes)} audits hashed -> {a.save}")
+        return 0
+    old = json.loads(Path(a.check).read_text())
+    bad = sorted(k for k in old.keys() | hashes.keys() if old.get(k) != hashes.get(k))
+    for k in bad:
+        print(f"DIFFERENT: {k}")
+    print(f"{len(hashes)} audits hashed; {len(bad)} differ from {a.check}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
