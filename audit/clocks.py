@@ -12,13 +12,14 @@ The results are plain arrays in :class:`AccuracyClocks` and :class:`MetricClocks
 from __future__ import annotations
 
 import functools
-import warnings
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from .blocks import map_blocks, quiet_runtime_warnings, row_blocks
 from .config import AuditConfig, grok_levels
 from .schema import LogTable
 
@@ -62,6 +63,10 @@ class Packed:
     @property
     def valid(self) -> np.ndarray:
         return np.arange(self.values.shape[1])[None, :] < self.counts[:, None]
+
+    def rows(self, sl: slice) -> Packed:
+        """Runs ``sl`` (views, no copy)."""
+        return Packed(self.values[sl], self.steps[sl], self.counts[sl])
 
 
 def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
@@ -137,8 +142,7 @@ def _nanmedian_raw(W: np.ndarray) -> np.ndarray:
         return np.full(W.shape[0], np.nan)
     else:
         rows = W[some]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_runtime_warnings():
         part: np.ndarray = np.nanmedian(rows, axis=1)
     if rows is W:
         return part
@@ -198,8 +202,7 @@ def trailing_median(P: Packed, width: int) -> np.ndarray:
         return smoothed
     pad = np.concatenate((np.full((V.shape[0], width - 1), np.nan), V), axis=1)
     win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_runtime_warnings():
         med = np.nanmedian(win, axis=2)
     res: np.ndarray = np.where(P.valid, med, np.nan)
     return res
@@ -217,6 +220,18 @@ class Event:
     lower: np.ndarray
     upper: np.ndarray  #: inf when right-censored
     index: np.ndarray  #: column of the event in the packed matrix, −1 when censored
+
+    def rows(self, sl: slice) -> Event:
+        """Runs ``sl`` (views, no copy)."""
+        return Event(self.value[sl], self.lower[sl], self.upper[sl], self.index[sl])
+
+    @staticmethod
+    def concat(parts: Sequence[Event]) -> Event:
+        """The runs of ``parts``, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        return Event(*(np.concatenate([getattr(e, f) for e in parts])
+                       for f in ("value", "lower", "upper", "index")))
 
     @functools.cached_property
     def censored(self) -> np.ndarray:
@@ -383,10 +398,12 @@ def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tup
         edges = np.searchsorted((np.arange(n0) * nbins) // n0, np.arange(nbins + 1))
         bx = np.empty((R, nbins))
         by = np.empty((R, nbins))
-        for k in range(nbins):
-            lo, hi = int(edges[k]), int(edges[k + 1])
-            bx[:, k] = np.median(X[:, lo:hi], axis=1)
-            by[:, k] = np.median(Y[:, lo:hi], axis=1)
+        sizes = np.diff(edges)
+        for size in np.unique(sizes):  # the bins hold one of two sizes: one median call each
+            ks = np.flatnonzero(sizes == size)
+            idx = edges[ks][:, None] + np.arange(size)[None, :]
+            bx[:, ks] = np.median(X[:, idx], axis=2)
+            by[:, ks] = np.median(Y[:, idx], axis=2)
         return bx, by
     valid = np.arange(K)[None, :] < n[:, None]
     nb = np.minimum(n, nbins)
@@ -500,6 +517,13 @@ def grid_window_start(table: LogTable, groups: np.ndarray | None, floor_frac: fl
     return out
 
 
+class _Span(NamedTuple):
+    """Each run's first and last logged step (any column)."""
+
+    first: np.ndarray
+    last: np.ndarray
+
+
 class _Window(NamedTuple):
     """The final window W2 of each run and its floor."""
 
@@ -575,13 +599,13 @@ class _Snapshot(NamedTuple):
     converged: np.ndarray
 
 
-def _final_window(P: Packed, table: LogTable, acc: AccuracyClocks, cfg: AuditConfig,
-                  groups: np.ndarray | None) -> _Window:
+def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | None) -> _Window:
     """W2 (``floor_window``: the step span's last ``floor_frac``, the run's last points, or
-    the cell grid's last positions), the floor F (median of W2) and its band half-width δ."""
+    the cell grid's last positions ``g0``), the floor F (median of W2) and its band
+    half-width δ."""
     V, S, n = P.values, P.steps, P.counts
     if cfg.floor_window == "grid":
-        g0 = grid_window_start(table, groups, cfg.floor_frac)
+        assert g0 is not None
         n_in = (S >= g0[:, None]).sum(axis=1)
         i0 = n - n_in
         has_floor = n_in > 0
@@ -592,14 +616,14 @@ def _final_window(P: Packed, table: LogTable, acc: AccuracyClocks, cfg: AuditCon
         has_floor = n2 > 0
         w2_lo = np.where(has_floor, _take(S, i0), np.nan)
     else:
-        span = acc.span_last - acc.span_first
-        target = acc.span_last - cfg.floor_frac * span
+        width = span.last - span.first
+        target = span.last - cfg.floor_frac * width
         n_in = (S >= target[:, None]).sum(axis=1)
         i0 = n - n_in
         few = n_in < cfg.min_floor_points
         i0_fb = n - cfg.min_floor_points
         fb_ok = (i0_fb >= 0) & (_take(S, np.maximum(i0_fb, 0)) >=
-                                acc.span_last - cfg.max_floor_frac * span)
+                                span.last - cfg.max_floor_frac * width)
         i0 = np.where(few, np.maximum(i0_fb, 0), i0)
         has_floor = ~few | fb_ok
         has_floor &= n >= cfg.min_floor_points
@@ -614,11 +638,11 @@ def _final_window(P: Packed, table: LogTable, acc: AccuracyClocks, cfg: AuditCon
     return _Window(i0, has_floor, w2_lo, W2v, W2s, floor, delta, w2_points)
 
 
-def _stability(P: Packed, acc: AccuracyClocks, w: _Window, cfg: AuditConfig) -> _Stability:
+def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig) -> _Stability:
     """The floor's stability: the window W1 before W2, the Theil–Sen drift over W2 and the
     noise around F; every floor is taken as converged (``unchecked``) without the check."""
     V, S = P.values, P.steps
-    L = acc.span_last - w.w2_lo
+    L = span.last - w.w2_lo
     w1_from = w.w2_lo - L
     i1 = (S < w1_from[:, None]).sum(axis=1)
     i1 = np.minimum(i1, w.i0)
@@ -717,7 +741,7 @@ def _crossing_rule(P: Packed, g: _AtGrok, w: _Window, cfg: AuditConfig) -> _Rule
     return _Rule(k, tc_val, tc_lower, low_idx, status)
 
 
-def _t_compress(P: Packed, table: LogTable, sm: np.ndarray, g: _AtGrok, w: _Window,
+def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok, w: _Window,
                 st: _Stability, a: _Amount, cfg: AuditConfig) -> _Compress:
     """t_compress by the configured rule, its status (a missing floor, grok or compression,
     an unstable floor…) and its interval; the metric there."""
@@ -743,7 +767,6 @@ def _t_compress(P: Packed, table: LogTable, sm: np.ndarray, g: _AtGrok, w: _Wind
     t_low = np.where(ok | censored_tc, tc_lower, np.nan)
     t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))
     last_step_time = cfg.censored_time == "last_step"
-    widen = None if last_step_time else downsampled_runs(table)
     if widen is not None:
         t_low, t_up = _widen(S, n, widen & (ok | censored_tc), rule.low_idx, k, t_low, t_up)
     if not cfg.interval_censoring:
@@ -828,23 +851,45 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     points the packed matrices hold NaN, so every comparison there is False: no validity mask
     is needed on the comparisons."""
     P = pack(table.series[metric], table, run_index)
-    sm = trailing_median(P, cfg.smooth)
-    m_start = P.values[:, 0].copy()
     tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
         else acc.t_grok
+    span = _Span(acc.span_first, acc.span_last)
+    g0 = grid_window_start(table, groups, cfg.floor_frac) if cfg.floor_window == "grid" \
+        else None
+    widen = None if cfg.censored_time == "last_step" else downsampled_runs(table)
+
+    def block(sl: slice) -> dict[str, Any]:
+        return _metric_block(P.rows(sl), tg.rows(sl), _Span(span.first[sl], span.last[sl]),
+                             None if g0 is None else g0[sl],
+                             None if widen is None else widen[sl], cfg)
+
+    parts = map_blocks(block, row_blocks(*P.values.shape))
+    out: dict[str, Any] = {}
+    for f in _BLOCK_FIELDS:
+        vals = [p[f] for p in parts]
+        out[f] = (Event.concat(vals) if isinstance(vals[0], Event)
+                  else vals[0] if len(vals) == 1 else np.concatenate(vals))
+    return MetricClocks(metric=metric, grok=tg, **out)
+
+
+def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
+                  widen: np.ndarray | None, cfg: AuditConfig) -> dict[str, Any]:
+    """The stages of :func:`metric_clocks` for one block of runs (row-wise throughout)."""
+    sm = trailing_median(P, cfg.smooth)
+    m_start = P.values[:, 0].copy()
     # metric values near ±1.8e308 make differences, bands and ratios leave the float range:
     # they become ±inf or NaN, which every stage already reads as "not finite", silently
     with np.errstate(over="ignore", invalid="ignore"):
-        w = _final_window(P, table, acc, cfg, groups)
-        st = _stability(P, acc, w, cfg)
+        w = _final_window(P, span, cfg, g0)
+        st = _stability(P, span, w, cfg)
         g = _at_grok(P, sm, tg)
         a = _amount(g, w, st, cfg)
-        c = _t_compress(P, table, sm, g, w, st, a, cfg)
+        c = _t_compress(P, widen, sm, g, w, st, a, cfg)
         rebound, undershoot = _rebound(sm, w)
         lg = _lag(g, c, cfg)
         snap = _snapshot(m_start, g, w, st, cfg)
-    return MetricClocks(
-        metric=metric, grok=tg, n_points=P.counts, m_start=m_start, floor=w.floor,
+    return dict(
+        n_points=P.counts, m_start=m_start, floor=w.floor,
         delta=w.delta, w2_lower=w.w2_lo, w2_points=w.w2_points, w1_median=st.w1_median,
         w1_points=st.w1_points, drift=st.drift, drift_low=st.drift_lo, drift_high=st.drift_hi,
         mad=st.mad, noisy=st.noisy, stability=st.stability, m_grok=g.m_grok,
@@ -857,3 +902,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         inflation_lower_bound=snap.inflation_lb, transient=snap.transient,
         converged=snap.converged,
     )
+
+
+#: The MetricClocks fields a block computes (all but the metric's name and its t_grok).
+_BLOCK_FIELDS = tuple(f.name for f in fields(MetricClocks) if f.name not in ("metric", "grok"))

@@ -185,7 +185,13 @@ def main() -> int:
     g.add_argument("--check", help="compare with the hashes in this JSON file")
     ap.add_argument("--random", type=int, default=60, help="random logs (default 60)")
     ap.add_argument("--external", action="store_true", help="also the public p = 59 sweep")
+    ap.add_argument("--tiny-blocks", action="store_true",
+                    help="compute the clocks in blocks of a few runs (grokaudit.blocks)")
     a = ap.parse_args()
+    if a.tiny_blocks:
+        from grokaudit import blocks
+
+        blocks.MIN_BLOCKED, blocks.BLOCK_ELEMENTS = 0, 64
     hashes = collect(a)
     if a.save:
         Path(a.save).write_text(json.dumps(hashes, indent=1, sort_keys=True))

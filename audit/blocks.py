@@ -1,0 +1,88 @@
+"""Row blocks of the per-run matrices, computed on a small pool of threads.
+
+Every per-run definition of the clocks is row-wise: run ``r``'s results depend on row ``r`` of
+the packed matrices alone. The clocks are therefore computed block by block of runs — a block
+sized so that one ``(runs, points)`` float64 matrix stays near the processor's cache
+(:data:`BLOCK_ELEMENTS`), which bounds the memory of the temporaries — and independent blocks
+run on a thread pool (numpy releases the GIL inside its array loops). A block's results do not
+depend on how the runs were blocked, so the output is the same for every block size and
+thread count (``benchmarks/identity.py`` checks it byte for byte).
+
+``GROKAUDIT_THREADS`` sets the number of threads (default: the CPUs this process may use, at
+most 8; ``1`` computes the blocks in order on the calling thread).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TypeVar
+
+#: Elements of one ``(runs, points)`` matrix per block (2 MiB of float64).
+BLOCK_ELEMENTS = 1 << 18
+#: Below this many elements in all, the runs are one block (blocking would only add calls).
+MIN_BLOCKED = 1 << 20
+MAX_THREADS = 8
+
+T = TypeVar("T")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+_warnings_lock = threading.RLock()
+
+
+def threads() -> int:
+    """The number of threads the blocks run on (``GROKAUDIT_THREADS``, else the usable CPUs,
+    at most :data:`MAX_THREADS`); an invalid value counts as unset."""
+    env = os.environ.get("GROKAUDIT_THREADS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return min(int(env), 64)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_THREADS))
+
+
+def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
+    """Consecutive row slices covering ``range(n_rows)``, about :data:`BLOCK_ELEMENTS`
+    elements each; one slice when the matrix is small."""
+    if n_rows * max(n_cols, 1) < MIN_BLOCKED or n_rows <= 1:
+        return [slice(0, n_rows)]
+    per = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
+    return [slice(r, min(n_rows, r + per)) for r in range(0, n_rows, per)]
+
+
+def _executor(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size != n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit")
+            _pool_size = n
+        return _pool
+
+
+def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
+    """``[fn(b) for b in blocks]``, on the thread pool when there are several blocks and
+    threads; results in block order. An exception in any block is raised here."""
+    n = threads()
+    if len(blocks) <= 1 or n <= 1:
+        return [fn(b) for b in blocks]
+    return list(_executor(n).map(fn, blocks))
+
+
+@contextmanager
+def quiet_runtime_warnings() -> Iterator[None]:
+    """``warnings.catch_warnings`` with RuntimeWarnings ignored, safe across the pool's
+    threads: the warnings filters are process-wide, and two overlapping ``catch_warnings``
+    blocks on two threads would restore each other's filters in the wrong order."""
+    with _warnings_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield

@@ -1,0 +1,86 @@
+"""The clocks computed in blocks of runs on a thread pool equal the clocks computed at once."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import grokaudit
+import numpy as np
+import pandas as pd
+import pytest
+from grokaudit import blocks
+
+
+def _log(rng: np.random.Generator, n_runs: int) -> pd.DataFrame:
+    frames = []
+    for r in range(n_runs):
+        n = int(rng.integers(40, 400))
+        i = np.arange(n)
+        tg = int(rng.uniform(0.05, 0.6) * n) if rng.random() < 0.85 else n + 1
+        tc = min(n - 1, tg + int(rng.uniform(0, 0.7) * n))
+        peak, floor = rng.uniform(20, 60), rng.uniform(2, 19)
+        m = np.where(i < tc, peak, floor) + rng.normal(0, rng.choice([0.0, 0.5, 3.0]), n)
+        if rng.random() < 0.2:  # a late rise: an unstable floor or a rebound
+            m[int(0.85 * n):] += 0.4 * (peak - floor)
+        m[rng.random(n) < 0.05] = np.nan
+        acc = np.where(i >= tg, rng.uniform(0.9, 1.0, n), rng.uniform(0.0, 0.5, n))
+        frames.append(pd.DataFrame({
+            "run": f"r{r}", "step": i * int(rng.choice([1, 10, 25])), "test_acc": acc,
+            "train_acc": 1.0, "emb_erank": m.astype(np.float32), "rho": float(r % 5)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("profile", ["default", "reference"])
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_blocks_and_threads_do_not_change_the_audit(monkeypatch, profile: str, threads: str):
+    df = _log(np.random.default_rng(7), 60)
+    whole = grokaudit.audit_table(df, by="rho", profile=profile).to_json()
+    monkeypatch.setattr(blocks, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 700)  # blocks of 1-17 runs
+    monkeypatch.setenv("GROKAUDIT_THREADS", threads)
+    calls: list[int] = []
+    real = blocks.row_blocks
+
+    def spy(n_rows: int, n_cols: int) -> list[slice]:
+        out = real(n_rows, n_cols)
+        calls.append(len(out))
+        return out
+
+    monkeypatch.setattr(grokaudit.clocks, "row_blocks", spy)
+    blocked = grokaudit.audit_table(df, by="rho", profile=profile).to_json()
+    assert calls and min(calls) > 3  # the runs were really split
+    assert blocked == whole
+
+
+def test_row_blocks_cover_every_row_once():
+    for n_rows, n_cols in ((0, 5), (1, 10**7), (5, 3), (10_000, 5_000), (1_000_003, 7)):
+        bl = blocks.row_blocks(n_rows, n_cols)
+        covered = np.concatenate([np.arange(n_rows)[b] for b in bl]) if bl else np.array([])
+        assert np.array_equal(covered, np.arange(n_rows))
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", 1), ("4", 4), ("0", None), ("x", None),
+                                                 ("", None), ("-2", None)])
+def test_threads_from_the_environment(monkeypatch, value: str, expected: int | None):
+    monkeypatch.setenv("GROKAUDIT_THREADS", value)
+    monkeypatch.setattr(blocks.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert blocks.threads() == (3 if expected is None else expected)
+
+
+def test_quiet_blocks_on_threads_leave_the_filters_as_they_were():
+    before = list(warnings.filters)
+    barrier = threading.Barrier(4)
+
+    def work() -> None:
+        barrier.wait()
+        for _ in range(200):
+            with blocks.quiet_runtime_warnings():
+                np.nanmedian(np.full((2, 3), np.nan), axis=1)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert warnings.filters == before
