@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
+from numpy.lib.stride_tricks import sliding_window_view
 
-from .crc32c import crc32c_many, masked
+from .crc32c import crc32c_many, crc32c_words, masked
 from .merge import ReadOptions
 from .points import Points
 from .registry import Reader, import_extra
@@ -65,6 +66,43 @@ def _detect(path: Path) -> bool:
 # framing
 # ------------------------------------------------------------------------------------------
 
+_SCAN = 1 << 22  # words per block when looking for record heads
+
+
+def _frame_quick(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """Heads and lengths of the records when the whole file is intact records, else None.
+
+    Without walking the records one by one: the candidates are the offsets whose 8-byte length
+    is below 2**32 and passes its masked CRC-32C; they are the records when the first is at 0
+    and each one ends where the next begins, the last at the end of the file. Anything else
+    (a truncated or corrupt file, a record of 4 GiB) returns None, and :func:`frame` walks the
+    file to say where it breaks.
+    """
+    n = len(data)
+    if n < 16:
+        return None
+    views = [np.frombuffer(data, dtype="<u4", count=(n - k) // 4, offset=k) for k in range(4)]
+    heads_k, lengths_k = [], []
+    for k in range(4):
+        size = views[k].size
+        for lo in range(0, size, _SCAN):  # in blocks: a file of zeros has a candidate per byte
+            # word j of view k is bytes 4j+k..4j+k+3: the high word of a length at p = 4(j-1)+k
+            j = np.flatnonzero(views[k][lo:lo + _SCAN] == 0) + lo
+            j = j[(j >= 1) & (j + 1 < size)]  # p >= 0, and its CRC word is in the file
+            low = views[k][j - 1]
+            ok = masked(crc32c_words([low, np.zeros_like(low)])) == views[k][j + 1]
+            heads_k.append(4 * (j[ok] - 1) + k)
+            lengths_k.append(low[ok])
+    heads = np.concatenate(heads_k)
+    order = np.argsort(heads, kind="stable")
+    heads = heads[order]
+    lengths = np.concatenate(lengths_k)[order].astype(np.int64)
+    ends = heads + 16 + lengths
+    if heads.size == 0 or heads[0] != 0 or ends[-1] != n or np.any(ends[:-1] != heads[1:]):
+        return None
+    return heads, lengths
+
+
 def frame(data: bytes, file: str, points: Points) -> tuple[np.ndarray, np.ndarray]:
     """Payload offsets and lengths of every intact record of one event file.
 
@@ -73,6 +111,10 @@ def frame(data: bytes, file: str, points: Points) -> tuple[np.ndarray, np.ndarra
     record whose payload CRC fails is skipped with a ``SOURCE_TRUNCATED`` finding.
     """
     n = len(data)
+    quick = _frame_quick(data)
+    if quick is not None:  # every record intact (the usual case): only the data CRCs remain
+        return _check_payloads(np.frombuffer(data, dtype=np.uint8), quick[0], quick[1], file,
+                               points)
     heads: list[int] = []
     lengths: list[int] = []
     pos = 0
@@ -113,6 +155,13 @@ def frame(data: bytes, file: str, points: Points) -> tuple[np.ndarray, np.ndarra
                        f"{stop[1]}; {records_ok} records read before byte {stop[0]}, "
                        f"{n - stop[0]} bytes after it unread", file=file, offset=stop[0],
                        count=n - stop[0])
+    return _check_payloads(buf, h, ln, file, points)
+
+
+def _check_payloads(buf: np.ndarray, h: np.ndarray, ln: np.ndarray, file: str,
+                    points: Points) -> tuple[np.ndarray, np.ndarray]:
+    """Payload offsets and lengths of the records at ``h``, those failing their data CRC
+    skipped with a ``SOURCE_TRUNCATED`` finding each."""
     payload = h + 12
     if h.size:
         want = buf[(payload + ln)[:, None] + np.arange(4)].copy().view("<u4").ravel()
@@ -229,16 +278,162 @@ def _events(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str) ->
         yield from batch.events
 
 
+def _varint(bufp: np.ndarray, q: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray,
+                                                                   np.ndarray]:
+    """Protobuf varints at positions ``q``: (value as uint64, bytes used, ended within ``most``
+    bytes)."""
+    val = np.zeros(q.size, dtype=np.uint64)
+    used = np.zeros(q.size, dtype=np.int64)
+    done = np.zeros(q.size, dtype=bool)
+    for i in range(most):
+        byte = bufp[q + i]
+        live = ~done
+        val |= np.where(live, byte & 0x7F, 0).astype(np.uint64) << np.uint64(7 * i)
+        used += live
+        done |= byte < 0x80
+        if done.all():
+            break
+    return val, used, done
+
+
+def _simple(bufp: np.ndarray, p: np.ndarray, end: np.ndarray) -> dict[str, np.ndarray]:
+    """Fields of the records laid out exactly as one ``simple_value`` (torch ``add_scalar``):
+
+        Event{[wall_time: 0x09 f64] [step: 0x10 varint] summary: 0x2a len
+              Summary{value: 0x0a len Value{tag: 0x0a len bytes, simple_value: 0x15 f32}}}
+
+    ``ok`` marks those records (any other layout is left to protobuf); for them the nested
+    lengths all end exactly at the record's end, so every byte was read as protobuf would.
+    ``bufp`` holds the file plus 16 zero bytes, so that reads past a record stay in bounds.
+    """
+    has_wall = bufp[p] == 0x09
+    q = p + 9 * has_wall
+    has_step = bufp[q] == 0x10
+    step, k, ok = _varint(bufp, q + 1, 9)  # 9 bytes: 0 <= step < 2**63 (else protobuf decides)
+    ok |= ~has_step
+    q = np.minimum(q + has_step * (1 + k), end)
+    ok &= bufp[q] == 0x2A
+    for _ in range(2):  # summary, then its one value: each must end at the record's end
+        n, k, fine = _varint(bufp, q + 1, 3)
+        q = np.minimum(q + 1 + k, end)
+        ok &= fine & (q.astype(np.uint64) + n == end.astype(np.uint64)) & (bufp[q] == 0x0A)
+    n, k, fine = _varint(bufp, q + 1, 3)
+    tag = np.minimum(q + 1 + k, end)
+    tag_len = np.minimum(n, np.uint64(1 << 40)).astype(np.int64)
+    q = np.minimum(tag + tag_len, end)
+    ok &= fine & (bufp[q] == 0x15) & (q + 5 == end)
+    sel = np.flatnonzero(ok)
+    win = sliding_window_view(bufp, 8)
+    wall = np.zeros(sel.size, dtype=np.float64)
+    w = sel[has_wall[sel]]
+    if w.size:
+        wall[has_wall[sel]] = win[p[w] + 1].copy().view("<f8").ravel()
+    stp = np.where(has_step[sel], step[sel], 0).view(np.int64)
+    val = win[q[sel] + 1][:, :4].copy().view("<f4").ravel().astype(np.float64)
+    return {"ok": ok, "sel": sel, "tag": tag[sel], "tag_len": tag_len[sel], "step": stp,
+            "wall": wall, "value": val}
+
+
+def _tag_codes(bufp: np.ndarray, start: np.ndarray, length: np.ndarray
+               ) -> tuple[np.ndarray, list[bytes]]:
+    """Codes of the tag byte strings ``bufp[start : start + length]`` and the distinct ones."""
+    codes = np.empty(start.size, dtype=np.int64)
+    uniques: list[bytes] = []
+    by_len, len_codes = np.unique(length, return_inverse=True)
+    for i, tl in enumerate(by_len.tolist()):
+        rows = np.flatnonzero(len_codes == i)
+        width = -(-tl // 8) * 8
+        if width == 0:
+            sub = np.zeros(rows.size, dtype=np.int64)
+        else:
+            mat = sliding_window_view(bufp, width)[start[rows]]
+            if width != tl:
+                mat[:, tl:] = 0
+            words = mat.view("<u8")
+            sub = pd.factorize(words[:, 0])[0].astype(np.int64)
+            for j in range(1, words.shape[1]):
+                col = pd.factorize(words[:, j])[0].astype(np.uint64)
+                sub = pd.factorize((sub.astype(np.uint64) << np.uint64(32)) | col)[0]
+                sub = sub.astype(np.int64)
+        first = np.unique(sub, return_index=True)[1]
+        codes[rows] = sub + len(uniques)
+        at = start[rows[first]].tolist()
+        uniques.extend(bufp[a:a + tl].tobytes() for a in at)
+    return codes, uniques
+
+
 def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
            run: str, points: Points, stats: dict[str, int]) -> None:
-    """Decode the Event records of one file and add their scalar values to ``points``."""
-    # flat lists, one entry per scalar value, grouped by tag once at the end
+    """Decode the Event records of one file and add their scalar values to ``points``.
+
+    Records laid out as one ``simple_value`` (torch ``add_scalar``, by far the most common) are
+    read with numpy from the raw bytes (:func:`_simple`); every other record (other scalar
+    styles, several values per event, histograms, the file_version event) is parsed by
+    TensorBoard's own protobuf class, as all records were before, with the same results.
+    """
+    bufp = np.frombuffer(data + bytes(16), dtype=np.uint8)
+    fast = _simple(bufp, payload, payload + lengths)
+    ok = fast["ok"]
+    tag_ids: dict[str, int] = {}
+    parts_rec: list[np.ndarray] = []
+    parts_tag: list[np.ndarray] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    if fast["sel"].size:
+        codes, uniques = _tag_codes(bufp, fast["tag"], fast["tag_len"])
+        bad = np.zeros(len(uniques), dtype=bool)
+        ids = np.zeros(len(uniques), dtype=np.int64)
+        for u, raw in enumerate(uniques):
+            try:
+                ids[u] = tag_ids.setdefault(raw.decode("utf-8"), len(tag_ids))
+            except UnicodeDecodeError:
+                bad[u] = True  # protobuf refuses it: left to protobuf, which raises
+        keep = ~bad[codes]
+        if not keep.all():
+            ok = ok.copy()
+            ok[fast["sel"][~keep]] = False
+        parts_rec.append(fast["sel"][keep])
+        parts_tag.append(ids[codes[keep]])
+        parts.append((fast["step"][keep], fast["value"][keep], fast["wall"][keep]))
+    slow = np.flatnonzero(~ok)
+    if slow.size:
+        recs, tags, steps, values, walls = _decode_protobuf(data, payload[slow], lengths[slow],
+                                                            file, stats)
+        parts_rec.append(slow[np.array(recs, dtype=np.int64)])
+        parts_tag.append(np.array([tag_ids.setdefault(t, len(tag_ids)) for t in tags],
+                                  dtype=np.int64))
+        parts.append((np.array(steps, dtype=np.int64), np.array(values, dtype=np.float64),
+                      np.array(walls, dtype=np.float64)))
+    if not parts or not sum(r.size for r in parts_rec):
+        return
+    rec = np.concatenate(parts_rec)
+    tag = np.concatenate(parts_tag)
+    st = np.concatenate([x[0] for x in parts])
+    val = np.concatenate([x[1] for x in parts])
+    wt = np.concatenate([x[2] for x in parts])
+    if len(parts) > 1:  # back to file order (a record's values are all on one side)
+        by_rec = np.argsort(rec, kind="stable")
+        tag, st, val, wt = tag[by_rec], st[by_rec], val[by_rec], wt[by_rec]
+    codes, first_ids = pd.factorize(tag)
+    names = {i: t for t, i in tag_ids.items()}
+    order = np.argsort(codes, kind="stable")  # keeps file order within each tag
+    bounds = np.searchsorted(codes[order], np.arange(len(first_ids) + 1))
+    for i, tid in enumerate(first_ids.tolist()):
+        sel = order[bounds[i]:bounds[i + 1]]
+        points.add(run, names[tid], st[sel], val[sel], wt[sel])
+
+
+def _decode_protobuf(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
+                     stats: dict[str, int]
+                     ) -> tuple[list[int], list[str], list[int], list[float], list[float]]:
+    """Scalar values of the given records, parsed with protobuf: (record index among them,
+    tag, step, value, wall time) per value, in file order."""
+    recs: list[int] = []
     tags: list[str] = []
     steps: list[int] = []
     values: list[float] = []
     walls: list[float] = []
     non_scalar_plugins: set[str] = set()
-    for ev in _events(data, payload, lengths, file):
+    for r, ev in enumerate(_events(data, payload, lengths, file)):
         vals = ev.summary.value
         if not vals:
             continue
@@ -265,21 +460,12 @@ def decode(data: bytes, payload: np.ndarray, lengths: np.ndarray, file: str,
             else:
                 stats["non_scalar"] += 1
                 continue
+            recs.append(r)
             tags.append(v.tag)
             steps.append(step)
             values.append(x)
             walls.append(wall)
-    if not tags:
-        return
-    codes, names = pd.factorize(pd.Series(tags, dtype=object))
-    st = np.array(steps, dtype=np.int64)
-    val = np.array(values, dtype=np.float64)
-    wt = np.array(walls, dtype=np.float64)
-    order = np.argsort(codes, kind="stable")  # keeps file order within each tag
-    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-    for i, tag in enumerate(names):
-        sel = order[bounds[i]:bounds[i + 1]]
-        points.add(run, str(tag), st[sel], val[sel], wt[sel])
+    return recs, tags, steps, values, walls
 
 
 def read(path: Path, options: ReadOptions) -> Points:
