@@ -26,6 +26,7 @@ escapes (:func:`grokaudit.text.safe`).
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
@@ -162,23 +163,20 @@ def _cell_label(axis: str, c: CellSummary) -> str:
 
 
 def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
-               label: bool = True) -> None:
+               xlim: tuple[float, float], label: bool = True) -> None:
     """Mark a cell-median time on a step axis: a line at its value with its interval shaded,
-    or — when censored — an open-ended arrow from the lower bound to the right edge.
-
-    Call after the x limits are set: the arrow runs to the right limit.
-    """
-    from matplotlib.patches import FancyArrowPatch
-    from matplotlib.transforms import blended_transform_factory
+    or — when censored — an open-ended arrow from the lower bound to the right edge
+    (``xlim``, the panel's step limits)."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
 
     if iv is None:
         return
     if iv.censored:
         if iv.lower is None:
             return
-        tr = blended_transform_factory(ax.transData, ax.transAxes)
+        tr = ax.get_xaxis_transform()  # x in data, y in axes fraction
         y = 0.90 if name == "t_grok" else 0.76
-        right = ax.get_xlim()[1]
+        right = xlim[1]
         arrow = FancyArrowPatch((min(iv.lower, right), y), (right, y), transform=tr,
                                 arrowstyle="]->", mutation_scale=9, color=color, lw=1.4,
                                 clip_on=False)
@@ -193,11 +191,56 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
         return
     if iv.value is None:
         return
+    tr = ax.get_xaxis_transform()
     if iv.lower is not None and iv.upper is not None and iv.upper > iv.lower:
-        ax.axvspan(iv.lower, iv.upper, color=color, alpha=0.18, lw=0)
-    ax.axvline(iv.value, color=color, ls=ls, lw=1.3)
+        # what axvspan draws, without its autoscaling (the limits are fixed)
+        ax.add_patch(Rectangle((iv.lower, 0.0), iv.upper - iv.lower, 1.0, transform=tr,
+                               facecolor=color, alpha=0.18, lw=0))
+    ax.add_line(_line2d([iv.value, iv.value], [0.0, 1.0], transform=tr, color=color, ls=ls,
+                        lw=1.3))
 
 
+def _line2d(x: Any, y: Any, **kw: Any) -> Any:
+    from matplotlib.lines import Line2D
+
+    return Line2D(x, y, **kw)
+
+
+@dataclass(frozen=True)
+class CellData:
+    """One cell's trajectories: the metric, test and train accuracy (None: not logged)."""
+
+    cell: CellSummary
+    metric: Band | None
+    test: Band | None
+    train: Band | None
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    """What one dashboard draws, read from the audit and the log: small and picklable, so
+    that a worker process draws it without the log (:func:`render_dashboard`)."""
+
+    study: StudyResult
+    cells: tuple[CellData, ...]
+    xlim: tuple[float, float]
+    grok_threshold: float | None
+
+
+def dashboard_data(study: StudyResult, log: LogTable, result: AuditResult, *,
+                   log_steps: bool = False) -> DashboardData:
+    """The trajectories and limits of one study's dashboard (numpy only: no matplotlib)."""
+    rows = run_rows(log)
+    thr = result.config.get("grok_threshold")
+    cells = []
+    for c in study.cells:
+        rs = [rows[x] for x in c.runs if x in rows]
+        cells.append(CellData(c, cell_band(log, rs, study.metric),
+                              cell_band(log, rs, "test_acc"), cell_band(log, rs, "train_acc")))
+    xlim = _step_limits(log, [rows[x] for c in study.cells for x in c.runs if x in rows],
+                        log_steps)
+    return DashboardData(study, tuple(cells), xlim,
+                         float(thr) if isinstance(thr, (int, float)) else None)
 
 
 def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
@@ -210,37 +253,76 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
     ``t_compress`` and the lag along the axis with their censoring intervals. ``log_steps``
     puts the step axis on a log scale (steps ≤ 0 are not drawn).
     """
+    return draw_dashboard(dashboard_data(study, log, result, log_steps=log_steps),
+                          log_steps=log_steps, max_cols=max_cols)
+
+
+# The layout, in inches. Fixed room for every label instead of a layout engine (constrained
+# layout drew each figure twice and measured every text: two thirds of the report's time).
+_PAD = 0.12  # figure edge
+_LINE = 1.25 / 72  # one line of text, per point of font size
+_TITLE_GAP = 6 / 72 + 0.04  # axes.titlepad and a little air
+_Y_LABEL = 8.5 * _LINE + 4 / 72  # a y label (rotated) and its labelpad
+_X_BELOW = 0.44  # tick labels and an x label under a panel
+_H_METRIC, _H_GAP, _H_ACC = 1.6, 0.1, 0.78  # a cell's metric and accuracy panels
+_H_BOTTOM = 2.6  # the three panels along the axis
+_BOTTOM_LEGEND = 0.48  # from the bottom panels' lower edge to the top of their legends
+_LEGENDS = 0.42  # the bottom panels' legends
+_FIG_LEGEND = 0.46  # the figure legend (two rows)
+_COL_GAP, _BOTTOM_GAP = 0.2, 0.4  # between columns of cells; between the bottom panels
+
+
+def _ytick_room(ax: Any, size: float = 7.5) -> float:
+    """Inches the y tick labels of ``ax`` take left of it (the labels the axis will draw, at
+    most about 0.64 em a character: DejaVu Sans digits), with the ticks and their pad."""
+    axis = ax.yaxis
+    lo, hi = sorted(axis.get_view_interval())
+    eps = 1e-9 * ((hi - lo) or 1.0)
+    locs = [v for v in axis.get_major_locator()() if lo - eps <= v <= hi + eps]
+    labels = axis.get_major_formatter().format_ticks(locs) if locs else []
+    chars = max((len(s) for s in labels), default=0)
+    return chars * 0.64 * size / 72 + 7.5 / 72
+
+
+def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: int = 4) -> Any:
+    """The dashboard of :func:`dashboard` drawn from its :class:`DashboardData`."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    cells = study.cells
+    study = data.study
+    cells = data.cells
     n = max(len(cells), 1)
     ncols = min(n, max_cols)
     nrows = math.ceil(n / ncols)
+    width = max(10.0, 2.9 * ncols)
+    key = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in study.study.items()) or "all runs"
+    verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
+    title = _wrap(f"{key} · {safe(study.metric)} along {safe(study.axis)} · clock verdict: "
+                  f"{verdict}", width, 10)
+    titles = [_cell_title(study, cd.cell) for cd in cells]
+    row_lines = [max([t.count("\n") + 1 for t in titles[r * ncols:(r + 1) * ncols]] or [1])
+                 for r in range(nrows)]
+    head = (title.count("\n") + 1) * 10 * _LINE + 0.1
+    row_h = [lines * 7.5 * _LINE + _TITLE_GAP + _H_METRIC + _H_GAP + _H_ACC + _X_BELOW
+             for lines in row_lines]
+    bottom_h = 8.5 * _LINE + _TITLE_GAP + _H_BOTTOM + _BOTTOM_LEGEND + _LEGENDS
+    height = _PAD + head + sum(row_h) + bottom_h + _FIG_LEGEND + _PAD
     with _rc():
-        # legends and labels take fixed room: the bottom row gets a fixed extra inch
-        fig = Figure(figsize=(max(10.0, 2.9 * ncols), 3.4 * nrows + 4.4), layout="constrained")
-        outer = fig.add_gridspec(nrows + 1, 1, height_ratios=[3.4] * nrows + [4.0])
-        rows = run_rows(log)
-        grok_thr = result.config.get("grok_threshold")
-        xlim = _step_limits(log, [rows[x] for c in cells for x in c.runs if x in rows],
-                            log_steps)
-        # one grid per row of cells: constrained layout then keeps each panel's tick labels
-        # clear of its left neighbour (one grid per cell overlapped them)
-        grids = [outer[r].subgridspec(2, ncols, height_ratios=[2.1, 1], hspace=0.05,
-                                      wspace=0.12) for r in range(nrows)]
-        for k, c in enumerate(cells):
-            r, col = divmod(k, ncols)
-            sub = grids[r]
-            axm = fig.add_subplot(sub[0, col])
-            axa = fig.add_subplot(sub[1, col], sharex=axm)
-            _cell_panels(axm, axa, study, c, log, [rows[x] for x in c.runs if x in rows],
-                         grok_thr, log_steps, xlim, first=(col == 0))
-        _trajectory_legend(fig)
-        bottom = outer[nrows].subgridspec(1, 3, wspace=0.08)
-        axes = [fig.add_subplot(bottom[0, i]) for i in range(3)]
-        _snapshot_panel(axes[0], study)
-        _times_panel(axes[1], study)
+        fig = Figure(figsize=(width, height))
+        grid: list[tuple[Any, Any]] = []
+        for k, cd in enumerate(cells):
+            axm = fig.add_axes((0, 0, 1, 1))
+            axa = fig.add_axes((0, 0, 1, 1))
+            _cell_panels(axm, axa, study, cd, titles[k], data.grok_threshold, log_steps,
+                         data.xlim, first=(k % ncols == 0))
+            grid.append((axm, axa))
+        axes = [fig.add_axes((0, 0, 1, 1)) for _ in range(3)]
+        for ax in axes:
+            ax.xaxis.set_major_locator(_InView())
+            ax.yaxis.set_major_locator(_InView())
+        legend_at = -_BOTTOM_LEGEND / _H_BOTTOM
+        _snapshot_panel(axes[0], study, legend_at)
+        _times_panel(axes[1], study, legend_at)
         _lag_panel(axes[2], study)
         xs = _axis_x(study)
         if xs:  # one axis range for the three panels, whichever cells each one shows
@@ -248,11 +330,36 @@ def dashboard(study: StudyResult, log: LogTable, result: AuditResult, *,
             pad = max(4 * _spread(xs), 0.12 * (max(xs) - min(xs)))
             for ax in axes:
                 ax.set_xlim(min(xs) - pad, max(xs) + pad)
-        key = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in study.study.items()) or "all runs"
-        verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
-        title = (f"{key} · {safe(study.metric)} along {safe(study.axis)} · clock verdict: "
-                 f"{verdict}")
-        fig.suptitle(_wrap(title, fig.get_figwidth(), 10), fontsize=10, fontweight="bold")
+
+        def place(ax: Any, x: float, top: float, w: float, h: float) -> None:
+            ax.set_position((x / width, (height - top - h) / height, w / width, h / height))
+
+        # columns of cells: each as wide as the others, with room for its tick labels
+        left = [max([_ytick_room(ax) for axm, axa in grid[c::ncols] for ax in (axm, axa)]
+                    or [0.3]) for c in range(ncols)]
+        left[0] += _Y_LABEL
+        w = (width - 2 * _PAD - 0.1 - sum(left) - _COL_GAP * (ncols - 1)) / ncols
+        top = _PAD + head
+        for r in range(nrows):
+            y = top + row_lines[r] * 7.5 * _LINE + _TITLE_GAP
+            x = _PAD
+            for c in range(ncols):
+                x += left[c]
+                if r * ncols + c < len(grid):
+                    axm, axa = grid[r * ncols + c]
+                    place(axm, x, y, w, _H_METRIC)
+                    place(axa, x, y + _H_METRIC + _H_GAP, w, _H_ACC)
+                x += w + _COL_GAP
+            top += row_h[r]
+        left = [_ytick_room(ax) + _Y_LABEL for ax in axes]
+        w = (width - 2 * _PAD - 0.1 - sum(left) - 2 * _BOTTOM_GAP) / 3
+        x = _PAD
+        for ax, room in zip(axes, left, strict=True):
+            x += room
+            place(ax, x, top + 8.5 * _LINE + _TITLE_GAP, w, _H_BOTTOM)
+            x += w + _BOTTOM_GAP
+        _trajectory_legend(fig, _PAD / height)
+        fig.suptitle(title, fontsize=10, fontweight="bold", y=1 - _PAD / height, va="top")
     return fig
 
 
@@ -290,7 +397,7 @@ def _step_limits(log: LogTable, rows: list[int], log_steps: bool) -> tuple[float
     return lo, hi + 0.08 * ((hi - lo) or 1.0)
 
 
-def _trajectory_legend(fig: Any) -> None:
+def _trajectory_legend(fig: Any, bottom: float) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -302,8 +409,8 @@ def _trajectory_legend(fig: Any) -> None:
                Line2D([], [], color=C_COMPRESS, ls=":", label="t_compress (cell median)"),
                Line2D([], [], color=C_TRAIN, ls="--", lw=1.1, label="train acc (median)"),
                Line2D([], [], color="#999999", ls="-.", lw=0.7, label="grok threshold")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
-               fontsize=7)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, bottom), ncols=4,
+               frameon=False, fontsize=7, borderaxespad=0)
 
 
 #: Gate codes in a few words, for panel titles (the gate table gives the full codes).
@@ -315,59 +422,114 @@ _SHORT_GATE = {
 }
 
 
-def _cell_panels(axm: Any, axa: Any, study: StudyResult, c: CellSummary, log: LogTable,
-                 rows: list[int], grok_thr: Any, log_steps: bool, xlim: tuple[float, float],
+def _cell_title(study: StudyResult, c: CellSummary) -> str:
+    title = f"{_cell_label(study.axis, c)} · {c.n_runs} runs"
+    if not c.passes:
+        return title + "\nGATED: " + ";\n".join(_SHORT_GATE.get(g.value, g.value)
+                                                for g in c.gates)
+    return title + "\npasses every gate"
+
+
+def _in_view(axis: Any, locs: Any) -> list[float]:
+    lo, hi = sorted(axis.get_view_interval())
+    eps = 1e-10 * ((hi - lo) or 1.0)
+    return [float(v) for v in locs if lo - eps <= v <= hi + eps]
+
+
+@functools.cache
+def _locators() -> tuple[Any, Any]:
+    """Tick locators that return only the ticks inside the view: matplotlib makes a tick
+    (five artists) for every location a locator returns, drawn or not, and the default
+    locators return one beyond each end (a third of the ticks, never drawn)."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    class InView(MaxNLocator):
+        def __call__(self) -> list[float]:
+            return _in_view(self.axis, super().__call__())
+
+    class FixedInView(FixedLocator):
+        def __call__(self) -> list[float]:
+            return _in_view(self.axis, super().__call__())
+
+    return InView, FixedInView
+
+
+def _InView(*args: Any, **kw: Any) -> Any:  # noqa: N802 - a class, made on first use
+    """``MaxNLocator(*args, **kw)`` that keeps only the ticks in view; no arguments: the
+    default ``AutoLocator``'s settings."""
+    if not args and not kw:
+        args, kw = ("auto",), {"steps": [1, 2, 2.5, 5, 10]}
+    return _locators()[0](*args, **kw)
+
+
+def _FixedInView(*args: Any, **kw: Any) -> Any:  # noqa: N802
+    return _locators()[1](*args, **kw)
+
+
+def _cell_panels(axm: Any, axa: Any, study: StudyResult, cd: CellData, title: str,
+                 grok_thr: float | None, log_steps: bool, xlim: tuple[float, float],
                  first: bool) -> None:
-    band = cell_band(log, rows, study.metric)
+    from matplotlib.patches import Rectangle
+
+    c = cd.cell
+    band = cd.metric
     gated = not c.passes
     axm.set_gid(_gid("cell-panel" + (" gated" if gated else ""), study.metric, c.axis_value))
     if c.floor is not None and c.delta is not None:
-        axm.axhspan(c.floor - c.delta, c.floor + c.delta, facecolor=C_BAND, alpha=0.45,
-                    hatch="////", edgecolor="#888888", lw=0, label="floor F ± δ")
-        axm.axhline(c.floor, color="#666666", lw=0.8)
+        # what axhspan and axhline draw, without their autoscaling
+        ytr = axm.get_yaxis_transform()  # x in axes fraction, y in data
+        axm.add_patch(Rectangle((0.0, c.floor - c.delta), 1.0, 2 * c.delta, transform=ytr,
+                                facecolor=C_BAND, alpha=0.45, hatch="////",
+                                edgecolor="#888888", lw=0))
+        axm.add_line(_line2d([0.0, 1.0], [c.floor, c.floor], transform=ytr, color="#666666",
+                             lw=0.8))
     if band is not None:
-        axm.fill_between(band.step, band.low, band.high, color=C_METRIC, alpha=0.22, lw=0,
-                         label="seed range")
-        axm.plot(band.step, band.median, color=C_METRIC, lw=1.4,
-                 label=f"median of {band.n_runs} seeds")
-    title = f"{_cell_label(study.axis, c)} · {c.n_runs} runs"
+        axm.fill_between(band.step, band.low, band.high, color=C_METRIC, alpha=0.22, lw=0)
+        axm.plot(band.step, band.median, color=C_METRIC, lw=1.4)
     if gated:
-        title += "\nGATED: " + ";\n".join(_SHORT_GATE.get(g.value, g.value) for g in c.gates)
         for sp in axm.spines.values():
             sp.set_linestyle((0, (4, 2)))
         axm.set_facecolor("#F4F4F4")
-    else:
-        title += "\npasses every gate"
-    axm.set_title(title, fontsize=7.5, loc="left", fontweight="bold" if gated else "normal")
+    # y given: no automatic title placement (it measured every tick label of the row)
+    axm.set_title(title, fontsize=7.5, loc="left", fontweight="bold" if gated else "normal",
+                  y=1.0)
     if first:
         axm.set_ylabel(safe(study.metric))
         axa.set_ylabel("accuracy")
-    axm.tick_params(labelbottom=False)
-    for name, color, ls in (("test_acc", C_METRIC, "-"), ("train_acc", C_TRAIN, "--")):
-        b = cell_band(log, rows, name)
+    for b, color, ls in ((cd.test, C_METRIC, "-"), (cd.train, C_TRAIN, "--")):
         if b is None:
             continue
-        if name == "test_acc":
+        if b is cd.test:
             axa.fill_between(b.step, b.low, b.high, color=color, alpha=0.2, lw=0)
-        axa.plot(b.step, b.median, color=color, ls=ls, lw=1.1, label=name.replace("_acc", ""))
-    if isinstance(grok_thr, (int, float)):
-        axa.axhline(float(grok_thr), color="#999999", lw=0.7, ls="-.")
+        axa.plot(b.step, b.median, color=color, ls=ls, lw=1.1)
+    if grok_thr is not None:
+        axa.add_line(_line2d([0.0, 1.0], [grok_thr, grok_thr],
+                             transform=axa.get_yaxis_transform(), color="#999999", lw=0.7,
+                             ls="-."))
     axa.set_ylim(-0.03, 1.05)
     axa.set_xlabel("step")
-    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
+    # one step axis for both panels (same limits and scale; not shared: the metric panel draws
+    # no x ticks, its accuracy panel below labels the steps)
+    for ax in (axm, axa):
+        if log_steps:
+            ax.set_xscale("log", nonpositive="mask")
+        ax.set_xlim(*xlim)
     if log_steps:
-        axm.set_xscale("log", nonpositive="mask")
         # plain step numbers: the default log labels are mathtext, which is off
-        axm.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _fmt(v)))
-        axm.xaxis.set_minor_formatter(NullFormatter())
-    axm.set_xlim(*xlim)
-    if not log_steps:
-        axa.xaxis.set_major_locator(MaxNLocator(4))
-    _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value)
-    _mark_time(axm, c.t_compress, C_COMPRESS, ":", "t_compress", c.axis_value)
+        axa.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _fmt(v)))
+        axa.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        axa.xaxis.set_major_locator(_InView(4))
+    axm.xaxis.set_major_locator(NullLocator())
+    axm.xaxis.set_minor_locator(NullLocator())
+    axm.yaxis.set_major_locator(_InView())
+    axa.yaxis.set_major_locator(_FixedInView([0.0, 0.5, 1.0]))
+    _mark_time(axm, c.t_grok, C_GROK, "--", "t_grok", c.axis_value, xlim)
+    _mark_time(axm, c.t_compress, C_COMPRESS, ":", "t_compress", c.axis_value, xlim)
     _mark_time(axa, c.t_grok if not (c.t_grok and c.t_grok.censored) else None, C_GROK, "--",
-               "t_grok", c.axis_value)
+               "t_grok", c.axis_value, xlim)
 
 
 def _axis_x(study: StudyResult) -> list[float]:
@@ -381,36 +543,72 @@ def _spread(xs: list[float]) -> float:
 
 def _gate_marks(ax: Any, study: StudyResult) -> None:
     """Label gated cells in words along the bottom of an axis-panel (not colour alone)."""
-    from matplotlib.transforms import blended_transform_factory
-
-    tr = blended_transform_factory(ax.transData, ax.transAxes)
+    tr = ax.get_xaxis_transform()
     for c in study.cells:
         if not c.passes:
             ax.text(float(c.axis_value), 0.02, "gated", transform=tr, ha="center",
                     va="bottom", fontsize=6.5, style="italic", color="#444444", rotation=90)
 
 
-def _snapshot_panel(ax: Any, study: StudyResult) -> None:
+class _Bars:
+    """Error bars with caps, gathered per colour: one collection and one cap line each,
+    instead of one ``errorbar`` (three artists and a container) per point."""
+
+    def __init__(self) -> None:
+        self.segs: dict[str, list[list[tuple[float, float]]]] = {}
+
+    def add(self, color: str, x: float, lo: float, hi: float) -> None:
+        self.segs.setdefault(color, []).append([(x, lo), (x, hi)])
+
+    def draw(self, ax: Any, lw: float = 1.2, capsize: float = 3.0) -> None:
+        from matplotlib.collections import LineCollection
+
+        for color, segs in self.segs.items():
+            ax.add_collection(LineCollection(segs, colors=color, linewidths=lw, zorder=2.0))
+            xs = [s[0][0] for s in segs] * 2
+            ys = [s[0][1] for s in segs] + [s[1][1] for s in segs]
+            ax.plot(xs, ys, ls="none", marker="_", ms=2 * capsize, mew=lw, color=color,
+                    zorder=2.0)
+
+
+def _snapshot_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
     """(b) the at-grok value against the converged floor, per cell, along the axis."""
+    from matplotlib.collections import LineCollection
+
     dx = _spread(_axis_x(study))
+    bars = _Bars()
+    floors: dict[str, list[tuple[float, float]]] = {}
+    mgroks: dict[str, list[tuple[float, float]]] = {}
+    links: list[list[tuple[float, float]]] = []
+    crosses: list[tuple[float, float]] = []
     for c in study.cells:
         x = float(c.axis_value)
         gated = not c.passes
-        face_f = "white" if gated else C_FLOOR
-        face_g = "white" if gated else C_MGROK
         if c.floor is not None:
-            ax.errorbar([x + dx / 2], [c.floor], yerr=[[c.delta or 0.0], [c.delta or 0.0]],
-                        fmt="o", color=C_FLOOR, mfc=face_f, ms=6, capsize=3, lw=1.2)
+            d = c.delta or 0.0
+            bars.add(C_FLOOR, x + dx / 2, c.floor - d, c.floor + d)
+            floors.setdefault("white" if gated else C_FLOOR, []).append((x + dx / 2, c.floor))
         if c.m_grok is not None:
-            ax.plot([x - dx / 2], [c.m_grok], marker="^", color=C_MGROK, mfc=face_g, ms=7,
-                    ls="none")
+            mgroks.setdefault("white" if gated else C_MGROK, []).append((x - dx / 2, c.m_grok))
         if c.floor is not None and c.m_grok is not None:
-            ax.plot([x - dx / 2, x + dx / 2], [c.m_grok, c.floor], color="#888888", lw=0.7,
-                    ls=":")
+            links.append([(x - dx / 2, c.m_grok), (x + dx / 2, c.floor)])
         if gated:
             ys = [v for v in (c.floor, c.m_grok) if v is not None]
             if ys:
-                ax.plot([x], [max(ys)], marker="x", color="black", ms=7, ls="none")
+                crosses.append((x, max(ys)))
+    bars.draw(ax)
+    for face, pts in floors.items():
+        ax.plot(*zip(*pts, strict=True), ls="none", marker="o", color=C_FLOOR, mfc=face, ms=6,
+                zorder=2.1)
+    for face, pts in mgroks.items():
+        ax.plot(*zip(*pts, strict=True), ls="none", marker="^", color=C_MGROK, mfc=face, ms=7,
+                zorder=2.1)
+    if links:
+        ax.add_collection(LineCollection(links, colors="#888888", linewidths=0.7,
+                                         linestyles=":"))
+    if crosses:
+        ax.plot(*zip(*crosses, strict=True), marker="x", color="black", ms=7, ls="none",
+                zorder=2.2)
     _gate_marks(ax, study)
     from matplotlib.lines import Line2D
 
@@ -419,16 +617,18 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
         Line2D([], [], marker="o", color=C_FLOOR, ls="none", label="floor F ± δ"),
         Line2D([], [], marker="x", color="black", ls="none",
                label="gated cell (hollow markers)")], frameon=False, fontsize=6.5,
-        loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+        loc="upper center", bbox_to_anchor=(0.5, legend_at), ncols=2)
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel(safe(study.metric))
-    ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left", wrap=True)
+    ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left", wrap=True,
+                 y=1.0)
 
 
 def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, marker: str,
                     offset: float, top: float) -> None:
     from matplotlib.patches import FancyArrowPatch
 
+    bars = _Bars()
     for c in study.cells:
         iv: Interval | None = getattr(c, quantity)
         if iv is None:
@@ -450,12 +650,13 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
             continue
         if iv.value is None:
             continue
-        lo = iv.value - (iv.lower if iv.lower is not None else iv.value)
-        hi = (iv.upper if iv.upper is not None else iv.value) - iv.value
-        eb = ax.errorbar([x], [iv.value], yerr=[[max(lo, 0.0)], [max(hi, 0.0)]], fmt=marker,
-                         color=color, mfc="white" if hollow else color, ms=6, capsize=3,
-                         lw=1.2)
-        eb[0].set_gid(_gid("median-interval", quantity, c.axis_value))
+        lo = iv.lower if iv.lower is not None else iv.value
+        hi = iv.upper if iv.upper is not None else iv.value
+        bars.add(color, x, min(lo, iv.value), max(hi, iv.value))
+        (point,) = ax.plot([x], [iv.value], marker=marker, ls="none", color=color,
+                           mfc="white" if hollow else color, ms=6, zorder=2.1)
+        point.set_gid(_gid("median-interval", quantity, c.axis_value))
+    bars.draw(ax)
 
 
 def _arrow_marker() -> Any:
@@ -483,7 +684,7 @@ def _top(study: StudyResult, quantities: Sequence[str]) -> tuple[float, float]:
     return lo - 0.05 * span, hi + 0.18 * span
 
 
-def _times_panel(ax: Any, study: StudyResult) -> None:
+def _times_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
     """(c) cell-median t_grok and t_compress with their censoring intervals."""
     dx = _spread(_axis_x(study))
     lo, top = _top(study, ("t_grok", "t_compress"))
@@ -498,10 +699,11 @@ def _times_panel(ax: Any, study: StudyResult) -> None:
         Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
         Line2D([], [], marker=_arrow_marker(), color="#444444", ls="none", ms=9,
                fillstyle="none", mew=1.2, label="censored median: lower bound, open-ended")],
-        frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+        frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, legend_at),
+        ncols=2)
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("step")
-    ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left", wrap=True)
+    ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left", wrap=True, y=1.0)
 
 
 def _lag_panel(ax: Any, study: StudyResult) -> None:
@@ -513,8 +715,8 @@ def _lag_panel(ax: Any, study: StudyResult) -> None:
     _gate_marks(ax, study)
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("steps")
-    # a panel title's width is not room that constrained layout keeps: wrap at the figure edge
-    ax.set_title("(d) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True)
+    # a panel title's width is not room that the layout keeps: wrap at the figure edge
+    ax.set_title("(d) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True, y=1.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -570,6 +772,59 @@ def svg_for_html(svg: str, prefix: str) -> str:
     s = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
                r'<svg \1width="100%" preserveAspectRatio="xMidYMin meet"', s, count=1)
     return s
+
+
+def figure_png(fig: Any, dpi: int = 120) -> bytes:
+    """The figure as PNG bytes (no software tag: the same figure gives the same bytes)."""
+    buf = io.BytesIO()
+    with _rc():
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def render_dashboard(data: DashboardData, prefix: str, *, log_steps: bool = False,
+                     png_dpi: int | None = None) -> tuple[str, bytes | None]:
+    """Draw one dashboard once and serialize it: its SVG ready to inline in the page
+    (:func:`svg_for_html` with ``prefix``) and, with ``png_dpi``, its PNG bytes.
+
+    A module-level function of picklable arguments that returns plain data: what a worker
+    process runs (:class:`grokaudit.html_report.FigureWorkers`), under ``fork`` or ``spawn``.
+    """
+    fig = draw_dashboard(data, log_steps=log_steps)
+    svg = svg_for_html(figure_svg(fig), prefix)
+    return svg, (figure_png(fig, png_dpi) if png_dpi else None)
+
+
+def warm_up() -> None:
+    """Import matplotlib and draw a tiny figure to SVG and PNG (backends, fonts): what a
+    worker process does while the main process reads and audits the log."""
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    with _rc():
+        fig = Figure(figsize=(1, 1))
+        ax = fig.add_axes((0.2, 0.2, 0.7, 0.7))
+        ax.plot([0, 1], [0, 1])
+        ax.set_title("warm", fontweight="bold")
+    figure_svg(fig)
+    figure_png(fig, 10)
+
+
+def check_matplotlib() -> None:
+    """Raise :class:`MissingExtraError` when matplotlib is not installed, without importing
+    it (the import takes a third of a second, which the figure workers pay instead)."""
+    import importlib.util
+    import sys
+
+    if "matplotlib" in sys.modules:
+        found = sys.modules["matplotlib"] is not None
+    else:
+        try:
+            found = importlib.util.find_spec("matplotlib") is not None
+        except (ImportError, ValueError):
+            found = False
+    if not found:
+        require_matplotlib()  # raises the MissingExtraError
 
 
 def save_png(fig: Any, path: Any, dpi: int = 120) -> None:
