@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -372,17 +374,127 @@ def dashboards(result: AuditResult, log: LogTable, *, log_steps: bool = False,
     return figs
 
 
+def default_jobs() -> int:
+    """The CPUs this process may run on (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class FigureWorkers:
+    """Worker processes that draw the dashboards, one study each, in parallel (processes:
+    matplotlib is not thread-safe). Each worker imports matplotlib as soon as it starts, so
+    that starting them before the log is read hides that import behind the audit; a worker
+    returns the figure's page-ready SVG (and PNG bytes), never a Figure.
+
+    ``fork`` on Linux (nothing to pickle but each study's :class:`~grokaudit.figures.
+    DashboardData`), the platform's default (``spawn``) elsewhere. Use as a context manager;
+    when processes cannot be started (no semaphores in a sandbox…), :attr:`pool` is None and
+    the figures are drawn in this process.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = max(1, jobs)
+        self.pool: Any = None
+        import concurrent.futures
+        import multiprocessing
+
+        from .figures import warm_up
+
+        ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+        try:
+            pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=ctx,
+                                                          initializer=warm_up)
+            pool.submit(int)  # starts the workers now (each runs warm_up first)
+        except (OSError, NotImplementedError, ImportError):  # pragma: no cover - sandboxes
+            return
+        self.pool = pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+    def __enter__(self) -> FigureWorkers:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def figure_outputs(result: AuditResult, log: LogTable, *, log_steps: bool = False,
+                   png: bool = False, jobs: int | None = None,
+                   workers: FigureWorkers | None = None,
+                   progress: Callable[[str], None] | None = None
+                   ) -> list[tuple[str, bytes | None]]:
+    """Each study's dashboard drawn once: its page-ready SVG (ids prefixed ``f1``, ``f2``…)
+    and, with ``png``, its PNG bytes; in ``result.studies`` order.
+
+    Studies are drawn in parallel by ``workers``, else by ``jobs`` worker processes started
+    here (None: one per CPU; 1, or a single study: in this process). The output is the same
+    either way, byte for byte. ``progress`` receives one line per figure drawn.
+    """
+    from .figures import dashboard_data, render_dashboard
+
+    studies = result.studies
+    n = len(studies)
+    data = [dashboard_data(s, log, result, log_steps=log_steps) for s in studies]
+    dpi = 120 if png else None
+    out: list[tuple[str, bytes | None] | None] = [None] * n
+
+    def done(k: int) -> None:
+        if progress is not None:
+            progress(f"figure {k + 1}/{n} ({_study_key(studies[k])})")
+
+    own = None
+    if workers is None and n > 1:
+        j = min(default_jobs() if jobs is None else jobs, n)
+        if j > 1:
+            workers = own = FigureWorkers(j)
+    try:
+        if workers is not None and workers.pool is not None:
+            import concurrent.futures
+
+            try:
+                futures = {workers.pool.submit(render_dashboard, d, f"f{k + 1}",
+                                               log_steps=log_steps, png_dpi=dpi): k
+                           for k, d in enumerate(data)}
+                for fut in concurrent.futures.as_completed(futures):
+                    k = futures[fut]
+                    out[k] = fut.result()
+                    done(k)
+            except concurrent.futures.process.BrokenProcessPool:  # a worker died (memory…)
+                pass  # the figures still missing are drawn below, in this process
+    finally:
+        if own is not None:
+            own.close()
+    for k, d in enumerate(data):
+        if out[k] is None:
+            out[k] = render_dashboard(d, f"f{k + 1}", log_steps=log_steps, png_dpi=dpi)
+            done(k)
+    return [o for o in out if o is not None]
+
+
 def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
-                figures: Sequence[Any] | None = None) -> str:
+                figures: Sequence[Any] | None = None, jobs: int | None = None,
+                svgs: Sequence[str] | None = None) -> str:
     """The whole report as one self-contained HTML page (str).
 
     ``log`` is the validated log the audit read (:func:`grokaudit.schema.build_log_table`); its
     trajectories are drawn, every marked number comes from ``result``. ``figures`` reuses
-    Figures from :func:`dashboards`. Raises MissingExtraError without matplotlib.
+    Figures from :func:`dashboards`, ``svgs`` the page-ready SVG of :func:`figure_outputs`;
+    otherwise the figures are drawn here (``jobs`` as in :func:`figure_outputs`). Raises
+    MissingExtraError without matplotlib.
     """
     from .figures import figure_svg, svg_for_html
 
-    figs = list(figures) if figures is not None else dashboards(result, log, log_steps=log_steps)
+    if svgs is None:
+        if figures is not None:
+            svgs = [svg_for_html(figure_svg(f), f"f{k}") for k, f in enumerate(figures, 1)]
+        else:
+            svgs = [svg for svg, _ in figure_outputs(result, log, log_steps=log_steps,
+                                                     jobs=jobs)]
     src = result.input.get("source") or "<table>"
     csp = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
            "font-src data:; base-uri 'none'; form-action 'none'")
@@ -400,8 +512,8 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
         for s, slug in zip(result.studies, slugs, strict=True))
         + "<li><a href='#config'>config and provenance</a></li></ul></nav></header><main>")
     parts.append(_summary(result, slugs))
-    for k, (s, fig, slug) in enumerate(zip(result.studies, figs, slugs, strict=True), start=1):
-        parts.append(_study_section(s, k, svg_for_html(figure_svg(fig), f"f{k}"), slug))
+    for k, (s, svg, slug) in enumerate(zip(result.studies, svgs, slugs, strict=True), start=1):
+        parts.append(_study_section(s, k, svg, slug))
     parts.append(_config_section(result))
     parts.append("</main></body></html>\n")
     return "".join(parts)
@@ -409,13 +521,16 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
 
 def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
                  png_dir: str | Path | None = None, *, log_steps: bool = False,
-                 progress: Callable[[str], None] | None = None) -> Path:
+                 progress: Callable[[str], None] | None = None, jobs: int | None = None,
+                 workers: FigureWorkers | None = None) -> Path:
     """Write the HTML report to ``path`` atomically (temp file, then rename); with ``png_dir``
     also one PNG per study and metric there (named after its section). ``path`` is checked
     like every output (:func:`grokaudit.outputs.resolve_output`) unless it already is an
-    :class:`~grokaudit.outputs.Output`. ``progress`` receives one line per figure drawn (the
-    command line prints them on stderr). Returns the path written."""
-    from .figures import save_png
+    :class:`~grokaudit.outputs.Output`. Each figure is drawn once, for the page and its PNG,
+    by ``workers`` or ``jobs`` processes (:func:`figure_outputs`). ``progress`` receives one
+    line per figure drawn and per PNG written (the command line prints them on stderr).
+    Returns the path written."""
+    from .outputs import atomic_write_with
 
     out = path if isinstance(path, Output) else resolve_output(
         path, flag="report", allow_stdout=False, suffixes=(".html", ".htm"))
@@ -429,14 +544,21 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
             pngs.append(resolve_output(d / f"{slug.removeprefix('study-')}.png", flag="--png",
                                        allow_stdout=False, suffixes=(".png",),
                                        others=(out, *pngs)))
-    figs = dashboards(result, log, log_steps=log_steps, progress=progress)
-    text = render_html(result, log, log_steps=log_steps, figures=figs)
+    drawn = figure_outputs(result, log, log_steps=log_steps, png=bool(pngs), jobs=jobs,
+                           workers=workers, progress=progress)
+    text = render_html(result, log, svgs=[svg for svg, _ in drawn])
     out.write_text(text)
-    for k, (png, fig) in enumerate(zip(pngs, figs, strict=False)):
+    for k, (png, (_, data)) in enumerate(zip(pngs, drawn, strict=False)):
         if progress is not None:
             progress(f"PNG {k + 1}/{len(pngs)} {png.path}")
-        save_png(fig, png.path)
+        if png.path is not None and data is not None:
+            atomic_write_with(png.path, _bytes_writer(data), flag="--png")
     return out.path
 
 
-__all__ = ["WORDS", "dashboards", "render_html", "write_report"]
+def _bytes_writer(data: bytes) -> Callable[[str], object]:
+    return lambda tmp: Path(tmp).write_bytes(data)
+
+
+__all__ = ["WORDS", "FigureWorkers", "dashboards", "default_jobs", "figure_outputs", "render_html",
+           "write_report"]
