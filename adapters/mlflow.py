@@ -306,7 +306,8 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
             if bad is not None:
                 raise _bad_row(bad, names, path)
             params = con.execute("select run_uuid, key, value from params").fetchall()
-            metrics = pd.read_sql_query(
+            fast = _metric_columns(con)
+            metrics = None if fast is not None else pd.read_sql_query(
                 "select run_uuid, key, step, value, timestamp, is_nan from metrics "
                 "order by rowid", con)
             con.rollback()
@@ -316,6 +317,106 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
     if len(live) < len(runs):
         points.warnings.append(f"{len(runs) - len(live)} deleted run(s) skipped")
     run_of = _name_runs(live, names, points)
+    if fast is not None:
+        _add_columns(points, fast, run_of)
+    else:
+        assert metrics is not None
+        _add_frame(points, metrics, run_of)
+    for rid, key, val in params:
+        if rid in run_of:
+            points.add_condition(run_of[rid], key, _scalar(val) if isinstance(val, str) else val)
+    for rid in live:
+        points.origins[run_of[rid]] = rid
+    return points
+
+
+#: The (run_uuid, key) pairs, numbered in their sorted order (sorting the distinct pairs only).
+_PAIRS = """
+select run_uuid, key, row_number() over (order by run_uuid, key) - 1
+from (select distinct run_uuid, key from metrics)
+"""
+#: One scan of the metrics in rowid order (a range of rowids): for each row, its pair's number
+#: and its integer columns as comma-separated text (integers print exactly); plus the count of
+#: rows whose types are not the ones MLflow writes (then the general path reads the table).
+_INT_COLUMNS = f"""
+with pairs(run_uuid, key, pair) as materialized ({_PAIRS})
+select group_concat(pair), group_concat(step), group_concat(timestamp), count(*),
+       sum(typeof(step) != 'integer' or typeof(timestamp) != 'integer'
+           or typeof(is_nan) != 'integer' or typeof(value) not in ('real', 'integer'))
+from (select p.pair, m.step, m.timestamp, m.is_nan, m.value
+      from metrics m cross join pairs p on p.run_uuid = m.run_uuid and p.key = m.key
+      where m.rowid >= ? and m.rowid < ? order by m.rowid)
+"""
+#: The values in rowid order, NULL where ``is_nan`` is set (read as NaN).
+_VALUES = "select case when is_nan != 0 then null else value end from metrics order by rowid"
+_ROWIDS = 1 << 22  # rowids per scan: keeps each text far below SQLite's 1e9-byte limit
+
+
+def _metric_columns(con: sqlite3.Connection) -> dict[str, Any] | None:
+    """The metrics table as numpy columns (rowid order), read without a Python object per
+    value except the float ``value`` itself (NaN where ``is_nan`` is set); None when the table holds anything MLflow does not
+    write (a NULL or non-text key or run id, a non-integer step, timestamp or is_nan, a text
+    value, a collation), so that the general path reads it as before."""
+    schema = con.execute("select sql from sqlite_master where type = 'table' "
+                         "and name = 'metrics'").fetchone()
+    if schema is None or "collate" in str(schema[0]).lower():
+        return None
+    numbered = con.execute(_PAIRS).fetchall()
+    if not all(isinstance(r, str) and isinstance(k, str) for r, k, _ in numbered):
+        return None
+    pairs: list[tuple[str, str]] = [("", "")] * len(numbered)
+    for rid, key, i in numbered:
+        pairs[i] = (rid, key)
+    lo, hi = con.execute("select min(rowid), max(rowid) from metrics").fetchone()
+    if lo is None:
+        lo = hi = 0
+    elif (hi - lo) // _ROWIDS > 256:
+        return None  # sparse rowids: too many scans
+    cols: dict[str, list[np.ndarray]] = {"pair": [], "step": [], "timestamp": []}
+    count = 0
+    for start in range(lo, hi + 1, _ROWIDS):
+        *texts, n, odd = con.execute(_INT_COLUMNS, (start, start + _ROWIDS)).fetchone()
+        if odd:
+            return None
+        for name, text in zip(cols, texts):
+            arr = (np.fromstring(text, sep=",", dtype=np.int64) if text  # noqa: NPY201
+                   else np.zeros(0, dtype=np.int64))
+            if arr.size != n:
+                return None
+            cols[name].append(arr)
+        count += n
+    value = np.array(con.execute(_VALUES).fetchall(), dtype=np.float64).reshape(-1)
+    if value.size != count:
+        return None
+    out: dict[str, Any] = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64)
+                           for k, v in cols.items()}
+    out["value"] = value
+    out["pairs"] = pairs
+    return out
+
+
+def _add_columns(points: Points, cols: dict[str, Any], run_of: dict[str, str]) -> None:
+    """Add the metric columns read by :func:`_metric_columns` (live runs only), one chunk per
+    (run, key) in order of first appearance, as :func:`_add_frame` does."""
+    pairs: list[tuple[str, str]] = cols["pairs"]
+    live_pair = np.array([rid in run_of for rid, _ in pairs], dtype=bool)
+    rows = np.flatnonzero(live_pair[cols["pair"]]) if pairs else np.zeros(0, dtype=np.int64)
+    value = cols["value"][rows]
+    value[value == _DBL_MAX] = np.inf
+    value[value == -_DBL_MAX] = -np.inf
+    step = cols["step"][rows]
+    wall = cols["timestamp"][rows].astype(np.float64) / 1000.0
+    codes, uniques = pd.factorize(cols["pair"][rows])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    for i, pair in enumerate(uniques.tolist()):
+        rid, key = pairs[pair]
+        sel = order[bounds[i]:bounds[i + 1]]
+        points.add(run_of[rid], key, step[sel], value[sel], wall[sel])
+
+
+def _add_frame(points: Points, metrics: pd.DataFrame, run_of: dict[str, str]) -> None:
+    """Add the metrics read with pandas (any column types), live runs only."""
     metrics = metrics[metrics["run_uuid"].isin(run_of)]
     value = pd.to_numeric(metrics["value"]).to_numpy(dtype=np.float64).copy()
     value[value == _DBL_MAX] = np.inf
@@ -331,12 +432,6 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
     for i, (rid, key) in enumerate(keys):
         sel = order[bounds[i]:bounds[i + 1]]
         points.add(run_of[rid], key, step[sel], value[sel], wall[sel])
-    for rid, key, val in params:
-        if rid in run_of:
-            points.add_condition(run_of[rid], key, _scalar(val) if isinstance(val, str) else val)
-    for rid in live:
-        points.origins[run_of[rid]] = rid
-    return points
 
 
 FILE_STORE_READER = Reader(
