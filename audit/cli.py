@@ -202,11 +202,13 @@ def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
     return _paths(path) + ([found] if found else [])
 
 
-def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error"
-          ) -> Any:
-    from .loader import read_any
+def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error",
+          lazy: bool = False) -> Any:
+    """The log at ``path`` read with the adapter options in ``params``; with ``lazy``, a single
+    Parquet file is opened for column-by-column validation (``loader.read_source``)."""
+    from .loader import read_any, read_source
 
-    return read_any(_paths(path), params.get("fmt"),
+    return (read_source if lazy else read_any)(_paths(path), params.get("fmt"),
                     mapping=parse_pairs(params.get("maps"), "--map"),
                     run_from=params.get("run_from"),
                     cond=parse_pairs(params.get("conds"), "--cond"), on_duplicate=on_duplicate)
@@ -242,6 +244,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     from .api import audit_log, validated_log
     from .config import build_config
     from .report import render_text
+    from .schema import Owned, release_arrow_memory
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -253,9 +256,11 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
-    table = _read(paths, params, cfg.on_duplicate)
-    log = validated_log(table, cfg, _source(paths))
-    del table  # the validated log holds what the audit needs: free the Arrow table
+    # the Arrow table is handed over: validation frees each column once read, and Arrow's
+    # freed pages go back to the OS before the clocks run
+    log = validated_log(Owned(_read(paths, params, cfg.on_duplicate, lazy=True)), cfg,
+                        _source(paths))
+    release_arrow_memory()
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity

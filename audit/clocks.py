@@ -70,14 +70,15 @@ class Packed:
 
 
 def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
-    """Pack the non-NaN entries of a per-row column into per-run rows (order kept)."""
+    """Pack the non-NaN entries of a per-row column into per-run rows (order kept), as float64
+    (a float32 column is widened here, exactly)."""
+    values = np.asarray(values, dtype=np.float64)
     R = table.n_runs
     ok = ~np.isnan(values)
     if ok.all() and table.equal_lengths:
         # the common case: every run logs the column at every row -- a reshape, no scatter
         T = values.size // max(R, 1)
-        return Packed(values.reshape(R, T), table.step.reshape(R, T).astype(np.float64),
-                      np.full(R, T, dtype=np.int64))
+        return Packed(values.reshape(R, T), table.step_matrix, np.full(R, T, dtype=np.int64))
     ri = table.run_index if run_index is None else run_index
     r_ok = ri[ok]
     counts = np.bincount(r_ok, minlength=R).astype(np.int64)
@@ -302,7 +303,7 @@ class AccuracyClocks:
 
 def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run."""
-    ri = table.run_index
+    ri = None if table.equal_lengths else table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
     column, sign, grok_level, full_level = grok_levels(cfg)

@@ -24,6 +24,7 @@ from .schema import (
     KNOWN_SERIES,
     PROVENANCE_KEY,
     REQUIRED,
+    ParquetSource,
     _provenance_of,
     is_known_metric,
     read_arrow,
@@ -68,6 +69,23 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     # merged table is validated as a whole by the audit
     tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True) for p in items]
     return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
+
+
+def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
+                mapping: Mapping[str, str] | None = None, run_from: str | None = None,
+                cond: Mapping[str, str] | None = None, on_duplicate: str = "error"
+                ) -> pa.Table | ParquetSource:
+    """:func:`read_any` for an audit that validates the log once and drops the input: a
+    single canonical Parquet file comes back as a :class:`ParquetSource`, which validation
+    reads column by column (hand it over with :class:`~grokaudit.schema.Owned`); any other
+    input is read whole, as by :func:`read_any`."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if len(items) == 1 and not (fmt or mapping or run_from or cond):
+        p = Path(items[0])
+        if p.suffix.lower() in (".parquet", ".pq") and p.is_file():
+            return read_arrow(p, lazy=True)
+    return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
+                    on_duplicate=on_duplicate)
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -58,11 +58,21 @@ def is_known_metric(name: str) -> bool:
 # reading and writing files
 # ------------------------------------------------------------------------------------------
 
-def read_arrow(path: str | Path) -> pa.Table:
+@overload
+def read_arrow(path: str | Path, lazy: Literal[False] = False) -> pa.Table: ...
+
+
+@overload
+def read_arrow(path: str | Path, lazy: bool) -> pa.Table | ParquetSource: ...
+
+
+def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource:
     """Read a canonical table file (Parquet, CSV, TSV, JSONL) or a directory of Parquet shards.
 
     Returns an Arrow table; provenance, when present, is in the schema metadata under
-    ``grokaudit``. Raises :class:`LogFormatError` (a missing, empty or unreadable file).
+    ``grokaudit``. With ``lazy``, a single Parquet file is returned as a
+    :class:`ParquetSource` instead, read column by column by :func:`build_log_table`. Raises
+    :class:`LogFormatError` (a missing, empty or unreadable file).
     """
     p = Path(path)
     if not p.exists():
@@ -107,9 +117,14 @@ def read_arrow(path: str | Path) -> pa.Table:
                 raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
                                      "once; rename one", path=str(p), column=twice[0],
                                      code=ErrorCode.DUPLICATE_COLUMN)
-            # run ids repeat on every row: read them dictionary-encoded (about 3x faster)
-            table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None)
-            _release_arrow_memory()  # the decoder's buffers: freed, handed back to the OS
+            # run ids repeat on every row: read them dictionary-encoded (about 3x faster);
+            # without pre-buffering, a local file is read faster and with a lower peak (the
+            # compressed column chunks are not all held at once)
+            if lazy and not any("." in n for n in names):  # dotted names: nested paths
+                return ParquetSource(p, names)
+            table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None,
+                                  pre_buffer=False)
+            release_arrow_memory()  # the decoder's buffers: freed, handed back to the OS
             return table
         if kind in ("csv", "tsv"):
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
@@ -259,9 +274,12 @@ class LogTable:
     run_ids: np.ndarray  #: (R,) object array of run ids
     offsets: np.ndarray  #: (R+1,) int64 row offsets
     step: np.ndarray  #: (N,) int64
-    test_acc: np.ndarray  #: (N,) float64
-    train_acc: np.ndarray | None  #: (N,) float64 or None when not logged
-    series: dict[str, np.ndarray]  #: metric and other per-step columns, (N,) float64 each
+    #: The per-step columns are float64, or float32 where the log stores float32 (kept as
+    #: stored: half the memory). Widen before computing with them (``np.asarray(a, float)``):
+    #: float32 arithmetic or a comparison with a Python float would round differently.
+    test_acc: np.ndarray  #: (N,) float64 or float32
+    train_acc: np.ndarray | None  #: (N,) float64 or float32; None when not logged
+    series: dict[str, np.ndarray]  #: metric and other per-step columns, (N,) each
     conditions: pd.DataFrame  #: (R,) rows in run order; one column per condition
     summary: InputSummary
 
@@ -280,6 +298,16 @@ class LogTable:
         c = np.diff(self.offsets)
         return bool(c.size and (c == c[0]).all())
 
+    @functools.cached_property
+    def step_matrix(self) -> np.ndarray:
+        """(R, T) float64 steps when :attr:`equal_lengths` (computed once, read-only): the
+        step matrix every column's packing shares."""
+        if not self.equal_lengths:
+            raise ValueError("step_matrix: the runs have different lengths")
+        out: np.ndarray = self.step.reshape(self.n_runs, -1).astype(np.float64)
+        out.flags.writeable = False
+        return out
+
 
 def _first_examples(values: Sequence[Any], k: int = 3) -> str:
     vals = list(values)[:k]
@@ -287,12 +315,15 @@ def _first_examples(values: Sequence[Any], k: int = 3) -> str:
 
 
 def _numeric(col: pa.ChunkedArray) -> bool:
-    t = col.type
+    return _numeric_type(col.type)
+
+
+def _numeric_type(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
                 or pa.types.is_null(t))
 
 
-def _release_arrow_memory() -> None:
+def release_arrow_memory() -> None:
     """Hand the memory Arrow has freed back to the OS. Arrow's allocator (mimalloc or jemalloc)
     keeps freed pages for reuse, and nothing after the read allocates through Arrow: without
     this, the Parquet decoder's buffers and the casts' temporaries stay in the resident set
@@ -301,13 +332,17 @@ def _release_arrow_memory() -> None:
 
 
 def _float_array(col: pa.ChunkedArray) -> np.ndarray:
+    """The column as one numpy float array, nulls as NaN: float32 columns stay float32 (an
+    exact subset of float64: every consumer widens them where it computes, never in bulk),
+    every other numeric type becomes float64."""
     if pa.types.is_null(col.type):
         return np.full(len(col), np.nan)
-    if pa.types.is_floating(col.type) and not (pa.types.is_float64(col.type)
-                                               and col.num_chunks == 1):
-        # one float64 array filled chunk by chunk (float32 -> float64 is exact, nulls -> NaN):
-        # no float64 copy of the column in Arrow's memory and no concatenation beside it
-        out = np.empty(len(col), dtype=np.float64)
+    if pa.types.is_float32(col.type) or (pa.types.is_floating(col.type) and not (
+            pa.types.is_float64(col.type) and col.num_chunks == 1)):
+        # one array filled chunk by chunk (float16 -> float64 is exact, nulls -> NaN): no
+        # converted copy of the column in Arrow's memory and no concatenation beside it
+        dtype = np.float32 if pa.types.is_float32(col.type) else np.float64
+        out = np.empty(len(col), dtype=dtype)
         o = 0
         for chunk in col.chunks:
             n = len(chunk)
@@ -398,7 +433,7 @@ def _check_accuracy_scale(name: str, raw: np.ndarray, offsets: np.ndarray, run_i
             "--acc-scale", path=path, column=name, code=ErrorCode.ACCURACY_OUT_OF_RANGE)
 
 
-def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
+def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None = None,
                     acc_scale: float = 1.0, on_duplicate: str = "error",
                     metrics: Sequence[str] = (), grok_on: str = "test_acc") -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
@@ -408,26 +443,31 @@ def build_log_table(table: pa.Table | pd.DataFrame, *, path: str | None = None,
     series and conditions, and the rows set aside (duplicates, empty rows, runs too short).
     ``metrics`` names metric columns that must exist. ``grok_on`` is the grok criterion's
     column: ``test_acc``, or a held-out loss (then ``test_acc`` is optional and the loss column
-    is required, numeric and kept as a series). Raises :class:`LogFormatError`.
+    is required, numeric and kept as a series). An :class:`Owned` table is freed column by
+    column as it is read. Raises :class:`LogFormatError`.
     """
-    table = _as_arrow(table, path)
+    owned = isinstance(table, Owned)
+    table = _as_arrow(table.take() if isinstance(table, Owned) else table, path)
     prov = _provenance_of(table.schema, path)
     names = _check_columns(table, metrics, path, grok_on)
-    g = _group_rows(table, path)
-    accs = {name: _accuracy(table, name, g, acc_scale, path)
+    columns = _Columns(table, owned)
+    del table  # an owned input now lives only in `columns`, which frees what it has read
+    g = _group_rows(columns, path)
+    accs = {name: _accuracy(name, g, acc_scale, path)
             for name in ACCURACY_COLUMNS if name in names}
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
-    series, cond = _classify_columns(table, names, forced, g, path)
+    series, cond = _classify_columns(names, forced, g, path)
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names)
-    _release_arrow_memory()  # the Arrow temporaries of the stages (encodings, casts)
+    release_arrow_memory()  # the Arrow temporaries of the stages (encodings, casts)
     return log
 
 
-def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
+def _as_arrow(table: pa.Table | pd.DataFrame | ParquetSource, path: str | None
+              ) -> pa.Table | ParquetSource:
     if not isinstance(table, pd.DataFrame):
         return table
     df = table
@@ -440,7 +480,7 @@ def _as_arrow(table: pa.Table | pd.DataFrame, path: str | None) -> pa.Table:
                              code=ErrorCode.BAD_COLUMN_TYPE) from None
 
 
-def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None,
+def _check_columns(table: pa.Table | ParquetSource, metrics: Sequence[str], path: str | None,
                    grok_on: str = "test_acc") -> list[str]:
     """Stage 1: unique names, the required columns (with a loss criterion, the loss column
     instead of ``test_acc``), the ``--metric`` columns, some rows."""
@@ -476,9 +516,9 @@ def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None,
                 f"missing required column {c!r}"
                 f"{hint or '; the canonical table needs run, step, test_acc'}",
                 path=path, column=c, code=ErrorCode.MISSING_COLUMN)
-    if grok_on != "test_acc" and not _numeric(table.column(grok_on)):
+    if grok_on != "test_acc" and not _numeric_type(table.schema.field(grok_on).type):
         raise LogFormatError(f"--grok-on column {safe(grok_on)!r} has type "
-                             f"{table.column(grok_on).type}; a loss is a number per step",
+                             f"{table.schema.field(grok_on).type}; a loss is a number per step",
                              path=path, column=grok_on, code=ErrorCode.BAD_COLUMN_TYPE)
     for m in metrics:
         if m in REQUIRED or m in ACCURACY_COLUMNS:
@@ -490,9 +530,9 @@ def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None,
             raise LogFormatError(
                 f"--metric {m!r} is the seed, not a representation metric; name a metric "
                 "column (e.g. emb_erank)", path=path, column=m, code=ErrorCode.RESERVED_COLUMN)
-        if m in names and not _numeric(table.column(m)):
+        if m in names and not _numeric_type(table.schema.field(m).type):
             raise LogFormatError(
-                f"--metric {safe(m)!r} has type {table.column(m).type}; a metric is a number "
+                f"--metric {safe(m)!r} has type {table.schema.field(m).type}; a metric is a number "
                 "per step: name a numeric metric column", path=path, column=m,
                 code=ErrorCode.BAD_COLUMN_TYPE)
         if m not in names:
@@ -506,6 +546,70 @@ def _check_columns(table: pa.Table, metrics: Sequence[str], path: str | None,
     return names
 
 
+class Owned:
+    """An Arrow table (or a :class:`ParquetSource`) handed over to :func:`build_log_table`,
+    which takes the only reference and frees each input column as soon as it has read it:
+    the validated log and the input are then never both whole in memory. ``take()`` once;
+    the holder is empty afterwards."""
+
+    def __init__(self, table: pa.Table | ParquetSource) -> None:
+        self._table: pa.Table | ParquetSource | None = table
+
+    def take(self) -> pa.Table | ParquetSource:
+        t, self._table = self._table, None
+        if t is None:
+            raise ValueError("Owned.take(): the table was already taken")
+        return t
+
+
+class ParquetSource:
+    """A Parquet file read one column at a time, when validation asks for it (see
+    :func:`read_arrow`'s ``lazy``): with :class:`Owned`, no more than the columns being
+    validated are ever in memory beside the validated log."""
+
+    def __init__(self, path: Path, names: Sequence[str]) -> None:
+        self.path = path
+        self._file = pq.ParquetFile(path, read_dictionary=["run"] if "run" in names else None,
+                                    pre_buffer=False)
+        self.schema: pa.Schema = self._file.schema_arrow
+        self.column_names: list[str] = list(self.schema.names)
+        self.num_rows: int = self._file.metadata.num_rows
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        try:
+            return self._file.read(columns=[name]).column(0)
+        except (pa.ArrowInvalid, ValueError, OSError, TypeError) as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise LogFormatError(f"cannot read column {safe(name)!r} as parquet: {msg}",
+                                 path=str(self.path), column=name,
+                                 code=ErrorCode.FILE_UNREADABLE) from None
+
+
+class _Columns:
+    """The input's columns by name. With an owned input, :meth:`done` drops a column that
+    has been read (its buffers are freed when nothing else holds them); a
+    :class:`ParquetSource` is read column by column on first use."""
+
+    def __init__(self, table: pa.Table | ParquetSource, owned: bool) -> None:
+        self._source = table if isinstance(table, ParquetSource) else None
+        self._cols: dict[str, pa.ChunkedArray] = (
+            {} if self._source is not None else {n: table.column(n) for n in table.column_names})
+        self.num_rows = table.num_rows
+        self.owned = owned
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        col = self._cols.get(name)
+        if col is None:
+            if self._source is None:
+                raise KeyError(name)
+            col = self._cols[name] = self._source.column(name)
+        return col
+
+    def done(self, name: str) -> None:
+        if self.owned and self._cols.pop(name, None) is not None:
+            release_arrow_memory()  # Arrow's allocator would keep the freed pages
+
+
 @dataclass(eq=False)
 class _Rows:
     """The rows grouped by run (contiguous) and sorted by step, before anything is set aside.
@@ -513,7 +617,7 @@ class _Rows:
     ``order`` is the permutation that sorts the input rows (None when they already were);
     ``col(name)`` reads a column in that order."""
 
-    table: pa.Table
+    columns: _Columns
     n_read: int
     step: np.ndarray  #: (N,) int64, sorted
     order: np.ndarray | None
@@ -529,7 +633,7 @@ class _Rows:
         return int(self.run_ids.shape[0])
 
     def col(self, name: str) -> np.ndarray:
-        a = _float_array(self.table.column(name))
+        a = _float_array(self.columns.column(name))
         return a if self.order is None else a[self.order]
 
     @functools.cached_property
@@ -588,7 +692,7 @@ def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
     return -1
 
 
-def _group_rows(table: pa.Table, path: str | None) -> _Rows:
+def _group_rows(table: _Columns, path: str | None) -> _Rows:
     """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
     n_read = table.num_rows
     run_col = table.column("run")
@@ -606,6 +710,8 @@ def _group_rows(table: pa.Table, path: str | None) -> _Rows:
         codes = codes.astype(np.int64)
     dictionary = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
                             dtype=object)
+    del run_col, enc
+    table.done("run")  # the codes and the dictionary are what the stages read of it
     step_col = table.column("step")
     if not _numeric(step_col):
         raise LogFormatError(f"column 'step' has type {step_col.type}; it must hold integer "
@@ -616,6 +722,8 @@ def _group_rows(table: pa.Table, path: str | None) -> _Rows:
                              "needs a step (drop those rows or fill them)", path=path,
                              column="step", code=ErrorCode.MISSING_VALUES)
     step = _step_array(step_col, path)
+    del step_col
+    table.done("step")
     if step.size and step.min() < 0:
         bad = dictionary[codes[np.argmax(step < 0)]]
         raise LogFormatError(f"column 'step' has negative values (first in run {safe(bad)!r}); "
@@ -643,26 +751,27 @@ def _group_rows(table: pa.Table, path: str | None) -> _Rows:
         same_run = codes[1:] == codes[:-1]
     counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return _Rows(table=table, n_read=n_read, step=step, order=order,
+    return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly)
 
 
-def _accuracy(table: pa.Table, name: str, g: _Rows, acc_scale: float, path: str | None
-              ) -> np.ndarray:
+def _accuracy(name: str, g: _Rows, acc_scale: float, path: str | None) -> np.ndarray:
     """Stage 3: one accuracy column, scaled and checked to lie in [0, 1]."""
-    c = table.column(name)
+    c = g.columns.column(name)
     if not _numeric(c):
         raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
                              "in [0, 1]", path=path, column=name,
                              code=ErrorCode.BAD_COLUMN_TYPE)
     raw = g.col(name)
+    del c
+    g.columns.done(name)
     hi, lo = _nan_extremes(raw)
     if math.isinf(hi) or math.isinf(lo):
         raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
                              path=path, column=name, code=ErrorCode.INFINITE_VALUE)
     _check_accuracy_scale(name, raw, g.offsets, g.run_ids, acc_scale, path)
-    a = raw / acc_scale if acc_scale != 1.0 else raw
+    a = raw.astype(np.float64) / acc_scale if acc_scale != 1.0 else raw
     hi, lo = (hi / acc_scale, lo / acc_scale) if acc_scale != 1.0 else (hi, lo)
     if hi > 1.5:
         raise LogFormatError(
@@ -676,7 +785,7 @@ def _accuracy(table: pa.Table, name: str, g: _Rows, acc_scale: float, path: str 
     return a
 
 
-def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[str], g: _Rows,
+def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                       path: str | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
     run). Known metrics and series are series whatever they do; a text column or ``seed`` that
@@ -687,7 +796,7 @@ def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[s
     for name in names:
         if name in REQUIRED or name in ACCURACY_COLUMNS:
             continue
-        c = table.column(name)
+        c = g.columns.column(name)
         if _numeric(c):
             known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
             # a known series is a series whatever it does: skip the constancy test
@@ -734,10 +843,14 @@ def _classify_columns(table: pa.Table, names: Sequence[str], metrics: Sequence[s
                     column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
             vals = c.take(pa.array(starts if g.order is None else g.order[starts]))
             cond[name] = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=object)
+        if name not in metrics:
+            del c
+            g.columns.done(name)
     for m in metrics:
         if m in cond:  # constant metric: still a series
             series[m] = g.col(m)
             del cond[m]
+        g.columns.done(m)
     return series, cond
 
 

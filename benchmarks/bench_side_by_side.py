@@ -113,7 +113,7 @@ def needed_columns(metrics: list[str]) -> list[str]:
 
 def arrow_size(path: str, columns: list[str] | None) -> int:
     """Bytes of the columns as Arrow holds them once read (run ids dictionary-encoded)."""
-    t = pq.read_table(path, columns=columns, read_dictionary=["run"])
+    t = pq.read_table(path, columns=columns, read_dictionary=["run"], pre_buffer=False)
     return int(t.nbytes)
 
 
@@ -133,7 +133,7 @@ def _run_blocks(table: pa.Table) -> tuple[np.ndarray, int]:
 
 def floor(path: str, metrics: list[str]) -> int:
     """Read the needed columns, one numpy pass: grok index and last-10 % median per run."""
-    t = pq.read_table(path, columns=needed_columns(metrics), read_dictionary=["run"])
+    t = pq.read_table(path, columns=needed_columns(metrics), read_dictionary=["run"], pre_buffer=False)
     starts, T = _run_blocks(t)
     R = starts.size
     acc = t.column("test_acc").to_numpy().reshape(R, T)
@@ -150,7 +150,7 @@ def _v15(path: str, metrics: list[str], plain: bool) -> int:
     sys.path.insert(0, str(HERE))
     import v15_loop as v
 
-    t = pq.read_table(path, columns=needed_columns(metrics), read_dictionary=["run"])
+    t = pq.read_table(path, columns=needed_columns(metrics), read_dictionary=["run"], pre_buffer=False)
     starts, T = _run_blocks(t)
     R = starts.size
     step = t.column("step").to_numpy().reshape(R, T)

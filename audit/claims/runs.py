@@ -165,7 +165,7 @@ def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
         raise LogFormatError(f"{flag} column {col!r} is not a per-step column; per-step columns "
                              f"present: {sorted(rc.log.series) or 'none'}",
                              path=rc.log.summary.source, column=col, code=ErrorCode.NOT_A_SERIES)
-    return rc.log.series[col]
+    return np.asarray(rc.log.series[col], dtype=np.float64)  # float32 as stored: widened
 
 
 def check_design(frame: pd.DataFrame, conditions: Sequence[str], axes: Sequence[str],
