@@ -284,10 +284,58 @@ def _ytick_room(ax: Any, size: float = 7.5) -> float:
     return chars * 0.64 * size / 72 + 7.5 / 72
 
 
-def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: int = 4) -> Any:
-    """The dashboard of :func:`dashboard` drawn from its :class:`DashboardData`."""
-    require_matplotlib()
+#: The figure :func:`draw_dashboard` reuses in this process (``reuse=True``): its shape and
+#: (figure, cell axes, bottom axes).
+_REUSED: dict[tuple[Any, ...], tuple[Any, list[tuple[Any, Any]], list[Any]]] = {}
+
+
+def _skeleton(n_cells: int, size: tuple[float, float], shape: tuple[Any, ...], reuse: bool
+              ) -> tuple[Any, list[tuple[Any, Any]], list[Any]]:
+    """A figure of ``size`` inches with a metric and an accuracy axes per cell and the three
+    bottom axes, empty: new, or (``reuse``) the last one of this shape, cleared."""
     from matplotlib.figure import Figure
+
+    key = (n_cells, *shape)
+    if reuse and key in _REUSED:
+        fig, grid, axes = _REUSED[key]
+        fig.set_size_inches(*size)
+        for lg in list(fig.legends):
+            lg.remove()
+        for ax in fig.axes:
+            for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images]:
+                a.remove()
+            if ax.legend_ is not None:
+                ax.legend_.remove()
+            ax.set_gid(None)
+            ax.relim()  # no data limits, as in a new axes
+            if ax.get_xscale() == "linear":  # (a log step axis always gets its limits)
+                ax.set_xlim(0.0, 1.0)  # the limits of a new axes, autoscaled like one
+            ax.set_ylim(0.0, 1.0)
+            ax.set_autoscale_on(True)
+        return fig, grid, axes
+    fig = Figure(figsize=size)
+    grid = [(fig.add_axes((0, 0, 1, 1)), fig.add_axes((0, 0, 1, 1))) for _ in range(n_cells)]
+    axes = [fig.add_axes((0, 0, 1, 1)) for _ in range(3)]
+    for ax in axes:
+        ax.xaxis.set_major_locator(_InView())
+        ax.yaxis.set_major_locator(_InView())
+    if reuse:
+        _REUSED.clear()  # one figure kept per process
+        _REUSED[key] = (fig, grid, axes)
+    return fig, grid, axes
+
+
+def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: int = 4,
+                   reuse: bool = False) -> Any:
+    """The dashboard of :func:`dashboard` drawn from its :class:`DashboardData`.
+
+    ``reuse`` draws it on this process's last figure of the same shape (cells, columns, step
+    scale), cleared, instead of a new one: its axes and ticks are made once (most of the cost
+    of a figure). The figure is then only valid until the next call with ``reuse``: what a
+    worker does, which serializes each figure before drawing the next. The result is the same
+    drawing either way (the SVG is byte-identical).
+    """
+    require_matplotlib()
 
     study = data.study
     cells = data.cells
@@ -308,18 +356,10 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
     bottom_h = 8.5 * _LINE + _TITLE_GAP + _H_BOTTOM + _BOTTOM_LEGEND + _LEGENDS
     height = _PAD + head + sum(row_h) + bottom_h + _FIG_LEGEND + _PAD
     with _rc():
-        fig = Figure(figsize=(width, height))
-        grid: list[tuple[Any, Any]] = []
-        for k, cd in enumerate(cells):
-            axm = fig.add_axes((0, 0, 1, 1))
-            axa = fig.add_axes((0, 0, 1, 1))
+        fig, grid, axes = _skeleton(len(cells), (width, height), (max_cols, log_steps), reuse)
+        for k, (cd, (axm, axa)) in enumerate(zip(cells, grid, strict=True)):
             _cell_panels(axm, axa, study, cd, titles[k], data.grok_threshold, log_steps,
                          data.xlim, first=(k % ncols == 0))
-            grid.append((axm, axa))
-        axes = [fig.add_axes((0, 0, 1, 1)) for _ in range(3)]
-        for ax in axes:
-            ax.xaxis.set_major_locator(_InView())
-            ax.yaxis.set_major_locator(_InView())
         legend_at = -_BOTTOM_LEGEND / _H_BOTTOM
         _snapshot_panel(axes[0], study, legend_at)
         _times_panel(axes[1], study, legend_at)
@@ -334,30 +374,36 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
         def place(ax: Any, x: float, top: float, w: float, h: float) -> None:
             ax.set_position((x / width, (height - top - h) / height, w / width, h / height))
 
-        # columns of cells: each as wide as the others, with room for its tick labels
+        def layout(left: list[float], left_bottom: list[float]) -> None:
+            """Place the cells in columns (``left``: the room left of each) and the bottom
+            panels (``left_bottom``), each column as wide as the others."""
+            w = (width - 2 * _PAD - 0.1 - sum(left) - _COL_GAP * (ncols - 1)) / ncols
+            top = _PAD + head
+            for r in range(nrows):
+                y = top + row_lines[r] * 7.5 * _LINE + _TITLE_GAP
+                x = _PAD
+                for c in range(ncols):
+                    x += left[c]
+                    if r * ncols + c < len(grid):
+                        axm, axa = grid[r * ncols + c]
+                        place(axm, x, y, w, _H_METRIC)
+                        place(axa, x, y + _H_METRIC + _H_GAP, w, _H_ACC)
+                    x += w + _COL_GAP
+                top += row_h[r]
+            w = (width - 2 * _PAD - 0.1 - sum(left_bottom) - 2 * _BOTTOM_GAP) / 3
+            x = _PAD
+            for ax, room in zip(axes, left_bottom, strict=True):
+                x += room
+                place(ax, x, top + 8.5 * _LINE + _TITLE_GAP, w, _H_BOTTOM)
+                x += w + _BOTTOM_GAP
+
+        # first at their final heights (how many y ticks fit depends on it), then with room
+        # for the y tick labels they will draw
+        layout([0.5] * ncols, [0.7] * 3)
         left = [max([_ytick_room(ax) for axm, axa in grid[c::ncols] for ax in (axm, axa)]
                     or [0.3]) for c in range(ncols)]
         left[0] += _Y_LABEL
-        w = (width - 2 * _PAD - 0.1 - sum(left) - _COL_GAP * (ncols - 1)) / ncols
-        top = _PAD + head
-        for r in range(nrows):
-            y = top + row_lines[r] * 7.5 * _LINE + _TITLE_GAP
-            x = _PAD
-            for c in range(ncols):
-                x += left[c]
-                if r * ncols + c < len(grid):
-                    axm, axa = grid[r * ncols + c]
-                    place(axm, x, y, w, _H_METRIC)
-                    place(axa, x, y + _H_METRIC + _H_GAP, w, _H_ACC)
-                x += w + _COL_GAP
-            top += row_h[r]
-        left = [_ytick_room(ax) + _Y_LABEL for ax in axes]
-        w = (width - 2 * _PAD - 0.1 - sum(left) - 2 * _BOTTOM_GAP) / 3
-        x = _PAD
-        for ax, room in zip(axes, left, strict=True):
-            x += room
-            place(ax, x, top + 8.5 * _LINE + _TITLE_GAP, w, _H_BOTTOM)
-            x += w + _BOTTOM_GAP
+        layout(left, [_ytick_room(ax) + _Y_LABEL for ax in axes])
         _trajectory_legend(fig, _PAD / height)
         fig.suptitle(title, fontsize=10, fontweight="bold", y=1 - _PAD / height, va="top")
     return fig
@@ -370,6 +416,11 @@ def _wrap(text: str, width_in: float, fontsize: float) -> str:
     string may (and which then fails to parse)."""
     per_line = max(20, int(width_in * 72 / (fontsize * 0.66)))
     return textwrap.fill(text, per_line, break_on_hyphens=False)
+
+
+def mpl_rc(name: str) -> Any:
+    """The rc setting ``name`` in effect."""
+    return require_matplotlib().rcParams[name]
 
 
 class _rc:
@@ -490,6 +541,10 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, cd: CellData, title: st
         for sp in axm.spines.values():
             sp.set_linestyle((0, (4, 2)))
         axm.set_facecolor("#F4F4F4")
+    else:  # what a new axes has (a reused one may have been gated)
+        for sp in axm.spines.values():
+            sp.set_linestyle("solid")
+        axm.set_facecolor(mpl_rc("axes.facecolor"))
     # y given: no automatic title placement (it measured every tick label of the row)
     axm.set_title(title, fontsize=7.5, loc="left", fontweight="bold" if gated else "normal",
                   y=1.0)
@@ -790,7 +845,7 @@ def render_dashboard(data: DashboardData, prefix: str, *, log_steps: bool = Fals
     A module-level function of picklable arguments that returns plain data: what a worker
     process runs (:class:`grokaudit.html_report.FigureWorkers`), under ``fork`` or ``spawn``.
     """
-    fig = draw_dashboard(data, log_steps=log_steps)
+    fig = draw_dashboard(data, log_steps=log_steps, reuse=True)
     svg = svg_for_html(figure_svg(fig), prefix)
     return svg, (figure_png(fig, png_dpi) if png_dpi else None)
 
