@@ -52,33 +52,59 @@ TC_CENSORED = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR
                TC_NEVER_CROSSED)
 
 
+def _f64(a: np.ndarray) -> np.ndarray:
+    out: np.ndarray = a if a.dtype == np.float64 else a.astype(np.float64)
+    return out
+
+
 @dataclass(frozen=True)
 class Packed:
-    """The non-missing points of one column, per run, left-aligned: ``(R, K)`` matrices."""
+    """The non-missing points of one column, per run, left-aligned: ``(R, K)`` matrices.
 
-    values: np.ndarray  #: (R, K) float64, NaN beyond ``counts``
-    steps: np.ndarray  #: (R, K) float64 logged steps, NaN beyond ``counts``
+    ``raw_values``/``raw_steps`` may be the log's own storage (float32 values, int64 steps,
+    reshaped without a copy); :attr:`values` and :attr:`steps` are their float64 forms, made
+    on first use. :meth:`rows` widens one block of runs only: the blocked clocks never make
+    a float64 copy of a whole column."""
+
+    raw_values: np.ndarray  #: (R, K) float32 or float64, NaN beyond ``counts``
+    raw_steps: np.ndarray  #: (R, K) int64 or float64 logged steps (NaN beyond ``counts``)
     counts: np.ndarray  #: (R,) int64 points per run
+
+    @functools.cached_property
+    def values(self) -> np.ndarray:
+        """(R, K) float64 values."""
+        return _f64(self.raw_values)
+
+    @functools.cached_property
+    def steps(self) -> np.ndarray:
+        """(R, K) float64 steps."""
+        return _f64(self.raw_steps)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        r, k = self.raw_values.shape
+        return int(r), int(k)
 
     @property
     def valid(self) -> np.ndarray:
-        return np.arange(self.values.shape[1])[None, :] < self.counts[:, None]
+        return np.arange(self.shape[1])[None, :] < self.counts[:, None]
 
     def rows(self, sl: slice) -> Packed:
-        """Runs ``sl`` (views, no copy)."""
-        return Packed(self.values[sl], self.steps[sl], self.counts[sl])
+        """Runs ``sl``, as float64."""
+        return Packed(_f64(self.raw_values[sl]), _f64(self.raw_steps[sl]), self.counts[sl])
 
 
 def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
-    """Pack the non-NaN entries of a per-row column into per-run rows (order kept), as float64
-    (a float32 column is widened here, exactly)."""
-    values = np.asarray(values, dtype=np.float64)
+    """Pack the non-NaN entries of a per-row column into per-run rows (order kept). Where
+    every run logs the column at each of its rows and the runs have one length, the packed
+    matrices are the column and the steps reshaped, in their stored types (no copy)."""
     R = table.n_runs
     ok = ~np.isnan(values)
     if ok.all() and table.equal_lengths:
         # the common case: every run logs the column at every row -- a reshape, no scatter
         T = values.size // max(R, 1)
-        return Packed(values.reshape(R, T), table.step_matrix, np.full(R, T, dtype=np.int64))
+        return Packed(values.reshape(R, T), table.step.reshape(R, T),
+                      np.full(R, T, dtype=np.int64))
     ri = table.run_index if run_index is None else run_index
     r_ok = ri[ok]
     counts = np.bincount(r_ok, minlength=R).astype(np.int64)
@@ -87,7 +113,7 @@ def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = Non
     pos = np.arange(r_ok.size) - starts[r_ok]
     V = np.full((R, max(K, 1)), np.nan)
     S = np.full((R, max(K, 1)), np.nan)
-    V[r_ok, pos] = values[ok]
+    V[r_ok, pos] = values[ok]  # float32 values widen exactly on assignment
     S[r_ok, pos] = table.step[ok]
     return Packed(V, S, counts)
 
@@ -309,12 +335,35 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     column, sign, grok_level, full_level = grok_levels(cfg)
     signal = table.test_acc if column == "test_acc" else sign * table.series[column]
     A = pack(signal, table, ri)
+    M = pack(table.train_acc, table, ri) if table.train_acc is not None else None
     widen = downsampled_runs(table)
+
+    def block(sl: slice) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
+        return _accuracy_block(A.rows(sl), None if M is None else M.rows(sl),
+                               None if widen is None else widen[sl], span_first[sl],
+                               span_last[sl], grok_level, cfg)
+
+    parts = map_blocks(block, row_blocks(*A.shape))
+    tg = Event.concat([p[0] for p in parts])
+    tm = None if M is None else Event.concat([p[1] for p in parts])  # type: ignore[misc]
+    sustained, fell_at, final = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4))
+    with np.errstate(invalid="ignore"):
+        fully = ~np.isnan(final) & (final >= full_level)
+    # reported in the criterion's own units: the final median accuracy, or loss
+    return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
+                          span_last)
+
+
+def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
+                    span_first: np.ndarray, span_last: np.ndarray, grok_level: float,
+                    cfg: AuditConfig
+                    ) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`accuracy_clocks` for one block of runs (row-wise): t_grok, t_mem, sustained,
+    the step it fell, the final median."""
     tg = first_passage(A, grok_level, cfg.interval_censoring, widen)
     tm = None
-    if table.train_acc is not None:
-        tm = first_passage(pack(table.train_acc, table, ri), cfg.mem_threshold,
-                           cfg.interval_censoring, widen)
+    if M is not None:
+        tm = first_passage(M, cfg.mem_threshold, cfg.interval_censoring, widen)
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     # (NaN padding compares False: no validity mask needed)
@@ -340,11 +389,7 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
                      np.maximum(A.counts - cfg.min_floor_points, 0))
     final = _nanmedian(_window(A.values, start, A.counts))
-    with np.errstate(invalid="ignore"):
-        fully = ~np.isnan(final) & (final >= full_level)
-    # reported in the criterion's own units: the final median accuracy, or loss
-    return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
-                          span_last)
+    return tg, tm, sustained, fell_at, final
 
 
 # ------------------------------------------------------------------------------------------
@@ -864,7 +909,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                              None if g0 is None else g0[sl],
                              None if widen is None else widen[sl], cfg)
 
-    parts = map_blocks(block, row_blocks(*P.values.shape))
+    parts = map_blocks(block, row_blocks(*P.shape))
     out: dict[str, Any] = {}
     for f in _BLOCK_FIELDS:
         vals = [p[f] for p in parts]

@@ -14,6 +14,7 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -298,15 +299,6 @@ class LogTable:
         c = np.diff(self.offsets)
         return bool(c.size and (c == c[0]).all())
 
-    @functools.cached_property
-    def step_matrix(self) -> np.ndarray:
-        """(R, T) float64 steps when :attr:`equal_lengths` (computed once, read-only): the
-        step matrix every column's packing shares."""
-        if not self.equal_lengths:
-            raise ValueError("step_matrix: the runs have different lengths")
-        out: np.ndarray = self.step.reshape(self.n_runs, -1).astype(np.float64)
-        out.flags.writeable = False
-        return out
 
 
 def _first_examples(values: Sequence[Any], k: int = 3) -> str:
@@ -450,7 +442,10 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     table = _as_arrow(table.take() if isinstance(table, Owned) else table, path)
     prov = _provenance_of(table.schema, path)
     names = _check_columns(table, metrics, path, grok_on)
-    columns = _Columns(table, owned)
+    # the order the stages read the columns in: run and step, the accuracies, the others
+    order = ["run", "step", *(a for a in ACCURACY_COLUMNS if a in names),
+             *(n for n in names if n not in REQUIRED and n not in ACCURACY_COLUMNS)]
+    columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
     g = _group_rows(columns, path)
     accs = {name: _accuracy(name, g, acc_scale, path)
@@ -565,7 +560,9 @@ class Owned:
 class ParquetSource:
     """A Parquet file read one column at a time, when validation asks for it (see
     :func:`read_arrow`'s ``lazy``): with :class:`Owned`, no more than the columns being
-    validated are ever in memory beside the validated log."""
+    validated are ever in memory beside the validated log. Given the order in which the
+    columns will be asked for (:meth:`plan`), the next one is read on a background thread
+    while the current one is validated."""
 
     def __init__(self, path: Path, names: Sequence[str]) -> None:
         self.path = path
@@ -574,15 +571,37 @@ class ParquetSource:
         self.schema: pa.Schema = self._file.schema_arrow
         self.column_names: list[str] = list(self.schema.names)
         self.num_rows: int = self._file.metadata.num_rows
+        self._order: list[str] = []
+        self._ahead: dict[str, Future[pa.ChunkedArray]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def plan(self, order: Sequence[str]) -> None:
+        """The columns in the order they will be read: each read starts the next one."""
+        self._order = [n for n in order if n in self.column_names]
+
+    def _read(self, name: str) -> pa.ChunkedArray:
+        return self._file.read(columns=[name]).column(0)
 
     def column(self, name: str) -> pa.ChunkedArray:
         try:
-            return self._file.read(columns=[name]).column(0)
+            fut = self._ahead.pop(name, None)
+            col = fut.result() if fut is not None else self._read(name)
         except (pa.ArrowInvalid, ValueError, OSError, TypeError) as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise LogFormatError(f"cannot read column {safe(name)!r} as parquet: {msg}",
                                  path=str(self.path), column=name,
                                  code=ErrorCode.FILE_UNREADABLE) from None
+        if name in self._order:
+            i = self._order.index(name)
+            nxt = self._order[i + 1] if i + 1 < len(self._order) else None
+            if nxt is not None and nxt not in self._ahead:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="grokaudit-read")
+                self._ahead[nxt] = self._pool.submit(self._read, nxt)
+            elif nxt is None and self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
+        return col
 
 
 class _Columns:
@@ -590,8 +609,11 @@ class _Columns:
     has been read (its buffers are freed when nothing else holds them); a
     :class:`ParquetSource` is read column by column on first use."""
 
-    def __init__(self, table: pa.Table | ParquetSource, owned: bool) -> None:
+    def __init__(self, table: pa.Table | ParquetSource, owned: bool,
+                 order: Sequence[str] = ()) -> None:
         self._source = table if isinstance(table, ParquetSource) else None
+        if self._source is not None:
+            self._source.plan(order)
         self._cols: dict[str, pa.ChunkedArray] = (
             {} if self._source is not None else {n: table.column(n) for n in table.column_names})
         self.num_rows = table.num_rows
