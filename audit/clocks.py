@@ -402,10 +402,17 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
     ``theilslopes`` (no tie correction; steps never tie). ``x``/``y`` are ``(R, n)`` with NaN
     padding. Returns ``(slope, low, high)``; NaN where a row has fewer than 2 points."""
     R, n = x.shape
-    iu, ju = np.triu_indices(n, k=1)
-    dx = x[:, ju] - x[:, iu]
+    # every pair i < j, grouped by lag j − i (slices, not an index gather: the order of the
+    # pairs does not matter to their order statistics)
+    dx = np.empty((R, n * (n - 1) // 2))
+    dy = np.empty_like(dx)
+    o = 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        dy = y[:, ju] - y[:, iu]  # ±inf beyond the float range: a slope that is not finite
+        for k in range(1, n):
+            np.subtract(x[:, k:], x[:, :-k], out=dx[:, o:o + n - k])
+            # ±inf beyond the float range: a slope that is not finite
+            np.subtract(y[:, k:], y[:, :-k], out=dy[:, o:o + n - k])
+            o += n - k
         s = np.where(dx > 0, dy / dx, np.nan)
     valid = ~np.isnan(s)
     nt = valid.sum(axis=1)
