@@ -129,17 +129,17 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({r.name: r for r in (
     Recipe(
         name="compression-clock",
         source="ClevixLab/grokking-compression-clock (seed 002's harness): sample_data/"
-               "arch_generality/PREREGISTRATION.json, its metrics.jsonl logs (step-0 norms), "
-               "audit/arch_generality_audit.py, paper §3 and §8",
+               "arch_generality/PREREGISTRATION.json, its metrics.jsonl logs (step-0 and late "
+               "norms), audit/arch_generality_audit.py, paper §3 and §8",
         summary="Arm A: the MLP with E ~ N(0, 1/d) and torch-default linear layers "
                 "(U(±1/sqrt(fan_in)) weights and biases); arms B/C: a 1-layer Transformer "
                 "with a ReLU MLP block, no biases, N(0, 1/fan_in) matrices, LayerNorm off (B) "
-                "or on (C); AdamW betas (0.9, 0.98), lr 1e-3, every parameter decayed and "
-                "counted in the global norm, full batch, 60 log-spaced points plus every 250 "
-                "steps.",
+                "or on (C); AdamW betas (0.9, 0.98), lr 1e-3, decay on the weight matrices "
+                "(not on biases or LayerNorm gains), every parameter counted in the global "
+                "norm, full batch, 60 log-spaced points plus every 250 steps.",
         common={"lr": 1e-3, "wd": 1.0, "beta1": 0.9, "beta2": 0.98, "eps": 1e-8,
                 "batch_size": 0, "shared_split": False, "emb_std": 0.0,
-                "decay": "all", "norm_params": "all",
+                "decay": "matrices", "norm_params": "all",
                 "log_grid": "geometric", "log_points": 60, "log_every": 250},
         archs={
             "mlp": {"d_emb": 128, "hidden": 256, "depth": 1, "act": "gelu", "biases": True,
@@ -155,12 +155,19 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({r.name: r for r in (
             "and W2 4.41 (uniform ±1/sqrt(fan_in)), global norm 12.775 (= the three matrices "
             "and the uniform biases); Transformer E, W_v 11.29, W_in 22.62, W_out 11.30, "
             "unembedding 7.78 (all N(0, 1/fan_in))",
-            "which parameters decay: not stated; every parameter is taken as decayed "
-            "(torch.optim.AdamW over model.parameters()), inferred from the global norm "
-            "counting every parameter, biases and LayerNorm gains included",
+            "which parameters decay: not stated; the weight matrices only (embeddings and "
+            "positions included), read from the logs: the global norm outgrows what decayed "
+            "parameters can hold (AdamW keeps a decayed entry within about 1/wd). MLP wd 4 "
+            "(wd4_s0, step 30 000): global norm 56.09 against E 20.28, W1 43.79, W2 26.12, "
+            "so the 315 biases carry 11.6 (decayed: at most about sqrt(315)/4 = 4.4). LayerNorm "
+            "arm wd 3 (tf_ln/wd3_s1, step 60 000): global norm 120.4 while every logged matrix "
+            "has shrunk below 2.1 (E 0.64, W_in 1.93, W_out 2.02, W_v 0.63, unembedding 1.13; "
+            "the LN-free arm at the same wd: 24.5), which only undecayed LayerNorm gains can "
+            "carry. (Until this was read, the recipe decayed every parameter.)",
             "LayerNorm (arm C): gains present (the step-0 global norm exceeds arm B's by "
-            "sqrt(3·128), three LayerNorms of 128 gains); whether their biases exist and decay "
-            "is not recoverable",
+            "sqrt(3·128), three LayerNorms of 128 gains) and not decayed (above); whether "
+            "their biases exist is not recoverable (they start at 0): here they exist and, "
+            "like the gains, are not decayed",
             "positions: learned; their scale is not recoverable from the logs (≈ 1/sqrt(d)); "
             "the readout width (p or p + 1 classes) likewise (p taken)",
             "Adam eps: not stated (torch's 1e-8); batch: the paper says full batch",

@@ -80,7 +80,7 @@ def test_compression_clock_mlp_is_torch_default_linear_with_fan_in_embedding() -
     # at a time: sqrt(‖E‖² + ‖W1‖² + ‖W2‖² + ‖b‖²) ≈ 12.8
     total = sum(w[n].pow(2).flatten(1).sum(1) for n in w).sqrt()
     assert total.mean().item() == pytest.approx(12.775, rel=0.02)
-    assert (cfg.beta2, cfg.decay, cfg.norm_params) == (0.98, "all", "all")
+    assert (cfg.beta2, cfg.decay, cfg.norm_params) == (0.98, "matrices", "all")
 
 
 def test_critical_norm_transformer_has_no_biases_no_ln_gains_and_reads_p_plus_one() -> None:
