@@ -314,29 +314,24 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
     1 critical findings (the report is written either way), 2 usage or input error.
     """
-    from contextlib import nullcontext
-
     from .api import audit_log, validated_log
     from .config import build_config
     from .figures import check_matplotlib
-    from .html_report import FigureWorkers, default_jobs, write_report
+    from .html_report import write_report
     from .outputs import resolve_output_dir
 
-    check_matplotlib()  # fail before the audit runs, not after (without importing it here)
+    check_matplotlib()  # fail before the audit runs, not after (without importing it yet)
     cfg = build_config(profile, config_file, audit_overrides(params))
     inputs = _inputs(paths, config_file)
     outs = resolve_outputs(inputs, html=(output, {"flag": "--output", "allow_stdout": False,
                                                   "suffixes": (".html", ".htm")}))
     png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
-    n_jobs = default_jobs() if jobs is None else jobs
-    # the figure workers start now: they import matplotlib while the log is read and audited
-    with FigureWorkers(n_jobs) if n_jobs > 1 else nullcontext() as workers:
-        table = _read(paths, params, cfg.on_duplicate)
-        log = validated_log(table, cfg, _source(paths))
-        del table
-        result = audit_log(log, cfg)
-        out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=n_jobs,
-                           workers=workers, progress=progress_printer("report"))
+    table = _read(paths, params, cfg.on_duplicate)
+    log = validated_log(table, cfg, _source(paths))
+    del table
+    result = audit_log(log, cfg)
+    out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
+                       progress=progress_printer("report"))
     if result.failing:
         codes = sorted({f.code.value for f in result.failing})
         line = f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"

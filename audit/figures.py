@@ -299,13 +299,9 @@ def _skeleton(n_cells: int, size: tuple[float, float], shape: tuple[Any, ...], r
     if reuse and key in _REUSED:
         fig, grid, axes = _REUSED[key]
         fig.set_size_inches(*size)
-        for lg in list(fig.legends):
-            lg.remove()
-        for ax in fig.axes:
+        for ax in fig.axes:  # everything but the legends (the same for every study)
             for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images]:
                 a.remove()
-            if ax.legend_ is not None:
-                ax.legend_.remove()
             ax.set_gid(None)
             ax.relim()  # no data limits, as in a new axes
             if ax.get_xscale() == "linear":  # (a log step axis always gets its limits)
@@ -319,6 +315,7 @@ def _skeleton(n_cells: int, size: tuple[float, float], shape: tuple[Any, ...], r
     for ax in axes:
         ax.xaxis.set_major_locator(_InView())
         ax.yaxis.set_major_locator(_InView())
+    _legends(fig, axes[0], axes[1])
     if reuse:
         _REUSED.clear()  # one figure kept per process
         _REUSED[key] = (fig, grid, axes)
@@ -360,9 +357,8 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
         for k, (cd, (axm, axa)) in enumerate(zip(cells, grid, strict=True)):
             _cell_panels(axm, axa, study, cd, titles[k], data.grok_threshold, log_steps,
                          data.xlim, first=(k % ncols == 0))
-        legend_at = -_BOTTOM_LEGEND / _H_BOTTOM
-        _snapshot_panel(axes[0], study, legend_at)
-        _times_panel(axes[1], study, legend_at)
+        _snapshot_panel(axes[0], study)
+        _times_panel(axes[1], study)
         _lag_panel(axes[2], study)
         xs = _axis_x(study)
         if xs:  # one axis range for the three panels, whichever cells each one shows
@@ -404,7 +400,7 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
                     or [0.3]) for c in range(ncols)]
         left[0] += _Y_LABEL
         layout(left, [_ytick_room(ax) + _Y_LABEL for ax in axes])
-        _trajectory_legend(fig, _PAD / height)
+        fig.legends[0].set_bbox_to_anchor((0.5, _PAD / height))
         fig.suptitle(title, fontsize=10, fontweight="bold", y=1 - _PAD / height, va="top")
     return fig
 
@@ -448,7 +444,9 @@ def _step_limits(log: LogTable, rows: list[int], log_steps: bool) -> tuple[float
     return lo, hi + 0.08 * ((hi - lo) or 1.0)
 
 
-def _trajectory_legend(fig: Any, bottom: float) -> None:
+def _legends(fig: Any, snapshot: Any, times: Any) -> None:
+    """The figure's legends, the same for every study: the trajectory panels' (at the foot of
+    the figure; placed by :func:`draw_dashboard`), and those under panels (b) and (c)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -460,8 +458,22 @@ def _trajectory_legend(fig: Any, bottom: float) -> None:
                Line2D([], [], color=C_COMPRESS, ls=":", label="t_compress (cell median)"),
                Line2D([], [], color=C_TRAIN, ls="--", lw=1.1, label="train acc (median)"),
                Line2D([], [], color="#999999", ls="-.", lw=0.7, label="grok threshold")]
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, bottom), ncols=4,
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=4,
                frameon=False, fontsize=7, borderaxespad=0)
+    below = -_BOTTOM_LEGEND / _H_BOTTOM  # under the panel's tick labels and x label
+    snapshot.legend(handles=[
+        Line2D([], [], marker="^", color=C_MGROK, ls="none", label="m_grok (at-grok median)"),
+        Line2D([], [], marker="o", color=C_FLOOR, ls="none", label="floor F ± δ"),
+        Line2D([], [], marker="x", color="black", ls="none",
+               label="gated cell (hollow markers)")], frameon=False, fontsize=6.5,
+        loc="upper center", bbox_to_anchor=(0.5, below), ncols=2)
+    times.legend(handles=[
+        Line2D([], [], marker="s", color=C_GROK, label="t_grok median (interval)"),
+        Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
+        Line2D([], [], marker=_arrow_marker(), color="#444444", ls="none", ms=9,
+               fillstyle="none", mew=1.2, label="censored median: lower bound, open-ended")],
+        frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, below),
+        ncols=2)
 
 
 #: Gate codes in a few words, for panel titles (the gate table gives the full codes).
@@ -626,7 +638,7 @@ class _Bars:
                     zorder=2.0)
 
 
-def _snapshot_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
+def _snapshot_panel(ax: Any, study: StudyResult) -> None:
     """(b) the at-grok value against the converged floor, per cell, along the axis."""
     from matplotlib.collections import LineCollection
 
@@ -665,14 +677,6 @@ def _snapshot_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
         ax.plot(*zip(*crosses, strict=True), marker="x", color="black", ms=7, ls="none",
                 zorder=2.2)
     _gate_marks(ax, study)
-    from matplotlib.lines import Line2D
-
-    ax.legend(handles=[
-        Line2D([], [], marker="^", color=C_MGROK, ls="none", label="m_grok (at-grok median)"),
-        Line2D([], [], marker="o", color=C_FLOOR, ls="none", label="floor F ± δ"),
-        Line2D([], [], marker="x", color="black", ls="none",
-               label="gated cell (hollow markers)")], frameon=False, fontsize=6.5,
-        loc="upper center", bbox_to_anchor=(0.5, legend_at), ncols=2)
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel(safe(study.metric))
     ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left", wrap=True,
@@ -739,7 +743,7 @@ def _top(study: StudyResult, quantities: Sequence[str]) -> tuple[float, float]:
     return lo - 0.05 * span, hi + 0.18 * span
 
 
-def _times_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
+def _times_panel(ax: Any, study: StudyResult) -> None:
     """(c) cell-median t_grok and t_compress with their censoring intervals."""
     dx = _spread(_axis_x(study))
     lo, top = _top(study, ("t_grok", "t_compress"))
@@ -747,15 +751,6 @@ def _times_panel(ax: Any, study: StudyResult, legend_at: float) -> None:
     _interval_marks(ax, study, "t_grok", C_GROK, "s", -dx / 2, top)
     _interval_marks(ax, study, "t_compress", C_COMPRESS, "D", dx / 2, top)
     _gate_marks(ax, study)
-    from matplotlib.lines import Line2D
-
-    ax.legend(handles=[
-        Line2D([], [], marker="s", color=C_GROK, label="t_grok median (interval)"),
-        Line2D([], [], marker="D", color=C_COMPRESS, label="t_compress median (interval)"),
-        Line2D([], [], marker=_arrow_marker(), color="#444444", ls="none", ms=9,
-               fillstyle="none", mew=1.2, label="censored median: lower bound, open-ended")],
-        frameon=False, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, legend_at),
-        ncols=2)
     ax.set_xlabel(safe(study.axis))
     ax.set_ylabel("step")
     ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left", wrap=True, y=1.0)
@@ -793,6 +788,10 @@ _REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^)"]*)')
 _TAG = re.compile(r"(<[^>]*>)")
 
 
+def _first_group(m: re.Match[str]) -> str:
+    return m.group(1)  # faster than the template r"\1" (expanded in Python for each match)
+
+
 def svg_for_html(svg: str, prefix: str) -> str:
     """Make matplotlib's SVG fit inline in an HTML page.
 
@@ -817,11 +816,21 @@ def svg_for_html(svg: str, prefix: str) -> str:
                     f'data-cell="{html.escape(unquote(cell))}"')
         return f'id="{prefix}-{m.group(1)}"'
 
+    def fix_d(m: re.Match[str]) -> str:
+        return ' d="' + _DIGITS.sub(_first_group, m.group(1)) + '"'
+
+    def fix_ref(m: re.Match[str]) -> str:
+        return f"{m.group(1)}{prefix}-{m.group(2)}"
+
     def fix_tag(tag: str) -> str:
-        tag = _ID.sub(fix_id, tag)
-        # path coordinates to 0.01 pt: a third of the bytes, no visible change
-        tag = _PATH_D.sub(lambda m: ' d="' + _DIGITS.sub(r"\1", m.group(1)) + '"', tag)
-        return _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", tag)
+        # each substitution only where it can apply (most tags have none: the cheap test first)
+        if 'id="' in tag:
+            tag = _ID.sub(fix_id, tag)
+        if ' d="' in tag:  # path coordinates to 0.01 pt: a third of the bytes, no visible change
+            tag = _PATH_D.sub(fix_d, tag)
+        if "#" in tag:
+            tag = _REF.sub(fix_ref, tag)
+        return tag
 
     s = "".join(fix_tag(part) if i % 2 else part for i, part in enumerate(_TAG.split(s)))
     s = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',

@@ -384,14 +384,16 @@ def default_jobs() -> int:
 
 class FigureWorkers:
     """Worker processes that draw the dashboards, one study each, in parallel (processes:
-    matplotlib is not thread-safe). Each worker imports matplotlib as soon as it starts, so
-    that starting them before the log is read hides that import behind the audit; a worker
-    returns the figure's page-ready SVG (and PNG bytes), never a Figure.
+    matplotlib is not thread-safe); a worker returns the figure's page-ready SVG (and PNG
+    bytes), never a Figure.
 
-    ``fork`` on Linux (nothing to pickle but each study's :class:`~grokaudit.figures.
-    DashboardData`), the platform's default (``spawn``) elsewhere. Use as a context manager;
-    when processes cannot be started (no semaphores in a sandbox…), :attr:`pool` is None and
-    the figures are drawn in this process.
+    On Linux the workers are forked from this process once it has imported matplotlib and
+    drawn a tiny figure (:func:`~grokaudit.figures.warm_up`): they start warm, and the import
+    is paid once, not once per worker; only each study's :class:`~grokaudit.figures.
+    DashboardData` is sent to them. Elsewhere the platform's default start method (``spawn``)
+    is used and each worker warms up first. Use as a context manager; when processes cannot
+    be started (no semaphores in a sandbox…), :attr:`pool` is None and the figures are drawn
+    in this process.
     """
 
     def __init__(self, jobs: int) -> None:
@@ -402,14 +404,15 @@ class FigureWorkers:
 
         from .figures import warm_up
 
-        ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+        fork = sys.platform.startswith("linux")
+        if fork:
+            warm_up()
         try:
-            pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=ctx,
-                                                          initializer=warm_up)
-            pool.submit(int)  # starts the workers now (each runs warm_up first)
+            self.pool = concurrent.futures.ProcessPoolExecutor(
+                self.jobs, mp_context=multiprocessing.get_context("fork") if fork else None,
+                initializer=None if fork else warm_up)
         except (OSError, NotImplementedError, ImportError):  # pragma: no cover - sandboxes
-            return
-        self.pool = pool
+            self.pool = None
 
     def close(self) -> None:
         if self.pool is not None:
