@@ -759,8 +759,14 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
         # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
         same_run = codes[1:] == codes[:-1]
         contiguous = n_read - 1 - np.count_nonzero(same_run) == R - 1
-        sorted_input = bool(contiguous and not np.any(same_run & (step[1:] < step[:-1])))
-        strictly = sorted_input and not np.any(same_run & (step[1:] == step[:-1]))
+        sorted_input = strictly = False
+        if contiguous:  # one pass for the common case: steps strictly increase in each run
+            back = step[1:] <= step[:-1]
+            back &= same_run
+            if back.any():  # a repeated or a decreasing step
+                sorted_input = not np.any(same_run & (step[1:] < step[:-1]))
+            else:
+                sorted_input = strictly = True
     order: np.ndarray | None = None
     if sorted_input:
         block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
