@@ -1,0 +1,164 @@
+"""The fast paths of the W&B offline reader give exactly what the record-by-record path gives.
+
+One run is written by ``wandb`` itself; variants of it (re-framed with LevelDB's framing) hold
+odd steps, odd values, broken UTF-8, records that pass their CRC but are not protobufs, and
+damaged framing. Each is read twice: with the fast paths (blocks walked side by side, history
+records decoded by numpy) and with every record framed and decoded one by one by protobuf, as
+before; the points, warnings, findings and errors must be identical.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("wandb", reason="wandb is not installed")
+
+from grokaudit.adapters import wandb as wb  # noqa: E402
+from grokaudit.adapters.merge import ReadOptions  # noqa: E402
+from grokaudit.adapters.points import Points  # noqa: E402
+from grokaudit.errors import LogFormatError  # noqa: E402
+
+from .test_adapters_wandb import log_offline  # noqa: E402
+
+
+def _frame(header: bytes, payloads: list[bytes]) -> bytes:
+    """LevelDB log framing, as wandb writes it (32 KiB blocks, fragments across blocks)."""
+    out = bytearray(header)
+    for p in payloads:
+        first = True
+        while True:
+            room = wb.BLOCK - len(out) % wb.BLOCK
+            if room < wb.REC.size:
+                out += bytes(room)
+                continue
+            take = min(room - wb.REC.size, len(p))
+            last = take == len(p)
+            kind = (wb.FULL if last else wb.FIRST) if first else (wb.LAST if last else wb.MIDDLE)
+            body = p[:take]
+            out += wb.REC.pack(zlib.crc32(body, zlib.crc32(bytes((kind,)))), take, kind) + body
+            p, first = p[take:], False
+            if last:
+                break
+    return bytes(out)
+
+
+def _snapshot(path: Path) -> Any:
+    try:
+        pts = wb.read_offline(path, ReadOptions())
+    except LogFormatError as exc:
+        return ("error", exc.code, str(exc))
+    return ([(c.run, c.metric, c.step.tolist(), c.value.tobytes(), c.wall_time.tobytes())
+             for c in pts.chunks], pts.conditions, pts.warnings,
+            [f.to_dict() for f in pts.findings])
+
+
+def _slow_snapshot(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(wb, "_records_fast", lambda data: None)
+        m.setattr(wb, "_decode_fast",
+                  lambda bufx, starts, ends, file, n_main: wb._Fast(np.arange(starts.size)))
+        return _snapshot(path)
+
+
+def test_fast_paths_equal_record_by_record(wandb_env: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rng = np.random.default_rng(0)
+    rows = [{"test/acc": float(rng.random()), "train/loss": float(rng.random()) * 5,
+             "ü/ñ": s * 0.5, "_private": 1, "_step": s} for s in range(0, 1500, 3)]
+    rows[3]["text"] = "hello"
+    rows[4]["flag"] = True
+    rows[5]["nan"] = float("nan")
+    src = log_offline(wandb_env, "fast1", rows, name="wd1.5_s0", config={"wd": 1.5})
+    data = src.read_bytes()
+    payloads = wb.records(data, str(src), Points())
+    kinds = [pb.Record.FromString(p).WhichOneof("record_type") for p in payloads]
+    hist = [i for i, k in enumerate(kinds) if k == "history"]
+    summ = [i for i, k in enumerate(kinds) if k == "summary"]
+    assert len(hist) > 100 and summ
+
+    def history_with(i: int, edit: Any) -> bytes:
+        rec = pb.Record.FromString(payloads[i])
+        edit(rec.history)
+        return rec.SerializeToString()
+
+    def set_item(key: str, text: str) -> Any:
+        def edit(h: Any) -> None:
+            for it in h.item:
+                if (it.key or ".".join(it.nested_key)) == key:
+                    it.value_json = text
+        return edit
+
+    def drop_step(h: Any) -> None:
+        keep = [it for it in h.item if ".".join(it.nested_key) != "_step"]
+        del h.item[:]
+        h.item.extend(keep)
+        h.ClearField("step")
+
+    h = hist[40]
+    variants: dict[str, dict[int, bytes]] = {
+        "as written": {},
+        "step 2.0": {h: history_with(h, set_item("_step", "2.0"))},
+        "step 2.5": {h: history_with(h, set_item("_step", "2.5"))},
+        "step null": {h: history_with(h, set_item("_step", "null"))},
+        "step text": {h: history_with(h, set_item("_step", '"x"'))},
+        "step -3": {h: history_with(h, set_item("_step", "-3"))},
+        "step 2**53+1": {h: history_with(h, set_item("_step", "9007199254740993"))},
+        "step ' 7 '": {h: history_with(h, set_item("_step", " 7 "))},
+        "no step": {h: history_with(h, drop_step)},
+        "odd values": {h: history_with(h, set_item("test/acc", "1_0")),
+                       h + 3: history_with(h + 3, set_item("test/acc", "-NaN")),
+                       hist[50]: history_with(hist[50], set_item("test/acc", "nan(1)")),
+                       hist[51]: history_with(hist[51], set_item("test/acc", "١٢")),
+                       hist[52]: history_with(hist[52], set_item("test/acc", '"Infinity"')),
+                       hist[53]: history_with(hist[53], set_item("_timestamp", "true"))},
+        "broken utf-8 key": {h: payloads[h].replace(b"test/acc", b"test/\xff\xfec")},
+        "utf-8 key": {h: payloads[h].replace(b"test/acc", "tést/ä".encode())},
+        "garbage history": {h: payloads[h][:10] + b"\xff" * 4 + payloads[h][14:]},
+        "garbage summary": {summ[-1]: payloads[summ[-1]][:8] + b"\xff" * 5
+                            + payloads[summ[-1]][13:]},
+        "two errors": {hist[10]: history_with(hist[10], set_item("_step", "1.5")),
+                       hist[5]: payloads[hist[5]][:10] + b"\xff" * 4 + payloads[hist[5]][14:]},
+    }
+    header = data[:wb.HEADER.size]
+    for name, edits in variants.items():
+        framed = _frame(header, [edits.get(i, p) for i, p in enumerate(payloads)])
+        for damage, content in (("", framed), (" truncated", framed[:-50]),
+                                (" flipped", framed[:9000] + bytes([framed[9000] ^ 4])
+                                 + framed[9001:])):
+            d = wandb_env / "variants" / f"{name}{damage}".replace(" ", "_")
+            d.mkdir(parents=True)
+            (d / "run-fast1.wandb").write_bytes(content)
+            fast = _snapshot(d)
+            assert fast == _slow_snapshot(d, monkeypatch), f"{name}{damage}"
+    assert _snapshot(wandb_env / "variants" / "as_written")[0]  # points were read
+
+
+def test_numbers_read_at_once_equal_python() -> None:
+    texts = [b"0.1", b"-2.5e-07", b"1e400", b"NaN", b"Infinity", b"-Infinity", b"7",
+             b"2.4703282292062328e-324", b"123456789012345678901234567890"]
+    buf = np.frombuffer(b"".join(texts) + bytes(16), dtype=np.uint8)
+    length = np.array([len(t) for t in texts])
+    at = np.cumsum(length) - length
+    got = wb._numbers(buf, at, length)
+    assert got is not None
+    assert got.tobytes() == np.array([float(t) for t in texts]).tobytes()
+    for odd in (b"1_0", b" 1", b"nan(1)", b"-nan", b"0x10", b"1e", b""):
+        buf = np.frombuffer(b"1" + odd + bytes(16), dtype=np.uint8)
+        assert wb._numbers(buf, np.array([0, 1]), np.array([1, len(odd)])) is None
+    assert wb._numbers(np.frombuffer(b"12" + bytes(16), dtype=np.uint8), np.array([0]),
+                       np.array([2]), integers=True).tolist() == [12]
+
+
+def test_framing_of_many_blocks(tmp_path: Path) -> None:
+    payloads = [bytes([i % 251]) * (i * 37 % 70000) for i in range(200)]
+    data = _frame(struct.pack("<4sHB", b":W&B", 0xBEE1, 0), payloads)
+    bufx, starts, ends = wb._records_fast(data)
+    assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
+    assert wb._records_fast(data[:-10]) is None
