@@ -1,18 +1,25 @@
-"""Read time per million points for each adapter, next to the libraries' own readers.
+"""Read time per million points for each adapter, next to the writers' own readers.
 
-    python benchmarks/bench_adapters.py [--points 1000000] [--wandb-points 100000] [--repeat 3]
-                                        [--markdown]
+    python benchmarks/bench_adapters.py [--points 1000000] [--wandb-points 1000000] [--repeat 3]
+                                        [--cache DIR] [--markdown]
 
-Writes the fixtures once into a temporary folder, then times (best of ``--repeat``):
+Writes the fixtures once (into ``--cache DIR`` to reuse them in later runs, else a temporary
+folder), then times, side by side in one run (``read_log`` best of ``--repeat``, the other
+readers once):
 
 * TensorBoard: ``read_log`` vs TensorBoard's own ``EventFileLoader`` (events decoded, scalar
-  values collected) and ``tbparse.SummaryReader`` (when installed), on the same event files;
+  values collected) and ``tbparse.SummaryReader`` (when installed), on the same event file;
+* W&B offline: ``read_log`` vs wandb's own ``Record`` protobuf decoding the run record by
+  record (wandb 0.31 ships no Python reader of ``.wandb`` files: its reader is the Go
+  ``wandb-core``), on a run written by ``wandb`` itself: ``--wandb-points`` values, 4 per
+  logged row (wandb writes about 5 000 rows a second: a million points take about a minute);
+* MLflow SQLite: ``read_log`` vs ``sqlite3`` (``fetchall`` of the metric rows into numpy) and
+  ``pandas.read_sql_query``, which only fetch the rows (no per-metric series, no checks);
 * CSV: ``read_log`` vs ``pandas.read_csv`` on the same file;
-* Parquet, JSONL, NPZ, W&B history CSV, MLflow file store and SQLite: ``read_log`` alone;
-* W&B offline: ``read_log`` on a run written by ``wandb`` itself (``--wandb-points`` rows, as
-  wandb writes about 5 000 rows a second), when wandb is installed.
+* Parquet, JSONL, NPZ, W&B history CSV and the MLflow file store: ``read_log`` alone.
 
 Every reader must return every point; the script checks the counts before it reports a time.
+The load average of the machine is printed before and after.
 The event files are framed by this script (TFRecord framing, masked CRC-32C) from ``Event``
 protobufs built with TensorBoard's own classes, because ``SummaryWriter`` needs minutes for a
 million points; ``EventFileLoader`` and ``tbparse`` verify them as they read.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sqlite3
 import struct
 import sys
@@ -139,19 +147,44 @@ def write_tables(root: Path, steps: np.ndarray, vals: dict[str, np.ndarray]) -> 
     return out
 
 
-def write_wandb(root: Path, n_rows: int) -> Path | None:
+def write_wandb(root: Path, n_points: int) -> Path | None:
+    """A run logged by ``wandb`` offline: ``n_points // 4`` rows of the 4 tags."""
     if importlib.util.find_spec("wandb") is None:
         return None
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=str(root))
     import wandb
 
+    steps, vals = series(n_points)
+    cols = {t: vals[t].tolist() for t in TAGS}
     run = wandb.init(project="bench", id="bench1", dir=str(root), mode="offline",
                      settings=wandb.Settings(console="off", x_disable_stats=True,
                                              x_disable_meta=True, disable_git=True))
-    for s in range(n_rows):
-        run.log({"test/acc": (s % 1000) / 1000}, step=s)
+    for i, s in enumerate(steps.tolist()):
+        run.log({t: cols[t][i] for t in TAGS}, step=s)
     run.finish()
-    return root / "wandb"
+    out = root / "wandb"
+    deadline = time.monotonic() + 120  # wandb-core may still be writing after finish()
+    while time.monotonic() < deadline:
+        try:
+            if _points(read_log(out)) == steps.size * len(TAGS):
+                break
+        except Exception:  # noqa: BLE001 - not complete yet
+            pass
+        time.sleep(1)
+    return out
+
+
+def cached(cache: Path | None, name: str, write: Callable[[Path], object]) -> Path:
+    """``cache/name`` written once by ``write`` (a ``.done`` marker says it is complete)."""
+    assert cache is not None
+    target = cache / name
+    if not (cache / f"{name}.done").exists():
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        write(target)
+        (cache / f"{name}.done").write_text("ok\n")
+    return target
 
 
 # ------------------------------------------------------------------------------------------
@@ -177,31 +210,118 @@ def efl_points(files: list[Path]) -> int:
     return len(out)
 
 
+def wandb_protobuf_points(root: Path) -> int:
+    """wandb's own ``Record`` protobuf, record by record: LevelDB framing walked in Python
+    (zlib CRC of every record, as wandb-core checks it), each record decoded, each history
+    value read with ``float``/``json``."""
+    import json
+    import zlib
+
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    n = 0
+    for f in sorted(root.rglob("offline-run-*/*.wandb")):
+        data = f.read_bytes()
+        pos, pending = 7, b""
+        while pos + 7 <= len(data):
+            room = 32768 - pos % 32768
+            if room < 7:
+                pos += room
+                continue
+            crc, length, kind = struct.unpack_from("<IHB", data, pos)
+            if kind == 0 and length == 0:
+                pos += room
+                continue
+            body = data[pos + 7:pos + 7 + length]
+            if zlib.crc32(body, zlib.crc32(bytes((kind,)))) != crc:
+                raise SystemExit(f"CRC error in {f} at {pos}")
+            pos += 7 + length
+            pending = body if kind in (1, 2) else pending + body
+            if kind not in (1, 4):
+                continue
+            rec = Record.FromString(pending)
+            if rec.WhichOneof("record_type") == "history":
+                for item in rec.history.item:
+                    key = item.key or ".".join(item.nested_key)
+                    if not key.startswith("_"):
+                        try:
+                            float(item.value_json)
+                        except ValueError:
+                            json.loads(item.value_json)
+                        n += 1
+    return n
+
+
+_METRICS_QUERY = ("select run_uuid, key, step, value, timestamp, is_nan from metrics "
+                  "order by rowid")
+
+
+def sqlite3_points(db: Path) -> int:
+    """``sqlite3``: every metric row fetched, the numbers into numpy arrays."""
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = con.execute(_METRICS_QUERY).fetchall()
+    finally:
+        con.close()
+    runs, keys, step, value, ts, is_nan = zip(*rows)
+    arrays = (np.array(step, dtype=np.int64), np.array(value, dtype=np.float64),
+              np.array(ts, dtype=np.float64), np.array(is_nan, dtype=bool))
+    return int(arrays[1].size)
+
+
+def pandas_sql_points(db: Path) -> int:
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return len(pd.read_sql_query(_METRICS_QUERY, con))
+    finally:
+        con.close()
+
+
 def tbparse_points(logdir: Path) -> int:
     from tbparse import SummaryReader
 
     return len(SummaryReader(str(logdir)).scalars)
 
 
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = [f"python {sys.version.split()[0]}"]
+    for pkg in ("numpy", "pandas", "pyarrow", "protobuf", "tensorboard", "tbparse", "wandb"):
+        try:
+            out.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:
+            pass
+    out.append(f"sqlite {sqlite3.sqlite_version}")
+    return ", ".join(out)
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=1_000_000)
-    ap.add_argument("--wandb-points", type=int, default=100_000)
+    ap.add_argument("--wandb-points", type=int, default=1_000_000,
+                    help="values in the W&B offline run (4 per row; 0: no W&B run)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cache", type=Path, default=None,
+                    help="keep the generated logs here and reuse them in later runs")
     ap.add_argument("--markdown", action="store_true", help="print the docs table only")
     args = ap.parse_args(argv)
     rows: list[tuple[str, str, int, float]] = []
+    load_before = load()
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        cache = args.cache or Path(tmp)
         steps, vals = series(args.points)
         n = steps.size * len(TAGS)
-        tb_dir = root / "tb" / "r0"
-        tb_dir.mkdir(parents=True)
         have_tb = importlib.util.find_spec("tensorboard") is not None
         if have_tb:
+            tb_dir = cached(cache, f"tb-{args.points}", lambda d: write_events(
+                d / "events.out.tfevents.1700000000.bench", steps, vals))
             tb_file = tb_dir / "events.out.tfevents.1700000000.bench"
-            write_events(tb_file, steps, vals)
             rows.append(("tensorboard", "grokaudit read_log", n,
                          best(lambda: _points(read_log(tb_dir)), args.repeat, n)))
             rows.append(("tensorboard", "tensorboard EventFileLoader", n,
@@ -209,20 +329,35 @@ def main(argv: list[str] | None = None) -> None:
             if importlib.util.find_spec("tbparse") is not None:
                 rows.append(("tensorboard", "tbparse SummaryReader.scalars", n,
                              best(lambda: tbparse_points(tb_dir), 1, n)))
-        files = write_tables(root, steps, vals)
+        nw = (args.wandb_points // len(TAGS)) * len(TAGS)
+        if nw and importlib.util.find_spec("wandb") is not None:
+            wb = cached(cache, f"wandb-{nw}", lambda d: write_wandb(d, nw)) / "wandb"
+            rows.append(("wandb-offline", "grokaudit read_log", nw,
+                         best(lambda: _points(read_log(wb)), args.repeat, nw)))
+            rows.append(("wandb-offline", "wandb Record protobuf, record by record", nw,
+                         best(lambda: wandb_protobuf_points(wb), 1, nw)))
+        tables = cached(cache, f"tables-{args.points}", lambda d: write_tables(d, steps, vals))
+        files = {k: tables / v for k, v in (("csv", "logs.csv"), ("parquet", "logs.parquet"),
+                                             ("jsonl", "logs.jsonl"),
+                                             ("wandb-history", "r0-history.csv"),
+                                             ("npz", "cell.npz"), ("mlflow", "mlruns"),
+                                             ("mlflow-sqlite", "mlflow.db"))}
+        db = files["mlflow-sqlite"]
+        rows.append(("mlflow-sqlite", "grokaudit read_log", n,
+                     best(lambda: _points(read_log(db)), args.repeat, n)))
+        rows.append(("mlflow-sqlite", "sqlite3 fetchall + numpy", n,
+                     best(lambda: sqlite3_points(db), args.repeat, n)))
+        rows.append(("mlflow-sqlite", "pandas read_sql_query", n,
+                     best(lambda: pandas_sql_points(db), args.repeat, n)))
         rows.append(("csv", "grokaudit read_log", n,
                      best(lambda: _points(read_log(files["csv"])), args.repeat, n)))
         rows.append(("csv", "pandas read_csv", n,
                      best(lambda: int(pd.read_csv(files["csv"])[["test_acc", "train_acc",
                                                                  "emb_erank", "weight_norm"]]
                                       .notna().to_numpy().sum()), args.repeat, n)))
-        for fmt in ("parquet", "jsonl", "npz", "wandb-history", "mlflow", "mlflow-sqlite"):
+        for fmt in ("parquet", "jsonl", "npz", "wandb-history", "mlflow"):
             rows.append((fmt, "grokaudit read_log", n,
                          best(lambda p=files[fmt]: _points(read_log(p)), args.repeat, n)))
-        wb = write_wandb(root / "wb", args.wandb_points) if args.wandb_points else None
-        if wb is not None:
-            rows.append(("wandb-offline", "grokaudit read_log", args.wandb_points,
-                         best(lambda: _points(read_log(wb)), args.repeat, args.wandb_points)))
 
     lines = ["| format | reader | points | seconds | s per 1M points | time ÷ grokaudit's |",
              "|---|---|---:|---:|---:|---:|"]
@@ -232,7 +367,9 @@ def main(argv: list[str] | None = None) -> None:
         ratio = f"{per_m / ours[fmt]:.1f}" if who != "grokaudit read_log" else "1"
         lines.append(f"| {fmt} | {who} | {p:,} | {t:.2f} | {per_m:.2f} | {ratio} |")
     if not args.markdown:
-        print(f"python {sys.version.split()[0]}, numpy {np.__version__}, pandas {pd.__version__}")
+        print(versions())
+        print(f"load average (1, 5, 15 min): before {load_before}, after {load()}; "
+              f"{os.cpu_count()} CPUs")
     print("\n".join(lines))
 
 
