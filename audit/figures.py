@@ -134,7 +134,8 @@ def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
         v = values[a:b]
         ok = ~np.isnan(v)
         if ok.sum():
-            per_run.append((log.step[a:b][ok].astype(float), v[ok]))
+            # float64 as the clocks compute (a float32 column is kept as stored in the log)
+            per_run.append((log.step[a:b][ok].astype(float), v[ok].astype(float)))
     if not per_run:
         return None
     grid = np.unique(np.concatenate([s for s, _ in per_run]))
