@@ -105,3 +105,19 @@ def test_a_corrupt_column_read_late_is_an_input_error(tmp_path):
         grokaudit.audit_path(path, by="rho", metrics=["emb_erank"])
     assert err.value.code in (ErrorCode.FILE_UNREADABLE, ErrorCode.INFINITE_VALUE,
                               ErrorCode.BAD_COLUMN_TYPE)
+
+
+def test_figure_bands_of_a_float32_log_are_those_of_its_float64_values():
+    pytest.importorskip("matplotlib")
+    from grokaudit.figures import cell_band
+
+    df32 = _log()
+    df64 = df32.astype({c: np.float64 for c in df32.columns if df32[c].dtype == np.float32})
+    cfg = make_config(by="rho")
+    log32, log64 = validated_log(df32, cfg), validated_log(df64, cfg)
+    for col in ("emb_erank", "test_acc", "train_acc"):
+        b32, b64 = cell_band(log32, range(0, 24, 4), col), cell_band(log64, range(0, 24, 4), col)
+        assert b32 is not None and b64 is not None
+        for f in b64.__dataclass_fields__:
+            a, b = getattr(b32, f), getattr(b64, f)
+            assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True), (col, f)
