@@ -25,7 +25,7 @@ from typing import TypeVar
 #: Elements of one ``(runs, points)`` matrix per block (2 MiB of float64).
 BLOCK_ELEMENTS = 1 << 18
 #: Below this many elements in all, the runs are one block (blocking would only add calls).
-MIN_BLOCKED = 1 << 20
+MIN_BLOCKED = 1 << 18
 MAX_THREADS = 8
 
 T = TypeVar("T")
