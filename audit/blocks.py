@@ -36,6 +36,17 @@ _pool_lock = threading.Lock()
 _warnings_lock = threading.RLock()
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child has none of its parent's threads: it makes its own pool when needed."""
+    global _pool, _pool_size, _pool_lock, _warnings_lock
+    _pool, _pool_size = None, 0
+    _pool_lock, _warnings_lock = threading.Lock(), threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def threads() -> int:
     """The number of threads the blocks run on (``GROKAUDIT_THREADS``, else the usable CPUs,
     at most :data:`MAX_THREADS`); an invalid value counts as unset."""

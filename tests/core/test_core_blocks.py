@@ -84,3 +84,19 @@ def test_quiet_blocks_on_threads_leave_the_filters_as_they_were():
     for t in ts:
         t.join()
     assert warnings.filters == before
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_pool(monkeypatch):
+    import multiprocessing as mp
+
+    monkeypatch.setenv("GROKAUDIT_THREADS", "2")
+    assert blocks.map_blocks(lambda b: b.start, [slice(0, 1), slice(1, 2)]) == [0, 1]
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:  # the parent's pool threads do not exist in the child
+        got = pool.apply_async(_map_in_child).get(timeout=60)
+    assert got == [0, 1, 2]
+
+
+def _map_in_child() -> list[int]:
+    return blocks.map_blocks(lambda b: b.start, [slice(0, 1), slice(1, 2), slice(2, 3)])
