@@ -302,11 +302,13 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
             tags = dict(con.execute("select run_uuid, value from tags "
                                     "where key = 'mlflow.runName'").fetchall())
             names = {rid: tags.get(rid) or name or rid for rid, name, _ in runs}
-            bad = con.execute(_BAD_ROW).fetchone()
+            # the column path reads only tables whose every row has an integer step and a
+            # numeric value, where _BAD_ROW finds nothing: it is looked for otherwise
+            fast = _metric_columns(con)
+            bad = con.execute(_BAD_ROW).fetchone() if fast is None else None
             if bad is not None:
                 raise _bad_row(bad, names, path)
             params = con.execute("select run_uuid, key, value from params").fetchall()
-            fast = _metric_columns(con)
             metrics = None if fast is not None else pd.read_sql_query(
                 "select run_uuid, key, step, value, timestamp, is_nan from metrics "
                 "order by rowid", con)

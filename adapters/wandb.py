@@ -684,18 +684,22 @@ def _texts(data: bytes, start: np.ndarray, length: np.ndarray) -> list[bytes]:
 
 
 def _joined(bufp: np.ndarray, at: np.ndarray, length: np.ndarray) -> bytes:
-    """The texts ``bufp[at:at+length]``, each followed by a comma, gathered by numpy."""
-    size = length + 1
-    dst = np.cumsum(size) - size
-    out = np.full(int(size.sum()), ord(","), dtype=np.uint8)
+    """The texts ``bufp[at:at+length]``, each followed by a comma, gathered by numpy (the
+    source index of each output byte is a running sum: +1 within a text, a jump between)."""
+    parts = []
     for lo in range(0, at.size, 1 << 18):  # bounded index arrays
-        a, n, d = at[lo:lo + (1 << 18)], length[lo:lo + (1 << 18)], dst[lo:lo + (1 << 18)]
-        flat = np.arange(int(n.sum()), dtype=np.int64)
-        base = np.cumsum(n) - n
-        out[flat + np.repeat(d - base, n)] = bufp[flat + np.repeat(a - base, n)]
-    return out.tobytes()
+        a, n = at[lo:lo + (1 << 18)], length[lo:lo + (1 << 18)] + 1  # the byte after: a comma
+        first = np.cumsum(n) - n
+        step = np.ones(int(n.sum()), dtype=np.int64)
+        step[0] = a[0]
+        step[first[1:]] = a[1:] - (a[:-1] + n[:-1] - 1)
+        out = bufp[np.cumsum(step)]
+        out[first + n - 1] = ord(",")
+        parts.append(out.tobytes())
+    return b"".join(parts)
 
 
+_SIGNED_NAN = re.compile(rb"[-+][nN]")
 _NUMBER = b"0123456789+-.eEinfatyINFATY,"
 
 
@@ -711,7 +715,7 @@ def _numbers(bufp: np.ndarray, at: np.ndarray, length: np.ndarray,
     joined = _joined(bufp, at, length)
     if joined.translate(None, b"0123456789," if integers else _NUMBER):
         return None  # another character: Python decides (whitespace, "1_0", "nan(1)", ...)
-    if not integers and any(x in joined for x in (b"-n", b"-N", b"+n", b"+N")):
+    if not integers and (b"n" in joined or b"N" in joined) and _SIGNED_NAN.search(joined):
         return None  # a signed NaN: Python's sign bit
     with warnings.catch_warnings():
         warnings.simplefilter("error")
