@@ -778,9 +778,6 @@ def _len12(bufp: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return np.where(two, (b0 & 0x7F) | (b1 << 7), b0), 1 + two, ~two | (b1 < 0x80)
 
 
-_MAX_KEYS = 8  # key fields read per item (a nested key deeper than 7 goes to protobuf)
-
-
 class _Items:
     """The items of the history and summary bodies read by :func:`_walk_items`."""
 
@@ -792,13 +789,11 @@ class _Items:
         self.key_at = self.key_len = self.val_at = self.val_len = self.owner
 
 
-def _walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray,
-                hist: np.ndarray) -> _Items:
-    """Walk the bodies ``bufp[body:end]`` side by side, one field of each per step. A field is
-    an item ``0x0a len {(0x12|0x0a klen key)+ 0x82 0x01 vlen value_json}`` (key fields before
-    the value; one key field in a history body, whose key is then ``key_at:+key_len``), or in
-    a history body one ``step`` ``0x12 len {[0x08 num]}``; anything else marks the body bad
-    (protobuf reads it)."""
+def _walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray) -> _Items:
+    """Walk the history bodies ``bufp[body:end]`` side by side, one field of each per step. A
+    field is an item ``0x0a len {0x12|0x0a klen key, 0x82 0x01 vlen value_json}`` (one key
+    field, then the value), or one ``step`` ``0x12 len {[0x08 num]}``; anything else marks the
+    body bad (protobuf reads it)."""
     out = _Items(body.size)
     cur = body.copy()
     seen_step = np.zeros(body.size, dtype=np.int64)
@@ -813,34 +808,26 @@ def _walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray,
         b = np.minimum(p + 1 + k, pe)
         be = b + n
         ok &= be <= pe
-        # an item: its key fields (a summary item may have several nested_key), then value
+        # an item: one key field (nested_key or key), then the value
+        key_tag = bufp[b]
+        klen = bufp[b + 1].astype(np.int64)
         ks = np.minimum(b + 2, pe)
-        ke = ks.copy()
-        at = b.copy()
-        nkeys = np.zeros(act.size, dtype=np.int64)
-        more = tag == 0x0A
-        for _ in range(_MAX_KEYS):
-            more &= (((bufp[at] == 0x12) | (bufp[at] == 0x0A)) & (bufp[at + 1] < 0x80)
-                     & (at + 2 <= pe))
-            if not more.any():
-                break
-            ke = np.where(more, np.minimum(at + 2 + bufp[at + 1], pe), ke)
-            at = np.where(more, ke, at)
-            nkeys += more
-        vl, kv, okv = _len12(bufp, at + 2)
-        vs = np.minimum(at + 2 + kv, pe)
-        item = (ok & (tag == 0x0A) & (nkeys >= 1) & (nkeys < _MAX_KEYS)
-                & (bufp[at] == 0x82) & (bufp[at + 1] == 0x01) & okv & (vs + vl == be))
-        out.bad[act[item & (nkeys > 1) & hist[act]]] = True  # history keys: one field
-        # a step
-        num, kn, okn = _varint(bufp, b + 1, 9)
-        step = (ok & (tag == 0x12) & hist[act]
-                & ((n == 0) | ((bufp[b] == 0x08) & okn & (b + 1 + kn == be))))
+        ke = np.minimum(ks + klen, pe)
+        vl, kv, okv = _len12(bufp, ke + 2)
+        vs = np.minimum(ke + 2 + kv, pe)
+        item = (ok & (tag == 0x0A) & ((key_tag == 0x12) | (key_tag == 0x0A)) & (klen < 0x80)
+                & (bufp[ke] == 0x82) & (bufp[ke + 1] == 0x01) & okv & (vs + vl == be))
+        # the step (a few records only: read on those)
+        step = np.zeros(act.size, dtype=bool)
+        st = np.flatnonzero(ok & (tag == 0x12))
+        if st.size:
+            num, kn, okn = _varint(bufp, b[st] + 1, 9)
+            step[st] = (n[st] == 0) | ((bufp[b[st]] == 0x08) & okn & (b[st] + 1 + kn == be[st]))
+            sel = st[step[st]]
+            seen_step[act[sel]] += 1
+            out.step[act[sel]] = np.where(n[sel] == 0, 0, num[step[st]].astype(np.int64))
         good = item | step
         out.bad[act[~good]] = True
-        s = act[step]
-        seen_step[s] += 1
-        out.step[s] = np.where(n[step] == 0, 0, num[step].astype(np.int64))
         i = np.flatnonzero(item)
         owners = act[i]
         for col, x in zip(cols, (owners, count[owners], ks[i], ke[i] - ks[i], vs[i], vl[i])):
@@ -894,7 +881,7 @@ def _decode_fast(bufx: bytes, starts: np.ndarray, ends: np.ndarray, file: str,
         ok[summary] = False
     sub = np.flatnonzero(ok & (tag == 0x12))
     hist = np.ones(sub.size, dtype=bool)
-    items = _walk_items(bufp, body[sub], ends[sub], hist)
+    items = _walk_items(bufp, body[sub], ends[sub])
     # UTF-8: the largest byte of every string; only those with a byte >= 0x80 are decoded
     ks, ke = items.key_at, items.key_at + items.key_len
     vs, ve = items.val_at, items.val_at + items.val_len
@@ -903,7 +890,10 @@ def _decode_fast(bufx: bytes, starts: np.ndarray, ends: np.ndarray, file: str,
         for part in (np.flatnonzero(ks < n_main), np.flatnonzero(ks >= n_main)):
             if not part.size:
                 continue
-            bounds = np.stack([ks[part], ke[part], vs[part], ve[part]], axis=1).ravel()
+            bounds = np.empty((part.size, 4), dtype=np.int64)
+            bounds[:, 0], bounds[:, 1], bounds[:, 2], bounds[:, 3] = (ks[part], ke[part],
+                                                                      vs[part], ve[part])
+            bounds = bounds.ravel()
             if np.all(np.diff(bounds) >= 0):  # records in order: one pass over the buffer
                 top[part] = np.maximum.reduceat(bufp, bounds).reshape(-1, 4)[:, 0::2]
             else:
