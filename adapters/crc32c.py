@@ -105,7 +105,7 @@ def _shift(reg: int) -> int:
                ^ _SHIFT[2][(reg >> 16) & 0xFF] ^ _SHIFT[3][reg >> 24])
 
 
-_CHUNK = 1 << 16  # rows per matrix: bounds the memory of one copy to 256 MiB at most
+_CHUNK_BYTES = 1 << 24  # bytes per matrix of rows (16 MiB; twice that with its transpose)
 
 
 def crc32c_many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -129,8 +129,9 @@ def crc32c_many(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
             if width == 0:
                 out[grp] = 0  # the CRC of no bytes
                 continue
-            for lo in range(0, grp.size, _CHUNK):
-                g = grp[lo:lo + _CHUNK]
+            chunk = max(1, _CHUNK_BYTES // width)
+            for lo in range(0, grp.size, chunk):
+                g = grp[lo:lo + chunk]
                 rows = _rows(buf, ends[g], width, width - lengths[g])
                 out[g] = _raw(rows) ^ _Z[lengths[g]] ^ np.uint32(0xFFFFFFFF)
     for i in np.flatnonzero(long).tolist():
