@@ -690,7 +690,7 @@ def _joined(bufp: np.ndarray, at: np.ndarray, length: np.ndarray) -> bytes:
     for lo in range(0, at.size, 1 << 18):  # bounded index arrays
         a, n = at[lo:lo + (1 << 18)], length[lo:lo + (1 << 18)] + 1  # the byte after: a comma
         first = np.cumsum(n) - n
-        step = np.ones(int(n.sum()), dtype=np.int64)
+        step = np.ones(int(n.sum()), dtype=np.int32 if bufp.size < 2**31 else np.int64)
         step[0] = a[0]
         step[first[1:]] = a[1:] - (a[:-1] + n[:-1] - 1)
         out = bufp[np.cumsum(step)]
