@@ -576,8 +576,18 @@ class ParquetSource:
         self._pool: ThreadPoolExecutor | None = None
 
     def plan(self, order: Sequence[str]) -> None:
-        """The columns in the order they will be read: each read starts the next one."""
+        """The columns in the order they will be read: the first two (run ids and steps, read
+        together by the first stage) start reading now, and taking a column starts the next
+        one: one column in flight beside the one being validated."""
         self._order = [n for n in order if n in self.column_names]
+        for name in self._order[:2]:
+            self._start(name)
+
+    def _start(self, name: str) -> None:
+        if name not in self._ahead:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="grokaudit-read")
+            self._ahead[name] = self._pool.submit(self._read, name)
 
     def _read(self, name: str) -> pa.ChunkedArray:
         return self._file.read(columns=[name]).column(0)
@@ -592,13 +602,10 @@ class ParquetSource:
                                  path=str(self.path), column=name,
                                  code=ErrorCode.FILE_UNREADABLE) from None
         if name in self._order:
-            i = self._order.index(name)
-            nxt = self._order[i + 1] if i + 1 < len(self._order) else None
-            if nxt is not None and nxt not in self._ahead:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="grokaudit-read")
-                self._ahead[nxt] = self._pool.submit(self._read, nxt)
-            elif nxt is None and self._pool is not None:
+            i = self._order.index(name) + 1
+            if i < len(self._order):
+                self._start(self._order[i])
+            elif not self._ahead and self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
         return col
@@ -768,16 +775,17 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
             else:
                 sorted_input = strictly = True
     order: np.ndarray | None = None
-    if sorted_input:
+    if sorted_input:  # each run one block of rows: its length is its block's
         block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
         run_order = codes[block_first]
+        counts = np.diff(np.append(block_first, n_read))
     else:
         order = np.lexsort((step, codes))
         codes = codes[order]
         step = step[order]
         run_order = np.arange(R)
         same_run = codes[1:] == codes[:-1]
-    counts = np.bincount(codes, minlength=R)[run_order]
+        counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
