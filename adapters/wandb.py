@@ -343,13 +343,7 @@ def records(data: bytes, file: str, points: Points) -> list[bytes]:
     A record failing its CRC skips to the next 32 KiB block (LevelDB's recovery) and a short
     tail ends the file; both are reported as ``SOURCE_TRUNCATED`` with the byte offset.
     """
-    if len(data) < HEADER.size:
-        raise LogFormatError("file is shorter than the W&B header: it is truncated or not a "
-                             ".wandb file", path=file, code=ErrorCode.FILE_UNREADABLE)
-    ident, magic, _version = HEADER.unpack_from(data, 0)
-    if (ident, magic) != MAGIC:
-        raise LogFormatError("not a W&B .wandb file (bad header); check the path or the "
-                             "--format", path=file, code=ErrorCode.FILE_UNREADABLE)
+    _check_header(data, file)
     out: list[bytes] = []
     pos = HEADER.size
     n = len(data)
