@@ -14,9 +14,9 @@ installed, ``report-screenshot.png`` (the top of the page). Studies are split by
 condition that varies across runs (``arch``, ``task``…), as ``docs/report.md`` suggests.
 
 ``--bench`` times each stage for each bundled log (median of ``--repeat`` runs, in one process,
-matplotlib already imported) and prints the Markdown table of ``docs/performance.md``'s
-``## Report`` section; ``benchmarks/bench_report.py`` times the whole ``report`` command against
-``check``. Needs the extra: ``pip install 'grokaudit[report]'``.
+matplotlib already imported) and prints them as a Markdown table (to see where a report's time
+goes); ``benchmarks/bench_report.py`` times the whole ``report`` command against ``check``
+(the table of ``docs/performance.md``'s ``## Report`` section). Needs the extra: ``pip install 'grokaudit[report]'``.
 """
 
 from __future__ import annotations
