@@ -30,16 +30,15 @@ MAX_THREADS = 8
 
 T = TypeVar("T")
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
+_pools: dict[int, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 _warnings_lock = threading.RLock()
 
 
 def _forget_pool_in_child() -> None:
     """A forked child has none of its parent's threads: it makes its own pool when needed."""
-    global _pool, _pool_size, _pool_lock, _warnings_lock
-    _pool, _pool_size = None, 0
+    global _pools, _pool_lock, _warnings_lock
+    _pools = {}
     _pool_lock, _warnings_lock = threading.Lock(), threading.RLock()
 
 
@@ -70,14 +69,13 @@ def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
 
 
 def _executor(n: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
+    """The pool of ``n`` threads (one per size ever asked for, never shut down while in use:
+    two callers asking for different sizes at once each get theirs)."""
     with _pool_lock:
-        if _pool is None or _pool_size != n:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit")
-            _pool_size = n
-        return _pool
+        pool = _pools.get(n)
+        if pool is None:
+            pool = _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit")
+        return pool
 
 
 def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:

@@ -468,8 +468,10 @@ def _reference_cell(seeds: dict[str, np.ndarray], m_grok: float | None, cfg: Aud
 def reference_floor(cells: Sequence[CellSummary]) -> float | None:
     """The median of the cells' median floors (cells without a floor left out): the
     reference of ``HIGH_FLOOR_OUTLIER``."""
-    floors = [c.floor for c in cells if c.floor is not None]
-    return float(np.median(floors)) if floors else None
+    floors = np.sort(np.asarray([c.floor for c in cells if c.floor is not None], dtype=float))
+    n = floors.size
+    # np.median's two middle values, averaged without overflow near ±1.8e308 (mean2)
+    return float(mean2(floors[(n - 1) // 2], floors[n // 2])) if n else None
 
 
 def apply_high_floor_gate(cells: Sequence[CellSummary], cfg: AuditConfig

@@ -761,11 +761,17 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     R = dictionary.shape[0]
     sorted_input = True
     strictly = True
-    same_run = np.zeros(0, dtype=bool)
+    # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
+    same_run = codes[1:] == codes[:-1] if n_read > 1 else np.zeros(0, dtype=bool)
+    n_blocks = n_read - int(np.count_nonzero(same_run))
+    if n_blocks != R:
+        present = np.bincount(codes, minlength=R) > 0
+        if not present.all():  # a dictionary with unused entries (a pandas Categorical)
+            codes = (np.cumsum(present) - 1)[codes].astype(codes.dtype)
+            dictionary = dictionary[present]
+            R = dictionary.shape[0]
     if n_read > 1:
-        # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
-        same_run = codes[1:] == codes[:-1]
-        contiguous = n_read - 1 - np.count_nonzero(same_run) == R - 1
+        contiguous = n_blocks == R
         sorted_input = strictly = False
         if contiguous:  # one pass for the common case: steps strictly increase in each run
             back = step[1:] <= step[:-1]
@@ -867,6 +873,12 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                 rows = starts if g.order is None else g.order[starts]
                 cond[name] = np.asarray(c.take(pa.array(rows)).to_numpy(zero_copy_only=False))
         else:
+            if pa.types.is_nested(c.type) or pa.types.is_union(c.type):
+                raise LogFormatError(
+                    f"column {safe(name)!r} has type {c.type}; a column of the log holds one "
+                    "number (a per-step value or a condition) or one text per row: drop it "
+                    "or flatten it into columns", path=path, column=name,
+                    code=ErrorCode.BAD_COLUMN_TYPE)
             enc_c = pc.dictionary_encode(c).combine_chunks()
             idx = np.asarray(enc_c.indices.fill_null(-1).to_numpy(zero_copy_only=False),
                              dtype=np.int64)

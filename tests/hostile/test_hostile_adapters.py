@@ -183,10 +183,29 @@ def wandb_file(tmp_path: Path) -> Iterator[Path]:
         yield dst
 
 
+def _wandb_record_ends(data: bytes) -> set[int]:
+    """Byte offsets where a record of a ``.wandb`` file ends (LevelDB log framing: 32 KiB
+    blocks, each record a 7-byte header — CRC, length, type — and its payload)."""
+    ends, pos, block = set(), 7, 32768  # after the 7-byte W&B header
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        if left < 7:  # a block's tail too short for a header is padding
+            pos += left
+            continue
+        (length,) = struct.unpack_from("<H", data, pos + 4)
+        pos += 7 + length
+        ends.add(pos)
+    return ends
+
+
 @pytest.mark.parametrize("frac", [0.3, 0.66, 0.99])
 def test_wandb_truncated(wandb_file: Path, tmp_path: Path, frac: float) -> None:
     data = wandb_file.read_bytes()
-    wandb_file.write_bytes(data[: int(len(data) * frac)])
+    cut = int(len(data) * frac)
+    ends = _wandb_record_ends(data)
+    while cut in ends:  # a cut between two records is a shorter run, not a torn record
+        cut -= 1
+    wandb_file.write_bytes(data[:cut])
     expect_truncation_reported(*convert(wandb_file.parent, tmp_path))
 
 

@@ -1,0 +1,84 @@
+"""Columns as pandas and Arrow write them: categorical run ids with unused categories, nested
+columns. Each is read as its values, or refused with one error naming the column."""
+
+from __future__ import annotations
+
+import grokaudit
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from grokaudit.cli import cli
+from grokaudit.errors import ErrorCode
+
+
+def _log() -> pd.DataFrame:
+    rows = []
+    for r in range(6):
+        for s in range(40):
+            rows.append({"run": f"r{r}", "step": s * 10, "test_acc": min(1.0, s / 20),
+                         "train_acc": 1.0, "emb_erank": 30 - 0.5 * s + 0.1 * r,
+                         "c": float(r % 3)})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_categorical_run_ids_with_unused_categories(tmp_path, shuffle: bool):
+    df = _log()
+    if shuffle:
+        df = df.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    cat = df.assign(run=pd.Categorical(df["run"], categories=[f"r{i}" for i in range(12)]))
+    a, b = tmp_path / "cat.parquet", tmp_path / "plain.parquet"
+    cat.to_parquet(a, index=False)
+    df.to_parquet(b, index=False)
+    got = grokaudit.audit_path(a, by="c")
+    want = grokaudit.audit_path(b, by="c")
+    assert got.input["runs_read"] == 6  # the unused categories are not runs
+    assert got.to_json().replace(str(a), "X") == want.to_json().replace(str(b), "X")
+
+
+@pytest.mark.parametrize("column", [
+    pa.array([[1, 2]] * 240),
+    pa.array([{"x": 1}] * 240),
+    pa.array([[("k", 1)]] * 240, type=pa.map_(pa.string(), pa.int64())),
+])
+def test_a_nested_column_is_refused_by_name(tmp_path, column):
+    t = pa.Table.from_pandas(_log(), preserve_index=False).append_column("extra", column)
+    path = tmp_path / "log.parquet"
+    pq.write_table(t, path)
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_path(path, by="c")
+    assert err.value.code == ErrorCode.BAD_COLUMN_TYPE and err.value.column == "extra"
+    res = CliRunner().invoke(cli, ["check", str(path), "--by", "c"])
+    assert res.exit_code == 2
+    assert "[BAD_COLUMN_TYPE]" in res.output and "internal error" not in res.output
+
+
+def test_values_near_the_float_limit_bin_alike_for_equal_and_unequal_runs():
+    """The floor's stability bins medians of 64 bins; two middle values near 1.8e308 average
+    without overflow whether or not every run has the same number of points."""
+    from grokaudit.clocks import _bin_medians
+
+    vals = np.where(np.arange(200) % 2 == 0, 1.7e308, 1.79e308)
+    X = np.tile(np.arange(200.0), (3, 1))
+    Y = np.tile(vals, (3, 1))
+    same = _bin_medians(X, Y, np.full(3, 200), 64)[1]
+    ragged = _bin_medians(X, Y, np.array([200, 200, 199]), 64)[1]
+    assert np.isfinite(same).all() and np.isfinite(ragged[:2]).all()
+    assert np.array_equal(same[:2], ragged[:2])
+
+
+def test_the_reference_floor_of_floors_near_the_float_limit_is_finite():
+    import warnings
+    from types import SimpleNamespace
+
+    from grokaudit.cells import reference_floor
+
+    cells = [SimpleNamespace(floor=f) for f in (1.7e308, 1.75e308, None, 1.79e308, 1.78e308)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        ref = reference_floor(cells)  # type: ignore[arg-type]
+    assert ref == 1.75e308 / 2 + 1.78e308 / 2
+    assert reference_floor([SimpleNamespace(floor=2.0), SimpleNamespace(floor=4.0)]) == 3.0
