@@ -283,7 +283,7 @@ def first_passage(P: Packed, threshold: float, interval: bool = True,
     ``widen`` marks downsampled runs (a bucketed export): their intervals grow by one logged
     point on each side, since a bucket's value says little about where inside it the event fell.
     """
-    hit = (P.values >= threshold) & P.valid
+    hit = P.values >= threshold  # NaN beyond a run's points compares False: no validity mask
     k = _first_true(hit)
     has = k >= 0
     value = np.where(has, _take(P.steps, k), np.nan)
@@ -389,7 +389,7 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
     # final window of accuracy: last floor_frac of the run's span, at least min_floor_points
     span = span_last - span_first
     lo_step = span_last - cfg.floor_frac * span
-    in_w = (A.steps >= lo_step[:, None]) & A.valid
+    in_w = A.steps >= lo_step[:, None]  # NaN steps beyond a run's points compare False
     n_in = in_w.sum(axis=1)
     start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
                      np.maximum(A.counts - cfg.min_floor_points, 0))
@@ -750,9 +750,11 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
     m_grok = np.where(at_grok, _take(V, j), np.nan)
     m_grok_step = np.where(at_grok, sj, np.nan)
     metric_not_at_grok = grokked & ~near
-    # the running maximum read at column j: the largest smoothed value up to t_grok
+    # the running maximum read at column j: the largest smoothed value up to t_grok (only the
+    # columns up to the last j are read: the accumulation's prefix is the same)
+    jmax = int(j.max(initial=-1))
     with np.errstate(invalid="ignore"):
-        running_max = np.fmax.accumulate(sm, axis=1)
+        running_max = np.fmax.accumulate(sm[:, :max(jmax + 1, 1)], axis=1)
     m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
     return _AtGrok(tg, grokked, tgv, m_grok, m_grok_step, metric_not_at_grok, m_peak)
 
