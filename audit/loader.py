@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import pandas as pd
 import pyarrow as pa
@@ -80,17 +80,29 @@ def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     reads column by column (hand it over with :class:`~grokaudit.schema.Owned`); any other
     input is read whole, as by :func:`read_any`."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if len(items) == 1 and not (fmt or mapping or run_from or cond):
-        p = Path(items[0])
-        if p.suffix.lower() in (".parquet", ".pq") and p.is_file():
-            return read_arrow(p, lazy=True)
+    if len(items) == 1:
+        return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True)
     return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
                     on_duplicate=on_duplicate)
 
 
+@overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
-              partial: bool = False) -> pa.Table:
+              partial: bool = False, lazy: Literal[False] = False) -> pa.Table: ...
+
+
+@overload
+def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
+              run_from: str | None, cond: Mapping[str, str] | None, *,
+              partial: bool = False, lazy: bool) -> pa.Table | ParquetSource: ...
+
+
+def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
+              run_from: str | None, cond: Mapping[str, str] | None, *,
+              partial: bool = False, lazy: bool = False) -> pa.Table | ParquetSource:
+    """One path as a canonical table; with ``lazy``, a canonical Parquet file as a
+    :class:`ParquetSource` (a folder of shards and every other input are read whole)."""
     p = Path(path)
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
@@ -100,7 +112,7 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     canonical = suffix in CANONICAL_SUFFIXES or (
         p.is_dir() and any(q.suffix in (".parquet", ".pq", ".claim") for q in p.iterdir()))
     if canonical and not adapter_opts and (suffix in (".parquet", ".pq") or p.is_dir()):
-        return read_arrow(p)
+        return read_arrow(p, lazy=lazy and p.is_file())
     try:
         adapters = importlib.import_module("grokaudit.adapters")
     except ImportError:
