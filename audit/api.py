@@ -37,7 +37,7 @@ from .results import (
     fails,
     sort_findings,
 )
-from .schema import SEED_COLUMNS, LogTable, Owned, build_log_table, release_arrow_memory
+from .schema import SEED_COLUMNS, LogTable, Owned, build_log_table
 from .study import (
     QUANTITIES,
     clock_verdict,
@@ -70,12 +70,9 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
     from .loader import read_source
 
     cfg = _config(config, options)
-    # the Arrow table is handed over (Owned): validation frees each column once it has read
-    # it, so the log is never held twice (600 MB at a million runs × 8 steps); Arrow's
-    # allocator keeps freed pages for reuse: hand them back before the clocks run
-    log = validated_log(Owned(read_source(path)), cfg, str(path))
-    release_arrow_memory()
-    return audit_log(log, cfg)
+    # the input is handed over (Owned): validation frees each column once it has read it and
+    # hands Arrow's freed pages back, so the log is never held twice
+    return audit_log(validated_log(Owned(read_source(path)), cfg, str(path)), cfg)
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,

@@ -244,7 +244,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     from .api import audit_log, validated_log
     from .config import build_config
     from .report import render_text
-    from .schema import Owned, release_arrow_memory
+    from .schema import Owned
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -256,11 +256,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
-    # the Arrow table is handed over: validation frees each column once read, and Arrow's
-    # freed pages go back to the OS before the clocks run
+    # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg.on_duplicate, lazy=True)), cfg,
                         _source(paths))
-    release_arrow_memory()
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity

@@ -457,7 +457,10 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names)
-    release_arrow_memory()  # the Arrow temporaries of the stages (encodings, casts)
+    # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
+    # last buffers (the run codes): freed, and their pages handed back to the OS
+    del g, columns
+    release_arrow_memory()
     return log
 
 
