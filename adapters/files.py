@@ -16,19 +16,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.roles import STEP_NAMES, is_epoch_name
 from grokaudit.schema import ACCURACY_COLUMNS, KNOWN_SERIES, is_known_metric
 from grokaudit.text import safe
 
 from .points import Points, as_steps
+from .records import TABLE_SUFFIXES, Loaded, flatten, read_arrow_file
 
-TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
-                  ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 #: Step columns, in order of preference; ``epoch`` only when no step column exists.
-STEP_COLUMNS = ("step", "_step", "global_step", "Step", "epoch")
+STEP_COLUMNS = STEP_NAMES
 WALL_COLUMNS = ("_timestamp", "wall_time", "timestamp")
 #: Bookkeeping columns that are neither metrics nor conditions.
 IGNORED_COLUMNS = frozenset({"_runtime", "_timestamp", "_wandb", "wall_time", "timestamp",
@@ -45,34 +42,10 @@ def table_files(path: Path) -> list[Path]:
 
 
 def read_file(path: Path) -> pa.Table:
-    """Read one tabular file; raises :class:`LogFormatError` naming the file."""
-    kind = TABLE_SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise LogFormatError(f"unknown table file type {safe(path.suffix)!r}; expected one of "
-                             f"{', '.join(sorted(TABLE_SUFFIXES))}", path=str(path),
-                             code=ErrorCode.UNKNOWN_FILE_TYPE)
-    if path.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to read", path=str(path),
-                             code=ErrorCode.FILE_EMPTY)
-    try:
-        if kind == "parquet":
-            return pq.read_table(path)
-        if kind in ("csv", "tsv"):
-            opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
-            conv = pacsv.ConvertOptions(column_types={"run": pa.string()},
-                                        null_values=["", "NaN", "nan", "null", "None"],
-                                        strings_can_be_null=True)
-            return pacsv.read_csv(path, parse_options=opts, convert_options=conv)
-        if kind == "jsonl":
-            return pajson.read_json(path)
-        df = pd.read_json(path)
-        return pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, ValueError, OSError) as exc:
-        # the parser's message may quote the offending line of the log: escape it, cut it short
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        msg = safe(msg if len(msg) <= 200 else msg[:200] + "…")
-        raise LogFormatError(f"cannot read as {kind}: {msg}; fix that line or the file type",
-                             path=str(path), code=ErrorCode.FILE_UNREADABLE) from None
+    """Read one tabular file as Arrow (nested objects flattened to dotted names); raises
+    :class:`LogFormatError` naming the file. :func:`load` also sets aside the records without
+    a step and keeps the file's other contents."""
+    return flatten(read_arrow_file(path))
 
 
 def check_tail(path: Path, points: Points) -> None:
@@ -114,6 +87,29 @@ def find_step_column(names: list[str]) -> str | None:
     return next((c for c in STEP_COLUMNS if c in names), None)
 
 
+def _no_step(table: pa.Table, path: Path) -> LogFormatError:
+    """No step column: the error names the columns that could be one (non-negative integers
+    that never decrease) and the flag that makes one the step."""
+    likely = []
+    for name in table.column_names:
+        col = table.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)) \
+                or col.null_count or table.num_rows < 2:
+            continue
+        a = _floats(col)
+        if np.all(a >= 0) and np.all(a == np.round(a)) and np.all(np.diff(a) >= 0) \
+                and np.any(np.diff(a) > 0):
+            likely.append(name)
+    shown = ", ".join(repr(safe(n)) for n in table.column_names[:10])
+    more = ", …" if table.num_columns > 10 else ""
+    hint = (f"; {safe(likely[0])!r} looks like one: --map {safe(likely[0])}=step" if likely
+            else "; name it with --map COLUMN=step")
+    return LogFormatError(
+        f"no step column (looked for {', '.join(map(repr, STEP_COLUMNS[:8]))}, …, 'epoch'); columns "
+        f"present: {shown}{more}{hint}", path=str(path), column="step",
+        code=ErrorCode.MISSING_COLUMN)
+
+
 def _step_column(sc: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
     """The step column as int64: integer types read as integers (a uint64 above the int64
     range is refused, never wrapped), floats only when every value is an integer."""
@@ -141,29 +137,46 @@ def _floats(col: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
+def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: str,
               run: str | None, run_column: str | None, numeric_conditions: bool = True) -> None:
-    """Add the points of one wide table to ``points``.
+    """Add the points of one wide table (a :class:`~.records.Loaded` file) to ``points``.
 
     The run id is ``run`` (one run per file) or the values of ``run_column``. Numeric columns
     that are constant within every run (and not accuracies or known series) and non-numeric
     columns become conditions (numeric ones only when ``numeric_conditions``); other numeric
-    columns become metrics, without their NaN cells.
+    columns become metrics, without their NaN cells. The file's run values (config records,
+    top-level scalars) become conditions of each of its runs; its records without a step are
+    counted as set aside. A (step, value) a file repeats for one metric (train and validation
+    rows of one step both carrying the epoch) is read once.
     """
+    if isinstance(loaded, pa.Table):
+        loaded = Loaded(table=loaded, step=find_step_column(list(loaded.column_names)))
+    table = loaded.table
     names = list(table.column_names)
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise LogFormatError(f"column {safe(twice[0])!r} appears more than once; rename one of "
                              "them", path=str(path), column=twice[0],
                              code=ErrorCode.DUPLICATE_COLUMN)
-    step_col = find_step_column(names)
+    step_col = loaded.step
     if step_col is None:
-        raise LogFormatError(f"no step column (one of {', '.join(STEP_COLUMNS)}); rename the "
-                             "step column to 'step' in the file", path=str(path), column="step",
-                             code=ErrorCode.MISSING_COLUMN)
-    if step_col == "epoch":
+        raise _no_step(table, path)
+    if is_epoch_name(step_col):
         points.extra["step_unit"] = "epoch"
     step = _step_column(table.column(step_col), step_col, path)
+    if loaded.aside:
+        points.set_aside["record_without_step"] = (
+            points.set_aside.get("record_without_step", 0) + loaded.aside)
+        shown = ", ".join(loaded.aside_where[:4]) + (", …" if len(loaded.aside_where) > 4
+                                                     else "")
+        held = sorted(loaded.run_values)
+        what = (f"; their fields became run values: {', '.join(held[:6])}"
+                f"{', …' if len(held) > 6 else ''}" if held else "")
+        note = (f"{safe(path.name)}: {loaded.aside} record(s) without a step set aside "
+                f"({shown}){what}")
+        points.warnings.append(note)
+        points.shown.add(note)
+    points.warnings.extend(loaded.notes)
     wall_col = next((c for c in WALL_COLUMNS if c in names and _numeric(table.column(c).type)),
                     None)
     wall = _floats(table.column(wall_col)) if wall_col else None
@@ -189,6 +202,11 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
     groups = [order[bounds[i]:bounds[i + 1]] for i in range(len(run_names))]
     for r in run_names:
         points.origins.setdefault(r, origin)
+        for k, v in loaded.run_values.items():
+            if k in names:
+                continue  # a column of the same name wins; the value is in the warnings
+            points.add_condition(r, k, v)
+    points.outcomes.update(k for k in loaded.outcomes if k not in names)
 
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
     logged_any = np.zeros(table.num_rows, dtype=bool)
@@ -214,8 +232,11 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
                 v = a[g]
                 ok = ~np.isnan(v)
                 if ok.any():
-                    points.add(r, name, step[g][ok], v[ok],
-                               None if wall is None else wall[g][ok])
+                    sel = _once(step[g], v, ok)
+                    if run_column is None:
+                        _one_run_or_refuse(step[g][sel], name, path)
+                    points.add(r, name, step[g][sel], v[sel],
+                               None if wall is None else wall[g][sel])
         elif _nested(col):
             non_scalar.append(name)
         else:
@@ -253,6 +274,42 @@ def melt_wide(points: Points, table: pa.Table, *, path: Path, origin: str,
             if empty.size:
                 points.add(r, keep_in, step[empty],
                            np.full(empty.size, np.nan), None if wall is None else wall[empty])
+
+
+def _once(step: np.ndarray, value: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The rows of ``ok`` without the repeats of an identical (step, value) — the train and
+    validation rows of one step that both carry the epoch, or the same point written twice —
+    so that only a step logged with two different values counts as a resumed run."""
+    idx = np.flatnonzero(ok)
+    st = step[idx]
+    if idx.size < 2 or bool(np.all(st[1:] > st[:-1])):
+        return idx
+    order = np.lexsort((value[idx], st))
+    s_o, v_o = st[order], value[idx][order]
+    repeat = np.zeros(idx.size, dtype=bool)
+    repeat[order[1:]] = (s_o[1:] == s_o[:-1]) & (v_o[1:] == v_o[:-1])
+    return idx[~repeat]
+
+
+#: In a file read as one run, the share of a column's points that may repeat a step with
+#: another value (a resumed run re-logs the steps since its checkpoint) before the file is
+#: taken to hold several runs.
+SEVERAL_RUNS_SHARE = 0.25
+
+
+def _one_run_or_refuse(steps: np.ndarray, name: str, path: Path) -> None:
+    """A file without a run column is one run; refuse one whose steps repeat with other values
+    so often that it must hold several runs (a table that lost its run column): last writer
+    wins would keep one run's values at each step and mix the runs."""
+    if steps.size < 4 or bool(np.all(steps[1:] > steps[:-1])):
+        return
+    repeats = steps.size - np.unique(steps).size
+    if repeats > SEVERAL_RUNS_SHARE * steps.size:
+        raise LogFormatError(
+            f"{repeats} of the {steps.size} points of {safe(name)!r} repeat a step with another "
+            "value: this file seems to hold several runs but has no 'run' column; name the "
+            "column that tells them apart with --run-from NAME (or --map NAME=run), or give "
+            "one file per run", path=str(path), column="run", code=ErrorCode.MISSING_COLUMN)
 
 
 def _nested(col: pa.ChunkedArray) -> bool:

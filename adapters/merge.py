@@ -24,18 +24,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
+from grokaudit.roles import PERCENT_MIN, choose_accuracy, decide_percent
 from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
 from grokaudit.text import safe
 
 from .points import Finding, Points
 
 #: Names tried, in order, when no ``test_acc`` (``train_acc``) metric was logged.
-TEST_ACC_ALIASES = ("test/acc", "test/accuracy", "test_accuracy", "val/acc", "val/accuracy",
-                    "val_acc", "val_accuracy", "valid_acc", "eval/acc", "eval_acc",
-                    "acc/test", "accuracy/test", "acc/val", "accuracy/val", "acc")
-TRAIN_ACC_ALIASES = ("train/acc", "train/accuracy", "train_accuracy", "acc/train",
-                     "accuracy/train")
-PERCENT_THRESHOLD = 1.5
 
 
 @dataclass(frozen=True)
@@ -85,27 +80,58 @@ def apply_options(points: Points, options: ReadOptions, path: str) -> None:
             points.warnings.append(
                 f"--cond {key}: no match in the path of {len(missed)} run(s) "
                 f"(first: {missed[0]!r}); {key} is missing for them")
-    _apply_aliases(points)
+    _apply_aliases(points, {v for v in mapping.values() if v in ("test_acc", "train_acc")})
 
 
 def _runs(points: Points) -> list[str]:
     return sorted({c.run for c in points.chunks})
 
 
-def _apply_aliases(points: Points) -> None:
-    names = {c.metric for c in points.chunks}
-    for target, aliases in (("test_acc", TEST_ACC_ALIASES), ("train_acc", TRAIN_ACC_ALIASES)):
-        if target in names:
+def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """Read the best-fitting columns as ``test_acc`` and ``train_acc``
+    (:func:`grokaudit.roles.choose_accuracy`: a matching name, logged at no fewer than half the
+    points of the most-logged candidate — the log's own ``test_acc`` counts as one, so a
+    final test logged three times is not preferred to a validation curve), and say which,
+    and what else could have been, in the warnings. A target named by ``--map`` (``forced``)
+    is left as the user named it."""
+    counts: dict[str, int] = {}
+    for c in points.chunks:
+        counts[c.metric] = counts.get(c.metric, 0) + int(c.step.size)
+    for target in ("test_acc", "train_acc"):
+        if target in forced:
             continue
-        found = [a for a in aliases if a in names]
-        if not found:
+        other = "train_acc" if target == "test_acc" else "test_acc"
+        choice = choose_accuracy(counts, target, exclude=(other,))
+        if choice is None or choice.chosen == target:
             continue
-        src = found[0]
+        kept = ""
+        if target in counts:  # the log's own column, passed over: kept under another name
+            keep_as = f"{target}_logged"
+            k = 2
+            while keep_as in counts:
+                keep_as, k = f"{target}_logged{k}", k + 1
+            for c in points.chunks:
+                if c.metric == target:
+                    c.metric = keep_as
+            counts[keep_as] = counts.pop(target)
+            kept = (f"; the log's own {target!r} ({counts[keep_as]} points) is kept as "
+                    f"{keep_as!r} (--map {target}={target} reads it as {target})")
         for c in points.chunks:
-            if c.metric == src:
+            if c.metric == choice.chosen:
                 c.metric = target
-        names = {c.metric for c in points.chunks}
-        points.warnings.append(f"read metric {src!r} as {target!r} (override with --map)")
+        counts[target] = counts.pop(choice.chosen)
+        alts = [(a, n) for a, n in choice.alternatives if a != target]
+        also = ""
+        if alts:
+            also = " (also a candidate: " + ", ".join(
+                f"{a!r}, {n} points" for a, n in alts[:3]) + ")"
+        note = (f"read metric {choice.chosen!r} as {target!r}, {choice.points} points{also}"
+                f"{kept}; choose with --map NAME={target}")
+        points.warnings.append(note)
+        points.shown.add(note)
+        points.extra.setdefault("accuracy_columns", {})[target] = {
+            "column": choice.chosen, "points": choice.points,
+            "alternatives": [list(a) for a in alts]}
 
 
 def _parse_scalar(raw: str) -> Any:
@@ -222,9 +248,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         points.warnings.append(f"{n_inf} infinite value(s) in {inf_cols} read as missing (NaN)")
 
     run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
-    for name in ("test_acc", "train_acc"):
-        if name in columns:
-            _rescale_percent(columns[name], run_offsets, runs, name, points)
+    _rescale_percent(columns, run_offsets, runs, points)
 
     # -- assemble ------------------------------------------------------------------------------
     present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
@@ -261,23 +285,56 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         "runs": len(present),
         **points.extra,
     }
+    if points.outcomes:
+        provenance["outcomes"] = sorted(points.outcomes)
+    if points.set_aside:
+        provenance["set_aside"] = dict(sorted(points.set_aside.items()))
+    notes = [w for w in points.warnings if w not in points.shown]
+    if notes:
+        provenance["notes"] = notes
     meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
 
 
-def _rescale_percent(col: np.ndarray, offsets: np.ndarray, runs: list[str], name: str,
+def _rescale_percent(columns: dict[str, np.ndarray], offsets: np.ndarray, runs: list[str],
                      points: Points) -> None:
-    """Divide a run's accuracies by 100 when its maximum is above 1.5 (in place)."""
-    scaled = []
-    for r in range(len(runs)):
-        seg = col[offsets[r]:offsets[r + 1]]
-        if seg.size and np.any(seg > PERCENT_THRESHOLD):
-            seg /= 100.0
-            scaled.append(runs[r])
-    if scaled:
-        shown = ", ".join(repr(r) for r in scaled[:5]) + (", …" if len(scaled) > 5 else "")
-        points.warnings.append(
-            f"{name} looked like percent in {len(scaled)} run(s) ({shown}); divided by 100")
+    """Percent accuracies divided by 100 (in place), by the one rule of
+    :func:`grokaudit.roles.decide_percent`, decided per column over the whole log; the decision
+    is kept in the provenance (``accuracy_scale``), which the audit reports."""
+    present = {n: columns[n] for n in ("test_acc", "train_acc") if n in columns}
+    if not present:
+        return
+    with np.errstate(invalid="ignore"):
+        stats = {n: (float(np.nanmax(c)) if np.isfinite(c).any() else float("nan"),
+                     int(np.count_nonzero(c > PERCENT_MIN))) for n, c in present.items()}
+    decided = decide_percent(stats, None)
+    record: dict[str, Any] = {}
+    for name, d in decided.items():
+        if d.scale == 1.0:
+            continue
+        col = present[name]
+        below = []
+        with np.errstate(invalid="ignore"):
+            for r in range(len(runs)):
+                seg = col[offsets[r]:offsets[r + 1]]
+                if seg.size and np.isfinite(seg).any() and float(np.nanmax(seg)) <= 1.0:
+                    below.append(runs[r])
+        col /= d.scale
+        record[name] = {"scale": d.scale, "max": d.maximum, "why": d.why,
+                        "runs_at_most_1": below[:20], "n_runs_at_most_1": len(below)}
+        note = (f"{name} read as percent ({_why(d.why, d.maximum)}); divided by 100 "
+                "(override with --acc-scale 1)")
+        points.warnings.append(note)
+        points.shown.add(note)
+    if record:
+        points.extra["accuracy_scale"] = record
+
+
+def _why(why: str, maximum: float) -> str:
+    if why == "like_sibling":
+        return (f"max {maximum:g}, logged beside a percent accuracy of the same log: one "
+                "logger, one convention")
+    return f"max {maximum:g}: a fraction cannot exceed 1"
 
 
 def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:

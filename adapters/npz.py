@@ -40,9 +40,16 @@ def _files(path: Path) -> list[Path]:
 
 
 def _detect(path: Path) -> bool:
+    """An ``.npz`` file, or a folder of them with no table file (a folder is classified by
+    all its files: NPZ snapshots beside JSON or CSV logs do not make it an NPZ sweep)."""
     if path.is_file():
         return path.suffix.lower() == ".npz"
-    return any(True for _ in path.rglob("*.npz"))
+    from .files import table_files
+    from .records import SIDECAR_NAMES, config_like
+
+    if not any(True for _ in path.rglob("*.npz")):
+        return False
+    return all(f.name in SIDECAR_NAMES or config_like(f) for f in table_files(path))
 
 
 def _scalar(a: np.ndarray) -> Any:

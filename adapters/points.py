@@ -112,15 +112,19 @@ class Finding:
     file: str | None = None
     offset: int | None = None  #: byte offset in ``file`` where the problem starts
     count: int | None = None  #: points, records or bytes concerned (the detail says which)
+    runs: tuple[str, ...] | None = None  #: the runs, when a finding concerns several
 
     def __post_init__(self) -> None:
         if self.code not in FINDING_CODES:
             raise ValueError(f"unknown finding code {self.code!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": "warning", "run": self.run,
-                "detail": self.detail, "file": self.file, "offset": self.offset,
-                "count": self.count}
+        out = {"code": self.code, "severity": "warning", "run": self.run,
+               "detail": self.detail, "file": self.file, "offset": self.offset,
+               "count": self.count}
+        if self.runs is not None:
+            out["runs"] = list(self.runs)
+        return out
 
 
 @dataclass
@@ -145,6 +149,13 @@ class Points:
     warnings: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     downsampled_runs: set[str] = field(default_factory=set)
+    #: conditions that are results of the run (``final_test_acc``): kept, never design
+    outcomes: set[str] = field(default_factory=set)
+    #: records read but set aside, by reason (``record_without_step``): counted, never lost
+    set_aside: dict[str, int] = field(default_factory=dict)
+    #: warnings the audit shows as findings of their own (the accuracy chosen, percent, records
+    #: set aside); the others are its ``notes`` (``READER_NOTES``)
+    shown: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)  #: reader-specific provenance
 
     def add(self, run: str, metric: str, step: Any, value: Any,

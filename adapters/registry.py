@@ -157,14 +157,19 @@ def detect_format(path: str | Path) -> str:
     """
     p = Path(path)
     check_input(p)
+    claims: list[str] = []
     for reader in sorted(readers().values(), key=lambda r: (r.priority, r.name)):
         try:
             if reader.detect(p):
-                return reader.name
+                if p.is_file():
+                    return reader.name
+                claims.append(reader.name)
         except GrokauditError:
             raise
         except (OSError, ValueError):  # an unreadable header is not this format
             continue
+    if claims:
+        return _one_format(p, claims)
     found = ""
     if p.is_dir():
         files = [q for q in itertools.islice((q for q in p.rglob("*") if q.is_file()), 4)]
@@ -173,6 +178,34 @@ def detect_format(path: str | Path) -> str:
     raise LogFormatError(
         f"not a log format grokaudit recognises{found}; see `grokaudit formats`, and pass "
         "--format NAME if you know it", path=str(p), code=ErrorCode.UNKNOWN_FORMAT)
+
+
+#: Formats whose files are tables: where one of them claims a folder, the generic table
+#: reader's claim on the same files is no other format.
+TABLE_BASED = frozenset({"wandb-csv", "wandb-history"})
+
+
+def _one_format(p: Path, claims: list[str]) -> str:
+    """The format of a folder, decided by all its files: the one reader that claims it.
+
+    The generic table reader does not compete with a table-based format (a W&B history is a
+    table) nor where its only files are config files (``hparams.yaml`` beside TensorBoard
+    events, ``wandb-summary.json`` beside a ``.wandb`` file). Two stores in one folder
+    (TensorBoard events and an MLflow store) are refused, naming both: read each as its own
+    path, or choose with ``--format``."""
+    if "table" in claims and len(claims) > 1:
+        from .files import table_files
+        from .records import SIDECAR_NAMES, config_like
+
+        if set(claims) & TABLE_BASED or all(f.name in SIDECAR_NAMES or config_like(f)
+                                            for f in table_files(p)):
+            claims = [c for c in claims if c != "table"]
+    if len(set(claims)) == 1:
+        return claims[0]
+    raise LogFormatError(
+        f"this folder holds logs of several formats ({', '.join(sorted(set(claims)))}); give "
+        "each as its own path (the folder that holds it), or choose one with --format NAME",
+        path=str(p), code=ErrorCode.UNKNOWN_FORMAT)
 
 
 def list_formats() -> list[FormatInfo]:

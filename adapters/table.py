@@ -12,10 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.text import safe
 
-from .files import TABLE_SUFFIXES, check_tail, melt_wide, read_file, table_files
+from .files import TABLE_SUFFIXES, check_tail, melt_wide, table_files
 from .merge import ReadOptions
 from .points import Points
+from .records import SIDECAR_NAMES, SIDECAR_SUFFIXES, Sidecar, load, read_sidecar
 from .registry import Reader
 
 
@@ -39,21 +41,114 @@ def run_ids_from_paths(files: list[Path], root: Path) -> list[str]:
     return [r.as_posix() for r in rels]
 
 
+def _sidecar_paths(path: Path, files: list[Path]) -> set[Path]:
+    """The config files among (or beside) the files read: well-known names (``hparams.yaml``,
+    ``config.json``…) and YAML files; beside a single file, also its same-stem JSON/YAML."""
+    if path.is_file():
+        d = path.parent
+        cands = [d / n for n in SIDECAR_NAMES] + [path.with_suffix(x) for x in
+                                                  (".json", ".yaml", ".yml")]
+        return {c for c in cands if c != path and c.is_file()}
+    found = {f for f in files if f.name in SIDECAR_NAMES}
+    found |= {q for q in path.rglob("*") if q.suffix.lower() in SIDECAR_SUFFIXES
+              and q.is_file() and not any(p.startswith(".")
+                                          for p in q.relative_to(path).parts)}
+    return found
+
+
+def _sidecars_of(log: Path, root: Path, known: dict[Path, Sidecar]) -> list[Sidecar]:
+    """The config files of one log, farthest first: well-known names in each folder from the
+    read root down to the log's, then the log's own same-stem file (``x.json`` beside
+    ``x.csv``), which is nearest."""
+    top = root if root.is_dir() else log.parent
+    chain = [log.parent, *log.parent.parents]
+    dirs = chain[: chain.index(top) + 1] if top in chain else [log.parent]
+    out: list[Sidecar] = []
+    for d in reversed(dirs):
+        out += [known[d / n] for n in SIDECAR_NAMES if (d / n) in known]
+    for x in (".json", ".yaml", ".yml"):
+        same = log.with_suffix(x)
+        if same != log and same in known and same.name not in SIDECAR_NAMES:
+            out.append(known[same])
+    return out
+
+
+def _refuse_charts_among_tables(path: Path, files: list[Path]) -> None:
+    """A folder is classified by all its files: W&B chart exports (bucketed by the chart)
+    beside plain tables are neither a folder of charts nor a folder of tables. Refused,
+    naming both, never read one way or the other."""
+    from .wandb import is_panel
+
+    charts = [f for f in files if f.suffix.lower() == ".csv" and f.stat().st_size
+              and is_panel(f)]
+    if not charts:
+        return
+    others = [f for f in files if f not in charts]
+    if not others:
+        return
+
+    def names(fs: list[Path]) -> str:
+        shown = ", ".join(repr(safe(f.relative_to(path).as_posix())) for f in fs[:2])
+        return shown + (", …" if len(fs) > 2 else "")
+
+    raise LogFormatError(
+        f"this folder mixes {len(charts)} W&B chart export(s) ({names(charts)}, bucketed by "
+        f"the chart) with {len(others)} other table(s) ({names(others)}); give them as "
+        "separate paths (move one kind out of the folder)", path=str(path),
+        code=ErrorCode.FORMAT_MISMATCH)
+
+
 def read(path: Path, options: ReadOptions) -> Points:
-    """Read one table file or a directory of them (see the module docstring)."""
+    """Read one table file or a directory of them (see the module docstring).
+
+    A JSON file holding only scalars and a YAML file are config files (sidecars): their
+    scalars become the conditions of the runs whose logs sit beside or below them. A file of
+    a folder with a header and no rows is left out with a warning (alone, it is refused)."""
     files = table_files(path)
     if not files:
         raise LogFormatError("directory holds no .parquet, .csv, .tsv or .jsonl files; check "
                              "the path or the --format", path=str(path),
                              code=ErrorCode.FORMAT_MISMATCH)
     points = Points()
-    ids = run_ids_from_paths(files, path)
-    for f, rid in zip(files, ids):
-        table = read_file(f)
+    # --map X=step / --map X=run name the step or run column: renamed before it is looked for
+    rename = {k: v for k, v in (options.mapping or {}).items() if v in ("step", "run")}
+    known: dict[Path, Sidecar] = {}
+    for q in sorted(_sidecar_paths(path, files)):
+        known[q] = read_sidecar(q)
+    logs: list[Path] = []
+    if path.is_dir():
+        _refuse_charts_among_tables(path, [f for f in files if f not in known])
+    for f in files:
+        if f in known:
+            continue
+        if f.suffix.lower() == ".json" and path.is_dir():
+            probe = load(f, rename)
+            if probe.scalars_only:  # a summary or config file without a well-known name
+                known[f] = read_sidecar(f)
+                continue
+        logs.append(f)
+    if not logs:
+        raise LogFormatError("no log here: the files hold no per-step values (config files "
+                             "only); check the path", path=str(path), code=ErrorCode.NO_ROWS)
+    ids = run_ids_from_paths(logs, path)
+    used: set[Path] = set()
+    empty: list[str] = []
+    for f, rid in zip(logs, ids):
+        sidecars = _sidecars_of(f, path, known)
+        loaded = load(f, rename, sidecars)
+        table = loaded.table
         points.files.append(str(f))
         if table.num_rows == 0:
+            if loaded.scalars_only:
+                raise LogFormatError("the file holds no per-step values (only scalars: a "
+                                     "config or a summary); give the log it belongs to",
+                                     path=str(f), code=ErrorCode.NO_ROWS)
+            if path.is_dir() and len(logs) > 1:
+                empty.append(f.relative_to(path).as_posix())
+                continue
             raise LogFormatError("table has a header but no rows; there is nothing to read",
                                  path=str(f), code=ErrorCode.NO_ROWS)
+        used |= {sc.path for sc in sidecars}
         names = table.column_names
         if options.run_from in (None, "column"):
             run_column = "run" if "run" in names else None
@@ -67,7 +162,23 @@ def read(path: Path, options: ReadOptions) -> Points:
             run_column = options.run_from
         origin = rid if path.is_dir() else str(f)
         check_tail(f, points)
-        melt_wide(points, table, path=f, origin=origin, run=rid, run_column=run_column)
+        melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column)
+    if not points.chunks and empty:
+        raise LogFormatError(f"every log file has a header and no rows ({empty[0]}, …); there "
+                             "is nothing to read", path=str(path), code=ErrorCode.NO_ROWS)
+    if empty:
+        points.warnings.append(f"{len(empty)} file(s) with a header and no rows: no run read "
+                               f"from them ({', '.join(repr(e) for e in empty[:3])}"
+                               f"{', …' if len(empty) > 3 else ''})")
+    for q in sorted(used):
+        points.files.append(str(q))
+    if used:
+        points.extra["config_files"] = sorted(str(q) for q in used)
+    unused = sorted(q for q in known if q not in used)
+    if unused:
+        shown = ", ".join(repr(q.name) for q in unused[:3])
+        points.warnings.append(f"{len(unused)} config file(s) with no log beside or below "
+                               f"them not read: {shown}{', …' if len(unused) > 3 else ''}")
     return points
 
 

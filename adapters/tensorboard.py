@@ -468,8 +468,31 @@ def _decode_protobuf(data: bytes, payload: np.ndarray, lengths: np.ndarray, file
     return recs, tags, steps, values, walls
 
 
+#: Folders Keras' TensorBoard callback and TF2 scripts write a run's splits to
+#: (``logs/fit/<run>/train``, ``…/validation``): one run, its tags prefixed by the split.
+SPLIT_FOLDERS = frozenset({"train", "training", "validation", "valid", "val", "test", "eval",
+                           "evaluation"})
+
+
+def _split_runs(files: list[Path], root: Path) -> dict[Path, tuple[Path, str]]:
+    """Event folders that are splits of one run: two or more sibling folders named like
+    :data:`SPLIT_FOLDERS` holding event files. Maps each to (the run's folder, the tag
+    prefix ``"train/"``)."""
+    by_parent: dict[Path, set[Path]] = {}
+    for f in files:
+        if f.parent.name.lower() in SPLIT_FOLDERS and f.parent != root:
+            by_parent.setdefault(f.parent.parent, set()).add(f.parent)
+    out: dict[Path, tuple[Path, str]] = {}
+    for parent, dirs in by_parent.items():
+        if len(dirs) >= 2:
+            for d in dirs:
+                out[d] = (parent, d.name + "/")
+    return out
+
+
 def read(path: Path, options: ReadOptions) -> Points:
-    """Read every event file under ``path`` (one run per directory)."""
+    """Read every event file under ``path`` (one run per directory; the split folders of one
+    run, ``train/`` and ``validation/``, are one run whose tags carry the split)."""
     import_extra("tensorboard", "tensorboard")
     files = event_files(path)
     if not files:
@@ -479,20 +502,27 @@ def read(path: Path, options: ReadOptions) -> Points:
     points = Points()
     stats = {"tensor": 0, "non_scalar": 0}
     root = path if path.is_dir() else path.parent
+    splits = _split_runs(files, root)
     for f in files:
         points.files.append(str(f))
         data = f.read_bytes()
         if not data:
             raise LogFormatError("event file is empty; there is nothing to read", path=str(f),
                                  code=ErrorCode.FILE_EMPTY)
-        rel = f.parent.relative_to(root).as_posix()
+        run_dir, prefix = splits.get(f.parent, (f.parent, ""))
+        rel = run_dir.relative_to(root).as_posix()
         run = root.name if rel == "." else rel
         payload, lengths = frame(data, str(f), points)
         if payload.size == 0:
             why = points.findings[-1].detail if points.findings else "no records"
             raise LogFormatError(f"not a readable event file: {why}", path=str(f),
                                  code=ErrorCode.FILE_UNREADABLE)
+        first = len(points.chunks)
         decode(data, payload, lengths, str(f), run, points, stats)
+        for c in points.chunks[first:]:  # train/epoch_accuracy, validation/epoch_accuracy
+            c.metric = prefix + c.metric
+    if any(p for _, p in splits.values()):
+        points.extra["split_folders"] = sorted({p.rstrip("/") for _, p in splits.values()})
     if stats["tensor"]:
         points.extra["tensor_scalars"] = stats["tensor"]
     if stats["non_scalar"]:

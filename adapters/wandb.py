@@ -45,6 +45,7 @@ from grokaudit.text import safe
 from .files import TABLE_SUFFIXES, check_tail, header_of, melt_wide, read_file, table_files
 from .merge import ReadOptions
 from .points import Points, as_steps
+from .records import load
 from .registry import Reader, import_extra
 from .tensorboard import _tag_codes, _varint
 
@@ -68,10 +69,17 @@ def _is_panel(path: Path) -> bool:
 
 
 def _detect_panel(path: Path) -> bool:
-    """A panel CSV, or a folder holding at least one (its other files are refused on reading,
-    so that a folder of charts with a stray CSV is never read as a generic table)."""
+    """A panel CSV, or a folder whose table files are all panel CSVs (a folder is classified
+    by all its files: one chart export among plain tables does not make it a folder of
+    charts; the table reader then refuses that chart, naming it)."""
     if path.is_dir():
-        return any(_is_panel(f) for f in table_files(path) if f.suffix.lower() == ".csv")
+        files = [f for f in table_files(path) if f.stat().st_size]  # empty: refused later
+        return bool(files) and all(_is_panel(f) for f in files)
+    return _is_panel(path)
+
+
+def is_panel(path: Path) -> bool:
+    """True for a W&B panel 'Export CSV' file (its header: an x-axis, ``<run> - <metric>``)."""
     return _is_panel(path)
 
 
@@ -196,12 +204,15 @@ def _read_chart(path: Path, points: Points, seen: dict[tuple[str, str], list[_Se
             keep[i] = False
         earlier.append((str(path), st, val))
         points.add(run, metric, st[keep], val[keep])
-    for run in sorted(r for r, n in counts.items() if n):
-        points.downsampled_runs.add(run)
+    runs = sorted(r for r, n in counts.items() if n)
+    if runs:  # one finding per chart (each is bucketed on its own), naming its runs
+        points.downsampled_runs.update(runs)
+        shown = ", ".join(safe(r) for r in runs[:4]) + (", …" if len(runs) > 4 else "")
         points.finding("SOURCE_DOWNSAMPLED",
-                       "W&B panel CSV export: values are chart buckets (at most ~1500 points, "
-                       "min/max per bucket), not every logged step", run=run, file=str(path),
-                       count=counts[run])
+                       f"W&B panel CSV export: values are chart buckets (at most ~1500 points, "
+                       f"min/max per bucket), not every logged step; {len(runs)} run(s): "
+                       f"{shown}", runs=tuple(runs), file=str(path),
+                       count=sum(counts[r] for r in runs))
     return bands
 
 
@@ -275,7 +286,8 @@ def read_history(path: Path, options: ReadOptions) -> Points:
     points = Points()
     for f in files:
         points.files.append(str(f))
-        table = read_file(f)
+        loaded = load(f)
+        table = loaded.table
         if table.num_rows == 0:
             raise LogFormatError("history export has no rows; there is nothing to read",
                                  path=str(f), code=ErrorCode.NO_ROWS)
@@ -291,7 +303,7 @@ def read_history(path: Path, options: ReadOptions) -> Points:
             run_column = "run"
         check_tail(f, points)
         # a history holds per-step values only (the config is elsewhere): no conditions
-        melt_wide(points, table, path=f, origin=run, run=run, run_column=run_column,
+        melt_wide(points, loaded, path=f, origin=run, run=run, run_column=run_column,
                   numeric_conditions=False)
         if run_column is None:
             rows_per_run = {run: table.num_rows}

@@ -26,7 +26,7 @@ from .clocks import (
     accuracy_clocks,
     metric_clocks,
 )
-from .config import AuditConfig, make_config
+from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
 from .errors import ErrorCode, LogFormatError
 from .reasons import Reason, Severity
 from .results import (
@@ -35,8 +35,10 @@ from .results import (
     Finding,
     StudyResult,
     fails,
+    format_number,
     sort_findings,
 )
+from .roles import name_tokens, nearly_unique
 from .schema import SEED_COLUMNS, LogTable, Owned, build_log_table
 from .study import (
     QUANTITIES,
@@ -47,7 +49,7 @@ from .study import (
     reference_evidence,
     snapshot_findings,
 )
-from .text import format_value, safe
+from .text import cell_label, format_value, safe
 
 _CENSORED_TC = TC_CENSORED
 
@@ -107,29 +109,49 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
     return config
 
 
-def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | None) -> str:
-    """The single numeric condition with more than one value (besides seeds and ``exclude``)."""
-    skip = set(SEED_COLUMNS) | set(exclude)
-    cands = [c for c in conditions.columns
-             if c not in skip and pd.api.types.is_numeric_dtype(conditions[c])
-             and conditions[c].nunique(dropna=True) > 1]
+def _replicate_id(name: str) -> bool:
+    """A seed-like condition (``seed``, ``data_seed``): it names a replicate, not a setting."""
+    return name in SEED_COLUMNS or "seed" in name.lower()
+
+
+def design_columns(conditions: pd.DataFrame, outcomes: Iterable[str] = ()) -> list[str]:
+    """The conditions a run was trained under: not seeds (replicate ids), not outcomes."""
+    out = set(outcomes)
+    return [str(c) for c in conditions.columns if not _replicate_id(str(c)) and c not in out]
+
+
+def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | None,
+               outcomes: Iterable[str] = ()) -> str | None:
+    """The single numeric design condition with more than one value (besides seeds, outcomes
+    and ``exclude``); None when no design condition varies (every run was trained under the
+    same conditions: replicates, or one run)."""
+    skip = set(exclude)
+    design = [c for c in design_columns(conditions, outcomes) if c not in skip]
+    varying = [c for c in design if conditions[c].nunique(dropna=True) > 1]
+    cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c])]
     if len(cands) == 1:
         return str(cands[0])
+    if not varying:
+        return None
     if not cands:
         raise LogFormatError(
-            "no axis: no numeric condition column varies across runs; pass --by COLUMN "
-            f"(conditions present: {sorted(conditions.columns) or 'none'})", path=source,
-            column="--by", code=ErrorCode.NO_AXIS)
+            f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
+            f"each value as its own study with --cell {','.join(sorted(varying))}, or pass "
+            "--by COLUMN", path=source, column="--by", code=ErrorCode.NO_AXIS)
     raise LogFormatError(
         f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
         "--by COLUMN and split the others with --cell", path=source, column="--by",
         code=ErrorCode.AMBIGUOUS_AXIS)
 
 
-def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: str | None) -> None:
+def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: str | None,
+                  outcomes: Iterable[str] = ()) -> None:
     """Two runs with the same axis value but different other conditions, and no ``--cell``
-    separating them, would mix arms: refuse (DUPLICATE_AXIS_VALUES)."""
-    others = [c for c in cond.columns if c not in (axis, *cell, *SEED_COLUMNS)]
+    separating them, would mix arms: refuse (DUPLICATE_AXIS_VALUES). Outcomes and values that
+    differ in (nearly) every run (a per-run id, a measured quantity) cannot split runs into
+    cells of replicates: they are not proposed, and do not refuse."""
+    others = [c for c in design_columns(cond, outcomes) if c not in (axis, *cell)]
+    others = [c for c in others if not nearly_unique(cond[c].tolist())]
     if not others:
         return
     keys = [*cell, axis]
@@ -171,29 +193,25 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
             raise LogFormatError(f"--cell column {c!r} is not a condition column (constant "
                                  f"within each run); conditions: {sorted(cond.columns)}",
                                  path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
-    axis = cfg.by or infer_axis(cond, cfg.cell, src)
-    if axis not in cond.columns:
-        hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
-        raise LogFormatError(f"--by column {axis!r} is not a condition column{hint}; conditions:"
-                             f" {sorted(cond.columns)}", path=src, column=axis,
-                             code=ErrorCode.NOT_A_CONDITION)
-    if not pd.api.types.is_numeric_dtype(cond[axis]):
-        raise LogFormatError(f"--by column {axis!r} is not numeric; the axis must be ordered",
-                             path=src, column=axis, code=ErrorCode.NOT_NUMERIC)
-    if cond[axis].isna().any():
-        r = cond.index[cond[axis].isna()][0]
-        raise LogFormatError(f"axis column {axis!r} is missing for run {safe(r)!r}", path=src,
-                             column=axis, code=ErrorCode.CONDITION_MISSING)
-    _check_design(cond, axis, cfg.cell, src)
+    outcomes = [o for o in log.summary.outcomes if o not in cfg.cell and o != cfg.by]
+    axis = cfg.by or infer_axis(cond, cfg.cell, src, outcomes)
+    if axis is not None:
+        _check_axis(cond, axis, log, src)
+        _check_design(cond, axis, cfg.cell, src, outcomes)
 
-    acc = accuracy_clocks(log, cfg)
+    study_ids = (cond.reset_index(drop=True).groupby(list(cfg.cell), sort=True, dropna=False)
+                 .ngroup().to_numpy(dtype=np.int64) if cfg.cell else None)
+    acc = accuracy_clocks(log, cfg, study_ids)
     groups = None
     if cfg.floor_window == "grid":  # the runs of a cell share its step grid (v1.5)
-        groups = cond.reset_index(drop=True).groupby(
-            [*cfg.cell, axis], sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
+        keys = [*cfg.cell, *([axis] if axis is not None else [])]
+        groups = (cond.reset_index(drop=True).groupby(
+            keys, sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64) if keys
+            else np.zeros(log.n_runs, dtype=np.int64))
     mclocks = {m: metric_clocks(log, acc, m, cfg, groups=groups) for m in metrics}
 
     studies: list[StudyResult] = []
+    extra: list[Finding] = []
     run_ids = np.asarray(log.run_ids, dtype=object)
     frame = cond.reset_index(drop=True).copy()
     frame["__i"] = np.arange(log.n_runs)
@@ -207,8 +225,11 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
         study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
         for m in metrics:
             studies.append(_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg))
+        ceiling = _ceiling_finding(study_key, sframe, acc, cfg)
+        if ceiling is not None:
+            extra.append(ceiling)
 
-    findings: list[Finding] = _input_findings(log)
+    findings: list[Finding] = _input_findings(log) + extra
     for s in studies:
         findings.extend(s.findings)
     findings_t = sort_findings(findings)
@@ -216,6 +237,78 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     return AuditResult(version=__version__, config=cfg.to_dict() | {"axis": axis},
                        input=log.summary.to_dict(), studies=tuple(studies), findings=findings_t,
                        failing=failing)
+
+
+def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: AccuracyClocks,
+                     cfg: AuditConfig) -> Finding | None:
+    """``ACCURACY_CEILING`` for one study. Without ``grok_relative``: no run reaches the grok
+    threshold but the test accuracy settles below it (the best final-window median is at
+    least 0.5) — the threshold, not the runs, decides ``NO_GROK``. With it: which levels the
+    study was judged at, or why it kept the absolute ones."""
+    if cfg.grok_on != "test_acc":
+        return None
+    rows = sframe["__i"].to_numpy(dtype=np.int64)
+    if rows.size == 0:
+        return None
+    names = sframe["__run"].to_numpy(dtype=object)
+    base = {"study": study_key, "metric": None}
+    if cfg.grok_relative == "study":
+        best = acc.best_sustained[rows] if acc.best_sustained is not None else None
+        if best is None or np.isnan(best).all():
+            return None
+        k = int(np.nanargmax(best))
+        c = float(best[k])
+        if c >= 1.0:
+            return None
+        ev = {"ceiling": c, "run": str(names[k]), "grok_threshold": cfg.grok_threshold,
+              "full_threshold": cfg.full_threshold}
+        if acc.levels is not None and c >= RELATIVE_MIN_CEILING:
+            g, f = float(acc.levels[0][rows[0]]), float(acc.levels[1][rows[0]])
+            return make_finding(
+                Reason.ACCURACY_CEILING, "study", base, severity=Severity.INFO,
+                evidence=ev | {"grok_level": g, "full_level": f, "relative": True},
+                message=(f"the study's best sustained test accuracy is {format_number(c)} "
+                         f"(run {safe(names[k])}): t_grok is read at {format_number(g)} and "
+                         f"full generalization at {format_number(f)} (--grok-relative study)"))
+        return make_finding(
+            Reason.ACCURACY_CEILING, "study", base,
+            evidence=ev | {"relative": False},
+            message=(f"the study's best sustained test accuracy is {format_number(c)}, below "
+                     f"{RELATIVE_MIN_CEILING}: no ceiling to read the thresholds against; the "
+                     "absolute thresholds are kept"))
+    if not acc.t_grok.censored[rows].all():
+        return None
+    final = acc.final_test_acc[rows]
+    if np.isnan(final).all():
+        return None
+    k = int(np.nanargmax(final))
+    c = float(final[k])
+    if not (RELATIVE_MIN_CEILING <= c < cfg.grok_threshold):
+        return None
+    return make_finding(
+        Reason.ACCURACY_CEILING, "study", base,
+        evidence={"best_final_test_acc": c, "run": str(names[k]),
+                  "grok_threshold": cfg.grok_threshold, "n_runs": int(rows.size)},
+        message=(f"no run reaches test_acc {format_number(cfg.grok_threshold)}, but the test "
+                 f"accuracy settles below it (best final median {format_number(c)}, run "
+                 f"{safe(names[k])}): the threshold, not the runs, decides NO_GROK; "
+                 "--grok-relative study reads the thresholds against the study's ceiling, or "
+                 "lower --grok-threshold"))
+
+
+def _check_axis(cond: pd.DataFrame, axis: str, log: LogTable, src: str | None) -> None:
+    if axis not in cond.columns:
+        hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
+        raise LogFormatError(f"--by column {axis!r} is not a condition column{hint}; conditions:"
+                             f" {sorted(cond.columns)}", path=src, column=axis,
+                             code=ErrorCode.NOT_A_CONDITION)
+    if not pd.api.types.is_numeric_dtype(cond[axis]):
+        raise LogFormatError(f"--by column {axis!r} is not numeric; the axis must be ordered",
+                             path=src, column=axis, code=ErrorCode.NOT_NUMERIC)
+    if cond[axis].isna().any():
+        r = cond.index[cond[axis].isna()][0]
+        raise LogFormatError(f"axis column {axis!r} is missing for run {safe(r)!r}", path=src,
+                             column=axis, code=ErrorCode.CONDITION_MISSING)
 
 
 def _py(v: Any) -> Any:
@@ -226,12 +319,15 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: pd.DataFrame,
-                 acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> StudyResult:
+def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
+                 sframe: pd.DataFrame, acc: AccuracyClocks, mc: MetricClocks,
+                 cfg: AuditConfig) -> StudyResult:
+    """One study: its cells along ``axis`` (None: no condition varies, one cell of every run),
+    their gates, the orderings and the clock verdict, and the findings."""
     base = {"study": study_key, "metric": metric}
     cells: list[CellSummary] = []
     # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
-    axis_vals = sframe[axis].to_numpy()
+    axis_vals = sframe[axis].to_numpy() if axis is not None else np.zeros(len(sframe))
     names = sframe["__run"].to_numpy(dtype=object)
     rows_all = sframe["__i"].to_numpy()
     order = np.lexsort((names, axis_vals))
@@ -241,7 +337,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
     run_ids = names[order].tolist()
     run_cells: list[Any] = []  # each run's cell (axis value), parallel to run_ids
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        av_py = _py(av_sorted[lo])
+        av_py = _py(av_sorted[lo]) if axis is not None else None
         cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), run_rows[lo:hi], acc, mc,
                                     cfg))
         run_cells.extend(repeat(av_py, hi - lo))
@@ -274,7 +370,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
             findings.append(make_finding(
                 code, "run", base, cell=c.axis_value, runs=rs,
                 evidence={"n_runs": len(rs), "of": c.n_runs},
-                message=f"{len(rs)}/{c.n_runs} runs of cell {axis}={format_value(c.axis_value)}"))
+                message=f"{len(rs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)}"))
         unstable = unstable_by_cell.get(c.axis_value, [])
         if unstable:
             sev = Severity.CRITICAL if cell_pass[c.axis_value] else Severity.WARNING
@@ -282,7 +378,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                 Reason.FLOOR_UNSTABLE, "cell", base, cell=c.axis_value, runs=unstable,
                 severity=sev, evidence={"n_runs": len(unstable), "of": c.n_runs,
                                         "passing_cell": cell_pass[c.axis_value]},
-                message=(f"{len(unstable)}/{c.n_runs} runs of cell {axis}={format_value(c.axis_value)} have "
+                message=(f"{len(unstable)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)} have "
                          "a floor that is still moving at the end of the log")))
         for g in c.gates:
             findings.append(make_finding(
@@ -291,19 +387,37 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str, sframe: p
                           "n_fully_generalized": c.n_fully_generalized,
                           "n_no_compression": c.n_no_compression,
                           "n_established": c.n_established, "floor": c.floor},
-                message=f"cell {axis}={format_value(c.axis_value)} is gated out of every ordering"))
+                message=f"cell {cell_label(axis, c.axis_value)} is gated out of every ordering"))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
                 evidence={"t_grok": c.t_grok, "t_compress": c.t_compress, "lag": c.lag},
-                message=(f"cell {axis}={format_value(c.axis_value)}: half or more runs censored; only a "
+                message=(f"cell {cell_label(axis, c.axis_value)}: half or more runs censored; only a "
                          "lower bound of the median is known")))
 
-    orderings = {q: ordering(passing, q, cfg) for q in QUANTITIES}
+    orderings = ({q: ordering(passing, q, cfg) for q in QUANTITIES} if axis is not None
+                 else {})
     verdict: Reason | None
     evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
                                 "gated_cells": [c.axis_value for c in cells_t if not c.passes]}
-    if len(passing) < 2:
+    if axis is None:
+        verdict = None
+        n = cells_t[0].n_runs if cells_t else 0
+        tokens = name_tokens(run_ids)
+        hint = ""
+        if tokens:  # a condition the log may hold only in its run names
+            t = tokens[0]
+            hint = (f"; but the run names differ in {t.key} ({', '.join(t.values[:4])}): if it "
+                    f"is a condition, take it with --cond {t.key}='{t.regex}'")
+        findings.append(make_finding(
+            Reason.SINGLE_CONDITION, "study", base,
+            severity=Severity.WARNING if tokens else None,
+            evidence={"runs": n, "passing": bool(passing),
+                      "name_tokens": {t.key: list(t.values) for t in tokens}},
+            message=(f"no condition varies across the {n} run(s): each run's clocks, floor and "
+                     "snapshot are audited, the runs pooled as replicates; orderings and a "
+                     f"clock verdict need an axis (--by){hint}")))
+    elif len(passing) < 2:
         verdict = None
         findings.append(make_finding(
             Reason.LOW_POWER_DESCRIPTIVE, "study", base,
@@ -397,6 +511,52 @@ def _input_findings(log: LogTable) -> list[Finding]:
     if not s.sorted_input:
         out.append(make_finding(Reason.UNSORTED_STEPS, "input", base,
                                 message="rows were not sorted by run and step: sorted"))
+    for col, d in sorted(s.accuracy_scale.items()):
+        low = int(d.get("n_runs_at_most_1") or 0)
+        sibling = d.get("why") == "like_sibling"
+        why = ("never above 1, but logged beside a percent accuracy of the same log"
+               if sibling else f"max {format_number(d.get('max'))}: a fraction cannot exceed 1")
+        tail = ""
+        if low and not sibling:
+            ex = ", ".join(safe(r) for r in (d.get("runs_at_most_1") or [])[:3])
+            tail = (f"; {low} run(s) never exceed 1 and are read as percent with the rest of "
+                    f"the column ({ex}{', …' if low > 3 else ''})")
+        out.append(make_finding(
+            Reason.ACCURACY_IN_PERCENT, "input", base, evidence={"column": col, **d},
+            severity=Severity.WARNING if (sibling or low) else Severity.INFO,
+            message=(f"{col} read as percent ({why}), divided by 100{tail}; --acc-scale 1 "
+                     "reads it as fractions")))
+    for target, d in sorted((s.provenance.get("accuracy_columns") or {}).items()):
+        if not isinstance(d, dict):
+            continue
+        alts = d.get("alternatives") or []
+        also = ("; also a candidate: " + ", ".join(f"{safe(a)} ({n} points)" for a, n in alts[:3])
+                if alts else "")
+        out.append(make_finding(
+            Reason.ACCURACY_COLUMN_CHOSEN, "input", base, evidence={"target": target, **d},
+            message=(f"{target} read from the column {safe(d.get('column'))!r} "
+                     f"({d.get('points')} points){also}; choose with --map NAME={target}")))
+    notes = s.provenance.get("notes") or []
+    if notes:
+        first = "; ".join(safe(n) for n in notes[:2])
+        out.append(make_finding(
+            Reason.READER_NOTES, "input", base, evidence={"notes": list(notes)},
+            message=(f"the reader noted {len(notes)} thing(s) it did not read as values: {first}"
+                     f"{'; …' if len(notes) > 2 else ''} (`grokaudit inspect` lists them)")))
+    aside = s.provenance.get("set_aside") or {}
+    if aside:
+        n = sum(int(v) for v in aside.values())
+        out.append(make_finding(
+            Reason.RECORDS_SET_ASIDE, "input", base, evidence=dict(aside),
+            message=(f"{n} record(s) of the source set aside by the reader ("
+                     + ", ".join(f"{k} {v}" for k, v in sorted(aside.items()))
+                     + "); `grokaudit inspect` shows where and what became run values")))
+    if s.not_logged:
+        parts = ", ".join(f"{safe(k)} ({v} of {s.runs_kept} runs)"
+                          for k, v in sorted(s.not_logged.items()))
+        out.append(make_finding(
+            Reason.NOT_LOGGED_BY_EVERY_RUN, "input", base, evidence=dict(s.not_logged),
+            message=f"columns some runs never logged (not counted as missing values): {parts}"))
     for f in s.provenance.get("findings", []) or []:
         try:
             code = Reason(f.get("code"))
@@ -406,8 +566,11 @@ def _input_findings(log: LogTable) -> list[Finding]:
         if f.get("file"):
             at = f" @ byte {f['offset']}" if f.get("offset") is not None else ""
             where = f" ({f['file']}{at})"
+        runs = ([str(r) for r in f["runs"]] if isinstance(f.get("runs"), list)
+                else [str(f["run"])] if f.get("run") else [])
         out.append(make_finding(
-            code, "input", base, runs=[str(f["run"])] if f.get("run") else [],
-            evidence={k: v for k, v in f.items() if k not in ("code", "severity", "run")},
+            code, "input", base, runs=runs,
+            evidence={k: v for k, v in f.items()
+                      if k not in ("code", "severity", "run", "runs")},
             message=str(f.get("detail") or code.value) + where))
     return out

@@ -289,6 +289,47 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
 
 # ------------------------------------------------------------------------------------------
+# grokaudit inspect
+# ------------------------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@input_options
+@click.option("--by", "by", default=None, metavar="COL",
+              help="the axis column, as `check` would take it")
+@click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+              help="condition column(s) that split studies, as in `check`")
+@click.option("--metric", "metrics", multiple=True, metavar="COL",
+              help="metric column(s), as in `check`")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="config file (default: found as `check` finds it)")
+@click.option("--json", "json_out", default=None, metavar="PATH|-",
+              help="write the description as JSON to PATH (- for stdout, replacing the text)")
+def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | None,
+            **params: Any) -> None:
+    """Show what the loader sees in PATH, before any audit: the reader, the runs, the steps
+    and their cadence, each column's role and why, percent decisions, records set aside, and
+    the flags that would read it differently.
+
+    Exit 0 when the log reads (also when `check` would refuse it: the reason is shown);
+    2 when it cannot be read.
+    """
+    from .config import build_config
+    from .inspect import inspect_paths, render_inspection
+
+    cfg = build_config(None, config_file, {
+        "acc_scale": params.get("acc_scale"), "on_duplicate": params.get("on_duplicate"),
+        "by": params.get("by"), "cell": split_list(params.get("cell")) or None,
+        "metrics": split_list(params.get("metrics")) or None})
+    outs = resolve_outputs(_inputs(paths, config_file), json=(json_out, {"flag": "--json"}))
+    ins = inspect_paths(list(paths), cfg, fmt=params.get("fmt"),
+                        mapping=parse_pairs(params.get("maps"), "--map") or None,
+                        run_from=params.get("run_from"),
+                        cond=parse_pairs(params.get("conds"), "--cond") or None)
+    emit(ins, lambda: render_inspection(ins), json_out=outs["json"])
+
+
+# ------------------------------------------------------------------------------------------
 # grokaudit report
 # ------------------------------------------------------------------------------------------
 

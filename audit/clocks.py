@@ -12,6 +12,7 @@ The results are plain arrays in :class:`AccuracyClocks` and :class:`MetricClocks
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from statistics import NormalDist
@@ -20,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .blocks import map_blocks, quiet_runtime_warnings, row_blocks
-from .config import AuditConfig, grok_levels
+from .config import RELATIVE_MIN_CEILING, AuditConfig, grok_levels
 from .schema import LogTable
 
 INF = np.inf
@@ -276,7 +277,7 @@ class Event:
         return out
 
 
-def first_passage(P: Packed, threshold: float, interval: bool = True,
+def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = True,
                   widen: np.ndarray | None = None) -> Event:
     """First logged step with value ≥ threshold, interval-censored by the cadence.
 
@@ -330,10 +331,37 @@ class AccuracyClocks:
     fully_generalized: np.ndarray  #: bool
     span_first: np.ndarray  #: first logged step of the run (any column)
     span_last: np.ndarray  #: last logged step of the run
+    #: the highest test accuracy each run held for ``sustain`` consecutive logged points (NaN
+    #: for a run with fewer points); computed for ``grok_relative = study`` only
+    best_sustained: np.ndarray | None = None
+    #: the (grok, full) levels each run was judged at, when they differ from the config's
+    #: thresholds (``grok_relative = study``); None otherwise
+    levels: tuple[np.ndarray, np.ndarray] | None = None
 
 
-def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
-    """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run."""
+def study_ceilings(best: np.ndarray, studies: np.ndarray | None) -> np.ndarray:
+    """Per run, the best sustained test accuracy of its study (the max over the study's runs;
+    NaN when none of them holds one). ``studies`` numbers each run's study (None: one)."""
+    groups = np.zeros(best.size, dtype=np.int64) if studies is None else studies
+    out = np.full(best.size, np.nan)
+    if best.size == 0:
+        return out
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        n = int(groups.max()) + 1
+        top = np.full(n, -np.inf)
+        np.fmax.at(top, groups, np.where(np.isnan(best), -np.inf, best))
+    top = np.where(np.isinf(top), np.nan, top)
+    out[:] = top[groups]
+    return out
+
+
+def accuracy_clocks(table: LogTable, cfg: AuditConfig,
+                    studies: np.ndarray | None = None) -> AccuracyClocks:
+    """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run.
+
+    With ``grok_relative = study`` the thresholds of a run are read relative to its study's
+    ceiling (:func:`study_ceilings`; ``studies`` numbers each run's study, None: one study)."""
     ri = None if table.equal_lengths else table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
@@ -342,25 +370,58 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig) -> AccuracyClocks:
     A = pack(signal, table, ri)
     M = pack(table.train_acc, table, ri) if table.train_acc is not None else None
     widen = downsampled_runs(table)
+    best: np.ndarray | None = None
+    levels: tuple[np.ndarray, np.ndarray] | None = None
+    g_level: float | np.ndarray = grok_level
+    f_level: float | np.ndarray = full_level
+    if cfg.grok_relative == "study" and column == "test_acc":
+        best = best_sustained(A, cfg.sustain)  # one more pass: only when asked for
+        c = study_ceilings(best, studies)
+        use = ~np.isnan(c) & (c < 1.0) & (c >= RELATIVE_MIN_CEILING)
+        if use.any():
+            g = np.where(use, grok_level * np.where(use, c, 1.0), grok_level)
+            f = np.where(use, full_level * np.where(use, c, 1.0), full_level)
+            levels, g_level, f_level = (g, f), g, f
 
     def block(sl: slice) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
+        lvl = g_level if isinstance(g_level, float) else g_level[sl][:, None]
         return _accuracy_block(A.rows(sl), None if M is None else M.rows(sl),
                                None if widen is None else widen[sl], span_first[sl],
-                               span_last[sl], grok_level, cfg)
+                               span_last[sl], lvl, cfg)
 
     parts = map_blocks(block, row_blocks(*A.shape))
     tg = Event.concat([p[0] for p in parts])
     tm = None if M is None else Event.concat([p[1] for p in parts])  # type: ignore[misc]
     sustained, fell_at, final = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4))
     with np.errstate(invalid="ignore"):
-        fully = ~np.isnan(final) & (final >= full_level)
+        fully = ~np.isnan(final) & (final >= f_level)
     # reported in the criterion's own units: the final median accuracy, or loss
     return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
-                          span_last)
+                          span_last, best, levels)
+
+
+def best_sustained(A: Packed, w: int) -> np.ndarray:
+    """Per run, the highest value held for ``w`` consecutive logged points (the max over the
+    run of the min of each window of ``w`` points); NaN for a run with fewer points."""
+    R, K = A.shape
+    if K < w:
+        return np.full(R, np.nan)
+    out = np.full(R, np.nan)
+    for sl in row_blocks(R, K):
+        V = A.rows(sl).values
+        m = V[:, : K - w + 1].copy()
+        for j in range(1, w):
+            np.minimum(m, V[:, j: K - w + 1 + j], out=m)  # NaN (beyond a run) propagates
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[sl] = np.nanmax(np.where(np.isnan(m), -np.inf, m), axis=1)
+    out[np.isinf(out)] = np.nan
+    return out
 
 
 def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
-                    span_first: np.ndarray, span_last: np.ndarray, grok_level: float,
+                    span_first: np.ndarray, span_last: np.ndarray,
+                    grok_level: float | np.ndarray,
                     cfg: AuditConfig
                     ) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`accuracy_clocks` for one block of runs (row-wise): t_grok, t_mem, sustained,

@@ -36,7 +36,9 @@ class AuditConfig:
     metrics: tuple[str, ...] = ()  #: metric columns; empty = every known metric column present
     by: str | None = None  #: the axis column; None = infer the single varying numeric condition
     cell: tuple[str, ...] = ()  #: columns that split studies (e.g. ``arch``)
-    acc_scale: float = 1.0  #: divide accuracies by this (100 for percent logs)
+    #: divide accuracies by this (100: percent); None (``auto``) decides per column: percent
+    #: when a value exceeds 1 or a sibling accuracy column does (``docs/adapters.md``)
+    acc_scale: float | None = None
     on_duplicate: str = "error"  #: duplicate (run, step) rows with different values: error|first|last
     # -- clocks (§1) ------------------------------------------------------------------------
     mem_threshold: float = 0.99
@@ -60,6 +62,11 @@ class AuditConfig:
     #: ``test_loss``) falling to ``grok_below`` — for logs without accuracy (regression tasks)
     grok_on: str = "test_acc"
     grok_below: float | None = None  #: the loss level of a grok (with a loss ``grok_on``)
+    #: ``off``: the thresholds are absolute accuracies; ``study``: for a study whose best
+    #: sustained test accuracy c is below 1 (a task ceiling), the grok and full thresholds are
+    #: read as fractions of c (``grok_threshold × c``, ``full_threshold × c``); c < 0.5 keeps
+    #: the absolute thresholds (a study at chance has no ceiling to measure against)
+    grok_relative: str = "off"
     full_below: float | None = None  #: final median loss of a fully generalized run [grok_below]
     # -- gates and study (§2–§3) -------------------------------------------------------------
     high_floor_factor: float = 3.0
@@ -125,7 +132,8 @@ class AuditConfig:
 
 #: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
 ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
-                   "lag_class", "clock_rule", "grok_on", "grok_below", "full_below")
+                   "lag_class", "clock_rule", "grok_on", "grok_below", "full_below",
+                   "grok_relative")
 
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
@@ -163,6 +171,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "drop_from": ("peak", "grok"),
     "ordering": ("intervals", "spearman"),
     "gates": ("default", "reference"),
+    "grok_relative": ("off", "study"),
     "profile": PROFILES,
 }
 
@@ -294,7 +303,10 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
 
 def _coerce(name: str, value: Any, source: str) -> Any:
     default = getattr(AuditConfig(), name)
-    if name in OPTIONAL:
+    if name == "acc_scale" and (value is None or (isinstance(value, str)
+                                                  and value.strip().lower() in ("", "auto"))):
+        return None
+    if name in OPTIONAL or name == "acc_scale":
         if value is None or value == "":
             return None
         try:
@@ -375,7 +387,7 @@ def validate(cfg: AuditConfig) -> AuditConfig:
                 f"{', '.join(choices)}", code=ErrorCode.INVALID_OPTION, option=name)
     for name, rng in RANGES.items():
         v = getattr(cfg, name)
-        if v is None and name in OPTIONAL:
+        if v is None and (name in OPTIONAL or name == "acc_scale"):
             continue
         is_int = isinstance(getattr(_DEFAULTS, name), int)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (
@@ -414,8 +426,22 @@ def validate(cfg: AuditConfig) -> AuditConfig:
 _validate = validate
 
 
+#: The smallest best sustained test accuracy a study needs for ``grok_relative = study``.
+RELATIVE_MIN_CEILING = 0.5
+
+
 def _validate_grok_on(cfg: AuditConfig) -> None:
     """The grok criterion: accuracy (no loss levels), or a loss column with its level."""
+    if cfg.grok_relative != "off":
+        if cfg.grok_on != "test_acc":
+            raise ConfigError("--grok-relative study reads the accuracy thresholds relative to "
+                              "a ceiling; it does not apply to a loss criterion (--grok-on "
+                              f"{cfg.grok_on})", code=ErrorCode.INVALID_OPTION,
+                              option="grok_relative")
+        if cfg.grok_point != "accuracy":
+            raise ConfigError("grok_relative = study is not a definition of the reference "
+                              "profile (grok_point = usable); use the default profile",
+                              code=ErrorCode.INVALID_OPTION, option="grok_relative")
     if cfg.grok_on == "test_acc":
         for name in OPTIONAL:
             if getattr(cfg, name) is not None:

@@ -159,8 +159,13 @@ def _gid(cls: str, quantity: str, cell: Any) -> str:
     return f"{GID_PREFIX}{cls}:{quote(safe(quantity), safe='')}:{quote(safe(cell), safe='')}"
 
 
-def _cell_label(axis: str, c: CellSummary) -> str:
-    return f"{safe(axis)}={format_value(c.axis_value)}"
+def _cell_label(axis: str | None, c: CellSummary) -> str:
+    return "all runs" if axis is None else f"{safe(axis)}={format_value(c.axis_value)}"
+
+
+def _x(value: Any) -> float:
+    """A cell's place on the axis panels (0 for the one cell of a study without an axis)."""
+    return 0.0 if value is None else float(value)
 
 
 def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cell: Any,
@@ -362,7 +367,7 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
     width = max(10.0, 2.9 * ncols)
     key = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in study.study.items()) or "all runs"
     verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
-    title = _wrap(f"{key} · {safe(study.metric)} along {safe(study.axis)} · clock verdict: "
+    title = _wrap(f"{key} · {safe(study.metric)} along {safe(study.axis or 'no axis')} · clock verdict: "
                   f"{verdict}", width, 10)
     titles = [_cell_title(study, cd.cell) for cd in cells]
     row_lines = [max([t.count("\n") + 1 for t in titles[r * ncols:(r + 1) * ncols]] or [1])
@@ -621,7 +626,7 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, cd: CellData, title: st
 
 
 def _axis_x(study: StudyResult) -> list[float]:
-    return [float(c.axis_value) for c in study.cells]
+    return [_x(c.axis_value) for c in study.cells]
 
 
 def _spread(xs: list[float]) -> float:
@@ -634,7 +639,7 @@ def _gate_marks(ax: Any, study: StudyResult) -> None:
     tr = ax.get_xaxis_transform()
     for c in study.cells:
         if not c.passes:
-            ax.text(float(c.axis_value), 0.02, "gated", transform=tr, ha="center",
+            ax.text(_x(c.axis_value), 0.02, "gated", transform=tr, ha="center",
                     va="bottom", fontsize=6.5, style="italic", color="#444444", rotation=90)
 
 
@@ -670,7 +675,7 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
     links: list[list[tuple[float, float]]] = []
     crosses: list[tuple[float, float]] = []
     for c in study.cells:
-        x = float(c.axis_value)
+        x = _x(c.axis_value)
         gated = not c.passes
         if c.floor is not None:
             d = c.delta or 0.0
@@ -698,7 +703,7 @@ def _snapshot_panel(ax: Any, study: StudyResult) -> None:
         ax.plot(*zip(*crosses, strict=True), marker="x", color="black", ms=7, ls="none",
                 zorder=2.2)
     _gate_marks(ax, study)
-    ax.set_xlabel(safe(study.axis))
+    ax.set_xlabel(safe(study.axis or 'no axis'))
     ax.set_ylabel(safe(study.metric))
     ax.set_title("(b) at-grok value vs converged floor", fontsize=8.5, loc="left", wrap=True,
                  y=1.0)
@@ -713,7 +718,7 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
         iv: Interval | None = getattr(c, quantity)
         if iv is None:
             continue
-        x = float(c.axis_value) + offset
+        x = _x(c.axis_value) + offset
         hollow = not c.passes
         if iv.censored:
             if iv.lower is None:
@@ -772,7 +777,7 @@ def _times_panel(ax: Any, study: StudyResult) -> None:
     _interval_marks(ax, study, "t_grok", C_GROK, "s", -dx / 2, top)
     _interval_marks(ax, study, "t_compress", C_COMPRESS, "D", dx / 2, top)
     _gate_marks(ax, study)
-    ax.set_xlabel(safe(study.axis))
+    ax.set_xlabel(safe(study.axis or 'no axis'))
     ax.set_ylabel("step")
     ax.set_title("(c) clocks along the axis", fontsize=8.5, loc="left", wrap=True, y=1.0)
 
@@ -784,7 +789,7 @@ def _lag_panel(ax: Any, study: StudyResult) -> None:
     ax.axhline(0, color="#999999", lw=0.7)
     _interval_marks(ax, study, "lag", C_LAG, "o", 0.0, top)
     _gate_marks(ax, study)
-    ax.set_xlabel(safe(study.axis))
+    ax.set_xlabel(safe(study.axis or 'no axis'))
     ax.set_ylabel("steps")
     # a panel title's width is not room that the layout keeps: wrap at the figure edge
     ax.set_title("(d) lag = t_compress − t_grok", fontsize=8.5, loc="left", wrap=True, y=1.0)

@@ -30,7 +30,7 @@ from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
 from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
-from .text import format_value, safe
+from .text import cell_label, format_value, safe
 
 #: What each verdict, gate and study-level code means, in words (for readers of the page).
 WORDS: dict[str, str] = {
@@ -250,7 +250,7 @@ def _input_section(result: AuditResult) -> str:
 
 
 def _gate_table(s: StudyResult) -> str:
-    head = (_e(s.axis), "runs", "grokked", "fully gen.", "t_compress censored", "t_grok",
+    head = (_e(s.axis or 'no axis'), "runs", "grokked", "fully gen.", "t_compress censored", "t_grok",
             "m_grok", "floor F ± δ", "floor stability", "t_compress", "lag", "rel_lag",
             "inflation", "gate")
     rows = []
@@ -264,7 +264,7 @@ def _gate_table(s: StudyResult) -> str:
                 f"{n.value}: {_e(WORDS.get(n.value, ''))}" for n in c.notes) + "</span>"
         fl = "—" if c.floor is None else f"{_n(c.floor)} ± {_n(c.delta)}"
         stab = ", ".join(f"{v} {k}" for k, v in sorted(c.floor_stability.items())) or "—"
-        rows.append((_e(c.axis_value), str(c.n_runs), str(c.n_grokked),
+        rows.append((_e(c.axis_value if s.axis is not None else 'all runs'), str(c.n_runs), str(c.n_grokked),
                      str(c.n_fully_generalized), str(c.n_tc_censored), _iv(c.t_grok),
                      _n(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
                      _n(c.rel_lag), _n(c.inflation), gate))
@@ -290,7 +290,7 @@ def _study_section(s: StudyResult, k: int, svg: str, slug: str) -> str:
     code = _verdict_code(s)
     out = [f"<section class='study' id='{slug}'>",
            f"<h2>{_e(_study_key(s))} · metric <code>{_e(s.metric)}</code> · axis "
-           f"<code>{_e(s.axis)}</code></h2>",
+           f"<code>{_e(s.axis or 'no axis')}</code></h2>",
            f"<p class='study-verdict'>Clock verdict: <strong class='verdict-code'>{_e(code)}"
            f"</strong> — {_e(WORDS.get(code, code))}</p>"]
     gated = [c for c in s.cells if not c.passes]
@@ -298,7 +298,7 @@ def _study_section(s: StudyResult, k: int, svg: str, slug: str) -> str:
     why = f"{passing} of {len(s.cells)} cells pass every gate"
     if gated:
         why += "; gated (shown, left out of every ordering): " + "; ".join(
-            f"{s.axis}={format_value(c.axis_value)} ({', '.join(WORDS.get(g.value, g.value) for g in c.gates)})"
+            f"{cell_label(s.axis, c.axis_value)} ({', '.join(WORDS.get(g.value, g.value) for g in c.gates)})"
             for c in gated)
     out.append(f"<p>{_e(why)}.</p>")
     out.append("<h3>Gates and cell medians</h3>")

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .errors import ErrorCode, LogFormatError
+from .roles import choose_accuracy
 from .schema import (
     ACCURACY_COLUMNS,
     KNOWN_SERIES,
@@ -38,22 +39,24 @@ CANONICAL_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson")
 
 def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
              mapping: Mapping[str, str] | None = None, run_from: str | None = None,
-             cond: Mapping[str, str] | None = None, on_duplicate: str = "error") -> pa.Table:
+             cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
+             partial: bool = False) -> pa.Table:
     """Read the log at ``paths`` (one path, or several to merge) as one canonical Arrow table
     (provenance in its metadata).
 
     ``fmt`` names an adapter (``grokaudit formats``); ``mapping``/``run_from``/``cond`` are the
     adapters' ``--map``/``--run-from``/``--cond`` (applied to every path). Several paths are
     merged by run with :func:`merge_tables` (``on_duplicate`` resolves conflicting rows).
-    Raises :class:`LogFormatError`.
+    ``partial`` reads a log that lacks the test accuracy (``grokaudit inspect`` says so
+    instead of refusing). Raises :class:`LogFormatError`.
     """
     if isinstance(paths, (str, os.PathLike)):
-        return _read_one(paths, fmt, mapping, run_from, cond)
+        return _read_one(paths, fmt, mapping, run_from, cond, partial=partial)
     items = list(paths)
     if not items:
         raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
     if len(items) == 1:
-        return _read_one(items[0], fmt, mapping, run_from, cond)
+        return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial)
     seen: dict[tuple[int, int], str] = {}
     for p in items:
         try:
@@ -107,28 +110,82 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
                              code=ErrorCode.FILE_NOT_FOUND)
+    if not (p.is_file() or p.is_dir()):
+        raise LogFormatError("not a regular file or a folder (a FIFO, a socket or a device): "
+                             "grokaudit reads log files and folders; copy the log to a file",
+                             path=str(p), code=ErrorCode.FILE_UNREADABLE)
     adapter_opts = bool(fmt or mapping or run_from or cond)
-    suffix = p.suffix.lower()
-    canonical = suffix in CANONICAL_SUFFIXES or (
-        p.is_dir() and any(q.suffix in (".parquet", ".pq", ".claim") for q in p.iterdir()))
-    if canonical and not adapter_opts and (suffix in (".parquet", ".pq") or p.is_dir()):
-        return read_arrow(p, lazy=lazy and p.is_file())
+    if not adapter_opts and is_canonical(p):
+        return read_arrow(p, lazy=lazy and p.is_file() and p.suffix.lower() in (".parquet",
+                                                                               ".pq"))
     try:
         adapters = importlib.import_module("grokaudit.adapters")
     except ImportError:
-        if canonical and not adapter_opts:
-            return read_arrow(p)
-        raise LogFormatError("not a canonical table (.parquet, .csv, .tsv, .jsonl) and the "
+        raise LogFormatError("not a canonical table (run, step, test_acc columns) and the "
                              "adapters are not installed; reinstall grokaudit", path=str(p),
                              code=ErrorCode.UNKNOWN_FORMAT) from None
-    if canonical and not adapter_opts:
-        # a text table may be a W&B export: let detection decide, keep the fast path else
-        if adapters.detect_format(p) == "table":
-            return read_arrow(p)
+    # every other log, a single file without a run column included (one run named by its
+    # path), goes through the same readers in every command
     table: pa.Table = adapters.read_log(p, fmt, mapping=dict(mapping) if mapping else None,
                                         run_from=run_from, cond=dict(cond) if cond else None,
                                         partial=partial)
     return table
+
+
+def is_canonical(p: Path) -> bool:
+    """True when ``p`` is a canonical table, read as it is: a Parquet, CSV, TSV or JSON-lines
+    file whose columns include ``run`` and ``step``, a folder of Parquet shards whose first
+    shard has them, or a :class:`~grokaudit.RunLogger` folder. Anything else (a file without
+    a run column, another step name, another format) is read by the adapters."""
+    if p.is_dir():
+        from .logger import is_run_folder
+
+        if is_run_folder(p):
+            return True
+        shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
+        return bool(shards) and _canonical_columns(shards[0])
+    return p.suffix.lower() in CANONICAL_SUFFIXES and _canonical_columns(p)
+
+
+def _canonical_columns(p: Path) -> bool:
+    """``run`` and ``step`` present, and ``test_acc`` too unless no column could be the test
+    accuracy (a log audited on a loss, ``--grok-on``): a table whose accuracy has another name
+    (``val_acc``) is read by the adapters, which choose it and say so."""
+    names = _column_names(p)
+    if names is None:
+        return p.suffix.lower() in (".parquet", ".pq")  # damaged: the canonical reader says why
+    if not {"run", "step"} <= names:
+        return False
+    return "test_acc" in names or choose_accuracy({n: 1 for n in names}, "test_acc") is None
+
+
+def _column_names(p: Path) -> set[str] | None:
+    """The cheap look at a file's column names (schema, header line, first record); None when
+    the file cannot be read."""
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            names = set(pq.read_schema(p).names)
+        elif suffix in (".csv", ".tsv"):
+            import csv
+
+            with p.open("r", encoding="utf-8-sig", errors="replace", newline="") as fh:
+                first = fh.readline(1 << 20)
+            row = next(csv.reader([first], delimiter="\t" if suffix == ".tsv" else ","), [])
+            names = {c.strip() for c in row}
+        else:
+            with p.open("r", encoding="utf-8", errors="replace") as fh:
+                line = ""
+                for line in fh:
+                    if line.strip():
+                        break
+            rec = json.loads(line) if line.strip() else {}
+            names = set(rec) if isinstance(rec, dict) else set()
+    except (OSError, ValueError):  # unreadable: let the reader say why
+        return None
+    return names
 
 
 def _is_series(name: str) -> bool:
@@ -203,6 +260,29 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
             merged.setdefault("downsampled_runs", []).extend(str(r) for r in p["downsampled_runs"])
         if p.get("step_unit"):
             merged["step_unit"] = p["step_unit"]
+        if p.get("step_column"):
+            names = {*str(merged.get("step_column", "")).split(", "), str(p["step_column"])}
+            merged["step_column"] = ", ".join(sorted(c for c in names if c))
+        if p.get("config_files"):
+            merged.setdefault("config_files", []).extend(p["config_files"])
+        if p.get("outcomes"):
+            merged["outcomes"] = sorted(set(merged.get("outcomes", [])) | set(p["outcomes"]))
+        for k2, n in (p.get("set_aside") or {}).items():
+            merged.setdefault("set_aside", {})[k2] = merged.get("set_aside", {}).get(k2, 0) + n
+        for k2, d in (p.get("accuracy_scale") or {}).items():
+            have = merged.setdefault("accuracy_scale", {}).get(k2)
+            if have is None:
+                merged["accuracy_scale"][k2] = dict(d)
+            else:  # the column over every input: its largest value, all its low runs
+                have["max"] = max(float(have.get("max", 0)), float(d.get("max", 0)))
+                have["n_runs_at_most_1"] = (int(have.get("n_runs_at_most_1", 0))
+                                            + int(d.get("n_runs_at_most_1", 0)))
+                have["runs_at_most_1"] = (list(have.get("runs_at_most_1", []))
+                                          + list(d.get("runs_at_most_1", [])))[:20]
+        for k2, d in (p.get("accuracy_columns") or {}).items():
+            merged.setdefault("accuracy_columns", {}).setdefault(k2, d)
+        if p.get("notes"):
+            merged.setdefault("notes", []).extend(p["notes"])
     if "downsampled_runs" in merged:
         merged["downsampled_runs"] = sorted(set(merged["downsampled_runs"]))
     merged["adapters"] = sorted({str(p.get("adapter", "table")) for p in provs})

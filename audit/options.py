@@ -104,8 +104,10 @@ def input_options(f: F) -> F:
                      help="take run ids from file/directory names or a column (adapters)"),
         click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
                      help="take a condition from file/directory names (adapters)"),
-        click.option("--acc-scale", type=float, default=None,
-                     help=_help("divide accuracies by this (100 for percent logs)", "acc_scale")),
+        click.option("--acc-scale", default=None, metavar="auto|NUMBER",
+                     help="divide accuracies by this: 100 (percent), 1 (fractions), or auto: "
+                          "per column, percent when a value exceeds 1 or a sibling accuracy "
+                          f"column's does [default auto; valid auto or {RANGES['acc_scale']}]"),
         click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
                      default=None,
                      help="duplicate (run, step) rows with different values [default error]"),
@@ -137,6 +139,11 @@ def audit_options(f: F) -> F:
                      help="default, or reference (the public v1.5 analyzer)"),
         click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,
                      help="t_compress rule [default settle]"),
+        click.option("--grok-relative", "grok_relative", type=click.Choice(["off", "study"]),
+                     default=None,
+                     help="study: read --grok-threshold and --full-threshold as fractions of "
+                          "the study's best sustained test accuracy when a task ceiling keeps "
+                          "it below 1 (at least 0.5) [default off]"),
     ])
     return grok_options(config_options(input_options(f)))
 
@@ -165,6 +172,7 @@ def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
         by=params.get("by"), rule=params.get("rule"), acc_scale=params.get("acc_scale"),
         on_duplicate=params.get("on_duplicate"),
         fail_on=params.get("fail_on"), grok_on=params.get("grok_on"),
+        grok_relative=params.get("grok_relative"),
         grok_below=params.get("grok_below"), full_below=params.get("full_below"),
         cell=split_list(params.get("cell")) or None,
         metrics=split_list(params.get("metrics")) or None)

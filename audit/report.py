@@ -12,10 +12,11 @@ from .results import (
     Finding,
     Interval,
     Ordering,
+    RunResult,
     StudyResult,
     format_number,
 )
-from .text import format_value, safe
+from .text import cell_label, format_value, safe
 
 _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_compress", "lag",
          "rel_lag", "frac_pre", "infl", "gate")
@@ -62,12 +63,13 @@ def _ordering_line(o: Ordering) -> str:
 def study_lines(s: StudyResult) -> list[str]:
     """The per-cell table, orderings and verdict of one study."""
     key = ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items()) or "all runs"
-    lines = [f"== study: {key} · metric {s.metric} · axis {s.axis} =="]
+    axis = s.axis if s.axis is not None else "none (no condition varies)"
+    lines = [f"== study: {key} · metric {s.metric} · axis {axis} =="]
     rows = [_HEAD]
     for c in s.cells:
         gate = ",".join(g.value for g in c.gates) or "pass"
         rows.append((
-            f"{s.axis}={format_value(c.axis_value)}", str(c.n_runs), str(c.n_grokked),
+            cell_label(s.axis, c.axis_value), str(c.n_runs), str(c.n_grokked),
             str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _n(c.floor), _stab(c),
             _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _n(c.inflation), gate,
         ))
@@ -75,6 +77,12 @@ def study_lines(s: StudyResult) -> list[str]:
     if any(c.floor_stability for c in s.cells):  # none under the reference profile
         lines.append("  (floor: s=stable i=indeterminate u=unstable n=no floor, counts of runs; "
                      "stability is conditional on the logged horizon)")
+    if s.axis is None:  # one cell of replicates (or one run): each run, no orderings
+        lines.append("runs:")
+        lines += _table([_RUN_HEAD] + [_run_row(r) for r in s.runs], indent="  ")
+        lines.append("clock verdict: none (no axis: orderings need a condition that varies, "
+                     "--by)")
+        return lines
     lines.append("orderings over passing cells:")
     lines += [_ordering_line(o) for o in s.orderings]
     verdict = s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE (no clock verdict)"
@@ -82,9 +90,21 @@ def study_lines(s: StudyResult) -> list[str]:
     return lines
 
 
+_RUN_HEAD = ("run", "t_grok", "sustained", "m_grok", "floor", "stability", "t_compress", "lag",
+             "infl", "snapshot")
+
+
+def _run_row(r: RunResult) -> tuple[str, ...]:
+    infl = _n(r.inflation)
+    if r.inflation is not None and r.inflation_is_lower_bound:
+        infl = f"≥{infl}"
+    return (safe(r.run), _iv(r.t_grok), "yes" if r.grok_sustained else "no", _n(r.m_grok),
+            _n(r.floor), r.floor_stability, _iv(r.t_compress), _iv(r.lag), infl, r.snapshot)
+
+
 #: Findings about accuracy alone: the same for every metric of a run group, shown once.
 ACCURACY_CODES = frozenset({Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
-                            Reason.NOT_FULLY_GENERALIZED})
+                            Reason.NOT_FULLY_GENERALIZED, Reason.ACCURACY_CEILING})
 
 
 def fail_on_words(fail_on: Sequence[str]) -> str:
@@ -155,6 +175,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     if cfg.get("grok_on", "test_acc") != "test_acc":  # the grok criterion is a loss
         keys = tuple(k for k in keys if k not in ("grok_threshold", "full_threshold"))
         keys = ("grok_on", "grok_below", "full_below", *keys)
+    if cfg.get("grok_relative", "off") != "off":
+        keys = (*keys[:keys.index("fail_on")], "grok_relative", "fail_on")
     out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in keys))
     inp = result.input
     aside = ", ".join(f"{k} {v}" for k, v in inp["set_aside"].items()) or "none"
@@ -173,7 +195,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         for f in fs:
             counts[f.code.value] = counts.get(f.code.value, 0) + 1
         fail_txt = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in sorted(counts.items()))
-        verdict = s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE"
+        verdict = (s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE"
+                   if s.axis is not None else "SINGLE_CONDITION")
         rows.append((_study_label(s.study, s.metric), verdict, fail_txt or "—"))
     out += ["  " + r for r in _table(rows)]
     if result.failing:
@@ -193,6 +216,10 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         for (label, _, code), f in acc_seen.items():
             by_group.setdefault((label, code), []).append(f)
         for (label, code), fs in sorted(by_group.items()):
+            if all(f.cell is None for f in fs):  # a study-wide finding: its message
+                out += [f"  [{f.severity.value:<8}] {code:<34} ({label}) {f.message}"
+                        for f in fs]
+                continue
             cells = []
             for f in fs:
                 n, of = f.evidence.get("n_runs"), f.evidence.get("of")

@@ -341,7 +341,7 @@ class StudyResult:
 
     study: Mapping[str, Any]
     metric: str
-    axis: str
+    axis: str | None  #: None: no condition varies (one cell of every run, no orderings)
     cells: tuple[CellSummary, ...]
     runs: tuple[RunResult, ...]
     orderings: tuple[Ordering, ...]

@@ -27,6 +27,13 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
+from .roles import (
+    FRACTION_MAX,
+    PERCENT_MIN,
+    PERCENT_MIN_POINTS,
+    decide_percent,
+    is_outcome_name,
+)
 from .text import safe
 
 SCHEMA_VERSION = 1
@@ -247,9 +254,22 @@ class InputSummary:
     metrics: tuple[str, ...]
     conditions: tuple[str, ...]
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: conditions that are results of the run (``final_test_acc``): never an axis or a cell
+    outcomes: tuple[str, ...] = ()
+    #: per-step columns some runs never logged: column -> runs without it (not "missing")
+    not_logged: dict[str, int] = field(default_factory=dict)
+    #: accuracy columns read as percent: column -> {scale, max, why, runs that stay ≤ 1}
+    accuracy_scale: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        extra: dict[str, Any] = {}
+        if self.outcomes:
+            extra["outcomes"] = list(self.outcomes)
+        if self.not_logged:
+            extra["not_logged"] = dict(sorted(self.not_logged.items()))
+        if self.accuracy_scale:
+            extra["accuracy_scale"] = dict(sorted(self.accuracy_scale.items()))
+        return extra | {
             "source": self.source,
             "rows_read": self.rows_read,
             "rows_kept": self.rows_kept,
@@ -397,36 +417,8 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
     return a
 
 
-def _check_accuracy_scale(name: str, raw: np.ndarray, offsets: np.ndarray, run_ids: np.ndarray,
-                          acc_scale: float, path: str | None) -> None:
-    """Refuse a log whose runs mix percent and fraction accuracy (no single ``--acc-scale`` is
-    right for it), and an ``--acc-scale`` that would turn fractions into near-zero values."""
-    if raw.size == 0:
-        return
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        run_max = np.fmax.reduceat(raw, offsets[:-1])
-    seen = ~np.isnan(run_max)
-    pct = seen & (run_max > 1.5)
-    frac = seen & (run_max <= 1.0 + 1e-9)
-    if pct.any() and frac.any():
-        ex_p = _first_examples([safe(r) for r in run_ids[pct]])
-        ex_f = _first_examples([safe(r) for r in run_ids[frac]])
-        raise LogFormatError(
-            f"column {name!r} mixes percent and fraction accuracy: {int(pct.sum())} runs reach "
-            f"above 1.5 ({ex_p}), {int(frac.sum())} stay within [0, 1] ({ex_f}); no single "
-            "--acc-scale fits: rescale the percent runs in the log (or read it with "
-            "`grokaudit convert`, which rescales per run)", path=path, column=name,
-            code=ErrorCode.MIXED_ACCURACY_SCALE)
-    if acc_scale >= 1.5 and seen.any() and frac[seen].all():
-        raise LogFormatError(
-            f"column {name!r} already holds fractions (max {float(np.nanmax(raw)):g}); "
-            f"--acc-scale {acc_scale:g} would make every run look like it never learned: drop "
-            "--acc-scale", path=path, column=name, code=ErrorCode.ACCURACY_OUT_OF_RANGE)
-
-
 def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None = None,
-                    acc_scale: float = 1.0, on_duplicate: str = "error",
+                    acc_scale: float | None = None, on_duplicate: str = "error",
                     metrics: Sequence[str] = (), grok_on: str = "test_acc") -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
@@ -448,15 +440,14 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
     g = _group_rows(columns, path)
-    accs = {name: _accuracy(name, g, acc_scale, path)
-            for name in ACCURACY_COLUMNS if name in names}
+    accs, scales = _accuracies(names, g, acc_scale, path)
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
     series, cond = _classify_columns(names, forced, g, path)
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
-                    has_test_acc="test_acc" in names)
+                    has_test_acc="test_acc" in names, scales=scales)
     # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
     # last buffers (the run codes): freed, and their pages handed back to the OS
     del g, columns
@@ -801,33 +792,72 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly)
 
 
-def _accuracy(name: str, g: _Rows, acc_scale: float, path: str | None) -> np.ndarray:
-    """Stage 3: one accuracy column, scaled and checked to lie in [0, 1]."""
-    c = g.columns.column(name)
-    if not _numeric(c):
-        raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
-                             "in [0, 1]", path=path, column=name,
-                             code=ErrorCode.BAD_COLUMN_TYPE)
-    raw = g.col(name)
-    del c
-    g.columns.done(name)
-    hi, lo = _nan_extremes(raw)
-    if math.isinf(hi) or math.isinf(lo):
-        raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
-                             path=path, column=name, code=ErrorCode.INFINITE_VALUE)
-    _check_accuracy_scale(name, raw, g.offsets, g.run_ids, acc_scale, path)
-    a = raw.astype(np.float64) / acc_scale if acc_scale != 1.0 else raw
-    hi, lo = (hi / acc_scale, lo / acc_scale) if acc_scale != 1.0 else (hi, lo)
-    if hi > 1.5:
-        raise LogFormatError(
-            f"column {name!r} looks like percent (max {hi:g}); pass --acc-scale 100",
-            path=path, column=name, code=ErrorCode.PERCENT_ACCURACY)
-    if hi > 1.0 + 1e-9 or lo < -1e-9:
-        raise LogFormatError(
-            f"column {name!r} has values outside [0, 1] (min {lo:g}, max {hi:g}); fix the "
-            "logger or the --acc-scale", path=path, column=name,
-            code=ErrorCode.ACCURACY_OUT_OF_RANGE)
-    return a
+def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None
+                ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Stage 3: the accuracy columns, read as fractions in [0, 1].
+
+    Percent or fraction is decided per column by :func:`grokaudit.roles.decide_percent` (the
+    one rule of every command): ``acc_scale`` when given, else percent for a column with a
+    value above 1 and for its sibling logged beside it. Returns the columns and, for each
+    column divided, what was decided and which runs never exceed 1 (they are read as percent
+    with the rest of their column)."""
+    raws: dict[str, tuple[np.ndarray, float, float]] = {}
+    for name in ACCURACY_COLUMNS:
+        if name not in names:
+            continue
+        c = g.columns.column(name)
+        if not _numeric(c):
+            raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
+                                 "in [0, 1] (or percent)", path=path, column=name,
+                                 code=ErrorCode.BAD_COLUMN_TYPE)
+        raw = g.col(name)
+        del c
+        g.columns.done(name)
+        hi, lo = _nan_extremes(raw)
+        if math.isinf(hi) or math.isinf(lo):
+            raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
+                                 path=path, column=name, code=ErrorCode.INFINITE_VALUE)
+        raws[name] = (raw, hi, lo)
+    with np.errstate(invalid="ignore"):
+        above = {n: int(np.count_nonzero(raw > PERCENT_MIN)) for n, (raw, _, _) in raws.items()}
+    decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale)
+    out: dict[str, np.ndarray] = {}
+    scales: dict[str, Any] = {}
+    for name, (raw, hi, lo) in raws.items():
+        d = decided[name]
+        if d.why == "option" and d.scale >= 1.5 and not math.isnan(hi) and all(
+                math.isnan(m) or m <= FRACTION_MAX for _, m, _ in raws.values()):
+            raise LogFormatError(
+                f"column {name!r} already holds fractions (max {hi:g}); --acc-scale "
+                f"{d.scale:g} would make every run look like it never learned: drop "
+                "--acc-scale", path=path, column=name, code=ErrorCode.ACCURACY_OUT_OF_RANGE)
+        a = raw.astype(np.float64) / d.scale if d.scale != 1.0 else raw
+        h, lw = hi / d.scale, lo / d.scale
+        if h > FRACTION_MAX or lw < -1e-9:
+            if d.why == "fraction" and lw >= -1e-9 and (hi <= PERCENT_MIN
+                                                       or above[name] < PERCENT_MIN_POINTS):
+                n_above = int(np.count_nonzero(raw > FRACTION_MAX))
+                why = (f"max {hi:g} ({n_above} value(s) above 1): not a fraction, and not "
+                       "clearly percent; if it is percent, pass --acc-scale 100, else fix "
+                       "the logger")
+            else:
+                unit = "percent (0-100)" if d.scale == 100.0 else f"units of {d.scale:g}"
+                why = (f"values outside [0, 1] read as {unit} (min {lo:g}, max {hi:g}); fix "
+                       "the logger or the --acc-scale")
+            raise LogFormatError(f"column {name!r} has {why}", path=path, column=name,
+                                 code=ErrorCode.ACCURACY_OUT_OF_RANGE)
+        if d.scale != 1.0:
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                run_max = np.fmax.reduceat(raw, g.offsets[:-1]) if raw.size else raw
+            low = g.run_ids[~np.isnan(run_max) & (run_max <= FRACTION_MAX)]
+            scales[name] = {"scale": d.scale, "max": hi, "why": d.why,
+                            "n_runs_at_most_1": int(low.size),
+                            "runs_at_most_1": [str(r) for r in low[:20]]}
+        out[name] = a
+    if "test_acc" in names and "test_acc" not in out:  # pragma: no cover - defensive
+        raise AssertionError("test_acc not read")
+    return out, scales
 
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
@@ -846,7 +876,15 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
-            if known and name not in SEED_COLUMNS:
+            if name in metrics:  # named: it must change over steps (wd is no metric)
+                a = g.col(name)
+                if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs:
+                    raise LogFormatError(
+                        f"--metric {safe(name)!r} is constant within every run: a condition "
+                        "(set per run), not a per-step metric; name a column that changes "
+                        "over steps", path=path, column=name, code=ErrorCode.NOT_A_SERIES)
+                change = -1
+            elif known and name not in SEED_COLUMNS:
                 change = -1
             else:  # a condition is tested on its stored values: no float64 copy of it
                 raw_change = _first_change_stored(c, g)
@@ -976,7 +1014,8 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
 def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.ndarray],
               cond: dict[str, np.ndarray], keep: np.ndarray, set_aside: dict[str, int],
               too_short: tuple[str, ...], prov: dict[str, Any], metrics: Sequence[str],
-              path: str | None, *, has_test_acc: bool = True) -> LogTable:
+              path: str | None, *, has_test_acc: bool = True,
+              scales: Mapping[str, Any] | None = None) -> LogTable:
     """The kept rows as a :class:`LogTable`, with the input accounting."""
     step, run_ids, offsets = g.step, g.run_ids, g.offsets
     test_acc = accs["test_acc"]
@@ -992,19 +1031,40 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         cond = {k: v[live] for k, v in cond.items()}
         offsets = np.concatenate(([0], np.cumsum(new_counts[live]))).astype(np.int64)
     # a log audited on a loss may have no test_acc: nothing of it is then "missing"
-    missing = {"test_acc": int(np.isnan(test_acc).sum())} if has_test_acc else {}
-    if train_acc is not None:
-        missing["train_acc"] = int(np.isnan(train_acc).sum())
-    for k, v in series.items():
-        missing[k] = int(np.isnan(v).sum())
+    columns = ({"test_acc": test_acc} if has_test_acc else {}) | (
+        {"train_acc": train_acc} if train_acc is not None else {}) | dict(series)
+    missing: dict[str, int] = {}
+    not_logged: dict[str, int] = {}
+    for k, v in columns.items():
+        missing[k], absent = _missing_and_absent(v, offsets)
+        if absent:
+            not_logged[k] = absent
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
+    declared = {str(o) for o in prov.get("outcomes") or []}
+    outcomes = tuple(sorted(c for c in cond if c in declared or is_outcome_name(c)))
     summary = InputSummary(
         source=path, rows_read=int(g.n_read), rows_kept=int(step.size), set_aside=set_aside,
         runs_read=g.n_runs, runs_kept=int(run_ids.size), runs_too_short=too_short,
         missing_values=missing, sorted_input=g.sorted_input, metrics=metric_names,
-        conditions=tuple(sorted(cond)), provenance=prov,
+        conditions=tuple(sorted(cond)), provenance=prov, outcomes=outcomes,
+        not_logged=not_logged,
+        accuracy_scale=dict(prov.get("accuracy_scale") or {}) | dict(scales or {}),
     )
     return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
                     train_acc=train_acc, series=series, conditions=conditions, summary=summary)
+
+
+def _missing_and_absent(v: np.ndarray, offsets: np.ndarray) -> tuple[int, int]:
+    """``(missing, absent)`` of one per-step column: NaN rows of the runs that logged it at
+    least once, and the number of runs that never logged it (a column a file never had is
+    not thousands of missing values)."""
+    nan = np.isnan(v)
+    n_nan = int(nan.sum())
+    if n_nan == 0 or offsets.size < 2:
+        return n_nan, 0
+    counts = np.diff(offsets)
+    nan_per_run = np.add.reduceat(nan, offsets[:-1]) if v.size else np.zeros(0, int)
+    never = nan_per_run == counts
+    return n_nan - int(counts[never].sum()), int(never.sum())

@@ -95,3 +95,8 @@ def progress_enabled() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # a closed or replaced stderr
         return False
+
+
+def cell_label(axis: str | None, value: Any) -> str:
+    """How a cell is named: ``wd=0.1``, or ``all runs`` in a study without an axis."""
+    return "all runs" if axis is None else f"{axis}={format_value(value)}"

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..cells import interval_median
 from ..clocks import AccuracyClocks, Event, accuracy_clocks
 from ..config import AuditConfig
-from ..errors import ErrorCode, LogFormatError
+from ..errors import ConfigError, ErrorCode, LogFormatError
 from ..results import Interval
 from ..schema import SEED_COLUMNS, LogTable
 
@@ -110,6 +110,10 @@ def step_unit_of(log: LogTable, given: str | None = None) -> str:
 def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
                source: str | None = None, step_unit: str | None = None) -> RunClocks:
     """The per-run clocks of every run in ``table`` under ``cfg`` (thresholds, censoring)."""
+    if cfg.grok_relative != "off":
+        raise ConfigError("grok_relative = study is an option of `check` and `report`; the claim "
+                          "commands fit t_grok at absolute thresholds (--thresholds)",
+                          code=ErrorCode.INVALID_OPTION, option="grok_relative")
     log = load_log(table, cfg, source)
     acc = accuracy_clocks(log, cfg)
     f = log.conditions.reset_index()

@@ -92,7 +92,8 @@ def check_json(paths: Sequence[Path], *args: str) -> tuple[int, dict]:
 def codes_and_verdicts(doc: dict, *, drop: str | None = None) -> tuple[list, list]:
     """The reason codes of the findings (in their order) and each study's verdict. Not the
     cells' clocks: a downsampled source widens their censoring intervals on purpose."""
-    return ([f["code"] for f in doc["findings"] if f["code"] != drop],
+    reading = {"ACCURACY_COLUMN_CHOSEN", "READER_NOTES"}  # how the source named its columns
+    return ([f["code"] for f in doc["findings"] if f["code"] != drop and f["code"] not in reading],
             [s["verdict"] for s in doc["studies"]])
 
 
@@ -131,13 +132,14 @@ def test_folder_of_charts_and_separate_paths_audit_like_the_canonical_file(
     assert "SOURCE_DOWNSAMPLED" not in expected[0]
     assert codes_and_verdicts(doc1, drop="SOURCE_DOWNSAMPLED") == expected
     assert codes_and_verdicts(doc2, drop="SOURCE_DOWNSAMPLED") == expected
-    # the charts, read as a folder or as paths: the same findings, one SOURCE_DOWNSAMPLED per run
-    # and chart (each chart is bucketed on its own), naming its file
+    # the charts, read as a folder or as paths: the same findings, one SOURCE_DOWNSAMPLED per
+    # chart (each chart is bucketed on its own), naming its file and every run it holds
     assert codes_and_verdicts(doc1) == codes_and_verdicts(doc2)
     assert [s["cells"] for s in doc1["studies"]] == [s["cells"] for s in doc2["studies"]]
     down = [f for f in doc1["findings"] if f["code"] == "SOURCE_DOWNSAMPLED"]
-    assert len(down) == reference["run"].nunique() * len(charts)
+    assert len(down) == len(charts)
     assert {f["evidence"]["file"] for f in down} == set(map(str, charts))
+    assert all(sorted(f["runs"]) == sorted(reference["run"].unique()) for f in down)
 
     # the tables: the canonical values, every run downsampled, every chart a source
     folder = read_any(tmp_path / "charts", cond={"wd": r"wd=([0-9.]+)", "seed": r"seed=(\d+)"})
@@ -209,13 +211,17 @@ def test_an_unrelated_csv_in_the_folder_is_refused_naming_it(tmp_path: Path,
         w = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n")
         w.writerow(["Name", "State", "Runtime", "wd", "test/acc"])
         w.writerow(["wd1.5_s0", "finished", "5400", "1.5", "0.99"])
-    assert detect_format(tmp_path / "charts") == "wandb-csv"
+    # a folder is classified by all its files: charts beside another table are neither a
+    # folder of charts nor a folder of tables, and the refusal names both kinds
+    assert detect_format(tmp_path / "charts") == "table"
     with pytest.raises(LogFormatError) as ei:
         read_log(tmp_path / "charts")
-    assert ei.value.code is ErrorCode.FORMAT_MISMATCH and ei.value.path == str(runs)
+    assert ei.value.code is ErrorCode.FORMAT_MISMATCH
+    assert ei.value.path == str(tmp_path / "charts")
+    assert runs.name in str(ei.value) and charts[0].name in str(ei.value)
     r = CliRunner().invoke(cli, ["check", str(tmp_path / "charts")])
     assert r.exit_code == 2 and r.stdout == ""
-    assert re.search(r"is not one .*separate paths.*\[FORMAT_MISMATCH\]$", r.stderr.strip())
+    assert re.search(r"mixes .*separate paths.*\[FORMAT_MISMATCH\]$", r.stderr.strip())
     # without it, the folder is read; a file that is no table (the chart's PNG) is reported
     runs.unlink()
     (tmp_path / "charts" / "test-acc.png").write_bytes(b"\x89PNG\r\n\x1a\n")
@@ -244,7 +250,7 @@ def test_a_line_in_two_charts_is_read_once_or_refused_when_it_differs(
     again = wandb_chart(charts / "wandb_export_2026-03-09T12_00_00.000+01_00.csv", "test/acc",
                         lines)
     t = read_log(charts, cond=SWEEP_COND)
-    assert codes(t) == ["SOURCE_DOWNSAMPLED"] * 8  # 4 runs x 2 charts, no RESUMED_DUPLICATES
+    assert codes(t) == ["SOURCE_DOWNSAMPLED"] * 2  # one per chart, no RESUMED_DUPLICATES
     assert len(t) == len(sweep)
     # a different value for one (run, step): refused, as the loader refuses it for two paths
     step, v = lines["wd3.0_s1"]

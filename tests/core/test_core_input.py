@@ -50,9 +50,19 @@ def test_missing_required_column(tmp_path, col):
     assert_input_error(run_cli("check", p, "--by", "rho"), p, repr(col))
 
 
-def test_missing_required_column_names_the_alias(tmp_path):
+def test_accuracy_under_another_name_is_read_and_named(tmp_path):
+    """A table whose test accuracy is called val_acc is audited as if it were test_acc, and
+    the audit says which column it read (ACCURACY_COLUMN_CHOSEN), as every command does."""
     p = write(good().rename(columns={"test_acc": "val_acc"}), tmp_path / "x.csv", "csv")
-    assert_input_error(run_cli("check", p, "--by", "rho"), "val_acc", "--map")
+    ref = run_cli("check", write(good(), tmp_path / "y.csv", "csv"), "--by", "rho",
+                  "--json", "-")
+    res = run_cli("check", p, "--by", "rho", "--json", "-")
+    doc, doc_ref = json.loads(res.output), json.loads(ref.output)
+    assert res.exit_code == ref.exit_code
+    assert doc["studies"] == doc_ref["studies"]
+    chosen = [f for f in doc["findings"] if f["code"] == "ACCURACY_COLUMN_CHOSEN"]
+    assert [f["evidence"]["column"] for f in chosen] == ["val_acc"]
+    assert chosen[0]["evidence"]["target"] == "test_acc"
 
 
 def test_unknown_metric(tmp_path):
@@ -87,15 +97,39 @@ def test_duplicate_axis_values_across_arms(tmp_path):
     assert ei.value.code == Reason.DUPLICATE_AXIS_VALUES.value and ei.value.column == "arch"
 
 
-def test_percent_accuracy_suggests_acc_scale(tmp_path):
+def test_percent_accuracy_is_read_as_percent_and_said(tmp_path):
+    """Percent accuracy is decided per column (a value above 1 cannot be a fraction), read
+    as its fractions, and reported (ACCURACY_IN_PERCENT); --acc-scale 100 gives the same
+    audit, --acc-scale 1 refuses values above 1."""
     df = good()
     df["test_acc"] *= 100
     df["train_acc"] *= 100
     p = write(df, tmp_path / "x.parquet")
-    assert_input_error(run_cli("check", p, "--by", "rho"), "test_acc", "--acc-scale 100")
+    auto = run_cli("check", p, "--by", "rho", "--json", "-")
     ok = run_cli("check", p, "--by", "rho", "--acc-scale", "100", "--json", "-")
     ref = run_cli("check", write(good(), tmp_path / "y.parquet"), "--by", "rho", "--json", "-")
     assert json.loads(ok.output)["studies"] == json.loads(ref.output)["studies"]
+    assert json.loads(auto.output)["studies"] == json.loads(ref.output)["studies"]
+    pct = [f for f in json.loads(auto.output)["findings"] if f["code"] == "ACCURACY_IN_PERCENT"]
+    assert sorted(f["evidence"]["column"] for f in pct) == ["test_acc", "train_acc"]
+    assert all(f["evidence"]["why"] == "percent" for f in pct)
+    res = run_cli("check", p, "--by", "rho", "--acc-scale", "1")
+    assert_input_error(res, "test_acc", "ACCURACY_OUT_OF_RANGE")
+
+
+def test_percent_column_that_stays_below_one_follows_its_sibling(tmp_path):
+    """A test accuracy that never exceeds 1 % logged beside a train accuracy in percent is
+    percent too (like_sibling, a warning), never silently a fraction."""
+    df = good()
+    df["train_acc"] *= 100
+    df["test_acc"] = df["test_acc"] * 0.9  # at most 0.9 %: it never learned
+    p = write(df, tmp_path / "x.parquet")
+    doc = json.loads(run_cli("check", p, "--by", "rho", "--json", "-").output)
+    pct = {f["evidence"]["column"]: f for f in doc["findings"]
+           if f["code"] == "ACCURACY_IN_PERCENT"}
+    assert pct["test_acc"]["evidence"]["why"] == "like_sibling"
+    assert pct["test_acc"]["severity"] == "warning"
+    assert {f["code"] for f in doc["findings"]} >= {"NO_GROK"}
 
 
 def test_conflicting_duplicate_rows(tmp_path):

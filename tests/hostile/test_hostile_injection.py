@@ -14,6 +14,7 @@ import pytest
 from grokaudit.adversarial_suite import profiles
 from grokaudit.errors import ErrorCode
 from hostile_helpers import (
+    load_json,
     FORGED,
     RAW_CONTROL,
     assert_unchanged,
@@ -190,10 +191,20 @@ def test_inf_in_a_hostile_metric(tmp_path: Path) -> None:
 
 
 def test_mixed_scale_with_hostile_runs(tmp_path: Path) -> None:
+    """A percent column with hostile run ids: read as percent, and the runs that never exceed
+    1 are named in the warning, escaped."""
     df = evil_df()
     first = df.run == df.run.iloc[0]
     df.loc[first, "test_acc"] *= 100
-    _err(tmp_path, df, E.MIXED_ACCURACY_SCALE)
+    p = write_parquet(df, tmp_path / "e.parquet")
+    out = cli(["check", p], cwd=tmp_path)
+    expect_audit(out)
+    no_forged_lines(out.stdout, out.exit_code)
+    doc = load_json(cli(["check", p, "--json", "-"], cwd=tmp_path).stdout)
+    (pct,) = [f for f in doc["findings"] if f["code"] == "ACCURACY_IN_PERCENT"
+              and f["evidence"]["column"] == "test_acc"]
+    assert pct["severity"] == "warning"
+    assert pct["evidence"]["n_runs_at_most_1"] == df.run.nunique() - 1
 
 
 def test_metric_not_found_lists_hostile_columns(tmp_path: Path) -> None:

@@ -118,11 +118,28 @@ def test_constant_accuracy(tmp_path: Path, acc: float) -> None:
 
 
 def test_single_cell(tmp_path: Path) -> None:
+    """Replicates of one condition (no axis): each run is audited, the runs pooled as one
+    cell, no orderings and no clock verdict (SINGLE_CONDITION) — never a refusal."""
     df = sweep_df(wds=(2.0,), seeds=(0, 1, 2, 3))
-    out, _ = audit(df, tmp_path)
-    expect_error(out, E.NO_AXIS)
+    out, doc = audit(df, tmp_path)
+    expect_audit(out)
+    (study,) = doc["studies"]
+    assert study["axis"] is None and study["verdict"] is None and study["orderings"] == []
+    assert [c["n_runs"] for c in study["cells"]] == [4]
+    assert len(study["runs"]) == 4
+    assert "SINGLE_CONDITION" in {f["code"] for f in doc["findings"]}
     out, _ = audit(df, tmp_path, "--by", "wd")
     expect_error_or_audit(out, *DEGENERATE)
+
+
+def test_no_axis_with_a_varying_text_condition_is_refused(tmp_path: Path) -> None:
+    """Runs that differ in a text condition are not replicates: no pooling, a refusal that
+    names the --cell to split them by."""
+    df = pd.concat([sweep_df(wds=(2.0,), arch="a"),
+                    sweep_df(wds=(2.0,), arch="b").assign(run=lambda d: "b" + d["run"])])
+    out, _ = audit(df, tmp_path)
+    expect_error(out, E.NO_AXIS)
+    assert "--cell arch" in out.stderr
 
 
 def test_axis_with_one_value_per_study(tmp_path: Path) -> None:

@@ -216,18 +216,10 @@ def _mutate(how: str) -> tuple[pd.DataFrame | pa.Table, tuple[ErrorCode, ...]]:
     if how == "inf_acc":
         return df.assign(test_acc=np.where(df.index == 7, np.inf, df["test_acc"])), (
             E.INFINITE_VALUE, E.ACCURACY_OUT_OF_RANGE)
-    if how == "percent_acc":
-        return df.assign(test_acc=df["test_acc"] * 100, train_acc=df["train_acc"] * 100), (
-            E.PERCENT_ACCURACY,)
     if how == "negative_acc":
         return df.assign(test_acc=df["test_acc"] - 0.5), (E.ACCURACY_OUT_OF_RANGE,)
     if how == "acc_1_2":
-        return df.assign(test_acc=df["test_acc"] * 1.2), (E.ACCURACY_OUT_OF_RANGE,
-                                                          E.PERCENT_ACCURACY)
-    if how == "mixed_percent":
-        first = df["wd"] == 1.0
-        return df.assign(test_acc=np.where(first, df["test_acc"] * 100, df["test_acc"])), (
-            E.MIXED_ACCURACY_SCALE,)
+        return df.assign(test_acc=df["test_acc"] * 1.2), (E.ACCURACY_OUT_OF_RANGE,)
     if how == "missing_test_acc":
         return df.drop(columns=["test_acc"]), (E.MISSING_COLUMN,)
     if how == "missing_run":
@@ -244,8 +236,8 @@ def _mutate(how: str) -> tuple[pd.DataFrame | pa.Table, tuple[ErrorCode, ...]]:
 
 CASES = ["null_run", "null_step", "negative_step", "float_step", "nan_step", "inf_step",
          "huge_step", "huge_float_step", "uint64_max_step", "int64_min_step", "string_step",
-         "bool_step", "string_acc", "inf_metric", "neg_inf_metric", "inf_acc", "percent_acc",
-         "negative_acc", "acc_1_2", "mixed_percent", "missing_test_acc", "missing_run",
+         "bool_step", "string_acc", "inf_metric", "neg_inf_metric", "inf_acc",
+         "negative_acc", "acc_1_2", "missing_test_acc", "missing_run",
          "duplicate_rows", "duplicate_columns", "text_condition_changes"]
 
 
@@ -261,8 +253,8 @@ def test_bad_values_parquet(tmp_path: Path, how: str) -> None:
 
 
 TEXT_CASES = ["null_run", "negative_step", "float_step", "nan_step", "inf_step", "huge_step",
-              "uint64_max_step", "string_step", "string_acc", "inf_metric", "percent_acc",
-              "mixed_percent", "missing_test_acc", "duplicate_rows", "text_condition_changes"]
+              "uint64_max_step", "string_step", "string_acc", "inf_metric",
+              "missing_test_acc", "duplicate_rows", "text_condition_changes"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
@@ -327,7 +319,10 @@ def test_percent_with_acc_scale_is_the_correct_audit(tmp_path: Path) -> None:
     b = cli(["check", frac, "--json", "-"], cwd=tmp_path)
     assert a.exit_code == b.exit_code and a.exit_code in (0, 1), f"{a}\n{b}"
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
-    assert ja["summary"] == jb["summary"]
+    # the same audit; the percent log also says how its accuracies were read
+    assert [f for f in ja["findings"] if f["code"] != "ACCURACY_IN_PERCENT"] == jb["findings"]
+    assert sorted(f["evidence"]["why"] for f in ja["findings"]
+                  if f["code"] == "ACCURACY_IN_PERCENT") == ["option", "option"]
 
     def clocks(doc: dict) -> list:
         return [(s["verdict"], [(c["axis_value"], c["n_grokked"], c["t_grok"], c["t_compress"])
@@ -336,11 +331,61 @@ def test_percent_with_acc_scale_is_the_correct_audit(tmp_path: Path) -> None:
     assert clocks(ja) == clocks(jb)
 
 
-@pytest.mark.parametrize("scale", ["100", "1"])
-def test_mixed_percent_fraction_never_silently_never_grok(tmp_path: Path, scale: str) -> None:
-    table, _ = _mutate("mixed_percent")
-    p = write_parquet(table, tmp_path / "mixed.parquet")
-    expect_error(check(p, "--acc-scale", scale), E.MIXED_ACCURACY_SCALE)
+def _mixed_percent() -> pd.DataFrame:
+    df = sweep_df()
+    return df.assign(test_acc=np.where(df["wd"] == 1.0, df["test_acc"] * 100, df["test_acc"]))
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_percent_accuracy_reads_as_its_fractions(tmp_path: Path, fmt: str) -> None:
+    """Percent accuracy (both columns) is read by the one per-column rule: the audit equals
+    the fraction log's, and says so (ACCURACY_IN_PERCENT, info)."""
+    df = sweep_df()
+    pct = df.assign(test_acc=df["test_acc"] * 100, train_acc=df["train_acc"] * 100)
+    a = cli(["check", write(pct, tmp_path / f"p.{fmt}"), "--json", "-"], cwd=tmp_path)
+    b = cli(["check", write(df, tmp_path / f"f.{fmt}"), "--json", "-"], cwd=tmp_path)
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+
+    def clocks(doc: dict) -> list:  # x*100/100 may differ from x in the last bit
+        return [(s["verdict"], [(c["axis_value"], c["n_grokked"], c["t_grok"], c["t_compress"],
+                                 c["gates"]) for c in s["cells"]]) for s in doc["studies"]]
+
+    assert clocks(da) == clocks(db)
+    assert da["summary"]["failing_codes"] == db["summary"]["failing_codes"]
+    found = {f["evidence"]["column"]: f["severity"] for f in da["findings"]
+             if f["code"] == "ACCURACY_IN_PERCENT"}
+    assert found == {"test_acc": "info", "train_acc": "info"}
+
+
+@pytest.mark.parametrize("scale", [None, "100"])
+def test_mixed_percent_fraction_never_silently_never_grok(tmp_path: Path,
+                                                          scale: str | None) -> None:
+    """One column, percent in some runs and fractions in others: read as percent (the
+    column's values above 1.5 say so), the runs that stay within [0, 1] named in a warning
+    — never silently read as runs that never grokked."""
+    df = _mixed_percent()
+    p = write_parquet(df, tmp_path / "mixed.parquet")
+    out = check(p, "--json", "-", *(("--acc-scale", scale) if scale else ()))
+    doc = json.loads(out.stdout)
+    (f,) = [f for f in doc["findings"] if f["code"] == "ACCURACY_IN_PERCENT"
+            and f["evidence"]["column"] == "test_acc"]
+    assert f["severity"] == "warning"
+    low = sorted(df.loc[df["wd"] != 1.0, "run"].unique())
+    assert f["evidence"]["n_runs_at_most_1"] == len(low)
+    assert sorted(f["evidence"]["runs_at_most_1"]) == low
+
+
+def test_mixed_percent_with_fraction_scale_refused(tmp_path: Path) -> None:
+    p = write_parquet(_mixed_percent(), tmp_path / "mixed.parquet")
+    expect_error(check(p, "--acc-scale", "1"), E.ACCURACY_OUT_OF_RANGE)
+
+
+def test_one_stray_value_above_one_is_refused_not_percent(tmp_path: Path) -> None:
+    """Two values of 2.0 in a column of fractions do not make it percent (fewer than three
+    values above 1.5): refused as out of range, never divided by 100."""
+    df = sweep_df()
+    df.loc[df.index[[5, 40]], "test_acc"] = 2.0
+    expect_error(check(write_parquet(df, tmp_path / "s.parquet")), E.ACCURACY_OUT_OF_RANGE)
 
 
 def test_acc_scale_on_fractions_refused(tmp_path: Path) -> None:

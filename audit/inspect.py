@@ -1,0 +1,358 @@
+"""What the loader sees, before any audit: ``grokaudit inspect PATH...``.
+
+For each input: the format and reader, the runs, the steps and their cadence, each column with
+its role (step, accuracy, metric, series, condition, seed, outcome) and why, the percent
+decisions, the records set aside, the config files read, the reader's notes — and the flags that
+would make a different reading. Computing is here; :func:`render_inspection` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import __version__
+from .config import AuditConfig
+from .errors import GrokauditError
+from .roles import is_epoch_name, name_tokens, nearly_unique
+from .schema import ACCURACY_COLUMNS, SEED_COLUMNS, LogTable, _provenance_of
+from .text import format_value, safe
+
+SCHEMA = "grokaudit.inspect/1"
+
+
+@dataclass(frozen=True)
+class ColumnRole:
+    """One column of the log as the audit will read it."""
+
+    name: str
+    role: str  #: test_acc, train_acc, metric, series, condition, seed, outcome
+    why: str
+    values: int | None = None  #: distinct values (conditions) or logged points (series)
+    example: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "role": self.role, "why": self.why, "values": self.values,
+                "example": _plain(self.example)}
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """Everything ``grokaudit inspect`` reports (see the module docstring)."""
+
+    source: str
+    adapters: tuple[str, ...]
+    source_files: tuple[str, ...]
+    runs: tuple[str, ...]
+    rows: int
+    step_column: str
+    step_unit: str
+    steps: Mapping[str, Any]  #: first, last, gaps (median, min, max), points per run
+    columns: tuple[ColumnRole, ...]
+    percent: Mapping[str, Any]
+    set_aside: Mapping[str, int]
+    config_files: tuple[str, ...]
+    notes: tuple[str, ...]
+    findings: tuple[Mapping[str, Any], ...]  #: what the reader raised (truncated, downsampled…)
+    axis: str | None
+    axis_why: str
+    refused: Mapping[str, str] | None  #: what the audit would refuse, with its code
+    flags: tuple[tuple[str, str], ...]  #: (flag, what it would change)
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "grokaudit_version": __version__, "source": self.source,
+            "adapters": list(self.adapters), "source_files": list(self.source_files),
+            "runs": {"n": len(self.runs), "ids": list(self.runs)}, "rows": self.rows,
+            "step": {"column": self.step_column, "unit": self.step_unit, **dict(self.steps)},
+            "columns": [c.to_dict() for c in self.columns],
+            "percent": _plain(dict(self.percent)), "set_aside": dict(self.set_aside),
+            "config_files": list(self.config_files), "notes": list(self.notes),
+            "findings": _plain(list(self.findings)),
+            "axis": {"column": self.axis, "why": self.axis_why},
+            "refused": dict(self.refused) if self.refused else None,
+            "flags": [{"flag": f, "effect": e} for f, e in self.flags],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
+                          ensure_ascii=False) + "\n"
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
+                  fmt: str | None = None, mapping: Mapping[str, str] | None = None,
+                  run_from: str | None = None, cond: Mapping[str, str] | None = None
+                  ) -> Inspection:
+    """Read ``paths`` as every command reads them and describe what was read.
+
+    Raises :class:`~grokaudit.errors.GrokauditError` when the log cannot be read at all; a
+    log that reads but that the audit would refuse (no test accuracy, several candidate axes)
+    is described, with the refusal and its code in :attr:`Inspection.refused`."""
+    from .api import infer_axis, validated_log
+    from .loader import read_any
+
+    source = ", ".join(str(p) for p in paths)
+    table = read_any(list(paths), fmt, mapping=mapping, run_from=run_from, cond=cond,
+                     on_duplicate=cfg.on_duplicate, partial=True)
+    prov = _provenance_of(table.schema, source)
+    refused: dict[str, str] | None = None
+    log: LogTable | None = None
+    try:
+        log = validated_log(table, cfg, source)
+    except GrokauditError as exc:
+        refused = {"code": exc.code.value, "message": str(exc)}
+    axis: str | None = None
+    axis_why = ""
+    if log is not None:
+        try:
+            axis = cfg.by or infer_axis(log.conditions, cfg.cell, source,
+                                        [o for o in log.summary.outcomes if o != cfg.by])
+            axis_why = ("named by --by" if cfg.by else
+                        "the one numeric condition that varies" if axis else
+                        "no condition varies: each run is audited, no orderings")
+        except GrokauditError as exc:
+            axis_why = f"not inferred: {exc}"
+            refused = refused or {"code": exc.code.value, "message": str(exc)}
+    columns = _roles(table, log, prov, cfg, axis)
+    runs, steps = _runs_and_steps(table, log)
+    step_col = str(prov.get("step_column") or "step")
+    unit = str(prov.get("step_unit") or ("epoch" if is_epoch_name(step_col) else "steps"))
+    percent = dict(log.summary.accuracy_scale) if log is not None else dict(
+        prov.get("accuracy_scale") or {})
+    return Inspection(
+        source=source,
+        adapters=tuple(prov.get("adapters") or [prov.get("adapter") or "canonical"]),
+        source_files=tuple(str(f) for f in prov.get("source_files") or [str(p) for p in paths]),
+        runs=tuple(runs), rows=int(table.num_rows), step_column=step_col, step_unit=unit,
+        steps=steps, columns=tuple(columns), percent=percent,
+        set_aside=dict(prov.get("set_aside") or {}),
+        config_files=tuple(prov.get("config_files") or ()),
+        notes=tuple(str(w) for w in prov.get("warnings") or ()),
+        findings=tuple(dict(f) for f in prov.get("findings") or ()),
+        axis=axis, axis_why=axis_why, refused=refused,
+        flags=tuple(_flags(columns, prov, log, cfg, axis, percent)))
+
+
+def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: AuditConfig,
+           axis: str | None) -> list[ColumnRole]:
+    chosen = prov.get("accuracy_columns") or {}
+    out: list[ColumnRole] = []
+    for name in ACCURACY_COLUMNS:
+        if name not in table.column_names:
+            continue
+        src = chosen.get(name)
+        why = (f"from column {src['column']!r} (the best-fitting name, {src['points']} points)"
+               if isinstance(src, Mapping) else "as logged")
+        out.append(ColumnRole(name, name, why, _logged(table.column(name))))
+    if "test_acc" not in table.column_names:
+        out.append(ColumnRole("test_acc", "missing", "no column was read as the test accuracy: "
+                              "name one with --map NAME=test_acc"))
+    if log is None:
+        for name in table.column_names:
+            if name in ("run", "step", *ACCURACY_COLUMNS):
+                continue
+            n = _logged(table.column(name))
+            out.append(ColumnRole(name, "unclassified", "the audit would refuse the log (see "
+                                  "refused): roles are decided when it reads", n))
+        return out
+    summary = log.summary
+    metrics = set(cfg.metrics) or set(summary.metrics)
+    for name, col in sorted(log.series.items()):
+        n = int(np.count_nonzero(~np.isnan(col)))
+        if name in metrics:
+            why = ("named by --metric" if cfg.metrics else
+                   "a representation metric by its name: audited by default")
+            out.append(ColumnRole(name, "metric", why, n))
+        else:
+            absent = summary.not_logged.get(name)
+            why = "per-step values: audited only with --metric" + (
+                f"; {absent} run(s) never logged it" if absent else "")
+            out.append(ColumnRole(name, "series", why, n))
+    cond = log.conditions
+    outcomes = set(summary.outcomes)
+    for name in cond.columns:
+        vals = cond[name].tolist()
+        distinct = len({json.dumps(_plain(v), default=str) for v in vals})
+        ex = vals[0] if vals else None
+        if name in SEED_COLUMNS or "seed" in str(name).lower():
+            out.append(ColumnRole(name, "seed", "a replicate id: never an axis or a cell",
+                                  distinct, ex))
+        elif name in outcomes and name != axis:
+            out.append(ColumnRole(name, "outcome", "a result of the run (its name, or a summary "
+                                  "record): never proposed as an axis or a cell", distinct, ex))
+        else:
+            if name == axis:
+                why = "the axis"
+            elif distinct <= 1:
+                why = "constant in every run: the same for all"
+            elif nearly_unique(vals):
+                why = "differs in (nearly) every run: not a cell of replicates"
+            else:
+                why = f"constant in each run, {distinct} values"
+            out.append(ColumnRole(name, "condition", why, distinct, ex))
+    return out
+
+
+def _logged(col: pa.ChunkedArray) -> int:
+    """Logged points of a column: not null, and not NaN where it holds numbers."""
+    if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+        a = np.asarray(col.to_numpy(zero_copy_only=False), dtype=float)
+        return int(np.count_nonzero(~np.isnan(a)))
+    return int(len(col) - col.null_count)
+
+
+def _runs_and_steps(table: pa.Table, log: LogTable | None) -> tuple[list[str], dict[str, Any]]:
+    if log is not None:
+        runs = [str(r) for r in log.run_ids]
+        step, offsets = log.step, log.offsets
+    else:
+        import pandas as pd
+
+        df = table.select(["run", "step"]).to_pandas().sort_values(["run", "step"], kind="stable")
+        runs = [str(r) for r in pd.unique(df["run"])]
+        step = df["step"].to_numpy(dtype=np.int64)
+        counts = df.groupby("run", sort=False).size().reindex(runs).to_numpy()
+        offsets = np.concatenate(([0], np.cumsum(counts)))
+    if step.size == 0:
+        return runs, {}
+    pts = np.diff(offsets)
+    run_of = np.repeat(np.arange(pts.size), pts)
+    gaps = np.diff(step)[run_of[1:] == run_of[:-1]]
+    return runs, {
+        "first": int(step.min()), "last": int(step.max()),
+        "gap_median": float(np.median(gaps)) if gaps.size else None,
+        "gap_min": int(gaps.min()) if gaps.size else None,
+        "gap_max": int(gaps.max()) if gaps.size else None,
+        "points_per_run_min": int(pts.min()), "points_per_run_max": int(pts.max()),
+    }
+
+
+def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable | None,
+           cfg: AuditConfig, axis: str | None, percent: Mapping[str, Any]
+           ) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for target, d in sorted((prov.get("accuracy_columns") or {}).items()):
+        for alt, n in (d.get("alternatives") or [])[:3] if isinstance(d, Mapping) else []:
+            out.append((f"--map {alt}={target}", f"read {alt!r} ({n} points) as {target}"))
+    if percent:
+        out.append(("--acc-scale 1", "read every accuracy column as fractions"))
+    elif log is not None:
+        out.append(("--acc-scale 100", "read every accuracy column as percent"))
+    conds = [c for c in columns if c.role == "condition" and (c.values or 0) > 1]
+    for c in conds:
+        if c.name != axis and _numeric(log, c.name):
+            out.append((f"--by {c.name}", f"audit along {c.name} ({c.values} values)"))
+    for c in conds:
+        if c.name != axis and not (c.values and log is not None
+                                   and nearly_unique(log.conditions[c.name].tolist())):
+            out.append((f"--cell {c.name}", f"one study per value of {c.name}"))
+    for c in columns:
+        if c.role == "series":
+            out.append((f"--metric {c.name}", f"audit {c.name} as the representation metric"))
+    runs = [str(r) for r in log.run_ids] if log is not None else []
+    for t in name_tokens(runs):
+        if t.key not in (log.conditions.columns if log is not None else ()):
+            out.append((f"--cond {t.key}='{t.regex}'", f"take {t.key} from the run names "
+                        f"({', '.join(t.values[:4])}{', …' if len(t.values) > 4 else ''})"))
+    if prov.get("adapter") in (None, "table") and log is not None:
+        out.append(("--run-from NAME", "take run ids from column NAME (a table holding "
+                    "several runs)"))
+    return out
+
+
+def _numeric(log: LogTable | None, name: str) -> bool:
+    if log is None:
+        return False
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(log.conditions[name]))
+
+
+# ------------------------------------------------------------------------------------------
+# printing
+# ------------------------------------------------------------------------------------------
+
+def render_inspection(ins: Inspection) -> str:
+    """The inspection as text for a terminal (every string from the log escaped)."""
+    from .report import text_table
+
+    lines = [f"grokaudit {__version__} · inspect {ins.source}"]
+    lines.append(f"read by: {', '.join(ins.adapters)} · {len(ins.source_files)} file(s)")
+    if ins.config_files:
+        lines.append(f"config files: {', '.join(ins.config_files)}")
+    shown = ", ".join(ins.runs[:4]) + (", …" if len(ins.runs) > 4 else "")
+    lines.append(f"runs: {len(ins.runs)} ({shown}); {ins.rows} rows")
+    st = ins.steps
+    if st:
+        gap = ("—" if st.get("gap_median") is None else
+               f"median {format_value(st['gap_median'])} (from {st['gap_min']} to {st['gap_max']})")
+        lines.append(f"steps: column {ins.step_column!r} counting {ins.step_unit}; "
+                     f"{st['first']} … {st['last']}; apart: {gap}; "
+                     f"{st['points_per_run_min']}–{st['points_per_run_max']} points per run")
+    lines += ["", "columns:"]
+    rows = [("role", "column", "values", "why")]
+    constant = [c.name for c in ins.columns if c.role == "condition" and c.values == 1]
+    for c in ins.columns:
+        if c.role == "condition" and c.values == 1 and len(constant) > 3:
+            continue  # listed together below
+        vals = "" if c.values is None else str(c.values)
+        rows.append((c.role, c.name, vals, c.why))
+    lines += text_table(rows, indent="  ")
+    if len(constant) > 3:
+        lines.append(f"  and {len(constant)} conditions the same in every run: "
+                     f"{', '.join(constant[:8])}{', …' if len(constant) > 8 else ''}")
+    if ins.percent:
+        lines.append("percent:")
+        for col, d in sorted(ins.percent.items()):
+            lines.append(f"  {col}: divided by {format_value(d.get('scale'))} ({d.get('why')}, "
+                         f"max {format_value(d.get('max'))}); "
+                         f"{d.get('n_runs_at_most_1', 0)} run(s) never exceed 1")
+    if ins.set_aside:
+        lines.append("set aside: " + ", ".join(f"{k} {v}" for k, v in ins.set_aside.items()))
+    if ins.findings:
+        lines.append("reader findings:")
+        lines += [f"  {f.get('code')}: {f.get('detail')}" for f in ins.findings]
+    if ins.notes:
+        lines.append("notes:")
+        lines += [f"  {n}" for n in ins.notes]
+    lines.append("")
+    lines.append(f"axis: {ins.axis or '—'} ({ins.axis_why})" if ins.axis_why else
+                 f"axis: {ins.axis or '—'}")
+    if ins.refused:
+        lines.append(f"check would refuse: {ins.refused['message']} [{ins.refused['code']}]")
+    if ins.flags:
+        lines.append("flags that would read it differently:")
+        metric = [f.split(" ", 1)[1] for f, _ in ins.flags if f.startswith("--metric ")]
+        rows2 = [(f, e) for f, e in ins.flags if not (f.startswith("--metric ")
+                                                      and len(metric) > 3)]
+        if len(metric) > 3:
+            rows2.append(("--metric COL", f"audit a series as the representation metric: "
+                          f"{', '.join(metric[:6])}{', …' if len(metric) > 6 else ''}"))
+        lines += text_table(rows2, indent="  ")
+    return "\n".join(safe(line) for line in lines) + "\n"
+
+
+__all__ = ["ColumnRole", "Inspection", "inspect_paths", "render_inspection"]
