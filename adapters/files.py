@@ -163,6 +163,9 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
         raise _no_step(table, path)
     if is_epoch_name(step_col):
         points.extra["step_unit"] = "epoch"
+    known = points.extra.get("step_column")
+    points.extra["step_column"] = (step_col if known in (None, step_col)
+                                   else ", ".join(sorted({*str(known).split(", "), step_col})))
     step = _step_column(table.column(step_col), step_col, path)
     if loaded.aside:
         points.set_aside["record_without_step"] = (

@@ -80,7 +80,7 @@ CLOCK_VERDICTS = frozenset({R.TWO_CLOCKS, R.ONE_CLOCK_LARGE_LAG, R.PARTIALLY_SEP
 #: ``fail_on`` is a reporting choice, not a definition: the cases' exit codes are registered
 #: under the default severities, so a project's ``fail_on = "none"`` must not fail them.
 DESIGN_DEFAULTS: dict[str, Any] = {"by": None, "cell": (), "metrics": ("emb_erank",),
-                                   "acc_scale": 1.0, "on_duplicate": "error",
+                                   "acc_scale": None, "on_duplicate": "error",
                                    "fail_on": ("default",)}
 
 #: The thresholds that place the settling step and the final windows.
@@ -1414,12 +1414,19 @@ def _percent_table(k: K) -> pd.DataFrame:
     return df
 
 
+def _percent_read(k: K) -> tuple[pd.DataFrame, Expect]:
+    _, expect = _clean(k)
+    return _percent_table(k), replace(expect, present=expect.present | {R.ACCURACY_IN_PERCENT})
+
+
 ACCURACY_IN_PERCENT = Case(
     name="accuracy_in_percent",
     title="the clean study with accuracies logged in percent (0–100)",
-    why=("Read as fractions every run 'groks' at step 0. The audit must stop with an input "
-         "error on test_acc that suggests --acc-scale 100."),
-    make=lambda k: (_percent_table(k), Expect(error="PERCENT_ACCURACY")),
+    why=("Read as fractions every run would 'grok' at step 0. A column with values above 1.5 "
+         "cannot hold fractions: read as percent by the one per-column rule, it is the clean "
+         "study — the same verdict and numbers — and the audit says how it read it "
+         "(ACCURACY_IN_PERCENT)."),
+    make=_percent_read,
     options={"by": "rho"},
 )
 

@@ -141,7 +141,7 @@ def verdict_label(v: Any) -> str:
 
 
 def error_label(exc: LogFormatError) -> str:
-    """The error's code (an ``ErrorCode`` value), e.g. ``PERCENT_ACCURACY``."""
+    """The error's code (an ``ErrorCode`` value), e.g. ``ACCURACY_OUT_OF_RANGE``."""
     return exc.code.value
 
 

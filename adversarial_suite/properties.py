@@ -29,7 +29,7 @@ TIME_QS = ("t_grok", "t_compress", "lag")
 def audit(study: Study, cfg: AuditConfig, df: pd.DataFrame | None = None,
           **options: Any) -> AuditResult:
     """Audit ``study`` (its accuracy levels placed for ``cfg``, unless ``df`` is given)."""
-    opts = {"cell": (), "metrics": ("emb_erank",), "acc_scale": 1.0, "on_duplicate": "error",
+    opts = {"cell": (), "metrics": ("emb_erank",), "acc_scale": None, "on_duplicate": "error",
             **study.options, **options}
     return grokaudit.audit_table(study.for_config(cfg).table() if df is None else df,
                                  replace_config(cfg, **opts))

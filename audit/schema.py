@@ -444,7 +444,7 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
-    series, cond = _classify_columns(names, forced, g, path)
+    series, cond = _classify_columns(names, forced, g, path, named=tuple(metrics))
     keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names, scales=scales)
@@ -861,7 +861,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
 
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
-                      path: str | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+                      path: str | None, *, named: Sequence[str] = ()
+                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
     run). Known metrics and series are series whatever they do; a text column or ``seed`` that
     changes within a run is an error."""
@@ -876,7 +877,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
-            if name in metrics:  # named: it must change over steps (wd is no metric)
+            if name in named:  # named by --metric: it must change over steps (wd is no metric)
                 a = g.col(name)
                 if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs:
                     raise LogFormatError(
@@ -884,7 +885,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                         "(set per run), not a per-step metric; name a column that changes "
                         "over steps", path=path, column=name, code=ErrorCode.NOT_A_SERIES)
                 change = -1
-            elif known and name not in SEED_COLUMNS:
+            elif (known or name in metrics) and name not in SEED_COLUMNS:
                 change = -1
             else:  # a condition is tested on its stored values: no float64 copy of it
                 raw_change = _first_change_stored(c, g)

@@ -159,8 +159,8 @@ MNIST = ["mnist_1000_2.0", "MNIST 2500 5.0", "MNIST 2500 5.0 (2)"]
 
 def test_per_run_csvs_with_conditions_in_names() -> None:
     args = [NICE / n for n in MNIST]
-    doc = audit(*args, "--cond", r"size=(?i)mnist[ _](\d+)",
-                "--cond", r"scale=(?i)mnist[ _]\d+[ _]([0-9.]+)", "--by", "scale",
+    doc = audit(*args, "--cond", r"size=(?i)mnist.(\d+)",
+                "--cond", r"scale=(?i)mnist.\d+.([0-9.]+)", "--by", "scale",
                 "--metric", "phdim_0")
     rows = [list(csv.DictReader((NICE / n / f"{n}.csv").open(newline=""))) for n in MNIST]
     assert doc["input"]["rows_read"] == sum(len(r) for r in rows)

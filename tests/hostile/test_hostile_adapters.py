@@ -270,7 +270,7 @@ def test_mlflow_one_stray_accuracy_does_not_rescale_a_run(mlruns: Path, tmp_path
     f.write_bytes(b"".join(lines[:5] + [b"1000 2.0 75\n"] + lines[5:]))
     out, p = convert(mlruns, tmp_path)
     if out.exit_code == 2:
-        expect_error(out, E.ACCURACY_OUT_OF_RANGE, E.MIXED_ACCURACY_SCALE, E.PERCENT_ACCURACY)
+        expect_error(out, E.ACCURACY_OUT_OF_RANGE)
         return
     import pyarrow.parquet as pq
 

@@ -14,7 +14,6 @@ import pytest
 from grokaudit.adversarial_suite import profiles
 from grokaudit.errors import ErrorCode
 from hostile_helpers import (
-    load_json,
     FORGED,
     RAW_CONTROL,
     assert_unchanged,
@@ -23,6 +22,7 @@ from hostile_helpers import (
     expect_error,
     expect_error_or_audit,
     json_values,
+    load_json,
     no_forged_lines,
     snapshot,
     sub,

@@ -390,8 +390,7 @@ def test_one_stray_value_above_one_is_refused_not_percent(tmp_path: Path) -> Non
 
 def test_acc_scale_on_fractions_refused(tmp_path: Path) -> None:
     p = write_parquet(sweep_df(), tmp_path / "f.parquet")
-    expect_error(check(p, "--acc-scale", "100"), E.ACCURACY_OUT_OF_RANGE,
-                 E.MIXED_ACCURACY_SCALE)
+    expect_error(check(p, "--acc-scale", "100"), E.ACCURACY_OUT_OF_RANGE)
 
 
 # -- provenance metadata --------------------------------------------------------------------------
