@@ -433,6 +433,10 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         frac_pre=_median(mc.frac_pre[gi]), inflation=_median(mc.inflation[gi]),
         floor_stability=stab_counts, n_transient=int(count(mc.transient[gi])),
         gates=tuple(gates), notes=tuple(notes), reference=ref,
+        n_judged=int(count(~np.isnan(mc.inflation[gi]))),
+        n_transient_sustained=int(count(mc.transient[gi] & acc.sustained[gi])),
+        inflation_is_lower_bound=bool(np.any(mc.inflation_lower_bound[gi]
+                                             & ~np.isnan(mc.inflation[gi]))),
     )
 
 

@@ -953,7 +953,12 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
     with np.errstate(divide="ignore", invalid="ignore"):
         denom = m_start - floor
         frac_pre = np.where(g.grokked & (denom != 0), (m_start - m_grok) / denom, np.nan)
-        inflation = np.where(g.grokked & (floor > 0), m_grok / floor, np.nan)
+        # a noisy floor (its spread beyond half the band) is no level to divide by, nor is one
+        # still rising at the end of the log (the converged value lies above it): no ratio
+        # (the reference profile has no stability test, as v1.5: it divides by any floor)
+        no_level = ((st.noisy | (~st.stable_mask & (st.drift > 0))) if cfg.stability_check
+                    else np.zeros(floor.shape, dtype=bool))
+        inflation = np.where(g.grokked & (floor > 0) & ~no_level, m_grok / floor, np.nan)
     outside_band = (m_grok < floor - w.delta) | (m_grok > floor + w.delta)
     transient = (inflation > cfg.transient_threshold) & outside_band
     converged = ~np.isnan(m_grok) & ~np.isnan(floor) & ~outside_band

@@ -267,7 +267,9 @@ def _gate_table(s: StudyResult) -> str:
         rows.append((_e(c.axis_value if s.axis is not None else 'all runs'), str(c.n_runs), str(c.n_grokked),
                      str(c.n_fully_generalized), str(c.n_tc_censored), _iv(c.t_grok),
                      _n(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
-                     _n(c.rel_lag), _n(c.inflation), gate))
+                     _n(c.rel_lag), ("&ge; " if c.inflation is not None
+                                     and c.inflation_is_lower_bound else "")
+                     + _n(c.inflation), gate))
         classes.append("gated" if not c.passes else "passes")
     return _table(head, rows, cls="gate-table", row_classes=classes)
 

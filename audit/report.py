@@ -33,6 +33,12 @@ def _iv(iv: Interval | None) -> str:
     return _n(iv.value)
 
 
+def _infl(c: CellSummary) -> str:
+    """The cell's median inflation; ``≥`` when it rests on a floor some run never reached."""
+    return f"≥{_n(c.inflation)}" if c.inflation is not None and c.inflation_is_lower_bound \
+        else _n(c.inflation)
+
+
 def _stab(c: CellSummary) -> str:
     order = ("stable", "indeterminate", "unstable", "none")
     parts = [f"{c.floor_stability[k]}{k[0]}" for k in order if c.floor_stability.get(k)]
@@ -71,7 +77,7 @@ def study_lines(s: StudyResult) -> list[str]:
         rows.append((
             cell_label(s.axis, c.axis_value), str(c.n_runs), str(c.n_grokked),
             str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _n(c.floor), _stab(c),
-            _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _n(c.inflation), gate,
+            _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _infl(c), gate,
         ))
     lines += _table(rows)
     if any(c.floor_stability for c in s.cells):  # none under the reference profile

@@ -270,6 +270,12 @@ class CellSummary:
     gates: tuple[Reason, ...]
     notes: tuple[Reason, ...]  #: e.g. MEDIAN_CENSORED
     reference: ReferenceCell | None = None  #: v1.5's own numbers (``--profile reference``)
+    #: runs with an at-grok ratio (grokked, the metric at grok, a floor that is not noisy)
+    n_judged: int = 0
+    #: transient runs whose grok was sustained: where "the value at grok" is defined
+    n_transient_sustained: int = 0
+    #: the median inflation rests on a floor some run never reached (not stable): a lower bound
+    inflation_is_lower_bound: bool = False
 
     @property
     def passes(self) -> bool:
@@ -289,7 +295,9 @@ class CellSummary:
             "rel_lag": _num(self.rel_lag), "frac_pre": _num(self.frac_pre),
             "inflation": _num(self.inflation),
             "floor_stability": dict(sorted(self.floor_stability.items())),
-            "n_transient": self.n_transient, "passes": self.passes,
+            "n_transient": self.n_transient, "n_judged": self.n_judged,
+            "n_transient_sustained": self.n_transient_sustained,
+            "inflation_is_lower_bound": self.inflation_is_lower_bound, "passes": self.passes,
             "gates": [g.value for g in self.gates], "notes": [n.value for n in self.notes],
         }
         if self.reference is not None:

@@ -431,16 +431,26 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
     cfg = cfg or AuditConfig()
     out: list[Finding] = []
     for c in cells:
-        judged = c.n_grokked
+        judged = c.n_judged  # runs with a ratio: a finding resting on one run still counts
         if judged and 2 * c.n_transient > judged:
+            why = _undefined_at_grok(c)
+            ratio = (f"≥ ×{_g(c.inflation)}, floor not reached: {_stab_words(c)}"
+                     if c.inflation_is_lower_bound else f"×{_g(c.inflation)}")
+            message = (f"{c.n_transient}/{judged} runs read at grok are transients: median "
+                       f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} ({ratio})")
+            if why:
+                message += f"; not critical: the value at grok is not defined here ({why})"
             out.append(_finding(
                 Reason.SNAPSHOT_TRANSIENT, "cell", base, cell=c.axis_value, runs=c.runs,
-                evidence={"n_transient": c.n_transient, "n_grokked": judged,
-                          "median_inflation": c.inflation, "m_grok": c.m_grok,
-                          "floor": c.floor},
-                message=(f"{c.n_transient}/{judged} runs read at grok are transients: median "
-                         f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} "
-                         f"(×{_g(c.inflation)})")))
+                severity=Severity.WARNING if why else None,
+                evidence={"n_transient": c.n_transient, "n_judged": judged,
+                          "n_grokked": c.n_grokked,
+                          "n_transient_sustained": c.n_transient_sustained,
+                          "median_inflation": c.inflation,
+                          "inflation_is_lower_bound": c.inflation_is_lower_bound,
+                          "m_grok": c.m_grok, "floor": c.floor,
+                          "value_at_grok_defined": not why},
+                message=message))
     og, of = orderings.get("m_grok"), orderings.get("floor")
     if og and of and og.monotone and of.monotone and og.direction != of.direction:
         out.append(_finding(
@@ -453,6 +463,7 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
     for k, c in enumerate(cells):
         if c.passes or c.m_grok is None or c.floor is None:
             continue
+        why = _undefined_at_grok(c)
         for nb in (cells[k - 1] if k > 0 else None, cells[k + 1] if k + 1 < len(cells) else None):
             if nb is None or not nb.passes or nb.m_grok is None or nb.floor is None \
                     or nb.delta is None:
@@ -461,7 +472,9 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
             if abs(c.m_grok - nb.m_grok) <= at_grok_tol and abs(c.floor - nb.floor) > nb.delta:
                 out.append(_finding(
                     Reason.SNAPSHOT_HIDES_BOUNDARY, "cell", base, cell=c.axis_value, runs=c.runs,
+                    severity=Severity.WARNING if why else None,
                     evidence={"boundary_cell": c.axis_value, "neighbour": nb.axis_value,
+                              "value_at_grok_defined": not why,
                               "gates": [g.value for g in c.gates],
                               "m_grok": c.m_grok, "neighbour_m_grok": nb.m_grok,
                               "floor": c.floor, "neighbour_floor": nb.floor,
@@ -469,8 +482,27 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
                     message=(f"boundary cell {format_value(c.axis_value)} reads {_g(c.m_grok)} at "
                              f"grok, like its neighbour {format_value(nb.axis_value)} "
                              f"({_g(nb.m_grok)}), but their floors "
-                             f"differ ({_g(c.floor)} vs {_g(nb.floor)})")))
+                             f"differ ({_g(c.floor)} vs {_g(nb.floor)})"
+                             + (f"; not critical: the boundary cell's value at grok is not "
+                                f"defined ({why})" if why else ""))))
     return out
+
+
+def _undefined_at_grok(c: CellSummary) -> str:
+    """Why "the value at grok" of cell ``c`` has no meaning (empty when it has one): the cell
+    did not generalize, or most of its groks were not sustained (the first spike past the
+    threshold is not a grok)."""
+    if Reason.BOUNDARY_PARTIAL_GENERALIZATION in c.gates:
+        return "the cell did not generalize: BOUNDARY_PARTIAL_GENERALIZATION"
+    if c.n_transient and 2 * c.n_transient_sustained <= c.n_transient:
+        return (f"the grok was not sustained in {c.n_transient - c.n_transient_sustained}/"
+                f"{c.n_transient} transient runs: GROK_NOT_SUSTAINED")
+    return ""
+
+
+def _stab_words(c: CellSummary) -> str:
+    parts = [f"{v} {k}" for k, v in sorted(c.floor_stability.items()) if k != "stable"]
+    return " / ".join(parts) or "floor not stable"
 
 
 def endpoint_finding(passing: Sequence[CellSummary], base: Mapping[str, Any],
