@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.roles import STEP_NAMES, is_epoch_name
+from grokaudit.roles import (
+    STEP_NAMES,
+    accuracy_rank,
+    is_config_parent,
+    is_epoch_name,
+    is_outcome_name,
+)
 from grokaudit.schema import ACCURACY_COLUMNS, KNOWN_SERIES, is_known_metric
 from grokaudit.text import safe
 
@@ -138,7 +145,8 @@ def _floats(col: pa.ChunkedArray) -> np.ndarray:
 
 
 def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: str,
-              run: str | None, run_column: str | None, numeric_conditions: bool = True) -> None:
+              run: str | None, run_column: str | None, numeric_conditions: bool = True,
+              strict_duplicates: bool = False) -> None:
     """Add the points of one wide table (a :class:`~.records.Loaded` file) to ``points``.
 
     The run id is ``run`` (one run per file) or the values of ``run_column``. Numeric columns
@@ -205,10 +213,15 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
     groups = [order[bounds[i]:bounds[i + 1]] for i in range(len(run_names))]
     for r in run_names:
         points.origins.setdefault(r, origin)
-        for k, v in loaded.run_values.items():
+        for k, v in {**loaded.run_values, **loaded.by_run.get(r, {})}.items():
             if k in names:
-                continue  # a column of the same name wins; the value is in the warnings
+                continue  # a column of the same name wins (load noted it)
             points.add_condition(r, k, v)
+    strays = sorted(set(loaded.by_run) - set(run_names))
+    if strays:
+        points.warnings.append(f"{safe(path.name)}: records without a step name run(s) with no "
+                               f"step rows, not read: {', '.join(map(safe, strays[:3]))}"
+                               f"{', …' if len(strays) > 3 else ''}")
     points.outcomes.update(k for k in loaded.outcomes if k not in names)
 
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
@@ -229,6 +242,21 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
                                          int(v) if v.is_integer() and
                                          pa.types.is_integer(col.type) else float(v))
                 continue
+            kind = _per_run_value(name, a, groups)
+            if kind is not None:  # a config logged at one step, a final summary record
+                for r, g in zip(run_names, groups):
+                    logged = a[g][~np.isnan(a[g])]
+                    if logged.size:
+                        points.add_condition(r, name, float(logged[0]))
+                if kind == "outcome":
+                    points.outcomes.add(name)
+                continue
+            if run_column is None and _RUN_ID.match(name) and np.unique(
+                    a[~np.isnan(a)]).size > 1:
+                raise LogFormatError(
+                    f"the column {safe(name)!r} names runs and takes several values: this file "
+                    f"holds several runs; read them with --run-from {safe(name)}",
+                    path=str(path), column=name, code=ErrorCode.MISSING_COLUMN)
             logged_any |= ~np.isnan(a)
             metric_names.append(name)
             for r, g in zip(run_names, groups):
@@ -238,6 +266,8 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
                     sel = _once(step[g], v, ok)
                     if run_column is None:
                         _one_run_or_refuse(step[g][sel], name, path)
+                    elif strict_duplicates:
+                        _once_per_step_or_refuse(step[g][sel], name, r, path)
                     points.add(r, name, step[g][sel], v[sel],
                                None if wall is None else wall[g][sel])
         elif _nested(col):
@@ -252,6 +282,13 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
                 continue
             for r, g in zip(run_names, groups):
                 seen = {_key(x) for x in vals[g]} - {None}
+                if len(seen) > 1 and _looks_numeric(name, seen):
+                    two = sorted(map(str, seen))[:2]
+                    raise LogFormatError(
+                        f"column {safe(name)!r} holds text in some rows of run {safe(r)!r} "
+                        f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): a per-step value is "
+                        "a number; fix the logger (or quote nothing)", path=str(path),
+                        column=name, code=ErrorCode.BAD_COLUMN_TYPE)
                 if len(seen) > 1:
                     two = sorted(map(str, seen))[:2]
                     raise LogFormatError(
@@ -315,6 +352,21 @@ def _one_run_or_refuse(steps: np.ndarray, name: str, path: Path) -> None:
             "one file per run", path=str(path), column="run", code=ErrorCode.MISSING_COLUMN)
 
 
+def _once_per_step_or_refuse(steps: np.ndarray, name: str, run: str, path: Path) -> None:
+    """A table with a run column holds each (run, step) once: a step it repeats with another
+    value is refused, as the canonical table refuses it (a log without a run column is a run
+    that may have been resumed: last writer wins there)."""
+    if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):
+        return
+    u, counts = np.unique(steps, return_counts=True)
+    if (counts > 1).any():
+        at = int(u[np.argmax(counts > 1)])
+        raise LogFormatError(
+            f"{int((counts > 1).sum())} (run, step) rows hold different values of {safe(name)!r} "
+            f"(first: {safe(run)}@{at}); a table with a run column logs each step of a run once: "
+            "fix the file", path=str(path), column=name, code=ErrorCode.DUPLICATE_ROWS)
+
+
 def _nested(col: pa.ChunkedArray) -> bool:
     """True for a column of objects or lists (JSON objects read as structs: W&B media,
     tables, histograms): values that have no place in a table of scalars."""
@@ -346,6 +398,44 @@ def _is_json_container(text: str) -> bool:
 
 def _key(x: Any) -> Any:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else x
+
+
+#: Columns that name runs: never a per-step value.
+_RUN_ID = re.compile(r"^(run|trial|experiment|job)[_ ]?(id|idx|index|name|no|num|number)?$",
+                     re.IGNORECASE)
+
+
+def _per_run_value(name: str, a: np.ndarray, groups: list[np.ndarray]) -> str | None:
+    """``"condition"`` for a column of a config object (``config.wd``) logged at a few rows
+    with one value per run; ``"outcome"`` for a result logged once per run (the final record
+    of a Hugging Face ``log_history``: ``train_runtime``); None for a per-step series."""
+    counts = [int(np.count_nonzero(~np.isnan(a[g]))) for g in groups]
+    if not any(counts):
+        return None
+    one_value = all(np.unique(a[g][~np.isnan(a[g])]).size <= 1 for g in groups)
+    parents = name.split(".")[:-1]
+    if one_value and any(is_config_parent(p) for p in parents):
+        return "condition"
+    if max(counts) == 1 and is_outcome_name(name, in_log=True) and not (
+            accuracy_rank(name, "test_acc") is not None
+            or accuracy_rank(name, "train_acc") is not None):
+        return "outcome"
+    return None
+
+
+def _looks_numeric(name: str, seen: set[Any]) -> bool:
+    """A text column that should hold numbers: an accuracy's name, or mostly numbers as text."""
+    if accuracy_rank(name, "test_acc") is not None or accuracy_rank(name, "train_acc") \
+            is not None or is_known_metric(name):
+        return True
+    numeric = 0
+    for x in seen:
+        try:
+            float(str(x))
+            numeric += 1
+        except ValueError:
+            pass
+    return numeric * 2 > len(seen)
 
 
 def _is_condition(name: str, a: np.ndarray, groups: list[np.ndarray]) -> bool:

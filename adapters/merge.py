@@ -7,8 +7,8 @@ The policy (ADAPTERS.md, "Resumed runs, duplicates and cadence"):
   number of points each run had replaced is reported as ``RESUMED_DUPLICATES``;
 * metrics logged at different cadences are joined on step without interpolation: a row holds
   NaN where a metric was not logged at that step;
-* accuracies that look like percent (a run's maximum above 1.5) are divided by 100, with a
-  warning naming the runs.
+* accuracies are kept as logged: percent or fraction is the audit's decision, taken once over
+  every input (``grokaudit.roles.decide_percent``).
 
 Everything here is vectorized over points (one lexsort, one scatter per metric).
 """
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
-from grokaudit.roles import PERCENT_MIN, choose_accuracy, decide_percent
+from grokaudit.roles import accuracy_candidates, choose_accuracy
 from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
 from grokaudit.text import safe
 
@@ -102,7 +102,13 @@ def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # t
             continue
         other = "train_acc" if target == "test_acc" else "test_acc"
         choice = choose_accuracy(counts, target, exclude=(other,))
-        if choice is None or choice.chosen == target:
+        if choice is None:
+            cands = accuracy_candidates(counts, target, exclude=(other,))
+            if len(cands) > 1 and target not in counts:
+                points.extra.setdefault("accuracy_ambiguous", {})[target] = [
+                    n for n, _, _ in cands[:8]]
+            continue
+        if choice.chosen == target:
             continue
         kept = ""
         if target in counts:  # the log's own column, passed over: kept under another name
@@ -163,6 +169,13 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     run_code = {r: i for i, r in enumerate(runs)}
     metric_names = sorted({c.metric for c in points.chunks})
     if "test_acc" not in metric_names and require_test_acc:
+        ambiguous = (points.extra.get("accuracy_ambiguous") or {}).get("test_acc")
+        if ambiguous:
+            shown = ", ".join(repr(safe(m)) for m in ambiguous[:6])
+            raise LogFormatError(
+                f"several columns could be the test accuracy, and nothing tells them apart "
+                f"({shown}); name one with --map NAME=test_acc", path=path, column="test_acc",
+                code=ErrorCode.MISSING_COLUMN)
         shown = ", ".join(repr(safe(m)) for m in metric_names[:8])
         more = f", … ({len(metric_names)} in all)" if len(metric_names) > 8 else ""
         raise LogFormatError(
@@ -241,6 +254,10 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     row_run = np.repeat(np.arange(len(runs)), counts)
     columns = {name: np.concatenate(parts) for name, parts in col_parts.items()}
     inf_cols = [name for name, col in columns.items() if np.isinf(col).any()]
+    for acc in ("test_acc", "train_acc"):  # as the canonical table: an accuracy is in [0, 1]
+        if acc in inf_cols:
+            raise LogFormatError(f"column {acc!r} holds ±inf; accuracies are in [0, 1]",
+                                 path=path, column=acc, code=ErrorCode.INFINITE_VALUE)
     if inf_cols:
         n_inf = sum(int(np.isinf(columns[name]).sum()) for name in inf_cols)
         for name in inf_cols:
@@ -248,7 +265,8 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         points.warnings.append(f"{n_inf} infinite value(s) in {inf_cols} read as missing (NaN)")
 
     run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
-    _rescale_percent(columns, run_offsets, runs, points)
+    # accuracies are kept as logged: percent or fraction is decided once, by the audit, over
+    # every input and under --acc-scale (grokaudit.roles.decide_percent)
 
     # -- assemble ------------------------------------------------------------------------------
     present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
@@ -294,47 +312,6 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         provenance["notes"] = notes
     meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
-
-
-def _rescale_percent(columns: dict[str, np.ndarray], offsets: np.ndarray, runs: list[str],
-                     points: Points) -> None:
-    """Percent accuracies divided by 100 (in place), by the one rule of
-    :func:`grokaudit.roles.decide_percent`, decided per column over the whole log; the decision
-    is kept in the provenance (``accuracy_scale``), which the audit reports."""
-    present = {n: columns[n] for n in ("test_acc", "train_acc") if n in columns}
-    if not present:
-        return
-    with np.errstate(invalid="ignore"):
-        stats = {n: (float(np.nanmax(c)) if np.isfinite(c).any() else float("nan"),
-                     int(np.count_nonzero(c > PERCENT_MIN))) for n, c in present.items()}
-    decided = decide_percent(stats, None)
-    record: dict[str, Any] = {}
-    for name, d in decided.items():
-        if d.scale == 1.0:
-            continue
-        col = present[name]
-        below = []
-        with np.errstate(invalid="ignore"):
-            for r in range(len(runs)):
-                seg = col[offsets[r]:offsets[r + 1]]
-                if seg.size and np.isfinite(seg).any() and float(np.nanmax(seg)) <= 1.0:
-                    below.append(runs[r])
-        col /= d.scale
-        record[name] = {"scale": d.scale, "max": d.maximum, "why": d.why,
-                        "runs_at_most_1": below[:20], "n_runs_at_most_1": len(below)}
-        note = (f"{name} read as percent ({_why(d.why, d.maximum)}); divided by 100 "
-                "(override with --acc-scale 1)")
-        points.warnings.append(note)
-        points.shown.add(note)
-    if record:
-        points.extra["accuracy_scale"] = record
-
-
-def _why(why: str, maximum: float) -> str:
-    if why == "like_sibling":
-        return (f"max {maximum:g}, logged beside a percent accuracy of the same log: one "
-                "logger, one convention")
-    return f"max {maximum:g}: a fraction cannot exceed 1"
 
 
 def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:

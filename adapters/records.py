@@ -6,18 +6,24 @@ objects, a JSON file of lists (``{"steps": [...], "test_acc": [...], "seed": 3}`
 Face's ``trainer_state.json`` (``{"log_history": [{...}, ...], "best_metric": ...}``).
 :func:`load` reads any of them into a :class:`Loaded`:
 
-* nested objects are flattened to dotted names (``_meta.wd``);
+* nested objects are flattened to dotted names (``_meta.wd``); a dotted key that collides with a
+  nested one, a key given twice in one object, or nesting deeper than :data:`MAX_DEPTH` is
+  refused, never resolved silently;
 * records without a step are set aside, counted, with where they were — never an error when
   they are the file's head or tail; the scalar fields that no step record has become the run's
   values under their own names (``wd``, not ``_meta.wd``): a head record's are conditions, a
-  tail record's (or a summary object's) outcomes;
-* a JSON file of lists: the lists as long as the step list are columns, its scalars the run's
-  values; lists of another length are set aside with a note.
+  tail record's outcomes (unless they sit in a config object); a record that names its run
+  (``{"run": "a", "config": {...}}``) gives values to that run only; a value such records set
+  twice to different values is refused (it changes over steps: it needs its step);
+* a JSON file of lists: each step list with the lists it steps is one cadence (paired by name
+  where several step lists have one length), cadences stacked on one step column; lists that
+  no step list steps are set aside with a note; scalars are the run's values.
+
+Config files beside a log (:func:`read_sidecar`) are read here too.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -30,14 +36,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.roles import STEP_NAMES, is_outcome_name, is_summary_parent
+from grokaudit.roles import (
+    CONFIG_OBJECTS,
+    SIDECAR_NAMES,
+    STEP_NAMES,
+    is_config_parent,
+    is_outcome_name,
+    is_summary_parent,
+)
 from grokaudit.text import safe
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
                   ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+#: Nesting deeper than this is no log (a JSON bomb, or not a training log at all).
+MAX_DEPTH = 64
+#: Cells a CSV writer uses for "no value" (pandas' and Keras' spellings).
+NULL_CELLS = ["", "NA", "N/A", "n/a", "#N/A", "NaN", "nan", "-nan", "NAN", "null", "NULL",
+              "None", "<NA>"]
 
 
 @dataclass
@@ -49,6 +66,8 @@ class Loaded:
     #: per-run values found outside the step rows (head/tail records, top-level scalars)
     run_values: dict[str, Any] = field(default_factory=dict)
     outcomes: set[str] = field(default_factory=set)  #: names in run_values that are outcomes
+    #: values of records that name their run: run id -> name -> value
+    by_run: dict[str, dict[str, Any]] = field(default_factory=dict)
     aside: int = 0  #: records (rows) set aside: they have no step
     aside_where: list[str] = field(default_factory=list)  #: where they were ("line 1", …)
     notes: list[str] = field(default_factory=list)  #: what was not read, and why
@@ -57,8 +76,12 @@ class Loaded:
     scalars_only: bool = False
 
 
+# ------------------------------------------------------------------------------------------
+# reading: every format to Arrow, JSON parsed by one strict parser
+# ------------------------------------------------------------------------------------------
+
 def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
-    """The file as Arrow, by its suffix (JSON and JSON lines not flattened yet)."""
+    """The file as Arrow, by its suffix (JSON and JSON lines flattened)."""
     kind = TABLE_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise LogFormatError(f"unknown table file type {safe(path.suffix)!r}; expected one of "
@@ -73,25 +96,14 @@ def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.T
         if kind in ("csv", "tsv"):
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()},
-                                        null_values=["", "NaN", "nan", "null", "None"],
-                                        strings_can_be_null=True)
+                                        null_values=NULL_CELLS, strings_can_be_null=True)
             return pacsv.read_csv(path, parse_options=opts, convert_options=conv)
         if kind == "jsonl":
-            data = path.read_bytes()
-            # Arrow's reader is fast, but it crashes the process on a file holding a bare
-            # `null` line and reads a `null` among records as an empty row: it only sees files
-            # whose every line is an object; the others are parsed line by line, which names
-            # the first line that is not one
-            if all(line.lstrip()[:1] == b"{" for line in data.split(b"\n") if line.strip()):
-                try:
-                    return pajson.read_json(io.BytesIO(data))
-                except (pa.ArrowInvalid, pa.ArrowTypeError):
-                    pass  # a value whose type changes between records: parsed line by line
-            return _jsonl_by_line(path)
+            return _jsonl(path)
         return _json_document(path, rename)
     except LogFormatError:
         raise
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, OSError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, OSError, RecursionError) as exc:
         raise _unreadable(path, kind, exc) from None
 
 
@@ -103,47 +115,112 @@ def _unreadable(path: Path, kind: str, exc: BaseException) -> LogFormatError:
                           path=str(path), code=ErrorCode.FILE_UNREADABLE)
 
 
-def _jsonl_by_line(path: Path) -> pa.Table:
-    """JSON lines parsed one by one (when Arrow's reader refuses a column whose type changes
-    between records): each line must be an object; a bad one is named by its line number."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _loads(text: str, path: Path, where: str = "") -> Any:
+    """Strict JSON: a key given twice in one object and nesting deeper than :data:`MAX_DEPTH`
+    are refused (a parser keeping the last of two keys would drop a value silently)."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise LogFormatError(f"{where}the key {safe(exc.args[0])!r} appears twice in one object; "
+                             "JSON keeps one of them silently: fix the file", path=str(path),
+                             column=str(exc.args[0]), code=ErrorCode.DUPLICATE_COLUMN) from None
+    except RecursionError:
+        raise _too_deep(path, where) from None
+    except ValueError as exc:
+        raise LogFormatError(f"{where}not JSON ({safe(exc)}); fix the file", path=str(path),
+                             code=ErrorCode.FILE_UNREADABLE) from None
+
+
+def _too_deep(path: Path, where: str = "") -> LogFormatError:
+    return LogFormatError(f"{where}objects nested deeper than {MAX_DEPTH} levels: not a training "
+                          "log grokaudit reads", path=str(path), code=ErrorCode.FILE_UNREADABLE)
+
+
+def _text(path: Path) -> str:
+    """The file as text (UTF-8, a byte-order mark dropped)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _unreadable(path, "text", exc) from None
+
+
+def _flat(obj: Mapping[str, Any], path: Path, where: str, prefix: str = "",
+          out: dict[str, Any] | None = None, depth: int = 0) -> dict[str, Any]:
+    """One record as dotted keys. A media or table reference (``{"_type": ...}``) stays one
+    value, serialized; a dotted key that collides with a nested one is refused."""
+    if depth > MAX_DEPTH:
+        raise _too_deep(path, where)
+    out = {} if out is None else out
+    for k, v in obj.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and v and "_type" not in v:
+            _flat(v, path, where, name + ".", out, depth + 1)
+            continue
+        if isinstance(v, dict):
+            v = json.dumps(v) if v else None
+        if name in out:
+            raise LogFormatError(
+                f"{where}the key {safe(name)!r} is given twice (a dotted key and a nested "
+                "object of the same name): fix the file", path=str(path), column=name,
+                code=ErrorCode.DUPLICATE_COLUMN)
+        out[name] = v
+    return out
+
+
+def _jsonl(path: Path) -> pa.Table:
+    """JSON lines: each line one object (a line that is not is refused, naming it)."""
     records: list[dict[str, Any]] = []
-    with path.open("r", encoding="utf-8", errors="strict") as fh:
-        for no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise LogFormatError(f"line {no} is not JSON ({safe(exc)}); fix that line",
-                                     path=str(path), code=ErrorCode.FILE_UNREADABLE) from None
-            if not isinstance(rec, dict):
-                kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
-                    type(rec), "number")
-                raise LogFormatError(f"line {no} is a JSON {kind}, not an object (one record "
-                                     "per line)", path=str(path), code=ErrorCode.FILE_UNREADABLE)
-            records.append(rec)
-    return _records_table(records, path)
+    for no, line in enumerate(_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"line {no}: "
+        rec = _loads(line, path, where)
+        if not isinstance(rec, dict):
+            kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+                type(rec), "number")
+            raise LogFormatError(f"line {no} is a JSON {kind}, not an object (one record "
+                                 "per line)", path=str(path), code=ErrorCode.FILE_UNREADABLE)
+        records.append(_flat(rec, path, where))
+    return _records_table(records)
 
 
-def _records_table(records: list[dict[str, Any]], path: Path) -> pa.Table:
-    """A list of records (dicts, possibly nested) as an Arrow table with dotted names."""
+def _records_table(records: list[dict[str, Any]]) -> pa.Table:
+    """Flat records (dotted keys) as an Arrow table, columns in order of first appearance."""
     if not records:
         return pa.table({})
-    # a media or table reference ({"_type": "image-file", ...}) stays one value, serialized:
-    # it is set aside as non-scalar, never flattened into fields that look like values
-    records = [{k: json.dumps(v) if isinstance(v, dict) and "_type" in v else v
-                for k, v in r.items()} for r in records]
-    df = pd.json_normalize(records, sep=".")
+    names: dict[str, None] = {}
+    for r in records:
+        for k in r:
+            names.setdefault(k, None)
     cols: dict[str, pa.Array] = {}
-    for name in df.columns:
-        s = df[name]
+    for name in names:
+        vals = [r.get(name) for r in records]
         try:
-            cols[str(name)] = pa.array(s.tolist(), from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            cols[name] = pa.array(vals, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                   for v in vals):  # integers beyond int64 (a corrupted step): as floats,
+                cols[name] = pa.array([None if v is None else float(v) for v in vals],
+                                      type=pa.float64())  # refused by the range checks
+                continue
             # numbers in some records, text in others: kept as text (refused where it matters)
-            cols[str(name)] = pa.array([None if v is None or (isinstance(v, float) and v != v)
-                                        else json.dumps(v) if isinstance(v, (list, dict))
-                                        else str(v) for v in s.tolist()], type=pa.string())
+            cols[name] = pa.array([None if v is None or (isinstance(v, float) and v != v)
+                                   else json.dumps(v) if isinstance(v, (list, dict))
+                                   else str(v) for v in vals], type=pa.string())
     return pa.table(cols)
 
 
@@ -159,12 +236,14 @@ class _Walk:
     other: list[str] = field(default_factory=list)
 
 
-def _walk(obj: Mapping[str, Any], prefix: str, out: _Walk) -> None:
+def _walk(obj: Mapping[str, Any], prefix: str, out: _Walk, path: Path, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise _too_deep(path)
     for k, v in obj.items():
         name = f"{prefix}{k}"
         if isinstance(v, dict):
             if v:
-                _walk(v, name + ".", out)
+                _walk(v, name + ".", out, path, depth + 1)
         elif isinstance(v, list):
             if v and all(isinstance(x, dict) for x in v):
                 out.records.append((name, v))
@@ -173,25 +252,24 @@ def _walk(obj: Mapping[str, Any], prefix: str, out: _Walk) -> None:
             else:
                 out.other.append(name)
         else:
+            if name in out.scalars:
+                raise LogFormatError(f"the key {safe(name)!r} is given twice (a dotted key and "
+                                     "a nested object of the same name): fix the file",
+                                     path=str(path), column=name,
+                                     code=ErrorCode.DUPLICATE_COLUMN)
             out.scalars[name] = v
 
 
 def _json_document(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
-    """A ``.json`` file as a table of step rows. Its other contents (scalars, lists of another
-    length) are kept for :func:`load` in the table's metadata."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _unreadable(path, "json", exc) from None
-    except ValueError as exc:
-        raise LogFormatError(f"not JSON ({safe(exc)}); fix the file", path=str(path),
-                             code=ErrorCode.FILE_UNREADABLE) from None
+    """A ``.json`` file as a table of step rows. Its other contents (scalars, lists set aside)
+    are kept for :func:`load` in the table's metadata."""
+    data = _loads(_text(path), path)
     if isinstance(data, list):
         if not all(isinstance(x, dict) for x in data):
             raise LogFormatError("a JSON list whose items are not all objects; a log is a list "
                                  "of records or an object of lists", path=str(path),
                                  code=ErrorCode.FILE_UNREADABLE)
-        return _records_table(data, path)
+        return _records_table([_flat(r, path, f"record {i + 1}: ") for i, r in enumerate(data)])
     if not isinstance(data, dict):
         raise LogFormatError(f"a JSON {type(data).__name__}, not an object or a list of "
                              "records", path=str(path), code=ErrorCode.FILE_UNREADABLE)
@@ -203,16 +281,36 @@ def _json_document(path: Path, rename: Mapping[str, str] | None = None) -> pa.Ta
         return pa.Table.from_pandas(pd.DataFrame(data["data"], columns=data["columns"]),
                                     preserve_index=False)
     walk = _Walk()
-    _walk(data, "", walk)
+    _walk(data, "", walk, path)
     info: dict[str, Any] = {"scalars": walk.scalars, "other": list(walk.other),
                             "outcomes": _scalar_outcomes(data, walk.scalars)}
     if walk.records:
-        table = _records_table([r for _, recs in walk.records for r in recs], path)
         info["other"] += sorted(walk.lists)
-        return _with_info(table, info)
+        return _with_info(_record_lists(walk.records, path), info)
     if not walk.lists:  # scalars only: a config file, or a summary beside a log
         return _with_info(pa.table({}), info)
-    return _with_info(_lists_table(walk.lists, rename, info), info)
+    return _with_info(_lists_table(walk.lists, rename, info, path), info)
+
+
+def _record_lists(lists: list[tuple[str, list[dict[str, Any]]]], path: Path) -> pa.Table:
+    """Lists of records (``log_history``; ``{"train": [...], "test": [...]}``) as one table.
+    With several lists, each list's columns carry its name (``test.accuracy``) but the step,
+    so that a train and a test accuracy never share a column."""
+    tables = []
+    for name, recs in lists:
+        t = _records_table([_flat(r, path, f"{name}[{i}]: ") for i, r in enumerate(recs)])
+        if len(lists) > 1:
+            step = _find_step(t.column_names)
+            t = t.rename_columns([c if c == step else f"{name}.{c}" for c in t.column_names])
+            if step is not None and step != "step":
+                t = t.rename_columns(["step" if c == step else c for c in t.column_names])
+        tables.append(t)
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise _unreadable(path, "json", exc) from None
 
 
 def _with_info(table: pa.Table, info: Mapping[str, Any]) -> pa.Table:
@@ -220,78 +318,106 @@ def _with_info(table: pa.Table, info: Mapping[str, Any]) -> pa.Table:
                                           .encode()})
 
 
-#: Objects of a JSON file or sidecar whose scalars are the run's conditions; beside one, the
-#: file's other scalars are results (``{"config": {...}, "grok_step": 900}``).
-CONFIG_OBJECTS = ("config", "args", "hparams", "params", "cfg", "settings", "hyperparameters",
-                  "hyper_parameters", "_meta", "meta")
-
-
-def _scalar_outcomes(data: Mapping[str, Any], scalars: Mapping[str, Any]) -> list[str]:
-    """Which scalars of a JSON document are outcomes: beside a config object, every scalar
-    outside it; otherwise those whose name says so (:func:`is_outcome_name`)."""
+def _scalar_outcomes(data: Mapping[str, Any], scalars: Mapping[str, Any], *,
+                     by_name: bool = True) -> list[str]:
+    """Which scalars of a JSON document are outcomes. Inside a config object: none. Beside a
+    config object, the document's top-level scalars are results (``{"config": {...},
+    "grok_step": 900}``); elsewhere a value is an outcome when a summary object holds it or
+    (``by_name``: a log's own scalars, not a config file's) its name says so
+    (:func:`is_outcome_name`)."""
     has_config = any(isinstance(data.get(k), dict) for k in CONFIG_OBJECTS)
     out = []
     for name in scalars:
-        top = name.split(".", 1)[0]
-        if has_config:
-            if top not in CONFIG_OBJECTS or is_summary_parent(name):
-                out.append(name)
-        elif is_outcome_name(name):
+        parents = name.split(".")[:-1]
+        if any(is_config_parent(p) for p in parents):
+            continue
+        if has_config and not parents:
+            out.append(name)
+        elif any(is_summary_parent(p) for p in parents) or (
+                by_name and is_outcome_name(name, in_log=True)):
             out.append(name)
     return out
 
 
+def _step_word(name: str) -> str | None:
+    """The prefix of a step list's name (``train`` of ``train_steps``; ``""`` of ``steps``),
+    or None when the name is no step name."""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in STEP_NAMES:
+        return ""
+    m = _STEPLIKE.search(leaf)
+    return None if m is None else leaf[:m.start()].rstrip("_")
+
+
 def _lists_table(lists: Mapping[str, list[Any]], rename: Mapping[str, str] | None,
-                 info: dict[str, Any]) -> pa.Table:
-    """A dict of lists as step rows. Lists of one length are one cadence, stepped by the step
-    list among them (``history.eval_epochs``); several cadences (accuracy every 100 steps, a
-    metric every 500) are stacked on one step column, joined later without interpolation.
-    Lists of a length that has no step list are set aside (``info["other"]``); with no step
-    list at all, the lists of the most common length are kept so that ``--map KEY=step`` can
-    name one."""
+                 info: dict[str, Any], path: Path) -> pa.Table:
+    """A dict of lists as step rows (module docstring): each step list with the lists it
+    steps is one cadence; several cadences are stacked on one step column and joined later
+    without interpolation."""
     ren = rename or {}
     by_len: dict[int, list[str]] = {}
     for name, vals in lists.items():
         by_len.setdefault(len(vals), []).append(name)
-    stepped = {n: step for n, names in by_len.items()
-               if (step := _find_step([ren.get(k, k) for k in names], lists=True)) is not None}
-    inv = {ren.get(k, k): k for k in lists}
-    if not stepped:
+    cadences: list[tuple[str | None, list[str]]] = []
+    for _n, names in sorted(by_len.items(), key=lambda kv: -kv[0]):
+        steps = {s: w for s in names if (w := _step_word(ren.get(s, s))) is not None}
+        series = [s for s in names if s not in steps]
+        if not steps or not series:
+            continue  # no step list, or a step-like setting alone (decay_steps: [...])
+        if len(steps) == 1:
+            cadences.append((next(iter(steps)), series))
+            continue
+        # several step lists of one length: each steps the lists named like it
+        owned: dict[str, list[str]] = {s: [] for s in steps}
+        plain = [s for s, w in steps.items() if not w]
+        for col in series:
+            leaf = col.rsplit(".", 1)[-1]
+            hits = [s for s, w in steps.items() if w and leaf.startswith(w + "_")]
+            owner = hits[0] if len(hits) == 1 else plain[0] if not hits and len(plain) == 1 \
+                else None
+            if owner is None:
+                raise LogFormatError(
+                    f"the lists {', '.join(repr(safe(s)) for s in sorted(steps))} have the same "
+                    f"length: which of them steps {safe(col)!r} cannot be told from the names; "
+                    "write each cadence with its own step list name (train_steps with "
+                    "train_acc)", path=str(path), column=col, code=ErrorCode.MISSING_COLUMN)
+            owned[owner].append(col)
+        cadences += [(s, cols) for s, cols in owned.items() if cols]
+    if not cadences:
+        # no step list at all: the lists of the most common length, for --map KEY=step
         n = max(by_len, key=lambda x: (len(by_len[x]), x))
         if n < 3 or len(by_len[n]) < 2:
-            # a short list or a lone list (``"betas": [0.9, 0.98]``) is a setting, not a
-            # series: the document is a config or a summary
-            info["other"] += sorted(lists)
+            info["other"] += sorted(lists)  # a short or lone list is a setting: a config
             return pa.table({})
-        keep = {n: None}
-    else:
-        keep = {n: inv[s] for n, s in stepped.items()}
+        cadences = [(None, by_len[n])]
+    used = {c for s, cols in cadences for c in ([s] if s else []) + cols}
+    info["other"] += sorted(k for k in lists if k not in used)
+    info["lengths"] = {k: len(v) for k, v in lists.items() if k not in used}
     # the primary cadence: the one holding the test accuracy, else the longest
-    primary = max(keep, key=lambda n: (any("test" in k or "val" in k for k in by_len[n]), n))
-    step_name = keep[primary]
-    cols: dict[str, list[Any]] = {}
-    total = sum(keep)
+    primary = max(range(len(cadences)), key=lambda i: (
+        any("test" in c or "val" in c for c in cadences[i][1]), len(lists[cadences[i][1][0]])))
+    step_name = cadences[primary][0]
+    total = sum(len(lists[cols[0]]) for _, cols in cadences)
+    cols_out: dict[str, list[Any]] = {}
     offset = 0
-    for n in sorted(keep, key=lambda x: x != primary):
-        for name in by_len[n]:
-            target = step_name if (keep[n] is not None and name == keep[n]) else name
-            col = cols.setdefault(target, [None] * total)
+    for i in [primary] + [j for j in range(len(cadences)) if j != primary]:
+        s, names = cadences[i]
+        n = len(lists[names[0]])
+        for name in ([s] if s else []) + names:
+            target = step_name if (s is not None and name == s) else name
+            col = cols_out.setdefault(target, [None] * total)
             col[offset:offset + n] = lists[name]
         offset += n
-    for n, names in by_len.items():
-        if n not in keep:
-            info["other"] += names
-            info.setdefault("lengths", {}).update({k: n for k in names})
     out: dict[str, pa.Array] = {}
-    for name, vals in cols.items():
+    for name, vals in cols_out.items():
         try:
             out[name] = pa.array(vals, from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             out[name] = pa.array([None if v is None else str(v) for v in vals],
                                  type=pa.string())
     info["dict_of_lists"] = True
-    if len(keep) > 1:
-        info["cadences"] = {str(keep[n]): n for n in sorted(keep)}
+    if len(cadences) > 1:
+        info["cadences"] = {str(s): len(lists[cols[0]]) for s, cols in cadences}
     return pa.table(out)
 
 
@@ -321,11 +447,16 @@ def _find_step(names: list[str], *, lists: bool = False) -> str | None:
     return None
 
 
-def flatten(table: pa.Table) -> pa.Table:
+def flatten(table: pa.Table, path: Path | None = None) -> pa.Table:
     """Nested objects (struct columns) as dotted columns (``_meta.wd``), however deep. An
     object with a ``_type`` field (a W&B media or table reference: an image's path, size,
-    digest) is not a set of values: it stays one column, set aside as non-scalar."""
+    digest) is not a set of values: it stays one column, set aside as non-scalar. A dotted
+    name that collides with a nested one is refused."""
+    depth = 0
     while any(pa.types.is_struct(f.type) and not _typed(f.type) for f in table.schema):
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _too_deep(path or Path("<table>"))
         cols, names = [], []
         for name, col in zip(table.column_names, table.columns):
             if pa.types.is_struct(col.type) and not _typed(col.type):
@@ -337,6 +468,13 @@ def flatten(table: pa.Table) -> pa.Table:
                 cols.append(col)
                 names.append(name)
         table = pa.table(cols, names=names)
+    names = table.column_names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LogFormatError(f"column {safe(twice[0])!r} appears more than once (a dotted name "
+                             "and a nested object of the same name?); rename one of them",
+                             path=None if path is None else str(path), column=twice[0],
+                             code=ErrorCode.DUPLICATE_COLUMN)
     return table
 
 
@@ -345,17 +483,26 @@ def _typed(t: pa.DataType) -> bool:
 
 
 def load(path: Path, rename: Mapping[str, str] | None = None,
-         sidecars: Sequence[Sidecar] = ()) -> Loaded:
+         sidecars: Sequence[Sidecar] = (), *, run_key: str | None = "run") -> Loaded:
     """Read one tabular file as its step rows and its other contents (module docstring).
 
     ``rename`` renames columns before the step is looked for (``--map iteration=step``).
     ``sidecars`` (farthest first) are config files beside the log: their scalars are run
-    values too, overridden by the file's own. Raises :class:`LogFormatError` naming the
-    file."""
+    values too, overridden by the file's own (with a note). ``run_key`` is the column naming
+    runs (records without a step that name their run give values to it only). Raises
+    :class:`LogFormatError` naming the file."""
     raw = read_arrow_file(path, rename)
     meta = (raw.schema.metadata or {}).get(b"grokaudit.json")
     extras = json.loads(meta) if meta else {}
-    table = flatten(raw.replace_schema_metadata(None))
+    table = flatten(raw.replace_schema_metadata(None), path)
+    stripped = [n.strip() for n in table.column_names]  # " test_acc" is test_acc
+    if stripped != table.column_names:
+        twice = sorted({n for n in stripped if stripped.count(n) > 1})
+        if twice:
+            raise LogFormatError(f"column {safe(twice[0])!r} appears more than once once its "
+                                 "spaces are trimmed; rename one of them", path=str(path),
+                                 column=twice[0], code=ErrorCode.DUPLICATE_COLUMN)
+        table = table.rename_columns(stripped)
     if rename:
         names = table.column_names
         new = [rename.get(n, n) for n in names]
@@ -371,9 +518,11 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
         extras["scalars"] = {rename.get(k, k): v for k, v in extras.get("scalars", {}).items()}
     step = _find_step(table.column_names, lists=bool(extras.get("dict_of_lists")))
     loaded = Loaded(table=table, step=step)
+    kinds: dict[str, str] = {}  # where each run value came from, for the overriding note
     for sc in sidecars:
         for k, v in sc.values.items():
             _put_value(loaded, k, v, outcome=k in sc.outcomes)
+            kinds[k] = sc.path.name
         loaded.sidecars.append(str(sc.path))
         if sc.skipped:
             shown = ", ".join(repr(safe(k)) for k in sc.skipped[:5])
@@ -382,12 +531,13 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
                                 f"not read: {shown}{', …' if len(sc.skipped) > 5 else ''}")
     declared = set(extras.get("outcomes") or ())
     for k, v in extras.get("scalars", {}).items():
-        _put_value(loaded, k, v, outcome=k in declared)
+        _override_note(loaded, k, v, kinds, path)
+        _put_value(loaded, k, v, outcome=k in declared, replace=True)
     if extras.get("other"):
         shown = ", ".join(repr(safe(n)) for n in extras["other"][:5])
         more = ", …" if len(extras["other"]) > 5 else ""
         lengths = extras.get("lengths") or {}
-        why = (" (lists of another length than the steps)" if lengths else
+        why = (" (lists that no step list steps)" if lengths else
                " (lists of lists or of mixed values)")
         loaded.notes.append(f"{safe(path.name)}: {len(extras['other'])} entr"
                             f"{'y' if len(extras['other']) == 1 else 'ies'} not read{why}: "
@@ -402,9 +552,22 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
             loaded.step = step = _find_step(table.column_names, lists=True)
     loaded.scalars_only = table.num_columns == 0 and bool(extras.get("scalars"))
     if step is not None and table.num_rows:
-        _set_aside(loaded, path)
+        _set_aside(loaded, path, run_key)
+    for k, v in list(loaded.run_values.items()):
+        if k in loaded.table.column_names and k != step:
+            loaded.notes.append(f"{safe(path.name)}: the column {safe(k)!r} is used, not the "
+                                f"value {safe(v)!r} given for it by "
+                                f"{safe(kinds.get(k, 'a record without a step'))}")
+            del loaded.run_values[k]
     _name_run_values(loaded)
     return loaded
+
+
+def _override_note(loaded: Loaded, k: str, v: Any, kinds: Mapping[str, str],
+                   path: Path) -> None:
+    if k in kinds and loaded.run_values.get(k) != v:
+        loaded.notes.append(f"{safe(path.name)}: {safe(k)} = {safe(v)!r} overrides "
+                            f"{safe(loaded.run_values.get(k))!r} from {safe(kinds[k])}")
 
 
 def config_like(path: Path) -> bool:
@@ -419,13 +582,15 @@ def config_like(path: Path) -> bool:
     return loaded.table.num_columns == 0 or loaded.step is None
 
 
-def _put_value(loaded: Loaded, name: str, value: Any, *, outcome: bool) -> None:
+def _put_value(loaded: Loaded, name: str, value: Any, *, outcome: bool,
+               replace: bool = False) -> None:
     """Record a run value. A condition already known is never turned into an outcome by a
     later record repeating it (a summary record that copies the config: its ``weight_decay``
-    is still the condition the run was trained under); the earlier value is kept."""
+    is still the condition the run was trained under); the earlier value is kept unless
+    ``replace`` (the file's own values over a config file's)."""
     if isinstance(value, (list, dict)):
         return
-    if outcome and name in loaded.run_values and name not in loaded.outcomes:
+    if name in loaded.run_values and name not in loaded.outcomes and outcome and not replace:
         return
     loaded.run_values[name] = value
     if outcome:
@@ -442,9 +607,11 @@ def _null_step(col: pa.ChunkedArray) -> np.ndarray:
     return null
 
 
-def _set_aside(loaded: Loaded, path: Path) -> None:
-    """Rows without a step: the head and tail records are set aside (their fields that no step
-    row has become run values); a record without a step between step rows that holds a value
+def _set_aside(loaded: Loaded, path: Path, run_key: str | None) -> None:
+    """Rows without a step: set aside and counted (module docstring). Their fields that no
+    step row has become run values — of the run a record names, else of every run of the
+    file; a value such records give twice with different values is refused (it changes over
+    steps and needs its step). A record without a step between step rows that holds a value
     of a per-step column is refused, naming its line."""
     table, step = loaded.table, loaded.step
     assert step is not None
@@ -459,9 +626,11 @@ def _set_aside(loaded: Loaded, path: Path) -> None:
     first, last = int(has[0]), int(has[-1])
     aside = np.flatnonzero(null)
     stepped = table.filter(pa.array(~null))
-    data_cols = {n for n in stepped.column_names if n != step
+    key = run_key if run_key in table.column_names else None
+    data_cols = {n for n in stepped.column_names if n not in (step, key)
                  and stepped.column(n).null_count < stepped.num_rows}
     where = _positions(path, aside)
+    seen: dict[tuple[str | None, str], tuple[Any, str]] = {}
     for i, at in zip(aside.tolist(), where):
         row = table.slice(i, 1).to_pylist()[0]
         held = sorted(k for k, v in row.items() if k in data_cols and _present(v))
@@ -470,15 +639,33 @@ def _set_aside(loaded: Loaded, path: Path) -> None:
                 f"{at} holds {', '.join(repr(safe(h)) for h in held[:3])} but no "
                 f"{safe(step)!r}; every logged value needs its step: fill it in or drop that "
                 "record", path=str(path), column=step, code=ErrorCode.MISSING_VALUES)
+        run = row.get(key) if key else None
+        run = None if run is None else str(run)
         tail = i > last
         for k, v in row.items():
-            if k in data_cols or k == step or not _present(v):
+            if k in data_cols or k in (step, key) or not _present(v):
                 continue
-            _put_value(loaded, k, v, outcome=tail or is_outcome_name(k))
+            before = seen.get((run, k))
+            if before is not None and before[0] != v:
+                raise LogFormatError(
+                    f"{safe(k)!r} is set to different values by records without a step "
+                    f"({safe(before[0])!r} at {before[1]}, {safe(v)!r} at {at}): a value that "
+                    "changes over steps needs its step, and a condition is one value per run",
+                    path=str(path), column=k, code=ErrorCode.NOT_CONSTANT_IN_RUN)
+            seen[(run, k)] = (v, at)
+            parents = k.split(".")[:-1]
+            outcome = ((tail and not any(is_config_parent(p) for p in parents))
+                       or any(is_summary_parent(p, strict=True) for p in parents))
+            if run is None:
+                _put_value(loaded, k, v, outcome=outcome)
+            else:
+                loaded.by_run.setdefault(run, {})[k] = v
+                if outcome:
+                    loaded.outcomes.add(k)
     loaded.aside += int(aside.size)
     loaded.aside_where += where
     # columns that only the set-aside records had are not per-step columns
-    keep = [n for n in stepped.column_names if n == step or n in data_cols]
+    keep = [n for n in stepped.column_names if n in (step, key) or n in data_cols]
     loaded.table = stepped.select(keep)
 
 
@@ -508,36 +695,39 @@ def _positions(path: Path, rows: np.ndarray) -> list[str]:
 
 def _name_run_values(loaded: Loaded) -> None:
     """Run values under their own names: ``_meta.wd`` becomes ``wd`` unless another value of a
-    different content or a column has that name; a value under a summary object
-    (``_summary.x``) is an outcome — unless a condition of the same name says the same (a
-    summary that copies the config)."""
-    leaves: dict[str, list[str]] = {}
-    for name in loaded.run_values:
-        leaves.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+    different content or a column has that name. A name is an outcome only when every value
+    it stands for is one (a summary that copies the config keeps a condition a condition)."""
     columns = set(loaded.table.column_names)
-    renamed: dict[str, Any] = {}
-    kinds: dict[str, list[bool]] = {}  # new name -> is-outcome of each contributor
-    for name, value in loaded.run_values.items():
-        leaf = name.rsplit(".", 1)[-1]
-        parents = name.split(".")[:-1]
-        same = len({json.dumps(loaded.run_values[n], default=str) for n in leaves[leaf]}) == 1
-        new = leaf if same and leaf not in columns else name
-        renamed.setdefault(new, value)
-        outcome = name in loaded.outcomes or any(is_summary_parent(p) for p in parents)
-        kinds.setdefault(new, []).append(outcome)
-    loaded.run_values = renamed
-    loaded.outcomes = {n for n, ks in kinds.items() if all(ks)}
+
+    def rename(values: Mapping[str, Any], outcomes: set[str]) -> tuple[dict[str, Any],
+                                                                        dict[str, list[bool]]]:
+        leaves: dict[str, list[str]] = {}
+        for name in values:
+            leaves.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+        renamed: dict[str, Any] = {}
+        kinds: dict[str, list[bool]] = {}
+        for name, value in values.items():
+            leaf = name.rsplit(".", 1)[-1]
+            same = len({json.dumps(values[n], default=str) for n in leaves[leaf]}) == 1
+            new = leaf if same and leaf not in columns else name
+            renamed.setdefault(new, value)
+            kinds.setdefault(new, []).append(name in outcomes)
+        return renamed, kinds
+
+    loaded.run_values, kinds = rename(loaded.run_values, loaded.outcomes)
+    outcomes = {n for n, ks in kinds.items() if all(ks)}
+    by_run: dict[str, dict[str, Any]] = {}
+    for run, vals in loaded.by_run.items():
+        by_run[run], k2 = rename(vals, loaded.outcomes)
+        outcomes |= {n for n, ks in k2.items() if all(ks)}
+    loaded.by_run = by_run
+    loaded.outcomes = outcomes
 
 
 # ------------------------------------------------------------------------------------------
 # sidecars: the run's config in a file beside its log
 # ------------------------------------------------------------------------------------------
 
-#: Config files loggers write beside a run's log (Lightning's ``hparams.yaml``, a training
-#: script's ``config.json`` or ``args.json``), whose scalars are the run's conditions.
-SIDECAR_NAMES = ("hparams.yaml", "hparams.yml", "hparams.json", "config.json", "config.yaml",
-                 "config.yml", "args.json", "args.yaml", "params.json", "params.yaml",
-                 "hyperparameters.json", "run_config.json", "meta.json")
 SIDECAR_SUFFIXES = (".yaml", ".yml")
 
 
@@ -553,24 +743,24 @@ class Sidecar:
 
 def read_sidecar(path: Path) -> Sidecar:
     """A config file (JSON object, or the plain ``key: value`` YAML that Lightning's
-    ``hparams.yaml`` is) as its scalars. Raises :class:`LogFormatError` naming the file when
-    it is neither."""
+    ``hparams.yaml`` is) as its scalars: conditions, except the results a JSON object keeps
+    beside a config object or in a summary object. Raises :class:`LogFormatError` naming the
+    file when it is neither."""
     if path.suffix.lower() in SIDECAR_SUFFIXES:
         values, skipped = _plain_yaml(path)
-        return Sidecar(path, values, {k for k in values if is_outcome_name(k)}, skipped)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"not JSON ({safe(exc)}); fix the file", path=str(path),
-                             code=ErrorCode.FILE_UNREADABLE) from None
+        return Sidecar(path, values, set(), skipped)
+    data = _loads(_text(path), path)
     if not isinstance(data, dict):
         raise LogFormatError("a config file must hold a JSON object", path=str(path),
                              code=ErrorCode.FILE_UNREADABLE)
+    if str(data.get("schema", "")).startswith("grokaudit."):
+        raise LogFormatError("a grokaudit result (--json), not a config file", path=str(path),
+                             code=ErrorCode.FORMAT_MISMATCH)
     walk = _Walk()
-    _walk(data, "", walk)
+    _walk(data, "", walk, path)
     skipped = sorted([*walk.lists, *walk.other, *(n for n, _ in walk.records)])
-    return Sidecar(path, dict(walk.scalars), set(_scalar_outcomes(data, walk.scalars)),
-                   skipped)
+    outcomes = set(_scalar_outcomes(data, walk.scalars, by_name=False))
+    return Sidecar(path, dict(walk.scalars), outcomes, skipped)
 
 
 _YAML_LINE = re.compile(r"^(?P<indent> *)(?P<key>[^:#\s][^:#]*?)\s*:(?:\s+(?P<value>.*?))?\s*$")
@@ -578,28 +768,39 @@ _YAML_LINE = re.compile(r"^(?P<indent> *)(?P<key>[^:#\s][^:#]*?)\s*:(?:\s+(?P<va
 
 def _plain_yaml(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The mappings of a plain YAML file (``key: value``, nested by indentation) as dotted
-    scalars. Lists, tags (``!!python/…``) and anything else are listed as skipped, never
-    guessed; a line that is not ``key: value`` makes the file unreadable."""
+    scalars. Lists (and the keys of their items), tags (``!!python/…``), block scalars and
+    anything else are listed as skipped, never guessed; a line that is not ``key: value``
+    makes the file unreadable."""
     values: dict[str, Any] = {}
     skipped: list[str] = []
     stack: list[tuple[int, str]] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"cannot read ({safe(exc)})", path=str(path),
-                             code=ErrorCode.FILE_UNREADABLE) from None
+    skip_below: int | None = None  # inside a list, a block scalar: lines indented past this
+    text = _text(path)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split(" #", 1)[0].rstrip()
         if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":
             continue
-        if line.lstrip().startswith("- "):  # a list item: its key is already skipped
+        if "\t" in line[:len(line) - len(line.lstrip())]:
+            raise LogFormatError(f"line {no} is indented with a tab; grokaudit reads plain YAML "
+                                 "mappings only", path=str(path), code=ErrorCode.FILE_UNREADABLE)
+        indent = len(line) - len(line.lstrip(" "))
+        if skip_below is not None:
+            if indent > skip_below or (indent == skip_below and line.lstrip().startswith("- ")):
+                continue
+            skip_below = None
+        if line.lstrip().startswith("- ") or line.lstrip() == "-":
+            # a list under the last key: the key and its items are skipped, never merged
+            if stack and stack[-1][0] < indent + 1:
+                parent = ".".join(k for _, k in stack)
+                if parent and parent not in skipped:
+                    skipped.append(parent)
+            skip_below = indent
             continue
         m = _YAML_LINE.match(line)
         if m is None:
             raise LogFormatError(f"line {no} is not 'key: value'; grokaudit reads plain YAML "
                                  "mappings only", path=str(path),
                                  code=ErrorCode.FILE_UNREADABLE)
-        indent = len(m.group("indent"))
         while stack and stack[-1][0] >= indent:
             stack.pop()
         key = ".".join([*(k for _, k in stack), m.group("key").strip().strip("'\"")])
@@ -610,9 +811,11 @@ def _plain_yaml(path: Path) -> tuple[dict[str, Any], list[str]]:
         parsed = _yaml_scalar(value)
         if parsed is _SKIP:
             skipped.append(key)
+            if value.strip()[:1] in ("|", ">"):
+                skip_below = indent  # a block scalar's lines
         else:
             values[key] = parsed
-    return values, skipped
+    return values, [k for k in skipped if k not in values]
 
 
 _SKIP = object()
@@ -637,3 +840,7 @@ def _yaml_scalar(text: str) -> Any:
         except ValueError:
             pass
     return t
+
+
+__all__ = ["CONFIG_OBJECTS", "Loaded", "SIDECAR_NAMES", "Sidecar", "TABLE_SUFFIXES",
+           "config_like", "flatten", "load", "read_arrow_file", "read_sidecar"]

@@ -166,7 +166,7 @@ def detect_format(path: str | Path) -> str:
                 claims.append(reader.name)
         except GrokauditError:
             raise
-        except (OSError, ValueError):  # an unreadable header is not this format
+        except (OSError, ValueError, RecursionError):  # an unreadable header: not this format
             continue
     if claims:
         return _one_format(p, claims)

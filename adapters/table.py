@@ -17,7 +17,7 @@ from grokaudit.text import safe
 from .files import TABLE_SUFFIXES, check_tail, melt_wide, table_files
 from .merge import ReadOptions
 from .points import Points
-from .records import SIDECAR_NAMES, SIDECAR_SUFFIXES, Sidecar, load, read_sidecar
+from .records import SIDECAR_NAMES, Sidecar, config_like, load, read_sidecar
 from .registry import Reader
 
 
@@ -38,22 +38,42 @@ def run_ids_from_paths(files: list[Path], root: Path) -> list[str]:
     rels = [f.relative_to(root).with_suffix("") for f in files]
     if len({r.name for r in rels}) == 1 and all(len(r.parts) > 1 for r in rels):
         rels = [r.parent for r in rels]
-    return [r.as_posix() for r in rels]
+    ids = [r.as_posix() for r in rels]
+    if len(set(ids)) < len(ids):  # a.csv and a.jsonl: two runs, never one
+        ids = [i if ids.count(i) == 1 else f.relative_to(root).as_posix()
+               for i, f in zip(ids, files)]
+    return ids
 
 
 def _sidecar_paths(path: Path, files: list[Path]) -> set[Path]:
-    """The config files among (or beside) the files read: well-known names (``hparams.yaml``,
-    ``config.json``…) and YAML files; beside a single file, also its same-stem JSON/YAML."""
+    """The config files beside the logs: well-known names (``hparams.yaml``, ``config.json``…)
+    in the folders read, and the same-stem JSON or YAML of a log (``x.json`` beside
+    ``x.csv``). Other YAML files (a sweep definition) are not config files."""
+    logs = [path] if path.is_file() else files
+    cands: set[Path] = set()
+    for f in logs:
+        cands |= {f.with_suffix(x) for x in (".json", ".yaml", ".yml")} - {f}
     if path.is_file():
-        d = path.parent
-        cands = [d / n for n in SIDECAR_NAMES] + [path.with_suffix(x) for x in
-                                                  (".json", ".yaml", ".yml")]
-        return {c for c in cands if c != path and c.is_file()}
-    found = {f for f in files if f.name in SIDECAR_NAMES}
-    found |= {q for q in path.rglob("*") if q.suffix.lower() in SIDECAR_SUFFIXES
-              and q.is_file() and not any(p.startswith(".")
-                                          for p in q.relative_to(path).parts)}
-    return found
+        cands |= {path.parent / n for n in SIDECAR_NAMES}
+    else:
+        cands |= {q for q in path.rglob("*") if q.name in SIDECAR_NAMES
+                  and not any(p.startswith(".") for p in q.relative_to(path).parts)}
+    return {c for c in cands if c.is_file()}
+
+
+def _read_sidecars(paths: set[Path], logs: set[Path]) -> tuple[dict[Path, Sidecar], list[str]]:
+    """The config files that read as config files; the others are notes, never a refusal
+    of the log (a tokenizer's config.json, a same-stem JSON that is a log of its own)."""
+    known: dict[Path, Sidecar] = {}
+    notes: list[str] = []
+    for q in sorted(paths):
+        if q.suffix.lower() == ".json" and q in logs and not config_like(q):
+            continue  # a log of its own, read as one
+        try:
+            known[q] = read_sidecar(q)
+        except LogFormatError as exc:
+            notes.append(f"{safe(q.name)}: not read as a config file ({safe(exc)})")
+    return known, notes
 
 
 def _sidecars_of(log: Path, root: Path, known: dict[Path, Sidecar]) -> list[Sidecar]:
@@ -112,9 +132,8 @@ def read(path: Path, options: ReadOptions) -> Points:
     points = Points()
     # --map X=step / --map X=run name the step or run column: renamed before it is looked for
     rename = {k: v for k, v in (options.mapping or {}).items() if v in ("step", "run")}
-    known: dict[Path, Sidecar] = {}
-    for q in sorted(_sidecar_paths(path, files)):
-        known[q] = read_sidecar(q)
+    known, sidecar_notes = _read_sidecars(_sidecar_paths(path, files), set(files))
+    points.warnings.extend(sidecar_notes)
     logs: list[Path] = []
     if path.is_dir():
         _refuse_charts_among_tables(path, [f for f in files if f not in known])
@@ -124,7 +143,10 @@ def read(path: Path, options: ReadOptions) -> Points:
         if f.suffix.lower() == ".json" and path.is_dir():
             probe = load(f, rename)
             if probe.scalars_only:  # a summary or config file without a well-known name
-                known[f] = read_sidecar(f)
+                try:
+                    known[f] = read_sidecar(f)
+                except LogFormatError as exc:
+                    points.warnings.append(f"{safe(f.name)}: not read ({safe(exc)})")
                 continue
         logs.append(f)
     if not logs:
@@ -133,9 +155,12 @@ def read(path: Path, options: ReadOptions) -> Points:
     ids = run_ids_from_paths(logs, path)
     used: set[Path] = set()
     empty: list[str] = []
+    path_ids = True
     for f, rid in zip(logs, ids):
         sidecars = _sidecars_of(f, path, known)
-        loaded = load(f, rename, sidecars)
+        run_key = (options.run_from if options.run_from not in (None, "path", "column")
+                   else "run")
+        loaded = load(f, rename, sidecars, run_key=run_key)
         table = loaded.table
         points.files.append(str(f))
         if table.num_rows == 0:
@@ -160,9 +185,11 @@ def read(path: Path, options: ReadOptions) -> Points:
             run_column = None
         else:
             run_column = options.run_from
+        path_ids = path_ids and run_column is None
         origin = rid if path.is_dir() else str(f)
         check_tail(f, points)
-        melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column)
+        melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column,
+                  strict_duplicates=run_column is not None)
     if not points.chunks and empty:
         raise LogFormatError(f"every log file has a header and no rows ({empty[0]}, …); there "
                              "is nothing to read", path=str(path), code=ErrorCode.NO_ROWS)
@@ -170,6 +197,8 @@ def read(path: Path, options: ReadOptions) -> Points:
         points.warnings.append(f"{len(empty)} file(s) with a header and no rows: no run read "
                                f"from them ({', '.join(repr(e) for e in empty[:3])}"
                                f"{', …' if len(empty) > 3 else ''})")
+    if path_ids:  # every run named by its file: merged with other inputs, names must differ
+        points.extra["path_run_ids"] = True
     for q in sorted(used):
         points.files.append(str(q))
     if used:

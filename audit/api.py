@@ -26,7 +26,7 @@ from .clocks import (
     accuracy_clocks,
     metric_clocks,
 )
-from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
+from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
 from .errors import ErrorCode, LogFormatError
 from .reasons import Reason, Severity
 from .results import (
@@ -93,6 +93,7 @@ def validated_log(table: pd.DataFrame | pa.Table | Owned, cfg: AuditConfig,
     """The canonical table validated under ``cfg`` (accuracy scale, duplicates, the metric
     columns, the grok criterion's column): the one call every command makes."""
     return build_log_table(table, path=source, acc_scale=cfg.acc_scale,
+                           column_scales=column_scales(cfg),
                            on_duplicate=cfg.on_duplicate,
                            metrics=cfg.metrics if metrics is None else metrics,
                            grok_on=cfg.grok_on)
@@ -151,7 +152,6 @@ def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: st
     differ in (nearly) every run (a per-run id, a measured quantity) cannot split runs into
     cells of replicates: they are not proposed, and do not refuse."""
     others = [c for c in design_columns(cond, outcomes) if c not in (axis, *cell)]
-    others = [c for c in others if not nearly_unique(cond[c].tolist())]
     if not others:
         return
     keys = [*cell, axis]
@@ -161,11 +161,19 @@ def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: st
     if len(bad):
         cols = sorted(c for c in others if (bad[c] > 1).any())
         where = bad.index[0]
+        # a value that differs in (nearly) every run cannot split runs into cells of
+        # replicates: never proposed as --cell; the runs are still not replicates
+        unique = [c for c in cols if nearly_unique(cond[c].tolist())]
+        split = [c for c in cols if c not in unique]
+        fix = (f"pass --cell {','.join(split)} to audit them as separate studies" if split
+               else f"{', '.join(unique)} differ in (nearly) every run (a random search?): the "
+                    f"runs of a cell are not replicates; audit along --by {unique[0]}, or "
+                    "drop the column from the log")
         raise LogFormatError(
             f"DUPLICATE_AXIS_VALUES: runs with {axis}="
             f"{format_value(where if not cell else where[-1])} differ "
-            f"in {cols}; pass --cell {','.join(cols)} to audit them as separate studies",
-            path=source, column=cols[0], code=ErrorCode.DUPLICATE_AXIS_VALUES)
+            f"in {cols}; {fix}", path=source, column=cols[0],
+            code=ErrorCode.DUPLICATE_AXIS_VALUES)
 
 
 def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
@@ -224,7 +232,8 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
         key_t = key if isinstance(key, tuple) else (key,)
         study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
         for m in metrics:
-            studies.append(_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg))
+            studies.append(_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg,
+                                        outcomes))
         ceiling = _ceiling_finding(study_key, sframe, acc, cfg)
         if ceiling is not None:
             extra.append(ceiling)
@@ -262,6 +271,14 @@ def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: Ac
             return None
         ev = {"ceiling": c, "run": str(names[k]), "grok_threshold": cfg.grok_threshold,
               "full_threshold": cfg.full_threshold}
+        if acc.ceiling_unsettled is not None and bool(acc.ceiling_unsettled[rows[0]]):
+            return make_finding(
+                Reason.ACCURACY_CEILING, "study", base,
+                evidence=ev | {"relative": False, "unsettled": True},
+                message=(f"the study's best test accuracy ({format_number(c)}, run "
+                         f"{safe(names[k])}) has not settled at the end of the log: it is no "
+                         "ceiling, only a lower bound of one; the absolute thresholds are "
+                         "kept"))
         if acc.levels is not None and c >= RELATIVE_MIN_CEILING:
             g, f = float(acc.levels[0][rows[0]]), float(acc.levels[1][rows[0]])
             return make_finding(
@@ -296,6 +313,18 @@ def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: Ac
                  "lower --grok-threshold"))
 
 
+def _varying_outcomes(sframe: pd.DataFrame, outcomes: Sequence[str]) -> list[str]:
+    """Outcomes that take more than one value but repeat across runs (3 values over 6 runs):
+    what a setting looks like when its name reads like a result."""
+    out = []
+    for c in outcomes:
+        if c in sframe.columns:
+            vals = sframe[c].tolist()
+            if sframe[c].nunique(dropna=True) > 1 and not nearly_unique(vals):
+                out.append(str(c))
+    return sorted(out)
+
+
 def _check_axis(cond: pd.DataFrame, axis: str, log: LogTable, src: str | None) -> None:
     if axis not in cond.columns:
         hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
@@ -321,7 +350,7 @@ def _py(v: Any) -> Any:
 
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                  sframe: pd.DataFrame, acc: AccuracyClocks, mc: MetricClocks,
-                 cfg: AuditConfig) -> StudyResult:
+                 cfg: AuditConfig, outcomes: Sequence[str] = ()) -> StudyResult:
     """One study: its cells along ``axis`` (None: no condition varies, one cell of every run),
     their gates, the orderings and the clock verdict, and the findings."""
     base = {"study": study_key, "metric": metric}
@@ -409,11 +438,16 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
             t = tokens[0]
             hint = (f"; but the run names differ in {t.key} ({', '.join(t.values[:4])}): if it "
                     f"is a condition, take it with --cond {t.key}='{t.regex}'")
+        varying = _varying_outcomes(sframe, outcomes)
+        if varying:  # a value kept as a result of the run may be a setting
+            hint += (f"; the outcome(s) {', '.join(varying)} vary across the runs: if one is "
+                     f"a setting, name it with --by {varying[0]}")
         findings.append(make_finding(
             Reason.SINGLE_CONDITION, "study", base,
-            severity=Severity.WARNING if tokens else None,
+            severity=Severity.WARNING if tokens or varying else None,
             evidence={"runs": n, "passing": bool(passing),
-                      "name_tokens": {t.key: list(t.values) for t in tokens}},
+                      "name_tokens": {t.key: list(t.values) for t in tokens},
+                      "varying_outcomes": varying},
             message=(f"no condition varies across the {n} run(s): each run's clocks, floor and "
                      "snapshot are audited, the runs pooled as replicates; orderings and a "
                      f"clock verdict need an axis (--by){hint}")))
@@ -494,6 +528,14 @@ def _input_findings(log: LogTable) -> list[Finding]:
             Reason.TOO_SHORT, "input", base, runs=s.runs_too_short,
             evidence={"n_runs": len(s.runs_too_short), "rows": s.set_aside.get("run_too_short", 0)},
             message=f"{len(s.runs_too_short)} runs have fewer than 3 logged points: set aside"))
+    if s.runs_without_accuracy:
+        rs = s.runs_without_accuracy
+        out.append(make_finding(
+            Reason.RUN_WITHOUT_ACCURACY, "input", base, runs=rs,
+            evidence={"n_runs": len(rs), "rows": s.set_aside.get("run_without_accuracy", 0)},
+            message=(f"{len(rs)} run(s) never logged the test accuracy ({', '.join(map(safe, rs[:3]))}"
+                     f"{', …' if len(rs) > 3 else ''}): set aside, no clock can be read from "
+                     "them (a file of one metric of a run? give the run a run column)")))
     if s.set_aside.get("empty_row"):
         out.append(make_finding(
             Reason.EMPTY_ROWS, "input", base, evidence={"rows": s.set_aside["empty_row"]},
@@ -514,8 +556,9 @@ def _input_findings(log: LogTable) -> list[Finding]:
     for col, d in sorted(s.accuracy_scale.items()):
         low = int(d.get("n_runs_at_most_1") or 0)
         sibling = d.get("why") == "like_sibling"
-        why = ("never above 1, but logged beside a percent accuracy of the same log"
-               if sibling else f"max {format_number(d.get('max'))}: a fraction cannot exceed 1")
+        why = ("never above 1.5, but logged beside a percent accuracy of the same log"
+               if sibling else "as --acc-scale says" if d.get("why") == "option"
+               else f"max {format_number(d.get('max'))}: a fraction cannot exceed 1")
         tail = ""
         if low and not sibling:
             ex = ", ".join(safe(r) for r in (d.get("runs_at_most_1") or [])[:3])
@@ -524,8 +567,9 @@ def _input_findings(log: LogTable) -> list[Finding]:
         out.append(make_finding(
             Reason.ACCURACY_IN_PERCENT, "input", base, evidence={"column": col, **d},
             severity=Severity.WARNING if (sibling or low) else Severity.INFO,
-            message=(f"{col} read as percent ({why}), divided by 100{tail}; --acc-scale 1 "
-                     "reads it as fractions")))
+            message=(f"{col} read as percent ({why}), divided by 100{tail}"
+                     + ("" if d.get("why") == "option" else
+                        f"; --acc-scale {col}=1 reads it as fractions"))))
     for target, d in sorted((s.provenance.get("accuracy_columns") or {}).items()):
         if not isinstance(d, dict):
             continue

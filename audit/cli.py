@@ -18,6 +18,7 @@ import click
 from . import __version__
 from .errors import ErrorCode, GrokauditError
 from .options import (
+    acc_scale_options,
     audit_options,
     audit_overrides,
     config_options,
@@ -195,11 +196,22 @@ def _source(path: str | Sequence[str]) -> str:
 
 
 def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
-    """What a command reads: the log(s), and the config file when one is named or found."""
+    """What a command reads: the log(s), the config files a log file is read with (its
+    same-stem JSON or YAML, ``hparams.yaml``… beside it: an output may overwrite none of
+    them), and the grokaudit config file when one is named or found."""
+    from pathlib import Path
+
     from .config import config_file_values
+    from .roles import SIDECAR_NAMES
 
     found = config_file or config_file_values()[1]
-    return _paths(path) + ([found] if found else [])
+    implicit: list[str] = []
+    for p in map(Path, _paths(path)):
+        if p.is_file():
+            cands = [p.with_suffix(x) for x in (".json", ".yaml", ".yml")]
+            cands += [p.parent / n for n in SIDECAR_NAMES]
+            implicit += [str(c) for c in cands if c != p and c.exists()]
+    return _paths(path) + implicit + ([found] if found else [])
 
 
 def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error",
@@ -318,7 +330,8 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
     from .inspect import inspect_paths, render_inspection
 
     cfg = build_config(None, config_file, {
-        "acc_scale": params.get("acc_scale"), "on_duplicate": params.get("on_duplicate"),
+        **acc_scale_options(params.get("acc_scale")),
+        "on_duplicate": params.get("on_duplicate"),
         "by": params.get("by"), "cell": split_list(params.get("cell")) or None,
         "metrics": split_list(params.get("metrics")) or None})
     outs = resolve_outputs(_inputs(paths, config_file), json=(json_out, {"flag": "--json"}))
@@ -494,7 +507,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     path = common["path"]
     cfg = build_config(None, common["config_file"], {
         "grok_threshold": common["grok_threshold"], "mem_threshold": common["mem_threshold"],
-        "acc_scale": common["acc_scale"], "on_duplicate": common["on_duplicate"],
+        **acc_scale_options(common["acc_scale"]), "on_duplicate": common["on_duplicate"],
         "fail_on": common["fail_on"], "grok_on": common["grok_on"],
         "grok_below": common["grok_below"], "full_below": common["full_below"]})
     outs = resolve_outputs(_inputs(path, common["config_file"]),

@@ -337,6 +337,9 @@ class AccuracyClocks:
     #: the (grok, full) levels each run was judged at, when they differ from the config's
     #: thresholds (``grok_relative = study``); None otherwise
     levels: tuple[np.ndarray, np.ndarray] | None = None
+    #: per run, its study's best accuracy is still rising at the end of the log (no ceiling to
+    #: read thresholds against: only a lower bound of where it settles); ``grok_relative`` only
+    ceiling_unsettled: np.ndarray | None = None
 
 
 def study_ceilings(best: np.ndarray, studies: np.ndarray | None) -> np.ndarray:
@@ -374,10 +377,12 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
     levels: tuple[np.ndarray, np.ndarray] | None = None
     g_level: float | np.ndarray = grok_level
     f_level: float | np.ndarray = full_level
+    unsettled: np.ndarray | None = None
     if cfg.grok_relative == "study" and column == "test_acc":
         best = best_sustained(A, cfg.sustain)  # one more pass: only when asked for
         c = study_ceilings(best, studies)
-        use = ~np.isnan(c) & (c < 1.0) & (c >= RELATIVE_MIN_CEILING)
+        unsettled = _ceiling_unsettled(A, best, studies, cfg.floor_frac)
+        use = ~np.isnan(c) & (c < 1.0) & (c >= RELATIVE_MIN_CEILING) & ~unsettled
         if use.any():
             g = np.where(use, grok_level * np.where(use, c, 1.0), grok_level)
             f = np.where(use, full_level * np.where(use, c, 1.0), full_level)
@@ -397,7 +402,35 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
         fully = ~np.isnan(final) & (final >= f_level)
     # reported in the criterion's own units: the final median accuracy, or loss
     return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
-                          span_last, best, levels)
+                          span_last, best, levels, unsettled)
+
+
+def _ceiling_unsettled(A: Packed, best: np.ndarray, studies: np.ndarray | None,
+                       floor_frac: float) -> np.ndarray:
+    """Per run: its study's best run has not settled at the end of the log — its accuracy in
+    the last ``floor_frac`` of its span is more than 0.02 below its best, or more than 0.01
+    above the window before (still rising). A ceiling is read only from a settled curve."""
+    groups = np.zeros(best.size, dtype=np.int64) if studies is None else studies
+    out = np.zeros(best.size, dtype=bool)
+    for g in np.unique(groups):
+        rows = np.flatnonzero(groups == g)
+        b = best[rows]
+        if np.isnan(b).all():
+            continue
+        k = int(rows[int(np.nanargmax(b))])
+        n = int(A.counts[k])
+        v = np.asarray(A.raw_values[k, :n], dtype=float)
+        s = np.asarray(A.raw_steps[k, :n], dtype=float)
+        span = s[-1] - s[0] if n else 0.0
+        last = v[s >= s[-1] - floor_frac * span] if n else v
+        prev = v[(s >= s[-1] - 2 * floor_frac * span) & (s < s[-1] - floor_frac * span)] \
+            if n else v
+        if last.size == 0:
+            continue
+        f = float(np.median(last))
+        rising = prev.size > 0 and f > float(np.median(prev)) + 0.01
+        out[rows] = bool(rising or f < float(best[k]) - 0.02)
+    return out
 
 
 def best_sustained(A: Packed, w: int) -> np.ndarray:

@@ -39,6 +39,9 @@ class AuditConfig:
     #: divide accuracies by this (100: percent); None (``auto``) decides per column: percent
     #: when a value exceeds 1 or a sibling accuracy column does (``docs/adapters.md``)
     acc_scale: float | None = None
+    #: per accuracy column, ``("test_acc=100", "train_acc=1")``: the scale of that column,
+    #: over ``acc_scale`` and the per-column rule (``--acc-scale test_acc=100,train_acc=1``)
+    acc_scales: tuple[str, ...] = ()
     on_duplicate: str = "error"  #: duplicate (run, step) rows with different values: error|first|last
     # -- clocks (§1) ------------------------------------------------------------------------
     mem_threshold: float = 0.99
@@ -133,7 +136,7 @@ class AuditConfig:
 #: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
 ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
                    "lag_class", "clock_rule", "grok_on", "grok_below", "full_below",
-                   "grok_relative")
+                   "grok_relative", "acc_scales")
 
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
@@ -316,6 +319,15 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{source}: option {name!r} ({flag_of(name)}) = {value!r} is not "
                               "a number", code=ErrorCode.INVALID_OPTION, option=name) from None
+    if name == "acc_scales":
+        if isinstance(value, dict):  # acc_scale = {test_acc = 100} in a config file
+            value = [f"{k}={v}" for k, v in value.items()]
+        items = ([v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str)
+                 else [str(v) for v in value] if isinstance(value, (list, tuple)) else None)
+        if items is None:
+            raise ConfigError(f"{source}: option 'acc_scales' = {value!r} must be COLUMN=SCALE "
+                              "pairs", code=ErrorCode.INVALID_OPTION, option=name)
+        return tuple(items)
     if name == "grok_on":
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{source}: option 'grok_on' (--grok-on) = {value!r} must be a "
@@ -400,6 +412,7 @@ def validate(cfg: AuditConfig) -> AuditConfig:
             raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r}; it must be {what} in "
                               f"{rng}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=name)
     _validate_grok_on(cfg)
+    column_scales(cfg)
     if cfg.floor_frac > cfg.max_floor_frac:
         raise ConfigError(f"option 'floor_frac' = {cfg.floor_frac} must not exceed "
                           f"'max_floor_frac' = {cfg.max_floor_frac}",
@@ -424,6 +437,26 @@ def validate(cfg: AuditConfig) -> AuditConfig:
 
 
 _validate = validate
+
+
+def column_scales(cfg: AuditConfig) -> dict[str, float]:
+    """``acc_scales`` as ``{column: scale}``; a :class:`ConfigError` for a pair that is not
+    ``test_acc=N`` or ``train_acc=N`` with N a positive finite number."""
+    out: dict[str, float] = {}
+    for item in cfg.acc_scales:
+        col, sep, val = str(item).partition("=")
+        col = col.strip()
+        try:
+            scale = float(val)
+        except ValueError:
+            scale = math.nan
+        if not sep or col not in ("test_acc", "train_acc") or not math.isfinite(scale) \
+                or scale <= 0:
+            raise ConfigError(f"--acc-scale {item!r}: expected test_acc=N or train_acc=N with N "
+                              "a positive number (100 for percent, 1 for fractions)",
+                              code=ErrorCode.INVALID_OPTION, option="acc_scale")
+        out[col] = scale
+    return out
 
 
 #: The smallest best sustained test accuracy a study needs for ``grok_relative = study``.

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import __version__
 from .config import AuditConfig
@@ -138,6 +139,8 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
             refused = refused or {"code": exc.code.value, "message": str(exc)}
     columns = _roles(table, log, prov, cfg, axis)
     runs, steps = _runs_and_steps(table, log)
+    if log is None:  # the audit refuses the log: its steps may be anything, never summarized
+        steps = {}
     step_col = str(prov.get("step_column") or "step")
     unit = str(prov.get("step_unit") or ("epoch" if is_epoch_name(step_col) else "steps"))
     percent = dict(log.summary.accuracy_scale) if log is not None else dict(
@@ -160,21 +163,22 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
            axis: str | None) -> list[ColumnRole]:
     chosen = prov.get("accuracy_columns") or {}
     out: list[ColumnRole] = []
+    by_name = {n: c for n, c in zip(table.column_names, table.columns)}  # first of duplicates
     for name in ACCURACY_COLUMNS:
-        if name not in table.column_names:
+        if name not in by_name:
             continue
         src = chosen.get(name)
         why = (f"from column {src['column']!r} (the best-fitting name, {src['points']} points)"
                if isinstance(src, Mapping) else "as logged")
-        out.append(ColumnRole(name, name, why, _logged(table.column(name))))
+        out.append(ColumnRole(name, name, why, _logged(by_name[name])))
     if "test_acc" not in table.column_names:
         out.append(ColumnRole("test_acc", "missing", "no column was read as the test accuracy: "
                               "name one with --map NAME=test_acc"))
     if log is None:
-        for name in table.column_names:
+        for name, col in zip(table.column_names, table.columns):
             if name in ("run", "step", *ACCURACY_COLUMNS):
                 continue
-            n = _logged(table.column(name))
+            n = _logged(col)
             out.append(ColumnRole(name, "unclassified", "the audit would refuse the log (see "
                                   "refused): roles are decided when it reads", n))
         return out
@@ -218,9 +222,9 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
 
 def _logged(col: pa.ChunkedArray) -> int:
     """Logged points of a column: not null, and not NaN where it holds numbers."""
-    if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
-        a = np.asarray(col.to_numpy(zero_copy_only=False), dtype=float)
-        return int(np.count_nonzero(~np.isnan(a)))
+    if pa.types.is_floating(col.type) and len(col):
+        n_nan = pc.sum(pc.is_nan(col).fill_null(True)).as_py() or 0
+        return int(len(col) - n_nan)
     return int(len(col) - col.null_count)
 
 
@@ -228,14 +232,13 @@ def _runs_and_steps(table: pa.Table, log: LogTable | None) -> tuple[list[str], d
     if log is not None:
         runs = [str(r) for r in log.run_ids]
         step, offsets = log.step, log.offsets
-    else:
-        import pandas as pd
-
-        df = table.select(["run", "step"]).to_pandas().sort_values(["run", "step"], kind="stable")
-        runs = [str(r) for r in pd.unique(df["run"])]
-        step = df["step"].to_numpy(dtype=np.int64)
-        counts = df.groupby("run", sort=False).size().reindex(runs).to_numpy()
-        offsets = np.concatenate(([0], np.cumsum(counts)))
+    else:  # a log the audit refuses: its run ids, nothing computed from its steps
+        try:
+            col = table.columns[table.column_names.index("run")]
+            runs = sorted({str(r) for r in col.to_pylist() if r is not None})
+        except (ValueError, pa.ArrowInvalid):
+            runs = []
+        return runs, {}
     if step.size == 0:
         return runs, {}
     pts = np.diff(offsets)
@@ -269,6 +272,11 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
         if c.name != axis and not (c.values and log is not None
                                    and nearly_unique(log.conditions[c.name].tolist())):
             out.append((f"--cell {c.name}", f"one study per value of {c.name}"))
+    for c in columns:
+        if c.role == "outcome" and (c.values or 0) > 1 and log is not None \
+                and _numeric(log, c.name) and not nearly_unique(log.conditions[c.name].tolist()):
+            out.append((f"--by {c.name}", f"if {c.name} is a setting, not a result: audit "
+                        f"along it ({c.values} values)"))
     for c in columns:
         if c.role == "series":
             out.append((f"--metric {c.name}", f"audit {c.name} as the representation metric"))

@@ -17,6 +17,7 @@ from typing import Any, Literal, overload
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 
 from .errors import ErrorCode, LogFormatError
 from .roles import choose_accuracy
@@ -144,7 +145,9 @@ def is_canonical(p: Path) -> bool:
             return True
         shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
         return bool(shards) and _canonical_columns(shards[0])
-    return p.suffix.lower() in CANONICAL_SUFFIXES and _canonical_columns(p)
+    # JSON lines always go through the table reader: records without a step (a config record,
+    # a summary record) are set aside there whatever the first record holds
+    return p.suffix.lower() in (".parquet", ".pq", ".csv", ".tsv") and _canonical_columns(p)
 
 
 def _canonical_columns(p: Path) -> bool:
@@ -183,7 +186,7 @@ def _column_names(p: Path) -> set[str] | None:
                         break
             rec = json.loads(line) if line.strip() else {}
             names = set(rec) if isinstance(rec, dict) else set()
-    except (OSError, ValueError):  # unreadable: let the reader say why
+    except (OSError, ValueError, RecursionError):  # unreadable: let the reader say why
         return None
     return names
 
@@ -191,6 +194,36 @@ def _column_names(p: Path) -> set[str] | None:
 def _is_series(name: str) -> bool:
     return (name in REQUIRED or name in ACCURACY_COLUMNS or name in KNOWN_SERIES
             or is_known_metric(name))
+
+
+def _path_run_ids(tables: Sequence[pa.Table], sources: Sequence[str],
+                  provs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Run ids named by file names that two inputs share (``r1/metrics.csv`` and
+    ``r3/metrics.csv`` are both "metrics") are two runs, never one: they are renamed by their
+    path from the inputs' common folder (``r1/metrics``, ``r3/metrics``)."""
+    out: list[dict[str, str]] = [{} for _ in tables]
+    by_path = [k for k, p in enumerate(provs) if p.get("path_run_ids")]
+    ids = {k: set(pa.compute.unique(tables[k].column("run")).cast(pa.string()).to_pylist())
+           for k in by_path}
+    seen: dict[str, int] = {}
+    clash = False
+    for k in by_path:
+        for r in ids[k]:
+            clash |= r in seen and seen[r] != k
+            seen.setdefault(r, k)
+    if not clash:
+        return out
+    paths = {k: Path(sources[k]).resolve() for k in by_path}
+    common = Path(os.path.commonpath([str(p if p.is_dir() else p.parent)
+                                      for p in paths.values()]))
+    for k in by_path:
+        rel = paths[k].relative_to(common)
+        if paths[k].is_file():
+            new = rel.with_suffix("").as_posix()
+            out[k] = {r: new for r in ids[k]}
+        else:
+            out[k] = {r: f"{rel.as_posix()}/{r}" if rel.parts else r for r in ids[k]}
+    return out
 
 
 def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
@@ -213,9 +246,12 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
                              "audit them separately or convert one", path=", ".join(sources),
                              code=ErrorCode.INCOMPATIBLE_INPUTS)
     frames = []
+    renames = _path_run_ids(tables, sources, provs)
     for k, t in enumerate(tables):
         df = t.to_pandas()
         df["run"] = df["run"].astype(str)
+        if renames[k]:
+            df["run"] = df["run"].map(renames[k])
         df["__src"] = k
         frames.append(df)
     try:

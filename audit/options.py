@@ -104,10 +104,11 @@ def input_options(f: F) -> F:
                      help="take run ids from file/directory names or a column (adapters)"),
         click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
                      help="take a condition from file/directory names (adapters)"),
-        click.option("--acc-scale", default=None, metavar="auto|NUMBER",
-                     help="divide accuracies by this: 100 (percent), 1 (fractions), or auto: "
-                          "per column, percent when a value exceeds 1 or a sibling accuracy "
-                          f"column's does [default auto; valid auto or {RANGES['acc_scale']}]"),
+        click.option("--acc-scale", default=None, metavar="auto|N|COL=N,…",
+                     help="divide accuracies by this: 100 (percent), 1 (fractions), auto (per "
+                          "column: percent with three values above 1.5, or beside such a "
+                          "column), or per column: test_acc=100,train_acc=1 "
+                          f"[default auto; valid auto or {RANGES['acc_scale']}]"),
         click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
                      default=None,
                      help="duplicate (run, step) rows with different values [default error]"),
@@ -164,12 +165,21 @@ def grok_options(f: F) -> F:
     ])
 
 
+def acc_scale_options(raw: str | None) -> dict[str, Any]:
+    """``--acc-scale`` as config overrides: a number or ``auto`` (``acc_scale``), or
+    ``COL=N`` pairs (``acc_scales``)."""
+    if raw is not None and "=" in raw:
+        return {"acc_scale": None, "acc_scales": split_list(raw)}
+    return {"acc_scale": raw, "acc_scales": None}
+
+
 def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     """The config overrides named by the parsed options of :func:`audit_options` (``None`` for
     an option not given)."""
     out: dict[str, Any] = {field: params.get(field) for _, field, _, _ in THRESHOLD_FLAGS}
     out.update(
-        by=params.get("by"), rule=params.get("rule"), acc_scale=params.get("acc_scale"),
+        by=params.get("by"), rule=params.get("rule"),
+        **acc_scale_options(params.get("acc_scale")),
         on_duplicate=params.get("on_duplicate"),
         fail_on=params.get("fail_on"), grok_on=params.get("grok_on"),
         grok_relative=params.get("grok_relative"),

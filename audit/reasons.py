@@ -77,6 +77,7 @@ class Reason(str, Enum):
     NOT_LOGGED_BY_EVERY_RUN = "NOT_LOGGED_BY_EVERY_RUN"
     ACCURACY_COLUMN_CHOSEN = "ACCURACY_COLUMN_CHOSEN"
     READER_NOTES = "READER_NOTES"
+    RUN_WITHOUT_ACCURACY = "RUN_WITHOUT_ACCURACY"
     ACCURACY_CEILING = "ACCURACY_CEILING"
     # -- adapters (issue 5) ---------------------------------------------------------------
     SOURCE_DOWNSAMPLED = "SOURCE_DOWNSAMPLED"

@@ -181,14 +181,24 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     if cfg.get("grok_on", "test_acc") != "test_acc":  # the grok criterion is a loss
         keys = tuple(k for k in keys if k not in ("grok_threshold", "full_threshold"))
         keys = ("grok_on", "grok_below", "full_below", *keys)
-    if cfg.get("grok_relative", "off") != "off":
-        keys = (*keys[:keys.index("fail_on")], "grok_relative", "fail_on")
+    for extra in ("grok_relative", "acc_scale", "acc_scales"):  # shown when set
+        if cfg.get(extra) not in (None, "off", [], ()):
+            keys = (*keys[:keys.index("fail_on")], extra, "fail_on")
     out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in keys))
     inp = result.input
     aside = ", ".join(f"{k} {v}" for k, v in inp["set_aside"].items()) or "none"
+    prov = inp.get("provenance") or {}
+    reader = prov.get("set_aside") or {}
+    if reader:  # records the reader set aside before the table (a config record, a summary)
+        aside += "; by the reader: " + ", ".join(f"{k} {v}" for k, v in sorted(reader.items()))
     out.append(f"input: {inp.get('source') or '<table>'}: {inp['rows_read']} rows read, "
                f"{inp['rows_kept']} kept, set aside: {aside}; {inp['runs_kept']}/"
                f"{inp['runs_read']} runs; metrics {', '.join(inp['metrics'])}")
+    configs = prov.get("config_files") or []
+    if configs:  # where conditions came from, beside the log
+        shown = ", ".join(configs[:3]) + (f", … ({len(configs)} in all)" if len(configs) > 3
+                                          else "")
+        out.append(f"config files read with the log: {shown}")
     failing = set(id(f) for f in result.failing)
 
     # -- summary --------------------------------------------------------------------------

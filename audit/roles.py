@@ -36,40 +36,50 @@ def is_epoch_name(name: str) -> bool:
     leaf = name.rsplit(".", 1)[-1]
     return leaf in EPOCH_NAMES or bool(re.search(r"(^|_)epochs?$", leaf, re.IGNORECASE))
 
-_SEP = r"[/_. -]?"
-_KERAS = r"(?:epoch_|batch_)?"  # Keras' TensorBoard callback: validation/epoch_accuracy
-_TEST = re.compile(
-    rf"^(?:(?P<p>test|val|valid|validation|eval|heldout|held_out){_SEP}{_KERAS}(?:acc|accuracy)"
-    rf"(?P<s>{_SEP}(?:epoch|step))?|(?:acc|accuracy)[/_.](?P<p2>test|val|valid|validation|eval)"
-    r"|(?P<bare>acc|accuracy))$", re.IGNORECASE)
-_TRAIN = re.compile(
-    rf"^(?:(?P<p>train|training|full_train|train_full){_SEP}{_KERAS}(?:acc|accuracy)"
-    rf"(?P<s>{_SEP}(?:epoch|step))?|(?:acc|accuracy)[/_.](?P<p2>train|training))$",
-    re.IGNORECASE)
-_PREFIX_RANK = {"test": 0, "val": 1, "valid": 2, "validation": 3, "eval": 4, "heldout": 5,
-                "held_out": 5, "train": 0, "training": 1, "full_train": 2, "train_full": 2}
+#: Split words of a held-out accuracy, by preference; of a train accuracy.
+_TEST_SPLITS = {"test": 0, "val": 1, "valid": 2, "validation": 3, "eval": 4, "evaluation": 4,
+                "heldout": 5, "holdout": 5, "dev": 6}
+_TRAIN_SPLITS = {"train": 0, "training": 1}
+_ACC_WORDS = {"acc", "accuracy"}
+#: Words that say nothing about which accuracy a name is (Keras' ``epoch_accuracy``,
+#: Lightning's ``val_acc_epoch``, ``full_train_acc``).
+_NEUTRAL = {"epoch", "step", "batch", "full", "overall", "mean", "avg", "top1"}
+#: A name with no split word (``accuracy``): a candidate only when no named one exists.
+BARE_RANK = 900
 
 
-def _leaf(name: str) -> str:
-    """The last component of a flattened name (``history.test_acc`` → ``test_acc``); a
-    namespaced tag (``validation/epoch_accuracy``) is kept whole."""
-    return name.rsplit(".", 1)[-1]
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[/._\-\s]+", name.lower()) if t]
 
 
 def accuracy_rank(name: str, target: str) -> int | None:
     """How well ``name`` fits the accuracy ``target`` (``test_acc`` or ``train_acc``): a rank
-    (lower is better) or None when it does not match. ``acc``/``accuracy`` alone is a test
-    accuracy of last resort (many single-split loggers call it so)."""
+    (lower is better) or None when it cannot be it.
+
+    Every part of the name counts (``val.acc``, ``validation/epoch_accuracy``,
+    ``eval_g0_accuracy``): a name holding a train word is never a test accuracy, nor one
+    holding a held-out word a train accuracy. ``acc``/``accuracy`` with no split word (Keras'
+    training ``accuracy``) is a test accuracy of last resort (:data:`BARE_RANK`), never
+    preferred to a named one. Other words (``g0``, ``top5``) rank a name lower."""
     if name == target:
         return -1  # the canonical name itself: best, if logged as often as the others
-    m = (_TEST if target == "test_acc" else _TRAIN).match(_leaf(name))
-    if m is None:
+    toks = _tokens(name)
+    if not any(t in _ACC_WORDS for t in toks):
         return None
-    if m.groupdict().get("bare"):
-        return 90
-    prefix = (m.group("p") or m.group("p2") or "").lower()
-    suffix = 1 if m.group("s") else 0
-    return 10 * _PREFIX_RANK.get(prefix, 8) + suffix + (0 if "." not in name else 5)
+    tests = [_TEST_SPLITS[t] for t in toks if t in _TEST_SPLITS]
+    trains = [_TRAIN_SPLITS[t] for t in toks if t in _TRAIN_SPLITS]
+    other = [t for t in toks if t not in _ACC_WORDS and t not in _TEST_SPLITS
+             and t not in _TRAIN_SPLITS and t not in _NEUTRAL]
+    suffix = 1 if any(t in ("epoch", "step") for t in toks[1:]) else 0
+    if target == "test_acc":
+        if trains:
+            return None
+        base = 10 * min(tests) if tests else BARE_RANK
+    else:
+        if tests or not trains:
+            return None
+        base = 10 * min(trains) + (2 if "full" in toks else 0)
+    return base + 15 * len(other) + suffix
 
 
 @dataclass(frozen=True)
@@ -82,23 +92,38 @@ class AccuracyChoice:
     alternatives: tuple[tuple[str, int], ...]  #: other candidates with their logged points
 
 
+def accuracy_candidates(counts: Mapping[str, int], target: str,
+                        exclude: Sequence[str] = ()) -> list[tuple[str, int, int]]:
+    """``(name, points, rank)`` of every column that could be ``target``, best first."""
+    cands = [(n, c, r) for n, c in counts.items()
+             if n not in exclude and c > 0 and (r := accuracy_rank(n, target)) is not None]
+    return sorted(cands, key=lambda x: (x[2], -x[1], x[0]))
+
+
 def choose_accuracy(counts: Mapping[str, int], target: str,
                     exclude: Sequence[str] = ()) -> AccuracyChoice | None:
-    """The column to read as ``target`` among ``counts`` (name → logged points), or None.
+    """The column to read as ``target`` among ``counts`` (name → logged points), or None
+    (no candidate, or several that nothing tells apart).
 
-    Candidates are the names :func:`accuracy_rank` accepts. A column logged at fewer than
-    half the points of the most-logged candidate is passed over (a ``train_accuracy`` logged
-    once is not preferred to a ``full_train_acc`` logged every step); among the rest, the
-    best-ranked name wins, then the most points, then the name."""
-    cands = [(n, c) for n, c in counts.items()
-             if n not in exclude and c > 0 and accuracy_rank(n, target) is not None]
+    A name with a split word always beats a bare ``accuracy``. Among them, a column logged at
+    fewer than half the points of the most-logged one is passed over (a ``train_accuracy``
+    logged once is not preferred to a ``full_train_acc`` logged every step; a ``test_acc``
+    of a final test to the validation curve); then the best-ranked name wins. Two
+    candidates of the same rank (``eval_g0_accuracy``, ``eval_g1_accuracy``) are not
+    guessed between: None."""
+    cands = accuracy_candidates(counts, target, exclude)
     if not cands:
         return None
-    most = max(c for _, c in cands)
-    eligible = [(n, c) for n, c in cands if 2 * c >= most]
-    eligible.sort(key=lambda nc: (accuracy_rank(nc[0], target), -nc[1], nc[0]))
-    chosen, pts = eligible[0]
-    alts = tuple(sorted(((n, c) for n, c in cands if n != chosen), key=lambda nc: nc[0]))
+    named = [c for c in cands if c[2] < BARE_RANK]
+    pool = named or cands
+    most = max(c for _, c, _ in pool)
+    eligible = [x for x in pool if 2 * x[1] >= most]
+    best = min(r for _, _, r in eligible)
+    tied = [x for x in eligible if x[2] == best]
+    if len(tied) > 1:
+        return None
+    chosen, pts, _ = tied[0]
+    alts = tuple(sorted(((n, c) for n, c, _ in cands if n != chosen), key=lambda nc: nc[0]))
     return AccuracyChoice(target, chosen, pts, alts)
 
 
@@ -127,7 +152,8 @@ PERCENT_MIN = 1.5
 PERCENT_MIN_POINTS = 3
 
 
-def decide_percent(stats: Mapping[str, tuple[float, int]], acc_scale: float | None
+def decide_percent(stats: Mapping[str, tuple[float, int]], acc_scale: float | None,
+                   column_scales: Mapping[str, float] | None = None
                    ) -> dict[str, ScaleDecision]:
     """Percent or fraction for each accuracy column (name → (its largest value, NaN when it
     holds none; how many of its values exceed 1.5)), by one rule in every command:
@@ -142,6 +168,11 @@ def decide_percent(stats: Mapping[str, tuple[float, int]], acc_scale: float | No
     """
     out: dict[str, ScaleDecision] = {}
     maxima = {c: m for c, (m, _) in stats.items()}
+    if column_scales:  # --acc-scale test_acc=100,train_acc=1: those columns as said
+        rest = {c: v for c, v in stats.items() if c not in column_scales}
+        out = {c: ScaleDecision(c, float(s), maxima[c], "option")
+               for c, s in column_scales.items() if c in maxima}
+        return out | decide_percent(rest, acc_scale)
     if acc_scale is not None:
         return {c: ScaleDecision(c, float(acc_scale), m, "option") for c, m in maxima.items()}
     pct = {c for c, (m, n) in stats.items() if not math.isnan(m) and m > PERCENT_MIN
@@ -161,31 +192,65 @@ def decide_percent(stats: Mapping[str, tuple[float, int]], acc_scale: float | No
 # ------------------------------------------------------------------------------------------
 
 #: Names of per-run values that are results of the run, not conditions it was trained under.
+#: Only unmistakable ones: ``final_lr``, ``lr_peak``, ``best_of_n``, ``last_layer`` or
+#: ``label_smoothing_loss`` are settings.
 _OUTCOME = re.compile(
-    r"(^|[_./ -])(final|best|first|last|peak|runtime|duration|elapsed|flos|per_second)"
-    r"([_./ -]|$)"
-    r"|grok(king)?[_./ -]?(step|time|epoch|at|delay)"
+    r"grok(king)?[_./ -]?(step|time|epoch|at|delay|iter)"
     r"|(^|[_./ -])t_?(grok|mem|compress)([_./ -]|$)"
-    r"|(^|[_./ -])(acc|accuracy|loss)$|^global_step$",
+    r"|(^|[_./ -])(memoriz(e|ation)|stopped|converged)[_./ -]?(step|epoch|iter)"
+    r"|^(steps|epochs)_run$"
+    r"|(^|[_./ -])(final|best|last|peak|max|min)[_./ -]?((test|val|valid|eval|train)[_./ -]?)?"
+    r"(acc|accuracy|loss|metric|score)([_./ -]|$)"
+    r"|(^|[_./ -])(test|val|valid|eval|train|training)[_./ -]?(acc|accuracy|loss)$"
+    r"|^(best_model_checkpoint|best_global_step|global_step|total_flos|num_input_tokens_seen)$"
+    r"|(^|_)(runtime|per_second|elapsed[a-z_]*|wall[a-z_]*(time|seconds|secs))$",
     re.IGNORECASE)
-#: Parents whose fields are results (``{"_summary": {...}}``, ``"grokking_summary"``).
+#: Parents whose fields are results (``{"_summary": {...}}``, ``"grokking_summary"``); the
+#: strict form (inside a config record) only the unmistakable names.
 _SUMMARY_PARENT = re.compile(r"summary|result|final|outcome|metrics|stats|best",
                              re.IGNORECASE)
+_SUMMARY_PARENT_STRICT = re.compile(r"summary|result|outcome", re.IGNORECASE)
+#: Objects whose scalars are the run's conditions (``{"config": {...}}``, ``_meta``, ``args``).
+CONFIG_OBJECTS = ("config", "args", "hparams", "params", "cfg", "settings", "hyperparameters",
+                  "hyper_parameters", "_meta", "meta", "hp", "conf", "configuration")
+#: Config files loggers write beside a run's log (Lightning's ``hparams.yaml``, a training
+#: script's ``config.json`` or ``args.json``), whose scalars are the run's conditions.
+SIDECAR_NAMES = ("hparams.yaml", "hparams.yml", "hparams.json", "config.json", "config.yaml",
+                 "config.yml", "args.json", "args.yaml", "params.json", "params.yaml",
+                 "hyperparameters.json", "run_config.json", "meta.json")
 
 
-def is_outcome_name(name: str) -> bool:
+def is_config_parent(name: str) -> bool:
+    """True for the name of an object that holds conditions (``config``, ``_meta``,
+    ``train_config``)."""
+    low = name.lower().strip("_")
+    return name.lower() in CONFIG_OBJECTS or low in CONFIG_OBJECTS or bool(
+        re.search(r"(^|_)(config|cfg|hparams|args|params|settings)$", low))
+
+
+#: In a log's own scalars (a ``metrics.json`` beside its ``config.json``), a value called
+#: ``final_…``, ``best_…``, ``last_…``, ``peak_…`` is a result too (never in a config).
+_OUTCOME_IN_LOG = re.compile(r"(^|[_./ -])(final|best|last|peak)([_./ -]|$)", re.IGNORECASE)
+
+
+def is_outcome_name(name: str, *, in_log: bool = False) -> bool:
     """True when a per-run value called ``name`` is a result of the run (``final_test_acc``,
-    ``first_grok_step``, ``best_metric``, ``train_runtime``) rather than a condition."""
-    leaf = _leaf(name)
-    if _OUTCOME.search(leaf):
+    ``first_grok_step``, ``best_metric``, ``train_runtime``) rather than a condition.
+    ``in_log``: the value is one of a log file's own scalars, not a config's, where
+    ``final_gini`` or ``best_epoch`` are results too."""
+    leaf = name.rsplit(".", 1)[-1]
+    if _OUTCOME.search(leaf) or (in_log and _OUTCOME_IN_LOG.search(leaf)):
         return True
-    parents = name.split(".")[:-1]
-    return any(_SUMMARY_PARENT.search(p) for p in parents)
+    return any(is_summary_parent(p) for p in name.split(".")[:-1])
 
 
-def is_summary_parent(name: str) -> bool:
-    """True for the name of an object holding results (``_summary``, ``grokking_summary``)."""
-    return bool(_SUMMARY_PARENT.search(name))
+def is_summary_parent(name: str, *, strict: bool = False) -> bool:
+    """True for the name of an object holding results (``_summary``, ``grokking_summary``);
+    ``strict``: only an unmistakable one (inside a config record, ``metrics`` may name what
+    to measure)."""
+    if is_config_parent(name):
+        return False
+    return bool((_SUMMARY_PARENT_STRICT if strict else _SUMMARY_PARENT).search(name))
 
 
 def nearly_unique(values: Sequence[object]) -> bool:
@@ -216,15 +281,16 @@ class NameToken:
 
 
 def name_tokens(run_ids: Sequence[str]) -> list[NameToken]:
-    """Tokens of the run names (their last path part) that look like ``key<number>`` and
+    """Tokens of the run names (every part of their paths) that look like ``key<number>`` and
     differ between runs, seeds and replicate counters left out: conditions a log may hold
-    only in its file or folder names (``SGD_p=151`` vs ``SGD_p=199``). Empty for one run."""
+    only in its file or folder names (``SGD_p=151`` vs ``SGD_p=199``, ``wd0.1/seed0``).
+    Empty for one run."""
     if len(run_ids) < 2:
         return []
     seen: dict[str, list[str]] = {}
     sep: dict[str, str] = {}
     for rid in run_ids:
-        leaf = str(rid).replace("\\", "/").rstrip("/").split("/")[-1]
+        leaf = str(rid).replace("\\", "/").strip("/")
         for m in _TOKEN.finditer(leaf):
             key = m.group("key").rstrip("_-=")
             if not key or _REPLICATE_KEYS.match(key):

@@ -260,6 +260,8 @@ class InputSummary:
     not_logged: dict[str, int] = field(default_factory=dict)
     #: accuracy columns read as percent: column -> {scale, max, why, runs that stay ≤ 1}
     accuracy_scale: dict[str, Any] = field(default_factory=dict)
+    #: runs that never logged the grok criterion (test_acc): set aside, no clock to read
+    runs_without_accuracy: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -269,6 +271,8 @@ class InputSummary:
             extra["not_logged"] = dict(sorted(self.not_logged.items()))
         if self.accuracy_scale:
             extra["accuracy_scale"] = dict(sorted(self.accuracy_scale.items()))
+        if self.runs_without_accuracy:
+            extra["runs_without_accuracy"] = list(self.runs_without_accuracy)
         return extra | {
             "source": self.source,
             "rows_read": self.rows_read,
@@ -419,6 +423,7 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
 
 def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None = None,
                     acc_scale: float | None = None, on_duplicate: str = "error",
+                    column_scales: Mapping[str, float] | None = None,
                     metrics: Sequence[str] = (), grok_on: str = "test_acc") -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
@@ -440,14 +445,16 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
     g = _group_rows(columns, path)
-    accs, scales = _accuracies(names, g, acc_scale, path)
+    accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {})
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
     series, cond = _classify_columns(names, forced, g, path, named=tuple(metrics))
-    keep, set_aside, too_short = _rows_to_keep(g, accs, series, on_duplicate, path)
+    criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
+    keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
+                                                       criterion)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
-                    has_test_acc="test_acc" in names, scales=scales)
+                    has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc)
     # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
     # last buffers (the run codes): freed, and their pages handed back to the OS
     del g, columns
@@ -792,7 +799,8 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly)
 
 
-def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None
+def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None,
+                column_scales: Mapping[str, float] | None = None
                 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Stage 3: the accuracy columns, read as fractions in [0, 1].
 
@@ -820,7 +828,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
         raws[name] = (raw, hi, lo)
     with np.errstate(invalid="ignore"):
         above = {n: int(np.count_nonzero(raw > PERCENT_MIN)) for n, (raw, _, _) in raws.items()}
-    decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale)
+    decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale,
+                             column_scales)
     out: dict[str, np.ndarray] = {}
     scales: dict[str, Any] = {}
     for name, (raw, hi, lo) in raws.items():
@@ -841,7 +850,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
                        "clearly percent; if it is percent, pass --acc-scale 100, else fix "
                        "the logger")
             else:
-                unit = "percent (0-100)" if d.scale == 100.0 else f"units of {d.scale:g}"
+                unit = ("percent (0-100)" if d.scale == 100.0 else "fractions (--acc-scale 1)"
+                    if d.scale == 1.0 else f"units of {d.scale:g}")
                 why = (f"values outside [0, 1] read as {unit} (min {lo:g}, max {hi:g}); fix "
                        "the logger or the --acc-scale")
             raise LogFormatError(f"column {name!r} has {why}", path=path, column=name,
@@ -945,8 +955,8 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
 
 
 def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str, np.ndarray],
-                  on_duplicate: str, path: str | None
-                  ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...]]:
+                  on_duplicate: str, path: str | None, criterion: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...], tuple[str, ...]]:
     """Stage 5: rows set aside, counted by reason — duplicate (run, step) rows (identical ones,
     or the losers under ``on_duplicate``), rows with nothing in them, runs too short."""
     n_read, step, same_run = g.n_read, g.step, g.same_run
@@ -996,10 +1006,22 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
             set_aside["empty_row"] = int(empty.sum())
             keep &= ~empty
 
+    # runs that never logged the grok criterion: no clock can be read from them (a file of one
+    # metric of a run, read as a run of its own) -- set aside, never "censored at step 0"
+    no_acc: tuple[str, ...] = ()
+    without = np.zeros(g.n_runs, dtype=bool)
+    if criterion is not None and g.n_runs:
+        logged = np.add.reduceat(~np.isnan(criterion) & keep, g.offsets[:-1])
+        without = (logged == 0) & (g.counts > 0)
+        if without.any():
+            no_acc = tuple(sorted(str(r) for r in g.run_ids[without]))
+            rows_out = keep & without[g.row_run]
+            set_aside["run_without_accuracy"] = int(rows_out.sum())
+            keep &= ~without[g.row_run]
     # runs too short
     kept_per_run = g.counts if bool(keep.all()) else np.bincount(g.row_run[keep],
                                                                  minlength=g.n_runs)
-    short = kept_per_run < TOO_SHORT_POINTS
+    short = (kept_per_run < TOO_SHORT_POINTS) & ~without
     too_short = tuple(sorted(str(r) for r in g.run_ids[short]))
     if short.any():
         rows_short = keep & short[g.row_run]
@@ -1009,14 +1031,15 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
         raise LogFormatError(
             f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path,
             code=ErrorCode.TOO_FEW_POINTS)
-    return keep, set_aside, too_short
+    return keep, set_aside, too_short, no_acc
 
 
 def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.ndarray],
               cond: dict[str, np.ndarray], keep: np.ndarray, set_aside: dict[str, int],
               too_short: tuple[str, ...], prov: dict[str, Any], metrics: Sequence[str],
               path: str | None, *, has_test_acc: bool = True,
-              scales: Mapping[str, Any] | None = None) -> LogTable:
+              scales: Mapping[str, Any] | None = None,
+              no_accuracy: tuple[str, ...] = ()) -> LogTable:
     """The kept rows as a :class:`LogTable`, with the input accounting."""
     step, run_ids, offsets = g.step, g.run_ids, g.offsets
     test_acc = accs["test_acc"]
@@ -1050,7 +1073,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         runs_read=g.n_runs, runs_kept=int(run_ids.size), runs_too_short=too_short,
         missing_values=missing, sorted_input=g.sorted_input, metrics=metric_names,
         conditions=tuple(sorted(cond)), provenance=prov, outcomes=outcomes,
-        not_logged=not_logged,
+        not_logged=not_logged, runs_without_accuracy=no_accuracy,
         accuracy_scale=dict(prov.get("accuracy_scale") or {}) | dict(scales or {}),
     )
     return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,

@@ -198,9 +198,19 @@ def test_sqlite_numbers_mlflow_writes_are_read(tmp_path: Path) -> None:
     con.execute("insert into metrics values ('test_acc', 0, 2000, 'r1', 7, 1)")
     con.commit()
     con.close()
-    df = read_log(db).to_pandas().set_index("step")
+    # an accuracy is in [0, 1]: an infinite one is refused, as the canonical table refuses it
+    with pytest.raises(LogFormatError) as ei:
+        read_log(db)
+    assert ei.value.code is ErrorCode.INFINITE_VALUE and ei.value.column == "test_acc"
+    db2 = mlflow_like_db(tmp_path / "mlflow2.db",
+                         [*GOOD, ("emb_erank", 1.7976931348623157e308, 5), ("test_acc", 1, 6)])
+    con = sqlite3.connect(db2)
+    con.execute("insert into metrics values ('test_acc', 0, 2000, 'r1', 7, 1)")
+    con.commit()
+    con.close()
+    df = read_log(db2).to_pandas().set_index("step")
     assert df.loc[6, "test_acc"] == 1.0 and df.loc[3, "test_acc"] == pytest.approx(0.3)
-    assert np.isnan(df.loc[5, "test_acc"]) and np.isnan(df.loc[7, "test_acc"])
+    assert np.isnan(df.loc[5, "emb_erank"]) and np.isnan(df.loc[7, "test_acc"])
 
 
 def test_sqlite_corrupt_row_of_a_deleted_run_is_not_read(tmp_path: Path) -> None:

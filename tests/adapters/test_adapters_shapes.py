@@ -219,7 +219,7 @@ def test_percent_rule_is_the_same_in_check_convert_and_inspect(tmp_path: Path) -
     code, _, err = invoke("convert", src, "-o", out)
     assert code == 0, err
     acc = pq.read_table(out).column("test_acc").to_numpy()
-    assert np.nanmax(acc) <= 1.0
+    assert np.nanmax(acc) > 1.5  # written as logged: the audit decides, once
     a, b = check(src, "--metric", "val_loss"), check(out, "--metric", "val_loss")
     assert [s["cells"] for s in a["studies"]] == [s["cells"] for s in b["studies"]]
     code, ins, _ = invoke("inspect", src, "--json", "-")
