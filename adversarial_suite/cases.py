@@ -523,8 +523,9 @@ def _all_censored(k: K) -> tuple[pd.DataFrame, Expect]:
                    for v in (1.0, 2.0, 3.0)},
         ),),
         present=frozenset({R.NO_GROK, R.LOW_POWER_DESCRIPTIVE, R.MEDIAN_CENSORED,
-                           R.BOUNDARY_PARTIAL_GENERALIZATION}),
+                           R.BOUNDARY_PARTIAL_GENERALIZATION, R.NOTHING_AUDITABLE}),
         absent=CLOCK_VERDICTS | {R.INCONCLUSIVE_CENSORING, R.SNAPSHOT_TRANSIENT},
+        exit_code=1,  # nothing was assessed: never a green exit 0
     )
     return table(specs), exp
 
@@ -535,7 +536,8 @@ ALL_CENSORED = Case(
     why=("Every t_grok is right-censored at the last step. No lag, no t_compress, no "
          "ordering can be computed; a careless audit would fall back to the last step and "
          "report numbers. The cells are boundary cells (not fully generalized) and the "
-         "study is descriptive only."),
+         "study is descriptive only; since nothing was assessed the result is "
+         "NOTHING_AUDITABLE (critical, exit 1), never a green pass."),
     make=_all_censored,
     options={"by": "rho"},
 )
@@ -1505,7 +1507,9 @@ METRIC_GAP_AT_GROK = Case(
 )
 
 
-CASES: tuple[Case, ...] = (
+#: The cases above; :data:`CASES` adds issue 19's (:mod:`.cases_evidence`, which builds on
+#: these and is imported on first use of ``CASES``, so that either module may be imported first).
+BASE_CASES: tuple[Case, ...] = (
     CLEAN_ONE_CLOCK, ALL_CENSORED, HIGH_FLOOR_BOUNDARY, TRUE_TWO_CLOCKS, SINGLE_CELL,
     NON_MONOTONE_REBOUND, COMPRESSION_BEFORE_GROK, TIES, NOISY,
     LATE_SECOND_COLLAPSE, SLOW_DRIFT, DIFFERENT_CADENCES, COARSE_CADENCE_TIE,
@@ -1515,7 +1519,18 @@ CASES: tuple[Case, ...] = (
     METRIC_GAP_AT_GROK,
 )
 
-CASES_BY_NAME: dict[str, Case] = {c.name: c for c in CASES}
 
-__all__ = ["BASE", "CASES", "CASES_BY_NAME", "Case", "DESIGN_DEFAULTS", "Instance", "K",
-           "Unsupported"]
+def __getattr__(name: str) -> Any:
+    """``CASES`` (every named case) and ``CASES_BY_NAME``, built on first use."""
+    if name in ("CASES", "CASES_BY_NAME"):
+        from .cases_evidence import EVIDENCE_CASES
+
+        every = (*BASE_CASES, *EVIDENCE_CASES)
+        globals()["CASES"] = every
+        globals()["CASES_BY_NAME"] = {c.name: c for c in every}
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# CASES and CASES_BY_NAME are served by __getattr__ (built on first use)
+__all__ = ["BASE", "BASE_CASES", "Case", "DESIGN_DEFAULTS", "Instance", "K", "Unsupported"]

@@ -102,7 +102,8 @@ class StudyExpect:
     ``verdict``: a clock-verdict :class:`Reason`, or ``LOW_POWER`` when fewer than 2 cells pass.
     ``runs``/``cells``/``orderings`` map a run id, an axis value or a quantity to
     ``{attribute path: expected}``. ``findings`` lists ``(code, cell)`` pairs that must appear
-    (cell None = any).
+    (cell None = any); ``severities`` lists ``(code, cell, severity)``: the finding must appear
+    with that severity (``"warning"`` where a careless audit would say ``"critical"``).
     """
 
     verdict: Reason | str | None
@@ -111,6 +112,7 @@ class StudyExpect:
     cells: Mapping[Any, Mapping[str, Any]] = field(default_factory=dict)
     orderings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     findings: tuple[tuple[Reason, Any], ...] = ()
+    severities: tuple[tuple[Reason, Any, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,13 @@ def compare(expect: Expect, result: AuditResult | None, error: LogFormatError | 
                        for f in study.findings):
                 bad.append(f"{where}missing finding {code.value}" +
                            (f" on cell {cell}" if cell is not None else ""))
+        for code, cell, sev in se.severities:
+            got_s = sorted({f.severity.value for f in study.findings
+                            if f.code is code and (cell is None or f.cell == cell)})
+            if got_s != [sev]:
+                bad.append(f"{where}{code.value}" + (f" on cell {cell}" if cell is not None
+                                                      else "")
+                           + f" has severity {got_s or 'none'}, expected {sev}")
     return bad
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import grokaudit.api as api
 import grokaudit.cells as cells
+import grokaudit.schema as schema
 import numpy as np
 from grokaudit import clocks
 from grokaudit.reasons import Reason
@@ -31,10 +32,13 @@ def _wrap_metric_clocks(mp: Any, post: Callable[..., Any] | None = None,
                         **cfg_changes: Any) -> None:
     orig = api.metric_clocks
 
-    def mutant(table: Any, acc: Any, metric: str, cfg: Any, run_index: Any = None) -> Any:
+    # the core's own signature, keywords included (groups, not_converged…): a wrapper that
+    # refused them would make every audit crash, and a crash is not a catch
+    def mutant(table: Any, acc: Any, metric: str, cfg: Any, run_index: Any = None,
+               **kw: Any) -> Any:
         if cfg_changes:
             cfg = dataclasses.replace(cfg, **cfg_changes)
-        out = orig(table, acc, metric, cfg, run_index)
+        out = orig(table, acc, metric, cfg, run_index, **kw)
         return post(out, table, acc, metric, cfg, run_index) if post else out
 
     mp.setattr(api, "metric_clocks", mutant)
@@ -130,8 +134,8 @@ def _no_high_floor_gate(mp: Any) -> None:
 def _t_grok_point(mp: Any) -> None:
     orig = api.accuracy_clocks
 
-    def mutant(table: Any, cfg: Any) -> Any:
-        return orig(table, dataclasses.replace(cfg, interval_censoring=False))
+    def mutant(table: Any, cfg: Any, *args: Any, **kw: Any) -> Any:
+        return orig(table, dataclasses.replace(cfg, interval_censoring=False), *args, **kw)
 
     mp.setattr(api, "accuracy_clocks", mutant)
 
@@ -149,6 +153,70 @@ def _stale_at_grok(mp: Any) -> None:
             metric_not_at_grok=out.metric_not_at_grok & ~stale)
 
     _wrap_metric_clocks(mp, post=post)
+
+
+# -- issue 19: verdicts that never overstate -----------------------------------------------
+
+def _snapshot_always_critical(mp: Any) -> None:
+    orig = api.snapshot_findings
+
+    def mutant(*args: Any, **kw: Any) -> Any:
+        from grokaudit.reasons import Severity
+        return [dataclasses.replace(f, severity=Severity.CRITICAL)
+                if f.code in (Reason.SNAPSHOT_TRANSIENT, Reason.SNAPSHOT_HIDES_BOUNDARY) else f
+                for f in orig(*args, **kw)]
+
+    mp.setattr(api, "snapshot_findings", mutant)
+
+
+def _ratio_any_floor(mp: Any) -> None:
+    def post(out: Any, table: Any, acc: Any, metric: str, cfg: Any, ri: Any) -> Any:
+        # the inflation divides by any floor, noisy or never reached, and is never a bound
+        with np.errstate(divide="ignore", invalid="ignore"):
+            infl = np.where(~np.isnan(out.m_grok) & (out.floor > 0), out.m_grok / out.floor,
+                            np.nan)
+        return dataclasses.replace(out, inflation=infl,
+                                   inflation_lower_bound=np.zeros_like(out.inflation_lower_bound))
+
+    _wrap_metric_clocks(mp, post=post)
+
+
+def _left_as_point(mp: Any) -> None:
+    orig = clocks.first_passage
+
+    def mutant(P: Any, threshold: Any, interval: bool = True, widen: Any = None) -> Any:
+        ev = orig(P, threshold, interval, widen)
+        # an event at the first logged point is read at that point, as if logging began at 0
+        left = np.isnan(ev.value) & np.isfinite(ev.upper)
+        return clocks.Event(np.where(left, ev.upper, ev.value), ev.lower, ev.upper, ev.index)
+
+    mp.setattr(clocks, "first_passage", mutant)
+
+
+def _no_horizon_check(mp: Any) -> None:
+    mp.setattr(api, "horizon_check", lambda *a, **k: None)
+
+
+def _no_memorization_hidden(mp: Any) -> None:
+    mp.setattr(api, "_RUN_CODES", tuple(c for c in api._RUN_CODES
+                                        if c is not Reason.NO_MEMORIZATION))
+
+
+def _missing_metric_silent(mp: Any) -> None:
+    mp.setattr(api, "_metric_missing", lambda *a, **k: None)
+
+
+def _nothing_reads_as_pass(mp: Any) -> None:
+    mp.setattr(api, "_nothing_auditable", lambda *a, **k: None)
+
+
+def _values_as_stored(mp: Any) -> None:
+    mp.setattr(schema, "canonical_values", lambda a: a)
+
+
+def _copies_not_compared(mp: Any) -> None:
+    mp.setattr(schema, "duplicate_runs", lambda *a, **k: [])
+    mp.setattr(schema, "check_run_ids", lambda *a, **k: None)
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -170,6 +238,24 @@ MUTANTS: tuple[Mutant, ...] = (
            _t_grok_point),
     Mutant("stale_at_grok", "the at-grok value is the last metric point before grok however "
            "old it is (METRIC_NOT_AT_GROK never raised)", _stale_at_grok),
+    Mutant("snapshot_always_critical", "a snapshot finding is critical even where the value at "
+           "grok is undefined (a gated, unsustained cell)", _snapshot_always_critical),
+    Mutant("ratio_any_floor", "the inflation divides by any floor, noisy or never reached, "
+           "and is never a lower bound", _ratio_any_floor),
+    Mutant("left_as_point", "an event at the first logged point is read at that point, as if "
+           "logging began at step 0", _left_as_point),
+    Mutant("no_horizon_check", "floors are judged only over each run's own horizon",
+           _no_horizon_check),
+    Mutant("no_memorization_hidden", "NO_MEMORIZATION is computed per run but never reported",
+           _no_memorization_hidden),
+    Mutant("missing_metric_silent", "runs without the audited metric are not named",
+           _missing_metric_silent),
+    Mutant("nothing_reads_as_pass", "a log where nothing could be assessed gets no finding "
+           "(a green exit 0)", _nothing_reads_as_pass),
+    Mutant("values_as_stored", "condition values keep their stored precision (float32 and "
+           "float64 spellings of one number are two cells)", _values_as_stored),
+    Mutant("copies_not_compared", "run ids and trajectories are not compared: a copy is a "
+           "replicate", _copies_not_compared),
 )
 
 

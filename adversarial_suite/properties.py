@@ -8,9 +8,10 @@ claims something the log does not support. ``tests/suite`` drives them with hypo
 
 from __future__ import annotations
 
+import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grokaudit
@@ -276,8 +277,10 @@ def signature(result: AuditResult, step_scale: float = 1.0, metric_scale: float 
         if seeds_dup:
             runs = sorted(set(runs))
         out.append((s.verdict, cells, ords, runs))
-    codes = sorted(c.value for c in result.codes
-                   if c not in (Reason.UNSORTED_STEPS, Reason.MISSING_VALUES))
+    # a copy of every run is a copy: DUPLICATE_RUN is what the duplicated log must add
+    skip = (Reason.UNSORTED_STEPS, Reason.MISSING_VALUES) + (
+        (Reason.DUPLICATE_RUN,) if seeds_dup else ())
+    codes = sorted(c.value for c in result.codes if c not in skip)
     out.append(codes)
     return out
 
@@ -337,9 +340,10 @@ def check_metamorphic(study: Study, cfg: AuditConfig, seed: int = 0) -> None:
     # every seed duplicated under a new run id
     dup = df.assign(run=df["run"] + "/dup", seed=df["seed"] + 1000)
     both = pd.concat([df, dup], ignore_index=True)
-    sig_dup = signature(audit(study, cfg, both), seeds_dup=True,
-                        run_names=lambda r: r.removesuffix("/dup"))
+    res_dup = audit(study, cfg, both)
+    sig_dup = signature(res_dup, seeds_dup=True, run_names=lambda r: r.removesuffix("/dup"))
     assert sig_dup == signature(base, seeds_dup=True), "duplicating seeds changed it"
+    assert Reason.DUPLICATE_RUN in res_dup.codes, "a copy of every run was not flagged"
 
 
 def check_deterministic(study: Study, cfg: AuditConfig) -> None:
@@ -421,3 +425,33 @@ def run_all(cfg: AuditConfig, max_examples: int) -> tuple[dict[str, Any], ...]:
 
 
 
+
+
+def undefined_critical_findings(doc: Mapping[str, Any]) -> list[str]:
+    """Critical findings whose cell's own gates say the quantity is undefined (issue 19), in
+    an audit's JSON (``AuditResult.to_dict()`` or ``check --json``): a snapshot finding on a
+    cell that did not generalize, or whose transient groks were mostly not sustained, or
+    whose evidence says the value at grok is undefined; an unstable floor on a gated cell.
+    Empty when severity follows evidence."""
+    bad: list[str] = []
+    for s in doc.get("studies", []):
+        cells = {json.dumps(c["axis_value"]): c for c in s.get("cells", [])}
+        for f in s.get("findings", []):
+            if f.get("severity") != "critical" or f.get("cell") is None:
+                continue
+            c = cells.get(json.dumps(f["cell"]))
+            if c is None:
+                continue
+            where = f"{f['code']} on cell {f['cell']} ({s.get('metric')})"
+            if f["code"] in ("SNAPSHOT_TRANSIENT", "SNAPSHOT_HIDES_BOUNDARY"):
+                ev = f.get("evidence") or {}
+                if "BOUNDARY_PARTIAL_GENERALIZATION" in c.get("gates", []):
+                    bad.append(f"{where}: the cell did not generalize")
+                elif ev.get("value_at_grok_defined") is False:
+                    bad.append(f"{where}: its evidence says the value at grok is undefined")
+                elif f["code"] == "SNAPSHOT_TRANSIENT" and c.get("n_transient") and \
+                        2 * c.get("n_transient_sustained", 0) <= c["n_transient"]:
+                    bad.append(f"{where}: most transient groks were not sustained")
+            if f["code"] == "FLOOR_UNSTABLE" and not c.get("passes", False):
+                bad.append(f"{where}: the cell is gated")
+    return bad

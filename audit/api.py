@@ -20,6 +20,7 @@ from . import __version__
 from .cells import apply_high_floor_gate, build_runs, summarize_cell
 from .clocks import (
     TC_CENSORED,
+    TC_LEFT_CENSORED,
     TC_OK,
     AccuracyClocks,
     MetricClocks,
@@ -28,6 +29,8 @@ from .clocks import (
 )
 from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
 from .errors import ErrorCode, LogFormatError
+from .horizons import HorizonCheck, horizon_check
+from .identity import describe_duplicates
 from .reasons import Reason, Severity
 from .results import (
     AuditResult,
@@ -54,7 +57,8 @@ from .text import cell_label, format_value, safe
 _CENSORED_TC = TC_CENSORED
 
 #: Per-run codes that are summarized as one finding per cell.
-_RUN_CODES = (Reason.NO_GROK, Reason.GROK_NOT_SUSTAINED, Reason.NOT_FULLY_GENERALIZED,
+_RUN_CODES = (Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
+              Reason.NOT_FULLY_GENERALIZED,
               Reason.FLOOR_TOO_FEW_POINTS, Reason.FLOOR_NOISY, Reason.FLOOR_INDETERMINATE,
               Reason.METRIC_NOT_AT_GROK, Reason.NO_COMPRESSION, Reason.COMPRESSION_UNKNOWN,
               Reason.COMPRESSION_NEVER_SETTLED, Reason.COMPRESSION_SETTLED_IN_FINAL_WINDOW,
@@ -210,13 +214,22 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     study_ids = (cond.reset_index(drop=True).groupby(list(cfg.cell), sort=True, dropna=False)
                  .ngroup().to_numpy(dtype=np.int64) if cfg.cell else None)
     acc = accuracy_clocks(log, cfg, study_ids)
-    groups = None
-    if cfg.floor_window == "grid":  # the runs of a cell share its step grid (v1.5)
-        keys = [*cfg.cell, *([axis] if axis is not None else [])]
-        groups = (cond.reset_index(drop=True).groupby(
-            keys, sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64) if keys
-            else np.zeros(log.n_runs, dtype=np.int64))
-    mclocks = {m: metric_clocks(log, acc, m, cfg, groups=groups) for m in metrics}
+    keys = [*cfg.cell, *([axis] if axis is not None else [])]
+    cell_ids = (cond.reset_index(drop=True).groupby(
+        keys, sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64) if keys
+        else np.zeros(log.n_runs, dtype=np.int64))
+    # the runs of a cell share its step grid (v1.5)
+    groups = cell_ids if cfg.floor_window == "grid" else None
+    mclocks: dict[str, MetricClocks] = {}
+    horizons: dict[str, HorizonCheck | None] = {}
+    for m in metrics:
+        mc = metric_clocks(log, acc, m, cfg, groups=groups)
+        hc = horizon_check(log, mc, cell_ids, cfg)
+        if hc is not None and hc.not_converged.any():
+            # a sibling shows the metric still moving after these runs stopped: their floors
+            # are indeterminate, and every stage after the floor follows
+            mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged)
+        mclocks[m], horizons[m] = mc, hc
 
     studies: list[StudyResult] = []
     extra: list[Finding] = []
@@ -231,9 +244,12 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     for key, sframe in study_groups:
         key_t = key if isinstance(key, tuple) else (key,)
         study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
-        for m in metrics:
-            studies.append(_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg,
-                                        outcomes))
+        these = [_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg, outcomes,
+                              horizons[m]) for m in metrics]
+        studies.extend(these)
+        nothing = _nothing_auditable(study_key, these)
+        if nothing is not None:
+            extra.append(nothing)
         ceiling = _ceiling_finding(study_key, sframe, acc, cfg)
         if ceiling is not None:
             extra.append(ceiling)
@@ -246,6 +262,34 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     return AuditResult(version=__version__, config=cfg.to_dict() | {"axis": axis},
                        input=log.summary.to_dict(), studies=tuple(studies), findings=findings_t,
                        failing=failing)
+
+
+def _nothing_auditable(study_key: Mapping[str, Any], studies: Sequence[StudyResult]
+                       ) -> Finding | None:
+    """``NOTHING_AUDITABLE`` for one study (one group of ``--cell``): for every audited metric,
+    no run grokked or no cell passes its gates -- no clock, ordering or verdict was assessed,
+    so the result must not read as "the metric is fine"."""
+    per: dict[str, dict[str, int]] = {}
+    for s in studies:
+        grokked = sum(c.n_grokked for c in s.cells)
+        passing = sum(1 for c in s.cells if c.passes)
+        if grokked and passing:
+            return None
+        per[s.metric] = {"grokked_runs": grokked, "passing_cells": passing,
+                         "cells": len(s.cells), "runs": sum(c.n_runs for c in s.cells)}
+    if not per:
+        return None
+    if all(v["grokked_runs"] == 0 for v in per.values()):
+        why = "no run grokked"
+    else:
+        why = "no cell passes its gates (" + ", ".join(
+            f"{m}: 0 of {v['cells']}" for m, v in sorted(per.items())) + ")"
+    return make_finding(
+        Reason.NOTHING_AUDITABLE, "study", {"study": study_key, "metric": None},
+        evidence={"metrics": per},
+        message=(f"nothing could be audited: {why}; no clock, ordering or verdict was assessed, "
+                 "so no finding here says the metric is sound (the gates and per-run findings "
+                 "below say why)"))
 
 
 def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: AccuracyClocks,
@@ -350,7 +394,8 @@ def _py(v: Any) -> Any:
 
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                  sframe: pd.DataFrame, acc: AccuracyClocks, mc: MetricClocks,
-                 cfg: AuditConfig, outcomes: Sequence[str] = ()) -> StudyResult:
+                 cfg: AuditConfig, outcomes: Sequence[str] = (),
+                 horizon: HorizonCheck | None = None) -> StudyResult:
     """One study: its cells along ``axis`` (None: no condition varies, one cell of every run),
     their gates, the orderings and the clock verdict, and the findings."""
     base = {"study": study_key, "metric": metric}
@@ -365,11 +410,14 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
     run_rows = rows_all[order].astype(np.int64)  # each run's row in the clock arrays
     run_ids = names[order].tolist()
     run_cells: list[Any] = []  # each run's cell (axis value), parallel to run_ids
+    cell_rows: list[np.ndarray] = []  # each cell's rows in the clock arrays
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         av_py = _py(av_sorted[lo]) if axis is not None else None
-        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), run_rows[lo:hi], acc, mc,
-                                    cfg))
+        rr = run_rows[lo:hi]
+        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
+                                    None if horizon is None else horizon.short[rr]))
         run_cells.extend(repeat(av_py, hi - lo))
+        cell_rows.append(rr)
     if cfg.profile == "reference":
         runs = build_runs(run_ids, run_cells, acc, mc, run_rows, reference=True)
     else:
@@ -391,10 +439,11 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
             per_code = by_cell.setdefault(r.cell, {})
             for code in codes:
                 per_code.setdefault(code, []).append(r.run)
-        if r.floor_stability == "unstable" and r.t_grok.value is not None:
+        if r.floor_stability == "unstable" and not r.t_grok.censored:
             unstable_by_cell.setdefault(r.cell, []).append(r.run)
     cell_pass = {c.axis_value: c.passes for c in cells_t}
-    for c in cells_t:
+    run_names = {int(r): n for r, n in zip(run_rows.tolist(), run_ids)}
+    for k_c, c in enumerate(cells_t):
         for code, rs in by_cell.get(c.axis_value, {}).items():
             findings.append(make_finding(
                 code, "run", base, cell=c.axis_value, runs=rs,
@@ -417,12 +466,18 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                           "n_no_compression": c.n_no_compression,
                           "n_established": c.n_established, "floor": c.floor},
                 message=f"cell {cell_label(axis, c.axis_value)} is gated out of every ordering"))
+        findings.extend(_cell_evidence_findings(c, cell_rows[k_c], axis, base, mc, horizon,
+                                                run_names))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
                 evidence={"t_grok": c.t_grok, "t_compress": c.t_compress, "lag": c.lag},
                 message=(f"cell {cell_label(axis, c.axis_value)}: half or more runs censored; only a "
                          "lower bound of the median is known")))
+
+    missing = _metric_missing(cell_rows, mc, base, run_names)
+    if missing is not None:
+        findings.append(missing)
 
     orderings = ({q: ordering(passing, q, cfg) for q in QUANTITIES} if axis is not None
                  else {})
@@ -471,12 +526,15 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
         # the censoring fraction's runs: those of the passing cells, or of every cell (v1.5)
         scope = passing if cfg.censor_scope == "passing" else cells_t
         passing_values = {c.axis_value for c in scope}
-        sel = np.fromiter((r.cell in passing_values and r.t_grok.value is not None
+        sel = np.fromiter((r.cell in passing_values and not r.t_grok.censored
                            for r in runs), dtype=bool, count=len(runs))
         elig = run_rows[sel]
         tcs = mc.tc_status[elig]
-        n_cens = int(np.isin(tcs, _CENSORED_TC).sum())
-        n_elig = int(np.isin(tcs, (TC_OK, *_CENSORED_TC)).sum())
+        # a compression before logging began is a censored t_compress (known on one side of
+        # the first logged step only); a grok before it widens rel_lag's bounds instead
+        timed = np.isin(tcs, (TC_OK, TC_LEFT_CENSORED, *_CENSORED_TC))
+        n_cens = int(np.isin(tcs, (TC_LEFT_CENSORED, *_CENSORED_TC)).sum())
+        n_elig = int(timed.sum())
         verdict, vev = clock_verdict(passing, orderings, mc.rel_lag_low[elig],
                                      mc.rel_lag_high[elig], n_elig, n_cens, cfg)
         evidence.update(vev)
@@ -519,6 +577,106 @@ def _verdict_text(verdict: Reason, cfg: AuditConfig) -> str:
     return _VERDICT_TEXT.get(verdict, verdict.value)
 
 
+def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
+                            base: Mapping[str, Any], mc: MetricClocks,
+                            horizon: HorizonCheck | None, names: Mapping[int, str]
+                            ) -> list[Finding]:
+    """``LEFT_CENSORED`` (runs already past t_grok or compression at their first logged step)
+    and ``HORIZON_MISMATCH`` (runs that stop before the floor window of the cell's longest
+    run) for one cell, with the runs and steps behind them."""
+    out: list[Finding] = []
+    label = cell_label(axis, c.axis_value)
+    lg = mc.grok.left_censored[rows]
+    lc = mc.tc_status[rows] == TC_LEFT_CENSORED
+    if lg.any() or lc.any():
+        g_runs = [names[int(r)] for r in rows[lg].tolist()]
+        c_runs = [names[int(r)] for r in rows[lc].tolist()]
+        both = rows[lg | lc]
+        first = sorted({format_number(float(v)) for v in np.concatenate(
+            [mc.grok.upper[rows[lg]], mc.t_compress.upper[rows[lc]]]).tolist()})
+        parts = []
+        if g_runs:
+            parts.append(f"test accuracy already at the grok threshold in {len(g_runs)} "
+                         "(t_grok before logging began: no value at grok, no frac_pre)")
+        if c_runs:
+            parts.append(f"the metric already on its floor in {len(c_runs)} (compressed "
+                         "before logging began, or never: not NO_COMPRESSION)")
+        out.append(make_finding(
+            Reason.LEFT_CENSORED, "run", base, cell=c.axis_value,
+            runs=sorted({names[int(r)] for r in both.tolist()}),
+            evidence={"n_runs": int(both.size), "of": c.n_runs, "t_grok_runs": g_runs,
+                      "t_compress_runs": c_runs,
+                      "first_logged_steps": [float(x) for x in first]},
+            message=(f"{int(both.size)}/{c.n_runs} runs of cell {label} start after an event, "
+                     f"at step {', '.join(first[:3])}: " + "; ".join(parts)
+                     + "; the lag and rel_lag are only bounds, and an ordering that depends on "
+                     "them is undefined")))
+    if c.short_horizon_runs and horizon is not None:
+        short_rows = rows[horizon.short[rows]]
+        k = int(horizon.longest[short_rows[0]])
+        ends = {names[int(r)]: float(mc.last_step[r]) for r in short_rows.tolist()}
+        moved = [names[int(r)] for r in short_rows.tolist() if horizon.not_converged[r]]
+        sib = {names[int(r)]: (None if np.isnan(horizon.sibling_value[r])
+                               else float(horizon.sibling_value[r]))
+               for r in short_rows.tolist()}
+        long_end, long_floor = float(mc.last_step[k]), float(mc.floor[k])
+        shown = ", ".join(f"{safe(n)} at {format_number(v)}"
+                          for n, v in list(ends.items())[:3])
+        msg = (f"{len(ends)}/{c.n_runs} runs of cell {label} stop before the floor window of "
+               f"its longest run ({safe(names[k])}, to step {format_number(long_end)}): "
+               f"{shown}{', …' if len(ends) > 3 else ''}")
+        if moved:
+            msg += (f"; the longest run was still moving after they stopped (its floor "
+                    f"{format_number(long_floor)}): {len(moved)} short floor(s) taken as "
+                    "indeterminate, not stable")
+        else:
+            msg += "; the longest run did not move after they stopped: their floors stand"
+        if c.floor_rests_on_short_runs:
+            msg += (f"; the cell floor {format_number(c.floor)} rests on the shorter runs")
+        out.append(make_finding(
+            Reason.HORIZON_MISMATCH, "cell", base, cell=c.axis_value,
+            runs=tuple(ends),
+            severity=None if (moved or c.floor_rests_on_short_runs) else Severity.INFO,
+            evidence={"n_runs": len(ends), "of": c.n_runs, "last_steps": ends,
+                      "longest_run": names[k], "longest_last_step": long_end,
+                      "longest_floor": long_floor, "not_converged": moved,
+                      "longest_value_at_their_horizon": sib, "cell_floor": c.floor,
+                      "floor_rests_on_short_runs": c.floor_rests_on_short_runs},
+            message=msg))
+    return out
+
+
+def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[str, Any],
+                    names: Mapping[int, str]) -> Finding | None:
+    """``METRIC_MISSING``: runs that logged no value of the audited metric, or fewer than half
+    the median number of points of their cell's runs that logged it. Their floors and values
+    at grok are unknown, so the cell's findings rest on fewer runs (each says its n)."""
+    none: list[str] = []
+    few: dict[str, int] = {}
+    n_all = 0
+    for rr in rows:
+        pts = mc.n_points[rr]
+        n_all += int(rr.size)
+        pos = pts[pts > 0]
+        med = float(np.median(pos)) if pos.size else 0.0
+        for r, p in zip(rr.tolist(), pts.tolist()):
+            if p == 0:
+                none.append(names[int(r)])
+            elif p < 0.5 * med:
+                few[names[int(r)]] = int(p)
+    if not none and not few:
+        return None
+    n = len(none) + len(few)
+    listed = ", ".join(safe(r) for r in [*none, *few][:3]) + (", …" if n > 3 else "")
+    return make_finding(
+        Reason.METRIC_MISSING, "study", base, runs=sorted([*none, *few]),
+        evidence={"n_runs": n, "of": n_all, "no_points": sorted(none), "few_points": few},
+        message=(f"{base.get('metric')} is missing in {n} of {n_all} runs ({len(none)} with no "
+                 f"value, {len(few)} with fewer than half their cell's points: {listed}): "
+                 "their floors and values at grok are unknown; each finding says how many "
+                 "runs it rests on"))
+
+
 def _input_findings(log: LogTable) -> list[Finding]:
     s = log.summary
     out: list[Finding] = []
@@ -536,6 +694,16 @@ def _input_findings(log: LogTable) -> list[Finding]:
             message=(f"{len(rs)} run(s) never logged the test accuracy ({', '.join(map(safe, rs[:3]))}"
                      f"{', …' if len(rs) > 3 else ''}): set aside, no clock can be read from "
                      "them (a file of one metric of a run? give the run a run column)")))
+    if s.duplicate_runs:
+        groups = [list(g) for g in s.duplicate_runs]
+        n = sum(len(g) for g in groups)
+        out.append(make_finding(
+            Reason.DUPLICATE_RUN, "input", base, runs=sorted(r for g in groups for r in g),
+            evidence={"groups": groups, "n_runs": n},
+            message=(f"{n} runs are copies of another at every logged step, in every column "
+                     f"({describe_duplicates(s.duplicate_runs)}): one run under two ids counts "
+                     "twice as a replicate, or a setting that separates them had no effect; "
+                     "drop the copies, or check the sweep")))
     if s.set_aside.get("empty_row"):
         out.append(make_finding(
             Reason.EMPTY_ROWS, "input", base, evidence={"rows": s.set_aside["empty_row"]},

@@ -27,6 +27,7 @@ from .clocks import (
     TC_FLOOR_INDETERMINATE,
     TC_FLOOR_UNSTABLE,
     TC_IN_FINAL_WINDOW,
+    TC_LEFT_CENSORED,
     TC_NEVER_CROSSED,
     TC_NEVER_SETTLED,
     TC_NO_COMPRESSION,
@@ -51,6 +52,7 @@ _TC_REASON = {
     TC_FLOOR_INDETERMINATE: Reason.FLOOR_INDETERMINATE,
     TC_NEVER_CROSSED: Reason.COMPRESSION_NEVER_SETTLED,
     TC_NO_COMPRESSION: Reason.NO_COMPRESSION,
+    TC_LEFT_CENSORED: Reason.LEFT_CENSORED,
 }
 
 
@@ -66,10 +68,12 @@ def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Rea
     :func:`_reason_flags`."""
     (grokked, not_memorized, sustained, fully, no_points, noisy, not_at_grok, no_compression,
      compression_unknown, rebound, before, concurrent, nonpositive_floor, transient,
-     converged) = flags
+     converged, left_grok) = flags
     out: list[Reason] = []
     if not grokked:
         out.append(Reason.NO_GROK)
+    if left_grok:
+        out.append(Reason.LEFT_CENSORED)
     if not_memorized:
         out.append(Reason.NO_MEMORIZATION)
     if grokked and not sustained:
@@ -112,8 +116,8 @@ def _reason_flags(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
                   ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The facts of runs ``idx`` as boolean arrays (grokked, not memorized, sustained, fully
     generalized, no metric points, noisy, metric not at grok, no compression, compression
-    unknown, rebound, before grok, concurrent, nonpositive floor, transient, converged), their
-    stability codes and their t_compress status codes."""
+    unknown, rebound, before grok, concurrent, nonpositive floor, transient, converged,
+    grokked before logging began), their stability codes and their t_compress status codes."""
     floor = mc.floor[idx]
     with np.errstate(invalid="ignore"):
         nonpos = ~np.isnan(floor) & (floor <= 0)
@@ -123,7 +127,7 @@ def _reason_flags(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
              acc.fully_generalized[idx], mc.n_points[idx] == 0, mc.noisy[idx],
              mc.metric_not_at_grok[idx], mc.no_compression[idx], mc.compression_unknown[idx],
              mc.rebound[idx], mc.before_grok[idx], mc.concurrent[idx], nonpos,
-             mc.transient[idx], mc.converged[idx]]
+             mc.transient[idx], mc.converged[idx], mc.grok.left_censored[idx]]
     return ([np.asarray(f, dtype=bool) for f in flags],
             np.asarray(mc.stability[idx], dtype=np.int64),
             np.asarray(mc.tc_status[idx], dtype=np.int64))
@@ -339,7 +343,17 @@ def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True
     # the value is the median of the runs' values (censored ones rank last); for a lag the
     # value is not its interval's upper end, so median(U) would be off by up to a cadence
     vals = np.where(np.isinf(up), np.inf, ev.value[idx][keep])
-    med_val = float(np.median(vals))
+    unknown = np.isnan(vals)  # left-censored: only (lower, upper] is known
+    if not unknown.any():
+        med_val = float(np.median(vals))
+    else:
+        # the median is a value only if it is the same wherever in their intervals the
+        # unknown values lie (the median is monotone in each value: the two ends decide)
+        a = float(np.median(np.where(unknown, lo, vals)))
+        b = float(np.median(np.where(unknown, up, vals)))
+        if a != b:
+            return Interval(None, med_lo, med_up, False), False
+        med_val = a
     return Interval(med_val, med_lo, med_up, False), False
 
 
@@ -365,8 +379,13 @@ def _point_median(a: np.ndarray) -> Interval | None:
 
 
 def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
-                   acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig) -> CellSummary:
+                   acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig,
+                   short: np.ndarray | None = None) -> CellSummary:
     """The cell's counts, censoring-aware medians and its per-cell gates.
+
+    ``short`` (one bool per run of ``idx``) marks runs whose log ends before the floor window
+    of the cell's longest run (:func:`.horizons.horizon_check`): the cell names them, and says
+    whether its median floor rests on them.
 
     ``HIGH_FLOOR_OUTLIER`` needs every cell of the study and is added by
     :func:`apply_high_floor_gate`. With ``cell_runs = kept`` the medians are v1.5's (spec
@@ -404,6 +423,14 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         if c and code != STAB_UNCHECKED:  # an untested floor has no stability label
             stab_counts[name] = c
     ref = _reference_cell(seeds, m_grok, cfg) if seeds is not None else None
+    short_ids: tuple[str, ...] = ()
+    rests = False
+    if short is not None and short.any():
+        short_ids = tuple(r for r, s_ in zip(run_ids, short.tolist()) if s_)
+        longer = _median(mc.floor[idx[~short]])
+        rests = (floor is not None and delta is not None
+                 and (longer is None or abs(floor - longer) > delta))
+    n_left = int(count(mc.grok.left_censored[idx] | (mc.tc_status[idx] == TC_LEFT_CENSORED)))
     gates: list[Reason] = []
     if cfg.gates == "default":
         if 2 * n_full < n:
@@ -437,6 +464,7 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         n_transient_sustained=int(count(mc.transient[gi] & acc.sustained[gi])),
         inflation_is_lower_bound=bool(np.any(mc.inflation_lower_bound[gi]
                                              & ~np.isnan(mc.inflation[gi]))),
+        n_left_censored=n_left, short_horizon_runs=short_ids, floor_rests_on_short_runs=rests,
     )
 
 

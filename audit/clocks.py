@@ -48,6 +48,9 @@ TC_FLOOR_UNSTABLE = 5
 TC_FLOOR_INDETERMINATE = 6
 TC_NEVER_CROSSED = 7
 TC_NO_COMPRESSION = 8  # the metric never compressed: there is no compression time
+#: the metric was already settled on its floor at the first logged point, after step 0: it
+#: compressed before logging began (or never: the log cannot tell) -- left-censored
+TC_LEFT_CENSORED = 9
 #: The statuses of a censored t_compress (only a lower bound is known).
 TC_CENSORED = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
                TC_NEVER_CROSSED)
@@ -276,6 +279,17 @@ class Event:
         out.flags.writeable = False
         return out
 
+    @functools.cached_property
+    def left_censored(self) -> np.ndarray:
+        """Left-censored runs: the event was already there at the run's first logged point,
+        after step 0 -- it happened in ``(lower, upper]`` before logging began, at a step the
+        log cannot tell (``value`` NaN, ``upper`` finite). Read-only, computed once."""
+        with np.errstate(invalid="ignore"):
+            out: np.ndarray = np.isnan(self.value) & np.isfinite(self.upper) \
+                & ~np.isnan(self.lower)
+        out.flags.writeable = False
+        return out
+
 
 def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = True,
                   widen: np.ndarray | None = None) -> Event:
@@ -283,6 +297,9 @@ def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = Tru
 
     ``widen`` marks downsampled runs (a bucketed export): their intervals grow by one logged
     point on each side, since a bucket's value says little about where inside it the event fell.
+    With ``interval``, an event seen at the run's first logged point after step 0 is
+    left-censored: it happened in ``(0, first step]``, before logging began, and has no value
+    (:attr:`Event.left_censored`).
     """
     hit = P.values >= threshold  # NaN beyond a run's points compares False: no validity mask
     k = _first_true(hit)
@@ -296,6 +313,10 @@ def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = Tru
         lower, upper = _widen(P.steps, P.counts, widen & has, k - 1, k, lower, upper)
     if not interval:
         lower = np.where(has, value, lower)
+    else:
+        with np.errstate(invalid="ignore"):
+            left = has & (k == 0) & (P.steps[:, 0] > 0) if P.steps.shape[1] else has & False
+        value = np.where(left, np.nan, value)
     return Event(value, lower, upper, k)
 
 
@@ -590,6 +611,7 @@ class MetricClocks:
     metric: str
     grok: Event  #: the t_grok these clocks use (``acc.t_grok`` unless grok_point = usable)
     n_points: np.ndarray  #: metric points per run
+    last_step: np.ndarray  #: the metric's last logged step per run (NaN when none): its horizon
     m_start: np.ndarray
     floor: np.ndarray  #: F (NaN when no floor)
     delta: np.ndarray  #: band half-width δ
@@ -707,6 +729,7 @@ class _Stability(NamedTuple):
 class _AtGrok(NamedTuple):
     tg: Event  #: the t_grok the metric's clocks use
     grokked: np.ndarray
+    left: np.ndarray  #: grokked before logging began (t_grok left-censored): no value at grok
     tgv: np.ndarray  #: t_grok, −inf when not grokked
     m_grok: np.ndarray
     m_grok_step: np.ndarray
@@ -736,6 +759,7 @@ class _Compress(NamedTuple):
     ok: np.ndarray
     censored: np.ndarray
     m_compress: np.ndarray
+    left: np.ndarray  #: compressed before logging began (TC_LEFT_CENSORED)
 
 
 class _Lag(NamedTuple):
@@ -793,9 +817,12 @@ def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | Non
     return _Window(i0, has_floor, w2_lo, W2v, W2s, floor, delta, w2_points)
 
 
-def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig) -> _Stability:
+def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig,
+               not_converged: np.ndarray | None = None) -> _Stability:
     """The floor's stability: the window W1 before W2, the Theil–Sen drift over W2 and the
-    noise around F; every floor is taken as converged (``unchecked``) without the check."""
+    noise around F; every floor is taken as converged (``unchecked``) without the check.
+    ``not_converged`` marks runs whose siblings show the metric still moving after their
+    horizon (:mod:`.horizons`): a floor stable over their own window is indeterminate."""
     V, S = P.values, P.steps
     L = span.last - w.w2_lo
     w1_from = w.w2_lo - L
@@ -822,6 +849,9 @@ def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig) -> _Stabili
                                       np.where(stable, STAB_STABLE, STAB_INDETERMINATE)))
     else:
         stability = np.where(w.has_floor, STAB_UNCHECKED, STAB_NONE)
+    if not_converged is not None:
+        stability = np.where(not_converged & (stability == STAB_STABLE), STAB_INDETERMINATE,
+                             stability)
     stable_mask = np.isin(stability, STAB_TAKEN_STABLE)
     return _Stability(w1_median, w1_points, drift, drift_lo, drift_hi, mad, noisy, stability,
                       stable_mask)
@@ -832,7 +862,9 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
     peak of the smoothed metric up to it."""
     V, S = P.values, P.steps
     grokked = ~tg.censored
-    tgv = np.where(grokked, tg.value, -INF)
+    # a grok before logging began has no step to read the metric at: no value at grok
+    left = grokked & tg.left_censored
+    tgv = np.where(grokked & ~left, tg.value, -INF)
     j = (S <= tgv[:, None]).sum(axis=1) - 1
     sj = _take(S, j)
     nxt = _take(S, j + 1)
@@ -843,14 +875,14 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
     at_grok = grokked & near
     m_grok = np.where(at_grok, _take(V, j), np.nan)
     m_grok_step = np.where(at_grok, sj, np.nan)
-    metric_not_at_grok = grokked & ~near
+    metric_not_at_grok = grokked & ~near & ~left
     # the running maximum read at column j: the largest smoothed value up to t_grok (only the
     # columns up to the last j are read: the accumulation's prefix is the same)
     jmax = int(j.max(initial=-1))
     with np.errstate(invalid="ignore"):
         running_max = np.fmax.accumulate(sm[:, :max(jmax + 1, 1)], axis=1)
     m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
-    return _AtGrok(tg, grokked, tgv, m_grok, m_grok_step, metric_not_at_grok, m_peak)
+    return _AtGrok(tg, grokked, left, tgv, m_grok, m_grok_step, metric_not_at_grok, m_peak)
 
 
 def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig) -> _Amount:
@@ -912,7 +944,15 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
                                       np.where(st.stability == STAB_INDETERMINATE,
                                                TC_FLOOR_INDETERMINATE, tc_status)),
                              tc_status)
-    tc_status = np.where(a.no_compression, TC_NO_COMPRESSION, tc_status)
+    # settled on the floor from the first logged point, after step 0: the compression (if any)
+    # happened before logging began -- left-censored, never "no compression"
+    left = np.zeros(n.shape, dtype=bool)
+    if cfg.interval_censoring and S.shape[1]:
+        with np.errstate(invalid="ignore"):
+            left = w.has_floor & (k == 0) & (S[:, 0] > 0)
+        tc_status = np.where(left & ((tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW)),
+                             TC_LEFT_CENSORED, tc_status)
+    tc_status = np.where(a.no_compression & ~left, TC_NO_COMPRESSION, tc_status)
     tc_status = np.where(~w.has_floor, TC_NO_FLOOR, tc_status)
     tc_status = np.where(~g.grokked, TC_NO_GROK, tc_status)
     if cfg.rule == "crossing":
@@ -920,19 +960,21 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
                              TC_NEVER_CROSSED, tc_status)
     ok = tc_status == TC_OK
     censored_tc = np.isin(tc_status, TC_CENSORED)
+    left = tc_status == TC_LEFT_CENSORED
     t_val = np.where(ok, tc_val, np.nan)
-    t_low = np.where(ok | censored_tc, tc_lower, np.nan)
-    t_up = np.where(ok, tc_val, np.where(censored_tc, INF, np.nan))
+    t_low = np.where(ok | censored_tc | left, tc_lower, np.nan)
+    t_up = np.where(ok | left, tc_val, np.where(censored_tc, INF, np.nan))
     last_step_time = cfg.censored_time == "last_step"
     if widen is not None:
-        t_low, t_up = _widen(S, n, widen & (ok | censored_tc), rule.low_idx, k, t_low, t_up)
+        t_low, t_up = _widen(S, n, widen & (ok | censored_tc | left), rule.low_idx, k, t_low,
+                             t_up)
     if not cfg.interval_censoring:
         t_low = np.where(ok, tc_val, t_low)
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
     m_compress = np.where(ok, _take(V, k), np.nan)
     if last_step_time:
         m_compress = np.where(censored_tc & (n > 0), _take(V, n - 1), m_compress)
-    return _Compress(t_compress, tc_status, ok, censored_tc, m_compress)
+    return _Compress(t_compress, tc_status, ok, censored_tc, m_compress, left)
 
 
 def _rebound(sm: np.ndarray, w: _Window) -> tuple[np.ndarray, np.ndarray]:
@@ -959,11 +1001,13 @@ def _rebound(sm: np.ndarray, w: _Window) -> tuple[np.ndarray, np.ndarray]:
 def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
     """The lag t_compress − t_grok with its interval, rel_lag's bounds (a censored run's
     upper bound is ∞, or its lower bound with ``censored_time = last_step``) and the order
-    of the two events."""
-    tg, grokked, ok, cens = g.tg, g.grokked, c.ok, c.censored
+    of the two events. A left-censored clock (before logging began) has no value: the lag
+    and rel_lag are its interval's bounds (rel_lag unbounded above for a grok in
+    ``(0, first step]``)."""
+    tg, grokked, ok, cens, lc, lg = g.tg, g.grokked, c.ok, c.censored, c.left, g.left
     t = c.t_compress
-    have_lag = grokked & (ok | cens)
-    lag_val = np.where(ok & grokked, t.value - tg.value, np.nan)
+    have_lag = grokked & (ok | cens | lc)
+    lag_val = np.where(ok & grokked, t.value - tg.value, np.nan)  # NaN when a clock is left
     lag_low = np.where(have_lag, t.lower - tg.upper, np.nan)
     lag_up = np.where(have_lag, t.upper - tg.lower, np.nan)
     lag = Event(lag_val, lag_low, lag_up, np.where(ok, 0, -1))
@@ -971,9 +1015,17 @@ def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
         tgpos = np.where(grokked & (tg.value > 0), tg.value, np.nan)
         rel_low = np.where(ok, lag_val / tgpos, (t.lower - tg.value) / tgpos)
         rel_high = np.where(ok, lag_val / tgpos, np.where(cens, INF, np.nan))
+        if lc.any() or lg.any():
+            # compressed before logging: t_compress in (lower, upper] against a logged grok
+            rel_high = np.where(lc & ~lg, (t.upper - tg.value) / tgpos, rel_high)
+            # grokked before logging: rel_lag = t_c / t_g − 1 over t_g in (lower, upper]
+            up_pos = np.where(tg.upper > 0, tg.upper, np.nan)
+            rel_low = np.where(lg & have_lag, t.lower / up_pos - 1.0, rel_low)
+            rel_high = np.where(lg & have_lag,
+                                np.where(tg.lower > 0, t.upper / tg.lower - 1.0, INF), rel_high)
     if cfg.censored_time == "last_step":  # a censored run's time is its last step: a point
         rel_high = np.where(cens, rel_low, rel_high)
-    before = ok & grokked & (t.upper <= tg.lower)
+    before = (ok | lc) & grokked & (t.upper <= tg.lower)
     concurrent = ok & grokked & (t.lower < tg.upper) & (tg.lower < t.upper)
     return _Lag(lag, rel_low, rel_high, before, concurrent)
 
@@ -1000,12 +1052,14 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
 
 
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
-                  run_index: np.ndarray | None = None, groups: np.ndarray | None = None
-                  ) -> MetricClocks:
+                  run_index: np.ndarray | None = None, groups: np.ndarray | None = None,
+                  not_converged: np.ndarray | None = None) -> MetricClocks:
     """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
 
     ``groups`` (one id per run) names the runs that share a step grid, a cell: only
     ``floor_window = grid`` reads it (each run is its own grid when it is None).
+    ``not_converged`` (one bool per run) marks floors a longer sibling shows still moving
+    (:func:`.horizons.horizon_check`): stable over their own window, indeterminate here.
 
     The stages, each a function of the earlier ones: the final window and floor, its
     stability, the at-grok value, the compression amount, t_compress by its rule, the
@@ -1023,7 +1077,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     def block(sl: slice) -> dict[str, Any]:
         return _metric_block(P.rows(sl), tg.rows(sl), _Span(span.first[sl], span.last[sl]),
                              None if g0 is None else g0[sl],
-                             None if widen is None else widen[sl], cfg)
+                             None if widen is None else widen[sl], cfg,
+                             None if not_converged is None else not_converged[sl])
 
     parts = map_blocks(block, row_blocks(*P.shape))
     out: dict[str, Any] = {}
@@ -1035,7 +1090,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
 
 
 def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
-                  widen: np.ndarray | None, cfg: AuditConfig) -> dict[str, Any]:
+                  widen: np.ndarray | None, cfg: AuditConfig,
+                  not_converged: np.ndarray | None = None) -> dict[str, Any]:
     """The stages of :func:`metric_clocks` for one block of runs (row-wise throughout)."""
     sm = trailing_median(P, cfg.smooth)
     m_start = P.values[:, 0].copy()
@@ -1043,7 +1099,7 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
     # they become ±inf or NaN, which every stage already reads as "not finite", silently
     with np.errstate(over="ignore", invalid="ignore"):
         w = _final_window(P, span, cfg, g0)
-        st = _stability(P, span, w, cfg)
+        st = _stability(P, span, w, cfg, not_converged)
         g = _at_grok(P, sm, tg)
         a = _amount(g, w, st, cfg)
         c = _t_compress(P, widen, sm, g, w, st, a, cfg)
@@ -1051,12 +1107,13 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         lg = _lag(g, c, cfg)
         snap = _snapshot(m_start, g, w, st, cfg)
     return dict(
-        n_points=P.counts, m_start=m_start, floor=w.floor,
+        n_points=P.counts, last_step=_take(P.steps, P.counts - 1), m_start=m_start,
+        floor=w.floor,
         delta=w.delta, w2_lower=w.w2_lo, w2_points=w.w2_points, w1_median=st.w1_median,
         w1_points=st.w1_points, drift=st.drift, drift_low=st.drift_lo, drift_high=st.drift_hi,
         mad=st.mad, noisy=st.noisy, stability=st.stability, m_grok=g.m_grok,
         m_grok_step=g.m_grok_step, metric_not_at_grok=g.metric_not_at_grok, m_peak=g.m_peak,
-        drop=a.drop, no_compression=a.no_compression,
+        drop=a.drop, no_compression=a.no_compression & ~c.left,
         compression_unknown=a.compression_unknown, t_compress=c.t_compress,
         tc_status=c.tc_status, m_compress=c.m_compress, rebound=rebound, undershoot=undershoot,
         lag=lg.lag, rel_lag_low=lg.rel_low, rel_lag_high=lg.rel_high, before_grok=lg.before,

@@ -53,6 +53,7 @@ class ErrorCode(str, Enum):
     CONDITION_MISSING = "CONDITION_MISSING"  #: a condition value is missing for a run
     DUPLICATE_AXIS_VALUES = "DUPLICATE_AXIS_VALUES"
     UNKNOWN_VALUE = "UNKNOWN_VALUE"  #: --arms / --baseline name a value the log lacks
+    RUN_ID_AMBIGUOUS = "RUN_ID_AMBIGUOUS"  #: two run ids equal once normalized (NFC, trimmed)
     INCOMPATIBLE_INPUTS = "INCOMPATIBLE_INPUTS"
     # -- options and config files ------------------------------------------------------------
     INVALID_OPTION = "INVALID_OPTION"  #: wrong type or syntax

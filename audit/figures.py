@@ -195,13 +195,15 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
                     bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.75,
                           "edgecolor": "none"})
         return
-    if iv.value is None:
+    if iv.value is None and not iv.left_censored:
         return
     tr = ax.get_xaxis_transform()
     if iv.lower is not None and iv.upper is not None and iv.upper > iv.lower:
         # what axvspan draws, without its autoscaling (the limits are fixed)
         ax.add_patch(Rectangle((iv.lower, 0.0), iv.upper - iv.lower, 1.0, transform=tr,
                                facecolor=color, alpha=0.18, lw=0))
+    if iv.value is None:  # left-censored: its interval only, no line at a value it lacks
+        return
     ax.add_line(_line2d([iv.value, iv.value], [0.0, 1.0], transform=tr, color=color, ls=ls,
                         lw=1.3))
 
@@ -734,6 +736,8 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
                         rotation=90)
             continue
         if iv.value is None:
+            if iv.left_censored:  # before logging began: its interval, no point
+                bars.add(color, x, float(iv.lower or 0.0), float(iv.upper or 0.0))
             continue
         lo = iv.lower if iv.lower is not None else iv.value
         hi = iv.upper if iv.upper is not None else iv.value

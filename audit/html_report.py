@@ -61,6 +61,14 @@ WORDS: dict[str, str] = {
     "SNAPSHOT_HIDES_BOUNDARY": "a boundary cell looks like its neighbours at grok but converges "
                                "elsewhere",
     "FLOOR_UNSTABLE": "the floor is still moving at the end of the log",
+    "NOTHING_AUDITABLE": "no run grokked, or no cell passes its gates, for every audited "
+                         "metric: nothing was assessed, so nothing here says the metric is sound",
+    "LEFT_CENSORED": "the event happened before logging began: only its interval is known",
+    "HORIZON_MISMATCH": "runs of the cell stopped before the floor window of a longer sibling: "
+                        "their floors describe another stage of training",
+    "METRIC_MISSING": "the audited metric is missing in some runs: findings rest on fewer runs",
+    "DUPLICATE_RUN": "two run ids hold the same log: a copy counts twice as a replicate",
+    "NO_MEMORIZATION": "the run never fit its training data: a failed run, not a late grok",
     "ORDERING_UNDEFINED": "the ordering along the axis cannot be identified from this log",
     "SHARED_ENDPOINT": "the passing cells converge to one shared floor",
 }
@@ -116,6 +124,9 @@ def _iv(iv: Interval | None) -> str:
         return "—"
     if iv.censored:
         return f"&gt; {_n(iv.lower)} <span class='muted'>(censored)</span>"
+    if iv.left_censored:  # before logging began: only the interval is known
+        return (f"{_e(iv.describe())} <span class='muted'>(before logging began: "
+                f"({_n(iv.lower)}, {_n(iv.upper)}])</span>")
     if iv.lower is not None and iv.upper is not None and iv.lower != iv.upper:
         return f"{_n(iv.value)} <span class='muted'>({_n(iv.lower)}, {_n(iv.upper)}]</span>"
     return _n(iv.value)
@@ -194,7 +205,15 @@ def _findings_table(findings: Sequence[Finding], cls: str) -> str:
 
 def _summary(result: AuditResult, slugs: Sequence[str]) -> str:
     out = ["<section id='summary'><h2>Summary</h2>"]
-    if result.failing:
+    nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
+    if nothing and not result.failing:  # never a PASS: nothing was assessed
+        out.append(
+            "<div id='verdict' class='outcome fail' role='status'>"
+            "<div class='head'>&#x2716; NOTHING AUDITABLE — nothing in this log could be "
+            "assessed</div>"
+            f"<div>{_e(nothing[0].message)} (exit code 0 of <code>grokaudit check</code> "
+            "under this <code>fail_on</code>; it is not a pass).</div>")
+    elif result.failing:
         codes = sorted({f.code.value for f in result.failing})
         out.append(
             "<div id='verdict' class='outcome fail' role='status'>"
@@ -207,6 +226,8 @@ def _summary(result: AuditResult, slugs: Sequence[str]) -> str:
             "<div id='verdict' class='outcome pass' role='status'>"
             "<div class='head'>&#x2714; PASS — no critical finding</div>"
             "<div>Exit code 0 of <code>grokaudit check</code>.</div>")
+    if nothing and result.failing:
+        out.append(f"<div><strong>NOTHING_AUDITABLE</strong>: {_e(nothing[0].message)}</div>")
     out.append("<ul class='verdicts'>")
     for s, slug in zip(result.studies, slugs, strict=True):
         code = _verdict_code(s)

@@ -30,7 +30,15 @@ def _iv(iv: Interval | None) -> str:
         return "—"
     if iv.censored:
         return f">{_n(iv.lower)} (cens)"
+    if iv.left_censored:  # before logging began: only its interval is known
+        return iv.describe()
     return _n(iv.value)
+
+
+def _floor(c: CellSummary) -> str:
+    """The cell's median floor; ``*`` when it rests on runs that stopped before their
+    siblings' floor window (HORIZON_MISMATCH)."""
+    return f"{_n(c.floor)}*" if c.floor_rests_on_short_runs else _n(c.floor)
 
 
 def _infl(c: CellSummary) -> str:
@@ -76,13 +84,19 @@ def study_lines(s: StudyResult) -> list[str]:
         gate = ",".join(g.value for g in c.gates) or "pass"
         rows.append((
             cell_label(s.axis, c.axis_value), str(c.n_runs), str(c.n_grokked),
-            str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _n(c.floor), _stab(c),
+            str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _floor(c), _stab(c),
             _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _infl(c), gate,
         ))
     lines += _table(rows)
     if any(c.floor_stability for c in s.cells):  # none under the reference profile
         lines.append("  (floor: s=stable i=indeterminate u=unstable n=no floor, counts of runs; "
                      "stability is conditional on the logged horizon)")
+    if any(c.floor_rests_on_short_runs for c in s.cells):
+        lines.append("  (F*: the cell floor rests on runs that stopped before the floor window "
+                     "of a longer sibling: HORIZON_MISMATCH)")
+    if any(c.n_left_censored for c in s.cells):
+        lines.append("  (≤N: before the first logged step N, when logging began: LEFT_CENSORED; "
+                     "a–b: only bounds are known)")
     if s.axis is None:  # one cell of replicates (or one run): each run, no orderings
         lines.append("runs:")
         lines += _table([_RUN_HEAD] + [_run_row(r) for r in s.runs], indent="  ")
@@ -125,9 +139,14 @@ def fail_on_words(fail_on: Sequence[str]) -> str:
     return f"these codes fail: {', '.join(mode)}"
 
 
-def result_line(failing: Sequence[Finding], fail_on: Sequence[str]) -> str:
-    """The last line of every report: how many findings fail, and the exit code."""
+def result_line(failing: Sequence[Finding], fail_on: Sequence[str],
+                nothing_auditable: bool = False) -> str:
+    """The last line of every report: how many findings fail, and the exit code. A result in
+    which nothing could be audited never reads as a pass, whatever ``fail_on`` says."""
     if not failing:
+        if nothing_auditable:
+            return ("result: NOTHING_AUDITABLE: nothing in this log could be assessed, so no "
+                    f"finding says the metric is sound; {fail_on_words(fail_on)} (exit 0)")
         return f"result: no failing finding; {fail_on_words(fail_on)} (exit 0)"
     codes = sorted({f.code.value for f in failing})
     return (f"result: {len(failing)} failing finding(s): {', '.join(codes)}; "
@@ -200,6 +219,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
                                           else "")
         out.append(f"config files read with the log: {shown}")
     failing = set(id(f) for f in result.failing)
+    nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
+    unaudited = {_study_label(f.study, None) for f in nothing}
 
     # -- summary --------------------------------------------------------------------------
     out += ["", f"summary ({len(result.studies)} stud{'y' if len(result.studies) == 1 else 'ies'};"
@@ -211,7 +232,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         for f in fs:
             counts[f.code.value] = counts.get(f.code.value, 0) + 1
         fail_txt = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in sorted(counts.items()))
-        verdict = (s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE"
+        verdict = (s.verdict.value if s.verdict else "NOTHING_AUDITABLE"
+                   if _study_label(s.study, None) in unaudited else "LOW_POWER_DESCRIPTIVE"
                    if s.axis is not None else "SINGLE_CONDITION")
         rows.append((_study_label(s.study, s.metric), verdict, fail_txt or "—"))
     out += ["  " + r for r in _table(rows)]
@@ -220,6 +242,10 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         for f in result.failing:
             where = _where(f.study, f.metric, f.cell)
             out.append(f"  [{f.severity.value:<8}] {f.code.value:<34} {where}{f.message}")
+    for f in nothing:  # shown whatever fail_on says: never read as "the metric is fine"
+        if id(f) not in failing:
+            out.append(f"  [{f.severity.value:<8}] {f.code.value:<34} "
+                       f"{_where(f.study, f.metric, f.cell)}{f.message}")
 
     # -- accuracy: once per run group -----------------------------------------------------
     acc_seen: dict[tuple[str, str, str], Finding] = {}
@@ -265,7 +291,7 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
                  and f.scope != "study" and f.scope != "input" and id(f) not in failing)
     if hidden and details and not verbose:
         out.append(f"  ({hidden} informational findings not shown; --verbose shows them)")
-    out += ["", result_line(result.failing, fail_on)]
+    out += ["", result_line(result.failing, fail_on, bool(nothing))]
     # every line is one logical line: a control character from the log (a run id, a cell
     # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
     return "\n".join(safe(line) for line in out) + "\n"

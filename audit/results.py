@@ -40,6 +40,9 @@ class Interval:
 
     ``value`` is the logged step where it was first seen (``None`` when censored);
     ``upper`` is ``None`` when right-censored (``inf``): it had not happened when the log ended.
+    A value that is ``None`` with both ends known is *left-censored* (``left_censored``): the
+    event happened before logging began (or, for a lag or a cell median, rests on such an
+    event), so only its interval is known.
     """
 
     value: float | None
@@ -64,14 +67,27 @@ class Interval:
     def upper_or_inf(self) -> float:
         return math.inf if self.upper is None else self.upper
 
+    @property
+    def left_censored(self) -> bool:
+        """Only the interval is known, no value: the event happened before logging began (or
+        the quantity is derived from such an event)."""
+        return (self.value is None and not self.censored and self.upper is not None
+                and self.lower is not None)
+
     def to_dict(self) -> dict[str, Any]:
         return {"value": _num(self.value), "lower": _num(self.lower),
-                "upper": _num(self.upper), "censored": self.censored}
+                "upper": _num(self.upper), "censored": self.censored,
+                "left_censored": self.left_censored}
 
     def describe(self) -> str:
-        """Compact text: ``1200 (1100,1200]`` or ``>5400 (censored)``."""
+        """Compact text: ``1200``, ``>5400`` (right-censored), ``≤2000`` (left-censored: before
+        the first logged step 2000) or ``1400–3400`` (only bounds known)."""
         if self.censored:
             return f">{_fmt(self.lower)}"
+        if self.left_censored:
+            if self.lower == 0:
+                return f"≤{_fmt(self.upper)}"
+            return f"{_fmt(self.lower)}–{_fmt(self.upper)}"
         return _fmt(self.value)
 
 
@@ -276,6 +292,13 @@ class CellSummary:
     n_transient_sustained: int = 0
     #: the median inflation rests on a floor some run never reached (not stable): a lower bound
     inflation_is_lower_bound: bool = False
+    #: runs with a left-censored clock (t_grok or t_compress before logging began)
+    n_left_censored: int = 0
+    #: runs whose log ends before the floor window of the cell's longest run (HORIZON_MISMATCH)
+    short_horizon_runs: tuple[str, ...] = ()
+    #: the cell's median floor differs by more than δ from the median of its longer runs alone:
+    #: it rests on runs that stopped before their siblings' floor window
+    floor_rests_on_short_runs: bool = False
 
     @property
     def passes(self) -> bool:
@@ -297,7 +320,10 @@ class CellSummary:
             "floor_stability": dict(sorted(self.floor_stability.items())),
             "n_transient": self.n_transient, "n_judged": self.n_judged,
             "n_transient_sustained": self.n_transient_sustained,
-            "inflation_is_lower_bound": self.inflation_is_lower_bound, "passes": self.passes,
+            "inflation_is_lower_bound": self.inflation_is_lower_bound,
+            "n_left_censored": self.n_left_censored,
+            "short_horizon_runs": list(self.short_horizon_runs),
+            "floor_rests_on_short_runs": self.floor_rests_on_short_runs, "passes": self.passes,
             "gates": [g.value for g in self.gates], "notes": [n.value for n in self.notes],
         }
         if self.reference is not None:

@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
+from .identity import canonical_values, check_run_ids, duplicate_runs
 from .roles import (
     FRACTION_MAX,
     PERCENT_MIN,
@@ -262,9 +263,13 @@ class InputSummary:
     accuracy_scale: dict[str, Any] = field(default_factory=dict)
     #: runs that never logged the grok criterion (test_acc): set aside, no clock to read
     runs_without_accuracy: tuple[str, ...] = ()
+    #: groups of runs identical at every logged step in every column (DUPLICATE_RUN)
+    duplicate_runs: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
+        if self.duplicate_runs:
+            extra["duplicate_runs"] = [list(g) for g in self.duplicate_runs]
         if self.outcomes:
             extra["outcomes"] = list(self.outcomes)
         if self.not_logged:
@@ -794,6 +799,7 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
         same_run = codes[1:] == codes[:-1]
         counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    check_run_ids(dictionary, path)  # one run under two spellings: refused
     return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly)
@@ -1063,7 +1069,11 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         missing[k], absent = _missing_and_absent(v, offsets)
         if absent:
             not_logged[k] = absent
+    # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
+    cond = {k: canonical_values(v) for k, v in cond.items()}
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
+    dups = duplicate_runs(run_ids, offsets, step, [test_acc] + (
+        [train_acc] if train_acc is not None else []) + list(series.values()))
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}
@@ -1075,6 +1085,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         conditions=tuple(sorted(cond)), provenance=prov, outcomes=outcomes,
         not_logged=not_logged, runs_without_accuracy=no_accuracy,
         accuracy_scale=dict(prov.get("accuracy_scale") or {}) | dict(scales or {}),
+        duplicate_runs=tuple(dups),
     )
     return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
                     train_acc=train_acc, series=series, conditions=conditions, summary=summary)

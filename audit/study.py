@@ -36,7 +36,8 @@ def _cell_interval(c: CellSummary, q: str) -> tuple[float, float, float, bool] |
         if iv is None or iv.lower is None:
             return None
         v = iv.value if iv.value is not None else math.nan
-        return iv.lower, iv.upper_or_inf, v, iv.censored
+        # a left-censored median (before logging began) overlaps like a censored one
+        return iv.lower, iv.upper_or_inf, v, iv.censored or iv.left_censored
     v2: float | None = getattr(c, q)
     if v2 is None or c.delta is None:
         return None

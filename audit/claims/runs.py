@@ -9,6 +9,7 @@ input validation as ``grokaudit check``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,14 @@ class RunClocks:
         return interval_median(ev, idx, self.interval_censoring)[0]
 
 
+def _pointed(ev: Event) -> Event:
+    """``ev`` with a left-censored event read at the first logged step (its upper end)."""
+    left = ev.left_censored
+    if not left.any():
+        return ev
+    return Event(np.where(left, ev.upper, ev.value), ev.lower, ev.upper, ev.index)
+
+
 def gap_event(acc: AccuracyClocks) -> Event | None:
     """``gap = t_grok − t_mem`` per run as an Event, by interval arithmetic:
     ``(L_grok − U_mem, U_grok − L_mem]``; NaN (left out of medians) for a run that never
@@ -119,6 +128,14 @@ def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
     f = log.conditions.reset_index()
     f["run"] = f["run"].astype(str)
     f[POS] = np.arange(len(f), dtype=np.int64)
+    # a clock left-censored by `check` (the event before logging began) is read by the claim
+    # fits at its first logged step, as before; `tg_left`/`tm_left` name those runs for the
+    # claims' own treatment of trimmed logs (issue 20)
+    f["tg_left"] = acc.t_grok.left_censored
+    f["tm_left"] = (acc.t_mem.left_censored if acc.t_mem is not None
+                    else np.zeros(len(f), dtype=bool))
+    acc = dataclasses.replace(acc, t_grok=_pointed(acc.t_grok),
+                              t_mem=None if acc.t_mem is None else _pointed(acc.t_mem))
     tg = acc.t_grok
     f["tg_value"] = tg.value
     f["tg_lower"] = tg.lower

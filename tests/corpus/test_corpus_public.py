@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from grokaudit.adversarial_suite.properties import undefined_critical_findings
 from grokaudit.cli import cli
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +38,8 @@ def audit(*args: Any) -> dict[str, Any]:
     code, doc, err = run("check", *args)
     assert code in (0, 1) and doc is not None, err
     assert doc["summary"]["exit_code"] == code
+    # issue 19: no critical finding on a cell whose own gates say the quantity is undefined
+    assert not undefined_critical_findings(doc), undefined_critical_findings(doc)
     return doc
 
 

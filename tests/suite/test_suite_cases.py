@@ -214,3 +214,54 @@ def test_reference_profile_fails_the_documented_cases():
     assert len(failed) >= 5
     # the input checks are the same in both profiles
     assert {"duplicate_axis_values"}.isdisjoint(failed)
+
+
+# -- issue 19: severity follows evidence, over every case and every bundled log ---------------
+
+def test_no_critical_finding_where_the_cells_gates_say_the_quantity_is_undefined():
+    from grokaudit.adversarial_suite.properties import undefined_critical_findings
+
+    checked = 0
+    for case in C.CASES:
+        inst = case.instance()
+        if inst.expect.error:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = grokaudit.audit_table(inst.table, inst.cfg)
+        assert not undefined_critical_findings(res.to_dict()), case.name
+        checked += 1
+    assert checked >= len(C.CASES) - 3
+
+
+def test_the_invariant_checker_sees_a_critical_finding_on_a_gated_cell():
+    """The checker itself can fail: the gated cell's transient, made critical, is caught."""
+    import dataclasses
+
+    from grokaudit.adversarial_suite.properties import undefined_critical_findings
+    from grokaudit.reasons import Severity
+
+    inst = C.CASES_BY_NAME["gated_cell_transient"].instance()
+    res = grokaudit.audit_table(inst.table, inst.cfg)
+    assert not undefined_critical_findings(res.to_dict())
+    s = res.studies[0]
+    worse = [dataclasses.replace(f, severity=Severity.CRITICAL)
+             if f.code is Reason.SNAPSHOT_TRANSIENT else f for f in s.findings]
+    doc = dataclasses.replace(res, studies=(dataclasses.replace(s, findings=tuple(worse)),))
+    bad = undefined_critical_findings(doc.to_dict())
+    assert len(bad) == 1 and "did not generalize" in bad[0]
+
+
+@pytest.mark.parametrize("log, args", [
+    ("mlp_wd_sweep_p59.parquet", {"by": "wd", "metrics": ["emb_erank"], "cell": ["arch"]}),
+    ("transformer_ln_p23.parquet", {"by": "layernorm", "metrics": ["emb_erank"]}),
+    ("external_alpha_sweep.parquet", {"by": "alpha"}),
+])
+def test_the_bundled_logs_keep_the_invariant(log, args):
+    from pathlib import Path
+
+    from grokaudit.adversarial_suite.properties import undefined_critical_findings
+
+    root = Path(__file__).resolve().parents[2] / "reference_runs" / "data"
+    res = grokaudit.audit_path(root / log, **args)
+    assert not undefined_critical_findings(res.to_dict())

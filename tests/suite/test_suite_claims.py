@@ -92,8 +92,12 @@ def test_every_claim_mutant_has_an_expected_catch():
 def test_claim_cases_fail_on_the_mutant(mutant, monkeypatch):
     mutant.apply(monkeypatch)
     cases = [CC.CLAIM_CASES_BY_NAME[n] for n in sorted(CLAIM_CAUGHT_BY[mutant.name])]
-    escaped = [c.name for c in cases if run_claim_case(c).passed]
+    outs = [run_claim_case(c) for c in cases]
+    escaped = [o.name for o in outs if o.passed]
     assert not escaped, f"{mutant.name} escaped {escaped}"
+    # caught by what the command said, not by a crash of the patched code
+    crashed = [o.name for o in outs if "crash:" in o.got]
+    assert not crashed, f"{mutant.name} crashed {crashed}"
 
 
 def test_the_claim_commands_refuse_pooled_arms_through_the_cli(tmp_path, monkeypatch):

@@ -21,6 +21,16 @@ CAUGHT_BY = {
     "no_high_floor_gate": {"high_floor_boundary"},
     "t_grok_point": {"ties", "clean_one_clock"},
     "stale_at_grok": {"metric_gap_at_grok"},
+    # issue 19: each case of a verdict that overstated catches the bug that made it overstate
+    "snapshot_always_critical": {"gated_cell_transient"},
+    "ratio_any_floor": {"floor_not_reached"},
+    "left_as_point": {"log_starts_after_grok"},
+    "no_horizon_check": {"horizon_mismatch"},
+    "no_memorization_hidden": {"no_memorization"},
+    "missing_metric_silent": {"metric_missing"},
+    "nothing_reads_as_pass": {"all_censored", "metric_missing"},
+    "values_as_stored": {"float32_spelling"},
+    "copies_not_compared": {"duplicate_run", "run_id_spelling"},
 }
 
 
@@ -41,6 +51,10 @@ def test_suite_fails_on_the_mutant(mutant, monkeypatch):
         outs = run_cases(grokaudit.make_config())
     failed = {o.name for o in outs if not o.passed}
     assert CAUGHT_BY[mutant.name] <= failed, f"{mutant.name} escaped: failed only {failed}"
+    # caught by what the audit said, not by a crash of the patched core (a wrapper with the
+    # wrong signature once made every case "catch" every mutant)
+    crashed = {o.name: o.mismatches[0] for o in outs if o.got.startswith("crash:")}
+    assert not crashed, f"{mutant.name} crashed the audit: {crashed}"
 
 
 @pytest.mark.parametrize("name", ["first_crossing", "no_stability_check", "censored_dropped",

@@ -1,0 +1,171 @@
+"""One identity per run and per value.
+
+* Run ids that are equal once their Unicode form is normalized (NFC) and surrounding
+  whitespace trimmed (``"wd1.0_s0 "``, the decomposed spelling of ``"é"``) name one run twice:
+  the log is refused (``RUN_ID_AMBIGUOUS``), never counted as two replicates.
+* Runs whose logs are identical at every logged step, in every column, under two ids are
+  flagged (``DUPLICATE_RUN``): a copy counts twice as a replicate.
+* Condition values that are one number stored at different precisions are one value: a
+  float32 value (or a float64 holding one, as NPZ → pandas conversions produce) is read as its
+  shortest float32 text (``0.85``, not ``0.8500000238418579``); other floats to 15 significant
+  digits (``0.30000000000000004`` → ``0.3``), unless that would merge two values of the column;
+  a column that mixes numbers and numeric text, or whose texts name one number twice
+  (``0.1`` and ``"0.10"``), is read as numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import ErrorCode, LogFormatError
+from .text import safe
+
+
+def check_run_ids(ids: np.ndarray, path: str | None) -> None:
+    """Refuse run ids that collide once normalized (NFC, surrounding whitespace trimmed)."""
+    if ids.size < 2:
+        return
+    arr = pa.array(ids.tolist(), type=pa.string())
+    norm = pc.utf8_trim_whitespace(pc.utf8_normalize(arr, form="NFC"))
+    if pc.count_distinct(norm).as_py() == ids.size:
+        return
+    seen: dict[str, str] = {}
+    for raw, n in zip(ids.tolist(), norm.to_pylist()):
+        if n in seen:
+            raise LogFormatError(
+                f"run ids {seen[n]!r} and {raw!r} are the same id once whitespace and Unicode "
+                "form are normalized: one run logged under two spellings would count twice; "
+                "fix the run column (trim it, write it in one Unicode form) or rename one run",
+                path=path, column="run", code=ErrorCode.RUN_ID_AMBIGUOUS)
+        seen[n] = raw
+
+
+# ------------------------------------------------------------------------------------------
+# values
+# ------------------------------------------------------------------------------------------
+
+def _f32_text(v: float) -> float | None:
+    """``v`` as its shortest float32 text, when ``v`` is exactly a float32 value and that text
+    is shorter than its float64 one (None otherwise)."""
+    f = np.float32(v)
+    if not math.isfinite(v) or float(f) != v:
+        return None
+    short = float(str(f))
+    return short if len(repr(short)) < len(repr(v)) else None
+
+
+def _short_floats(u: np.ndarray) -> np.ndarray:
+    """The canonical value of each distinct float of ``u`` (see the module doc)."""
+    vals = u.astype(np.float64).tolist()
+    f32 = [_f32_text(v) for v in vals]
+    # distinct float32 values have distinct texts: this step never merges two values
+    out = [s if s is not None else v for v, s in zip(vals, f32)]
+    rounded = [v if (s is not None or not math.isfinite(v)) else float(f"{v:.15g}")
+               for v, s in zip(out, f32)]
+    # rounding to 15 digits must never merge two values of the column: if it would, keep them
+    if len(set(rounded)) == len(set(out)):
+        out = rounded
+    return np.asarray(out, dtype=np.float64)
+
+
+def _number(x: Any) -> float | None:
+    """A real number (not a boolean) or a text that reads as one; None otherwise."""
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            return float(x.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def canonical_values(a: np.ndarray) -> np.ndarray:
+    """A condition column (one value per run) with one identity per value (module doc).
+    Integers, booleans and ordinary text are returned as they are."""
+    if a.dtype.kind == "f":
+        if a.size == 0:
+            return a.astype(np.float64)
+        u, inv = np.unique(a, return_inverse=True)
+        out: np.ndarray = _short_floats(u)[inv.ravel()]
+        return out
+    if a.dtype == object and a.size:
+        vals = a.tolist()
+        present = [x for x in vals if x is not None and not (isinstance(x, float) and x != x)]
+        nums = [_number(x) for x in present]
+        if present and all(n is not None for n in nums):
+            texts = {x for x in present if isinstance(x, str)}
+            mixed = bool(texts) and any(not isinstance(x, str) for x in present)
+            twice = len({_number(t) for t in texts}) < len(texts)
+            if mixed or twice:
+                f = np.array([np.nan if (x is None or (isinstance(x, float) and x != x))
+                              else _number(x) for x in vals], dtype=np.float64)
+                return canonical_values(f)
+    return a
+
+
+# ------------------------------------------------------------------------------------------
+# runs
+# ------------------------------------------------------------------------------------------
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _column_hash(a: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A per-run fingerprint of one per-step column (NaN and ±0 canonical), position-weighted."""
+    x = np.where(np.isnan(a), np.nan, a + 0.0).astype(np.float64)
+    bits = x.view(np.uint64)
+    pos = (np.arange(a.size, dtype=np.int64)
+           - np.repeat(offsets[:-1], np.diff(offsets))).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        w = bits * (pos * np.uint64(2) + np.uint64(1)) + pos * _MIX
+    return np.add.reduceat(w, offsets[:-1]) if a.size else np.zeros(0, dtype=np.uint64)
+
+
+def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
+                   columns: list[np.ndarray]) -> list[tuple[str, ...]]:
+    """Groups of runs (two or more ids each) whose logs are identical at every logged step in
+    every column of ``columns`` (per-step arrays in run order). A fingerprint of the steps and
+    the first column picks candidates; every column is then compared exactly."""
+    R = int(run_ids.size)
+    if R < 2 or not columns:
+        return []
+    counts = np.diff(offsets)
+    h = _column_hash(step.astype(np.float64), offsets) ^ _column_hash(columns[0], offsets)
+    key = np.stack([counts.astype(np.uint64), h], axis=1)
+    _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    if not (cnt > 1).any():
+        return []
+    out: list[tuple[str, ...]] = []
+    for grp in np.flatnonzero(cnt > 1).tolist():
+        members = np.flatnonzero(inv == grp).tolist()
+        left = members
+        while len(left) > 1:
+            a = left[0]
+            same: list[int] = [a]
+            rest: list[int] = []
+            sa = slice(int(offsets[a]), int(offsets[a + 1]))
+            for b in left[1:]:
+                sb = slice(int(offsets[b]), int(offsets[b + 1]))
+                eq = np.array_equal(step[sa], step[sb]) and all(
+                    np.array_equal(c[sa], c[sb], equal_nan=True) for c in columns)
+                (same if eq else rest).append(b)
+            if len(same) > 1:
+                out.append(tuple(sorted(str(run_ids[i]) for i in same)))
+            left = rest
+    return sorted(out)
+
+
+def describe_duplicates(groups: Sequence[tuple[str, ...]]) -> str:
+    """``a = b; c = d = e`` (the first three groups)."""
+    txt = "; ".join(" = ".join(safe(r) for r in g) for g in groups[:3])
+    return txt + ("; …" if len(groups) > 3 else "")
