@@ -442,7 +442,10 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
         if r.floor_stability == "unstable" and not r.t_grok.censored:
             unstable_by_cell.setdefault(r.cell, []).append(r.run)
     cell_pass = {c.axis_value: c.passes for c in cells_t}
-    run_names = {int(r): n for r, n in zip(run_rows.tolist(), run_ids)}
+    # each run's id by its row in the clock arrays (an object array: no Python pass per run)
+    run_names = np.empty(log_rows(mc), dtype=object)
+    run_names[run_rows] = names[order]
+    left_any = mc.grok.left_censored | (mc.tc_status == TC_LEFT_CENSORED)
     for k_c, c in enumerate(cells_t):
         for code, rs in by_cell.get(c.axis_value, {}).items():
             findings.append(make_finding(
@@ -466,8 +469,9 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                           "n_no_compression": c.n_no_compression,
                           "n_established": c.n_established, "floor": c.floor},
                 message=f"cell {cell_label(axis, c.axis_value)} is gated out of every ordering"))
-        findings.extend(_cell_evidence_findings(c, cell_rows[k_c], axis, base, mc, horizon,
-                                                run_names))
+        if c.short_horizon_runs or left_any[cell_rows[k_c]].any():
+            findings.extend(_cell_evidence_findings(c, cell_rows[k_c], axis, base, mc, horizon,
+                                                    run_names))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
@@ -577,9 +581,14 @@ def _verdict_text(verdict: Reason, cfg: AuditConfig) -> str:
     return _VERDICT_TEXT.get(verdict, verdict.value)
 
 
+def log_rows(mc: MetricClocks) -> int:
+    """The number of runs in the clock arrays of ``mc`` (every study's)."""
+    return int(mc.n_points.shape[0])
+
+
 def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
                             base: Mapping[str, Any], mc: MetricClocks,
-                            horizon: HorizonCheck | None, names: Mapping[int, str]
+                            horizon: HorizonCheck | None, names: np.ndarray
                             ) -> list[Finding]:
     """``LEFT_CENSORED`` (runs already past t_grok or compression at their first logged step)
     and ``HORIZON_MISMATCH`` (runs that stop before the floor window of the cell's longest
@@ -647,7 +656,7 @@ def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
 
 
 def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[str, Any],
-                    names: Mapping[int, str]) -> Finding | None:
+                    names: np.ndarray) -> Finding | None:
     """``METRIC_MISSING``: runs that logged no value of the audited metric, or fewer than half
     the median number of points of their cell's runs that logged it. Their floors and values
     at grok are unknown, so the cell's findings rest on fewer runs (each says its n)."""
@@ -659,11 +668,14 @@ def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[
         n_all += int(rr.size)
         pos = pts[pts > 0]
         med = float(np.median(pos)) if pos.size else 0.0
-        for r, p in zip(rr.tolist(), pts.tolist()):
+        flagged = (pts == 0) | (pts < 0.5 * med)
+        if not flagged.any():
+            continue
+        for r, p in zip(rr[flagged].tolist(), pts[flagged].tolist()):
             if p == 0:
-                none.append(names[int(r)])
-            elif p < 0.5 * med:
-                few[names[int(r)]] = int(p)
+                none.append(str(names[r]))
+            else:
+                few[str(names[r])] = int(p)
     if not none and not few:
         return None
     n = len(none) + len(few)

@@ -116,38 +116,55 @@ def canonical_values(a: np.ndarray) -> np.ndarray:
 # runs
 # ------------------------------------------------------------------------------------------
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
+_BLOCK_ROWS = 1 << 20  #: rows per block of the per-run sums (bounds the temporary arrays)
 
 
-def _column_hash(a: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """A per-run fingerprint of one per-step column (NaN and ±0 canonical), position-weighted."""
-    x = np.where(np.isnan(a), np.nan, a + 0.0).astype(np.float64)
-    bits = x.view(np.uint64)
-    pos = (np.arange(a.size, dtype=np.int64)
-           - np.repeat(offsets[:-1], np.diff(offsets))).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        w = bits * (pos * np.uint64(2) + np.uint64(1)) + pos * _MIX
-    return np.add.reduceat(w, offsets[:-1]) if a.size else np.zeros(0, dtype=np.uint64)
+def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Per run, the float64 sum of a per-step column (NaN counted as 0), block by block."""
+    R = offsets.size - 1
+    out = np.empty(R, dtype=np.float64)
+    for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        lo, hi = int(offsets[r0]), int(offsets[r1])
+        seg = a[lo:hi]
+        if seg.dtype.kind == "f":
+            seg = np.where(np.isnan(seg), 0, seg)
+        out[r0:r1] = np.add.reduceat(seg, offsets[r0:r1] - lo, dtype=np.float64)
+    return out
 
 
 def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
                    columns: list[np.ndarray]) -> list[tuple[str, ...]]:
     """Groups of runs (two or more ids each) whose logs are identical at every logged step in
-    every column of ``columns`` (per-step arrays in run order). A fingerprint of the steps and
-    the first column picks candidates; every column is then compared exactly."""
+    every column of ``columns`` (per-step arrays in run order; the first ones weigh most in the
+    fingerprint). Each run's length and the sums of its steps and of its first four columns
+    pick candidates (one pass over those columns, in blocks); every column of a candidate pair
+    is then compared exactly."""
     R = int(run_ids.size)
     if R < 2 or not columns:
         return []
     counts = np.diff(offsets)
-    h = _column_hash(step.astype(np.float64), offsets) ^ _column_hash(columns[0], offsets)
-    key = np.stack([counts.astype(np.uint64), h], axis=1)
-    _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    n = int(offsets[-1])
+    cuts = np.unique(np.r_[np.searchsorted(offsets, np.arange(0, n, _BLOCK_ROWS)), R])
+    cuts = cuts[(cuts >= 0) & (cuts <= R)]
+    if cuts[0] != 0:
+        cuts = np.r_[0, cuts]
+    keys = [counts.astype(np.float64), _run_sums(step, offsets, cuts)]
+    keys += [_run_sums(c, offsets, cuts) for c in columns[:4]]
+    # one 64-bit fingerprint of the keys' bit patterns (-0.0 and 0.0 differ: no matter, equal
+    # logs give equal sums bit for bit); runs sharing it are compared exactly below
+    h = np.zeros(R, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in keys:
+            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ np.ascontiguousarray(k).view(np.uint64)
+    _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     if not (cnt > 1).any():
         return []
     out: list[tuple[str, ...]] = []
+    order = np.argsort(inv, kind="stable")
+    starts = np.r_[0, np.cumsum(cnt)[:-1]]
     for grp in np.flatnonzero(cnt > 1).tolist():
-        members = np.flatnonzero(inv == grp).tolist()
+        members = order[starts[grp]:starts[grp] + cnt[grp]].tolist()
         left = members
         while len(left) > 1:
             a = left[0]

@@ -99,7 +99,9 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
                 "`grokaudit convert`", path=str(p), code=ErrorCode.NO_SHARDS)
         tables = [read_arrow(q) for q in shards]
         try:
-            merged = pa.concat_tables(tables, promote_options="default")
+            # numbers widened to their common type (a float32 shard beside a float64 one, an
+            # integer column beside a float one): the values stay exact
+            merged = pa.concat_tables(tables, promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to one "
                                  "schema", path=str(p),

@@ -1,0 +1,73 @@
+"""``grokaudit.audit_path`` before and after a change, on one generated log, side by side.
+
+    python benchmarks/bench_before_after.py OLD_PACKAGE_DIR                 # 2 000 × 5 000
+    python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --runs 100000 --steps 50
+
+``OLD_PACKAGE_DIR`` is a folder holding the code before the change as an importable
+``grokaudit`` package (for example ``git worktree add /tmp/old <commit>`` and a folder
+``/tmp/oldpkg/grokaudit`` whose entries link to ``/tmp/old/audit/*``, ``adapters`` and
+``adversarial_suite``). One canonical Parquet log is written (``bench_side_by_side.write_log``:
+float32 metric and accuracies, 8 cells along ``rho``); then each audit runs in a fresh
+subprocess, before and after alternated (the order flipped every round), ``--repeat`` rounds.
+Printed: the best wall time of ``audit_path`` inside each process, its peak RSS (VmHWM), the
+number of findings, and the ratio after / before. Read ratios, never absolute times, on a
+shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_side_by_side import write_log  # noqa: E402
+
+CHILD = r'''
+import sys, time
+import grokaudit
+t = time.perf_counter()
+r = grokaudit.audit_path(sys.argv[1], by="rho", metrics=["emb_erank"])
+dt = time.perf_counter() - t
+hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]
+print(dt, int(hwm) / 1024, len(r.findings))
+'''
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old", help="a folder holding the old code as a `grokaudit` package")
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        path = write_log(Path(d) / "log.parquet", a.runs, a.steps, 1)
+        got: dict[str, list[tuple[float, ...]]] = {"before": [], "after": []}
+        for i in range(a.repeat):
+            for kind in (("before", "after") if i % 2 == 0 else ("after", "before")):
+                env = dict(os.environ)
+                if kind == "before":
+                    env["PYTHONPATH"] = a.old
+                else:
+                    env.pop("PYTHONPATH", None)
+                out = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env,
+                                     capture_output=True, text=True, cwd=d)
+                if out.returncode:
+                    print(out.stderr[-2000:], file=sys.stderr)
+                    return 1
+                got[kind].append(tuple(float(x) for x in out.stdout.split()))
+    print(f"{a.runs} runs × {a.steps} steps, best of {a.repeat} fresh processes each")
+    for kind, v in got.items():
+        print(f"{kind:<7} audit_path {min(x[0] for x in v):.3f} s   peak RSS "
+              f"{min(x[1] for x in v):.0f} MiB   findings {int(v[0][2])}")
+    ratio = min(x[0] for x in got["after"]) / min(x[0] for x in got["before"])
+    print(f"after / before: {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

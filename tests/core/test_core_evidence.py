@@ -1,0 +1,338 @@
+"""Verdicts that never overstate (issue 19): left-censoring, horizons, failed replications,
+missing evidence, nothing auditable, one identity per run and per value.
+
+Logs are hand-built (``core_builders``): metric ``peak`` until t_grok, ``mid`` until t_settle,
+``floor`` after; the settling step is t_settle + 100 (one point of smoothing delay). Every
+expected number follows from that construction."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import grokaudit
+import numpy as np
+import pandas as pd
+from click.testing import CliRunner
+from core_builders import cells_from, compressing_run
+from grokaudit import Reason
+from grokaudit.cli import cli
+from grokaudit.identity import canonical_values, duplicate_runs
+
+R = Reason
+
+
+def _cli(*args: object) -> tuple[int, str, str]:
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _codes(res: grokaudit.AuditResult) -> set[Reason]:
+    return set(res.codes)
+
+
+def _run(res: grokaudit.AuditResult, rid: str) -> grokaudit.RunResult:
+    return next(r for r in res.studies[0].runs if r.run == rid)
+
+
+# ------------------------------------------------------------------------------------------
+# left-censoring: a log that starts after runs grokked
+# ------------------------------------------------------------------------------------------
+
+TRIM = 2500
+#: (rho, t_grok, t_settle): cells 1 and 2 grok before 2500; every run settles after it
+LEFT = [(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000), (4.0, 6000, 10000)]
+
+
+def _trimmed(spec=LEFT, at: int = TRIM) -> pd.DataFrame:
+    df = cells_from(spec)
+    return df[df["step"] >= at].reset_index(drop=True)
+
+
+def test_a_grok_before_logging_began_has_no_value_only_its_interval() -> None:
+    res = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    assert r.t_grok.value is None and r.t_grok.lower == 0 and r.t_grok.upper == TRIM
+    assert r.t_grok.left_censored and not r.t_grok.censored
+    assert r.t_grok.to_dict()["left_censored"] is True
+    # the metric at grok was not logged: no value at grok, no ratio, no share before grok
+    assert r.m_grok is None and r.inflation is None and r.frac_pre is None
+    assert R.LEFT_CENSORED in r.reasons and R.METRIC_NOT_AT_GROK not in r.reasons
+    # t_compress 5100 in (5000, 5100]; the lag is only its interval (5000 − 2500, 5100 − 0]
+    assert r.t_compress.value == 5100
+    assert r.lag.value is None and (r.lag.lower, r.lag.upper) == (5000 - TRIM, 5100)
+    assert r.rel_lag is None
+    # a run that grokked after logging began keeps its point
+    r3 = _run(res, "rho3.0_s0")
+    assert r3.t_grok.value == 3000 and not r3.t_grok.left_censored and r3.m_grok == 25.0
+
+
+def test_a_left_censored_cell_is_ordered_only_where_its_bound_decides() -> None:
+    res = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"])
+    s = res.studies[0]
+    c1 = s.cell(1.0)
+    assert c1.t_grok.value is None and c1.t_grok.upper == TRIM and c1.n_left_censored == 3
+    # cells 1 and 2 both lie in (0, 2500]: unordered; each is before cells 3 and 4
+    o = s.ordering("t_grok")
+    assert (o.concordant, o.discordant, o.unidentified) == (5, 0, 1)
+    assert o.identified and o.direction == 1
+    # every rel_lag lower bound is above large_lag: the bounds decide a large lag
+    assert s.verdict is R.ONE_CLOCK_LARGE_LAG
+    assert any(f.code is R.LEFT_CENSORED and f.cell == 1.0 for f in s.findings)
+
+
+def test_an_ordering_that_depends_on_left_censored_cells_is_undefined_not_flipped() -> None:
+    spec = [(1.0, 1000, 5000), (2.0, 1500, 6000), (3.0, 2000, 7000), (4.0, 6000, 10000)]
+    res = grokaudit.audit_table(_trimmed(spec), by="rho", metrics=["emb_erank"])
+    o = res.studies[0].ordering("t_grok")
+    assert not o.identified and o.sub_reason is R.CENSORED_INTERVALS_OVERLAP
+    assert (o.concordant, o.unidentified) == (3, 3)
+    assert res.studies[0].verdict is not R.SINGLE_CLOCK_SMALL_LAG
+
+
+def test_a_compression_before_logging_began_is_not_no_compression() -> None:
+    # rho 1: grok at 1000, settled by 1600, logging from 2500: already on the floor
+    spec = [(1.0, 1000, 1500), (2.0, 3000, 7000), (3.0, 4000, 8000)]
+    res = grokaudit.audit_table(_trimmed(spec), by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    assert r.t_compress is not None and r.t_compress.value is None
+    assert r.t_compress.left_censored and r.t_compress.upper == TRIM
+    assert R.NO_COMPRESSION not in r.reasons and R.LEFT_CENSORED in r.reasons
+    assert r.compression != "none"
+    c1 = res.studies[0].cell(1.0)
+    assert R.BOUNDARY_NO_COMPRESSION not in c1.gates
+    assert R.COMPRESSION_NOT_ESTABLISHED in c1.gates  # not established in this log
+
+
+def test_a_log_from_step_0_has_no_left_censoring() -> None:
+    res = grokaudit.audit_table(cells_from(LEFT), by="rho", metrics=["emb_erank"])
+    assert R.LEFT_CENSORED not in _codes(res)
+    assert _run(res, "rho1.0_s0").t_grok.value == 1000
+
+
+def test_the_reference_profile_reads_the_first_logged_step_as_v15_does() -> None:
+    res = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"],
+                                profile="reference")
+    assert _run(res, "rho1.0_s0").t_grok.value == TRIM
+    assert R.LEFT_CENSORED not in _codes(res)
+
+
+def test_the_text_report_prints_the_bound_never_a_value() -> None:
+    from grokaudit.report import render_text
+
+    txt = render_text(grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"]))
+    row = next(line for line in txt.splitlines() if line.startswith("rho=1.0 "))
+    assert f"≤{TRIM}" in row and f" {TRIM} " not in row
+
+
+# ------------------------------------------------------------------------------------------
+# horizons
+# ------------------------------------------------------------------------------------------
+
+def _horizon_log(second_floor: float | None) -> pd.DataFrame:
+    """Three cells settling on 10; seeds 0 and 1 of cell 2 stop at 12 000; seed 2 runs to
+    40 000 and, when ``second_floor`` is given, drops to it at 20 000."""
+    frames = []
+    for rho, tg in ((1.0, 1000), (2.0, 2000), (3.0, 3000)):
+        for s in range(3):
+            df = compressing_run(f"rho{rho}_s{s}", tg, tg + 4000, rho=rho, seed=s)
+            df["emb_erank"] += 1e-3 * s  # seeds differ (not copies of one another)
+            if rho == 2.0 and s < 2:
+                df = df[df["step"] <= 12000]
+            if rho == 2.0 and s == 2 and second_floor is not None:
+                df.loc[df["step"] >= 20000, "emb_erank"] = second_floor
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_runs_stopped_short_are_named_and_lose_their_stable_floor() -> None:
+    res = grokaudit.audit_table(_horizon_log(6.0), by="rho", metrics=["emb_erank"])
+    s = res.studies[0]
+    c2 = s.cell(2.0)
+    assert c2.short_horizon_runs == ("rho2.0_s0", "rho2.0_s1")
+    assert c2.floor_rests_on_short_runs  # median floor ≈ 10, the long run's 6
+    for rid in ("rho2.0_s0", "rho2.0_s1"):
+        assert _run(res, rid).floor_stability == "indeterminate"
+    assert _run(res, "rho2.0_s2").floor_stability == "stable"
+    f = next(f for f in s.findings if f.code is R.HORIZON_MISMATCH)
+    assert f.severity.value == "warning" and f.cell == 2.0
+    assert f.evidence["longest_run"] == "rho2.0_s2"
+    assert f.evidence["last_steps"] == {"rho2.0_s0": 12000.0, "rho2.0_s1": 12000.0}
+    assert sorted(f.evidence["not_converged"]) == ["rho2.0_s0", "rho2.0_s1"]
+    assert R.COMPRESSION_NOT_ESTABLISHED in c2.gates
+    assert s.cell(1.0).short_horizon_runs == ()
+
+
+def test_short_runs_whose_sibling_did_not_move_keep_their_floors() -> None:
+    res = grokaudit.audit_table(_horizon_log(None), by="rho", metrics=["emb_erank"])
+    s = res.studies[0]
+    assert _run(res, "rho2.0_s0").floor_stability == "stable"
+    assert not s.cell(2.0).floor_rests_on_short_runs
+    f = next(f for f in s.findings if f.code is R.HORIZON_MISMATCH)
+    assert f.severity.value == "info" and f.evidence["not_converged"] == []
+
+
+def test_equal_horizons_and_the_reference_profile_have_no_horizon_finding() -> None:
+    full = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)])
+    assert R.HORIZON_MISMATCH not in _codes(grokaudit.audit_table(full, by="rho"))
+    ref = grokaudit.audit_table(_horizon_log(6.0), by="rho", profile="reference")
+    assert R.HORIZON_MISMATCH not in _codes(ref)
+
+
+# ------------------------------------------------------------------------------------------
+# failed replications, missing evidence, nothing auditable
+# ------------------------------------------------------------------------------------------
+
+def _with_failed_cell() -> pd.DataFrame:
+    df = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000), (4.0, 4000, 8000)])
+    bad = df["rho"] == 4.0
+    df.loc[bad, "train_acc"] = 0.014
+    df.loc[bad, "test_acc"] = 0.01
+    return df
+
+
+def test_a_replication_that_never_memorized_is_a_finding_in_json_text_and_html(
+        tmp_path: Path) -> None:
+    p = tmp_path / "log.parquet"
+    _with_failed_cell().to_parquet(p)
+    code, out, _ = _cli("check", p, "--by", "rho", "--json", tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    f = [f for f in doc["findings"] if f["code"] == "NO_MEMORIZATION"]
+    assert len(f) == 1 and f[0]["cell"] == 4 and len(f[0]["runs"]) == 3
+    assert "NO_MEMORIZATION" in out
+    _cli("report", p, "--by", "rho", "-o", tmp_path / "r.html")
+    assert "NO_MEMORIZATION" in (tmp_path / "r.html").read_text()
+
+
+def test_runs_without_the_metric_are_named() -> None:
+    df = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)])
+    df.loc[df["run"] == "rho1.0_s1", "emb_erank"] = np.nan
+    sparse = (df["run"] == "rho2.0_s2") & (df["step"] % 1000 != 0)
+    df.loc[sparse, "emb_erank"] = np.nan  # a tenth of its cell's points
+    res = grokaudit.audit_table(df, by="rho", metrics=["emb_erank"])
+    f = next(f for f in res.studies[0].findings if f.code is R.METRIC_MISSING)
+    assert f.evidence["no_points"] == ["rho1.0_s1"]
+    assert f.evidence["few_points"] == {"rho2.0_s2": 41}
+    assert f.severity.value == "warning" and f.evidence["of"] == 9
+
+
+def test_nothing_grokked_is_nothing_auditable_and_never_a_pass(tmp_path: Path) -> None:
+    df = cells_from([(1.0, None, 5000), (2.0, None, 6000), (3.0, None, 7000)])
+    p = tmp_path / "log.parquet"
+    df.to_parquet(p)
+    code, out, _ = _cli("check", p, "--by", "rho")
+    assert code == 1 and "NOTHING_AUDITABLE" in out
+    code, out, _ = _cli("check", p, "--by", "rho", "--fail-on", "none")
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and "NOTHING_AUDITABLE" in last and "no failing finding" not in last
+    _cli("report", p, "--by", "rho", "--fail-on", "none", "-o", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "NOTHING AUDITABLE" in page and "PASS" not in page
+
+
+def test_nothing_auditable_is_per_study() -> None:
+    a = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)], arch="mlp")
+    b = cells_from([(1.0, None, 5000), (2.0, None, 6000), (3.0, None, 7000)], arch="tf")
+    b["run"] = "tf_" + b["run"]
+    res = grokaudit.audit_table(pd.concat([a, b]), by="rho", cell=["arch"])
+    hits = [f for f in res.findings if f.code is R.NOTHING_AUDITABLE]
+    assert [f.study for f in hits] == [{"arch": "tf"}]
+    assert hits[0].severity.value == "critical"
+
+
+# ------------------------------------------------------------------------------------------
+# identity
+# ------------------------------------------------------------------------------------------
+
+def test_run_ids_equal_once_normalized_are_refused(tmp_path: Path) -> None:
+    df = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)])
+    composed = unicodedata.normalize("NFC", "rho1.0_s0_é")
+    copy = df[df["run"] == "rho1.0_s0"].assign(run=unicodedata.normalize("NFD", composed),
+                                                  seed=7)
+    both = pd.concat([df.assign(run=df["run"].where(df["run"] != "rho1.0_s0", composed)), copy])
+    p = tmp_path / "log.parquet"
+    both.to_parquet(p)
+    code, out, err = _cli("check", p, "--by", "rho")
+    assert code == 2 and "[RUN_ID_AMBIGUOUS]" in err and len(err.strip().splitlines()) == 1
+
+
+def test_identical_runs_under_two_ids_are_flagged() -> None:
+    df = _horizon_log(None)
+    copy = df[df["run"] == "rho1.0_s0"].assign(run="rho1.0_s9", seed=9)
+    res = grokaudit.audit_table(pd.concat([df, copy]), by="rho")
+    assert res.input["duplicate_runs"] == [["rho1.0_s0", "rho1.0_s9"]]
+    assert R.DUPLICATE_RUN in _codes(res)
+    # one value apart in the last row: not a copy
+    near = copy.copy()
+    near.iloc[-1, near.columns.get_loc("emb_erank")] += 1e-9
+    res2 = grokaudit.audit_table(pd.concat([df, near]), by="rho")
+    assert R.DUPLICATE_RUN not in _codes(res2) and "duplicate_runs" not in res2.input
+
+
+def test_duplicate_runs_compares_nan_as_equal_and_every_column() -> None:
+    steps = np.arange(5, dtype=np.int64)
+    offsets = np.array([0, 5, 10, 15])
+    step = np.tile(steps, 3)
+    a = np.array([0.1, np.nan, 0.3, 0.4, 0.5] * 3)
+    b = np.array([1.0] * 5 + [1.0] * 5 + [1.0] * 4 + [2.0])
+    ids = np.array(["x", "y", "z"], dtype=object)
+    assert duplicate_runs(ids, offsets, step, [a, b]) == [("x", "y")]
+    assert duplicate_runs(ids, offsets, step, [a]) == [("x", "y", "z")]
+
+
+def test_condition_values_have_one_identity() -> None:
+    f32 = np.array([np.float32(0.1), np.float32(0.85)], dtype=np.float32)
+    assert canonical_values(f32).tolist() == [0.1, 0.85]
+    as64 = np.array([float(np.float32(0.1)), 0.1, 0.30000000000000004, 1.0, np.nan])
+    out = canonical_values(as64)
+    assert out[:4].tolist() == [0.1, 0.1, 0.3, 1.0] and np.isnan(out[4])
+    # two values that differ beyond 15 digits stay two values
+    close = np.array([0.1, 0.1 + 2 ** -55])
+    assert close[0] != close[1] and len(set(canonical_values(close).tolist())) == 2
+    # numbers and numeric text mixed, or one number twice as text: numbers
+    assert canonical_values(np.array([0.1, "0.10"], dtype=object)).tolist() == [0.1, 0.1]
+    assert canonical_values(np.array(["0.1", "0.10"], dtype=object)).tolist() == [0.1, 0.1]
+    # plain text, ids, booleans and integers as they are
+    for a in (np.array(["001", "002"], dtype=object), np.array(["mlp", "0.1"], dtype=object),
+              np.array([True, False]), np.array([1, 2])):
+        assert canonical_values(a).tolist() == a.tolist()
+
+
+def _two_arms(rho_store) -> pd.DataFrame:
+    frames = []
+    for rho, tg in ((0.15, 1000), (0.3, 2000)):
+        for s in range(8):
+            df = compressing_run(f"r{rho}_s{s}", tg + 100 * s, tg + 4000, seed=s)
+            df["rho"] = rho_store(rho)
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_a_float64_column_holding_float32_values_prints_and_matches_as_written(
+        tmp_path: Path) -> None:
+    df = _two_arms(lambda v: float(np.float32(v)))  # 0.15000000596046448 as float64
+    p = tmp_path / "arms.parquet"
+    df.to_parquet(p)
+    code, out, err = _cli("check", p, "--by", "rho", "-v")
+    assert code in (0, 1), err
+    assert "rho=0.15" in out and "0.15000000596046448" not in out
+    code, out, err = _cli("compare", p, "--by", "rho", "--pair", "seed", "--arms", "0.15,0.3")
+    assert code in (0, 1), err
+
+
+def test_float32_and_float64_spellings_of_a_sweep_are_one_cell(tmp_path: Path) -> None:
+    a = _two_arms(float)
+    b = _two_arms(lambda v: np.float32(v))
+    b["run"] = "b_" + b["run"]
+    a.to_parquet(tmp_path / "a.parquet")
+    b.assign(rho=b["rho"].astype(np.float32)).to_parquet(tmp_path / "b.parquet")
+    # a folder of shards, and the two files named on the command line
+    res = grokaudit.audit_path(tmp_path, by="rho", metrics=["emb_erank"])
+    assert [c.axis_value for c in res.studies[0].cells] == [0.15, 0.3]
+    assert [c.n_runs for c in res.studies[0].cells] == [16, 16]
+    code, out, err = _cli("check", tmp_path / "a.parquet", tmp_path / "b.parquet", "--by",
+                          "rho", "--json", "-")
+    assert code in (0, 1), err
+    cells = json.loads(out)["studies"][0]["cells"]
+    assert [(c["axis_value"], c["n_runs"]) for c in cells] == [(0.15, 16), (0.3, 16)]
