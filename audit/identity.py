@@ -32,6 +32,9 @@ def check_run_ids(ids: np.ndarray, path: str | None) -> None:
     if ids.size < 2:
         return
     arr = pa.array(ids.tolist(), type=pa.string())
+    trimmed = pc.utf8_trim_whitespace(arr)
+    if pc.all(pc.string_is_ascii(arr)).as_py() and pc.all(pc.equal(trimmed, arr)).as_py():
+        return  # ASCII ids without surrounding blanks: distinct ids are distinct
     norm = pc.utf8_trim_whitespace(pc.utf8_normalize(arr, form="NFC"))
     if pc.count_distinct(norm).as_py() == ids.size:
         return
