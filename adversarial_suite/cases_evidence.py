@@ -164,7 +164,7 @@ def _left_censored(k: K) -> tuple[pd.DataFrame, Expect]:
             verdict=OneOf((R.LARGE_LAG_ORDERING_UNDETERMINED, R.INCONCLUSIVE_CENSORING)),
             runs={_rid(1.0, 0): {**left_tg, "t_compress.value": None,
                                  "t_compress.left_censored": True,
-                                 "t_compress.upper": TRIM, "compression": "n/a",
+                                 "t_compress.upper": TRIM, "compression": "unknown",
                                  "reasons_exclude": (R.NO_COMPRESSION, R.METRIC_NOT_AT_GROK)},
                   _rid(2.0, 0): {**left_tg, "t_compress.value": 3200,
                                  "lag.lower": 3100 - TRIM, "lag.upper": 3200},

@@ -184,8 +184,9 @@ def _ratio_any_floor(mp: Any) -> None:
 def _left_as_point(mp: Any) -> None:
     orig = clocks.first_passage
 
-    def mutant(P: Any, threshold: Any, interval: bool = True, widen: Any = None) -> Any:
-        ev = orig(P, threshold, interval, widen)
+    def mutant(P: Any, threshold: Any, interval: bool = True, widen: Any = None,
+               **kw: Any) -> Any:
+        ev = orig(P, threshold, interval, widen, **kw)
         # an event at the first logged point is read at that point, as if logging began at 0
         left = np.isnan(ev.value) & np.isfinite(ev.upper)
         return clocks.Event(np.where(left, ev.upper, ev.value), ev.lower, ev.upper, ev.index)

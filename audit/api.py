@@ -7,6 +7,7 @@ file.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -246,10 +247,13 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
         study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
         these = [_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg, outcomes,
                               horizons[m]) for m in metrics]
-        studies.extend(these)
         nothing = _nothing_auditable(study_key, these)
         if nothing is not None:
             extra.append(nothing)
+            these = [dataclasses.replace(
+                st, verdict_evidence={**st.verdict_evidence, "nothing_auditable": True})
+                for st in these]
+        studies.extend(these)
         ceiling = _ceiling_finding(study_key, sframe, acc, cfg)
         if ceiling is not None:
             extra.append(ceiling)
@@ -625,6 +629,7 @@ def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
         k = int(horizon.longest[short_rows[0]])
         ends = {names[int(r)]: float(mc.last_step[r]) for r in short_rows.tolist()}
         moved = [names[int(r)] for r in short_rows.tolist() if horizon.not_converged[r]]
+        unseen = [names[int(r)] for r in short_rows.tolist() if not horizon.compared[r]]
         sib = {names[int(r)]: (None if np.isnan(horizon.sibling_value[r])
                                else float(horizon.sibling_value[r]))
                for r in short_rows.tolist()}
@@ -635,20 +640,27 @@ def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
                f"its longest run ({safe(names[k])}, to step {format_number(long_end)}): "
                f"{shown}{', …' if len(ends) > 3 else ''}")
         if moved:
-            msg += (f"; the longest run was still moving after they stopped (its floor "
-                    f"{format_number(long_floor)}): {len(moved)} short floor(s) taken as "
+            msg += (f"; the longest run was still moving after they stopped, toward another "
+                    f"floor ({format_number(long_floor)}): {len(moved)} short floor(s) taken as "
                     "indeterminate, not stable")
-        else:
-            msg += "; the longest run did not move after they stopped: their floors stand"
+        stand = len(ends) - len(moved) - len(unseen)
+        if stand:
+            msg += (f"; {stand} short floor(s) stand (the longest run did not move after they "
+                    "stopped, or they already sit on its floor)")
+        if unseen:
+            msg += (f"; {len(unseen)} not compared (no floor window of their own, or no point "
+                    "of the longest run in it)")
         if c.floor_rests_on_short_runs:
             msg += (f"; the cell floor {format_number(c.floor)} rests on the shorter runs")
         out.append(make_finding(
             Reason.HORIZON_MISMATCH, "cell", base, cell=c.axis_value,
             runs=tuple(ends),
-            severity=None if (moved or c.floor_rests_on_short_runs) else Severity.INFO,
+            severity=None if (moved or unseen or c.floor_rests_on_short_runs)
+            else Severity.INFO,
             evidence={"n_runs": len(ends), "of": c.n_runs, "last_steps": ends,
                       "longest_run": names[k], "longest_last_step": long_end,
                       "longest_floor": long_floor, "not_converged": moved,
+                      "not_compared": unseen,
                       "longest_value_at_their_horizon": sib, "cell_floor": c.floor,
                       "floor_rests_on_short_runs": c.floor_rests_on_short_runs},
             message=msg))

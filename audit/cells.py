@@ -34,6 +34,7 @@ from .clocks import (
     TC_NO_FLOOR,
     TC_NO_GROK,
     TC_OK,
+    TC_UNREADABLE,
     AccuracyClocks,
     Event,
     MetricClocks,
@@ -53,6 +54,7 @@ _TC_REASON = {
     TC_NEVER_CROSSED: Reason.COMPRESSION_NEVER_SETTLED,
     TC_NO_COMPRESSION: Reason.NO_COMPRESSION,
     TC_LEFT_CENSORED: Reason.LEFT_CENSORED,
+    TC_UNREADABLE: Reason.COMPRESSION_UNKNOWN,
 }
 
 
@@ -372,6 +374,22 @@ def _median(a: np.ndarray) -> float | None:
     return m
 
 
+def _median_unless_moved(a: np.ndarray, unknown: np.ndarray) -> float | None:
+    """The median of the values of ``a`` (NaN left out), unless runs whose value is not known
+    (``unknown``: the value at grok of a grok before logging began) could move it: then None.
+    Those runs could hold any value, so the median is known only when it is the same with all
+    of them below and all of them above the others."""
+    if not unknown.any():
+        return _median(a)
+    known = a[~unknown & ~np.isnan(a)]
+    if not known.size:
+        return None
+    k = int(unknown.sum())
+    low = _median(np.concatenate([np.full(k, -np.inf), known]))
+    high = _median(np.concatenate([known, np.full(k, np.inf)]))
+    return low if low == high and low is not None and math.isfinite(low) else None
+
+
 def _point_median(a: np.ndarray) -> Interval | None:
     """The median of the non-NaN values of ``a`` as a point :class:`Interval` (None if none)."""
     v = _median(a)
@@ -415,7 +433,10 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         t_comp, tc_cens = interval_median(mc.t_compress, gi, cfg.interval_censoring)
         lag, lag_cens = interval_median(mc.lag, gi, cfg.interval_censoring)
     floor = _median(mc.floor[gi if seeds is not None else idx])
-    m_grok = _median(mc.m_grok[gi])
+    # a grok before logging began has a value at grok the log does not hold: where it could
+    # move the cell's median, the median is not known
+    unknown_g = mc.grok.left_censored[gi]
+    m_grok = _median_unless_moved(mc.m_grok[gi], unknown_g)
     delta = None if floor is None else max(cfg.abs_tol, cfg.rel_tol * abs(floor))
     stab_counts: dict[str, int] = {}
     for code, name in STABILITY_NAMES.items():
@@ -456,8 +477,9 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         axis_value=axis_value, runs=tuple(run_ids), n_runs=n, n_grokked=n_g,
         n_fully_generalized=n_full, n_no_compression=n_nocomp, n_established=n_est,
         n_tc_censored=n_tc_cens, t_grok=t_grok, t_compress=t_comp, lag=lag, floor=floor,
-        delta=delta, m_grok=m_grok, rel_lag=_median(rel_all),
-        frac_pre=_median(mc.frac_pre[gi]), inflation=_median(mc.inflation[gi]),
+        delta=delta, m_grok=m_grok, rel_lag=_median_unless_moved(rel_all, unknown_g),
+        frac_pre=_median_unless_moved(mc.frac_pre[gi], unknown_g),
+        inflation=_median_unless_moved(mc.inflation[gi], unknown_g),
         floor_stability=stab_counts, n_transient=int(count(mc.transient[gi])),
         gates=tuple(gates), notes=tuple(notes), reference=ref,
         n_judged=int(count(~np.isnan(mc.inflation[gi]))),

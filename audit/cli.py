@@ -384,9 +384,14 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     result = audit_log(log, cfg)
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress_printer("report"))
+    from .report import unaudited_words
+
+    where = unaudited_words(result)
     if result.failing:
         codes = sorted({f.code.value for f in result.failing})
         line = f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"
+    elif where:  # never "no failing finding" alone where nothing could be assessed
+        line = f"NOTHING_AUDITABLE in {where}: nothing there could be assessed (exit 0)"
     else:
         line = "no failing finding (exit 0)"
     click.echo(f"wrote {safe(out)} · {line}")

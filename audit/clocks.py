@@ -51,6 +51,11 @@ TC_NO_COMPRESSION = 8  # the metric never compressed: there is no compression ti
 #: the metric was already settled on its floor at the first logged point, after step 0: it
 #: compressed before logging began (or never: the log cannot tell) -- left-censored
 TC_LEFT_CENSORED = 9
+#: no t_compress can be read: what the rule needs about grok is not in the log -- a grok before
+#: logging began whose logged fall is too small to be a compression (it compressed before
+#: logging began and settled later, or never compressed: the log cannot tell), or rule
+#: ``crossing``'s threshold without a value at grok. Not "after the end of the log" either
+TC_UNREADABLE = 10
 #: The statuses of a censored t_compress (only a lower bound is known).
 TC_CENSORED = (TC_NEVER_SETTLED, TC_IN_FINAL_WINDOW, TC_FLOOR_UNSTABLE, TC_FLOOR_INDETERMINATE,
                TC_NEVER_CROSSED)
@@ -292,14 +297,15 @@ class Event:
 
 
 def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = True,
-                  widen: np.ndarray | None = None) -> Event:
+                  widen: np.ndarray | None = None, empty_missing: bool = False) -> Event:
     """First logged step with value ≥ threshold, interval-censored by the cadence.
 
     ``widen`` marks downsampled runs (a bucketed export): their intervals grow by one logged
     point on each side, since a bucket's value says little about where inside it the event fell.
     With ``interval``, an event seen at the run's first logged point after step 0 is
     left-censored: it happened in ``(0, first step]``, before logging began, and has no value
-    (:attr:`Event.left_censored`).
+    (:attr:`Event.left_censored`). With ``empty_missing``, a run without a point of the column
+    (never logged) has no event at all rather than one censored at step 0.
     """
     hit = P.values >= threshold  # NaN beyond a run's points compares False: no validity mask
     k = _first_true(hit)
@@ -309,6 +315,10 @@ def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = Tru
     last = _take(P.steps, P.counts - 1, fill=0.0)
     lower = np.where(has, prev, np.nan_to_num(last))
     upper = np.where(has, value, INF)
+    empty = P.counts == 0  # never logged (a train_acc column of NaN): no event, not censored
+    if empty_missing and empty.any():
+        lower = np.where(empty, np.nan, lower)
+        upper = np.where(empty, np.nan, upper)
     if widen is not None:
         lower, upper = _widen(P.steps, P.counts, widen & has, k - 1, k, lower, upper)
     if not interval:
@@ -483,7 +493,8 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
     tg = first_passage(A, grok_level, cfg.interval_censoring, widen)
     tm = None
     if M is not None:
-        tm = first_passage(M, cfg.mem_threshold, cfg.interval_censoring, widen)
+        tm = first_passage(M, cfg.mem_threshold, cfg.interval_censoring, widen,
+                           empty_missing=True)
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     # (NaN padding compares False: no validity mask needed)
@@ -730,6 +741,9 @@ class _AtGrok(NamedTuple):
     tg: Event  #: the t_grok the metric's clocks use
     grokked: np.ndarray
     left: np.ndarray  #: grokked before logging began (t_grok left-censored): no value at grok
+    #: the metric was highest at its first logged point, after step 0: its peak may lie before
+    #: logging began, so the drop from it is only a lower bound
+    peak_left: np.ndarray
     tgv: np.ndarray  #: t_grok, −inf when not grokked
     m_grok: np.ndarray
     m_grok_step: np.ndarray
@@ -741,6 +755,9 @@ class _Amount(NamedTuple):
     drop: np.ndarray
     no_compression: np.ndarray
     compression_unknown: np.ndarray
+    #: grokked before logging began and compressed too little while logged: the compression
+    #: (if any) began before logging, so whether and when it ended cannot be read
+    left_small: np.ndarray
 
 
 class _Rule(NamedTuple):
@@ -857,7 +874,7 @@ def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig,
                       stable_mask)
 
 
-def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
+def _at_grok(P: Packed, sm: np.ndarray, tg: Event, left_censoring: bool = True) -> _AtGrok:
     """The metric at t_grok (the last point at or before it, within one local cadence) and the
     peak of the smoothed metric up to it."""
     V, S = P.values, P.steps
@@ -882,21 +899,40 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event) -> _AtGrok:
     with np.errstate(invalid="ignore"):
         running_max = np.fmax.accumulate(sm[:, :max(jmax + 1, 1)], axis=1)
     m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
-    return _AtGrok(tg, grokked, left, tgv, m_grok, m_grok_step, metric_not_at_grok, m_peak)
+    peak_left = np.zeros(grokked.shape, dtype=bool)
+    if left_censoring and S.shape[1]:
+        with np.errstate(invalid="ignore"):
+            peak_left = grokked & ~left & (S[:, 0] > 0) & (m_peak == sm[:, 0])
+    return _AtGrok(tg, grokked, left, peak_left, tgv, m_grok, m_grok_step, metric_not_at_grok,
+                   m_peak)
 
 
-def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig) -> _Amount:
+def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
+            sm: np.ndarray) -> _Amount:
     """The compression amount (from the peak or the at-grok value down to F) and whether it
     is too small: ``min_rel_drop`` and ``min_abs_drop`` per run, or only ``min_abs_drop`` when
-    the relative rule is the cell's (``rel_drop = cell``)."""
+    the relative rule is the cell's (``rel_drop = cell``).
+
+    A grok before logging began has no value at grok or peak: the amount is the compression the
+    log saw, from the highest smoothed value logged; too small, whether the run compressed
+    cannot be read (``left_small``). A peak at the first logged point after step 0 may
+    lie before logging: a small drop from it is unknown, never NO_COMPRESSION."""
     base = g.m_peak if cfg.drop_from == "peak" else g.m_grok
+    if g.left.any():
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            seen = np.fmax.reduce(sm, axis=1) if sm.shape[1] else np.full(base.shape, np.nan)
+        base = np.where(g.left, seen, base)
     drop = base - w.floor
     if cfg.rel_drop == "run":
         small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
     else:  # the relative rule is the cell's (a gate on its medians): runs need the absolute
         small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
     judged = g.grokked & w.has_floor & ~np.isnan(base)
-    return _Amount(drop, judged & st.stable_mask & small, judged & ~st.stable_mask)
+    unknown_peak = g.left | (g.peak_left if cfg.drop_from == "peak" else False)
+    return _Amount(drop, judged & st.stable_mask & small & ~unknown_peak,
+                   judged & (~st.stable_mask | (small & unknown_peak)),
+                   judged & small & g.left)
 
 
 def _settle_rule(P: Packed, sm: np.ndarray, w: _Window) -> _Rule:
@@ -950,24 +986,34 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
     if cfg.interval_censoring and S.shape[1]:
         with np.errstate(invalid="ignore"):
             left = w.has_floor & (k == 0) & (S[:, 0] > 0)
-        tc_status = np.where(left & ((tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW)),
-                             TC_LEFT_CENSORED, tc_status)
+        timed = (tc_status == TC_OK) | (tc_status == TC_IN_FINAL_WINDOW)
+        tc_status = np.where(left & timed, TC_LEFT_CENSORED,
+                             np.where(a.left_small & timed, TC_UNREADABLE, tc_status))
+        left = tc_status == TC_LEFT_CENSORED
     tc_status = np.where(a.no_compression & ~left, TC_NO_COMPRESSION, tc_status)
     tc_status = np.where(~w.has_floor, TC_NO_FLOOR, tc_status)
     tc_status = np.where(~g.grokked, TC_NO_GROK, tc_status)
     if cfg.rule == "crossing":
-        tc_status = np.where(g.grokked & w.has_floor & np.isnan(g.m_grok) & (tc_status == TC_OK),
-                             TC_NEVER_CROSSED, tc_status)
+        no_value = g.grokked & w.has_floor & np.isnan(g.m_grok)
+        if cfg.interval_censoring:  # its threshold is unknown: no time, and not "after the end"
+            tc_status = np.where(no_value & ((tc_status == TC_OK)
+                                             | (tc_status == TC_NEVER_CROSSED)),
+                                 TC_UNREADABLE, tc_status)
+        else:
+            tc_status = np.where(no_value & (tc_status == TC_OK), TC_NEVER_CROSSED, tc_status)
     ok = tc_status == TC_OK
     censored_tc = np.isin(tc_status, TC_CENSORED)
     left = tc_status == TC_LEFT_CENSORED
+    first = S[:, 0] if S.shape[1] else np.full(n.shape, np.nan)
     t_val = np.where(ok, tc_val, np.nan)
-    t_low = np.where(ok | censored_tc | left, tc_lower, np.nan)
-    t_up = np.where(ok | left, tc_val, np.where(censored_tc, INF, np.nan))
+    # before logging began: (0, first logged step], wherever the rule's last exit was
+    t_low = np.where(left, 0.0, np.where(ok | censored_tc, tc_lower, np.nan))
+    t_up = np.where(ok, tc_val, np.where(left, first, np.where(censored_tc, INF, np.nan)))
     last_step_time = cfg.censored_time == "last_step"
     if widen is not None:
-        t_low, t_up = _widen(S, n, widen & (ok | censored_tc | left), rule.low_idx, k, t_low,
-                             t_up)
+        t_low, t_up = _widen(S, n, widen & (ok | censored_tc), rule.low_idx, k, t_low, t_up)
+        t_up = np.where(widen & left & (n > 1), _take(S, np.ones(n.shape, dtype=np.int64)),
+                        t_up)
     if not cfg.interval_censoring:
         t_low = np.where(ok, tc_val, t_low)
     t_compress = Event(t_val, t_low, t_up, np.where(ok, k, -1))
@@ -1025,7 +1071,8 @@ def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
                                 np.where(tg.lower > 0, t.upper / tg.lower - 1.0, INF), rel_high)
     if cfg.censored_time == "last_step":  # a censored run's time is its last step: a point
         rel_high = np.where(cens, rel_low, rel_high)
-    before = (ok | lc) & grokked & (t.upper <= tg.lower)
+    # a compression before logging began may not have happened at all: never "before grok"
+    before = ok & grokked & (t.upper <= tg.lower)
     concurrent = ok & grokked & (t.lower < tg.upper) & (tg.lower < t.upper)
     return _Lag(lag, rel_low, rel_high, before, concurrent)
 
@@ -1037,7 +1084,10 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
     m_grok, floor = g.m_grok, w.floor
     with np.errstate(divide="ignore", invalid="ignore"):
         denom = m_start - floor
-        frac_pre = np.where(g.grokked & (denom != 0), (m_start - m_grok) / denom, np.nan)
+        # the share of the compression done by grok needs the start of it: not when the metric
+        # was already falling at its first logged point after step 0
+        frac_pre = np.where(g.grokked & (denom != 0) & ~g.peak_left,
+                            (m_start - m_grok) / denom, np.nan)
         # a noisy floor (its spread beyond half the band) is no level to divide by, nor is one
         # still rising at the end of the log (the converged value lies above it): no ratio
         # (the reference profile has no stability test, as v1.5: it divides by any floor)
@@ -1100,8 +1150,8 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
     with np.errstate(over="ignore", invalid="ignore"):
         w = _final_window(P, span, cfg, g0)
         st = _stability(P, span, w, cfg, not_converged)
-        g = _at_grok(P, sm, tg)
-        a = _amount(g, w, st, cfg)
+        g = _at_grok(P, sm, tg, cfg.interval_censoring)
+        a = _amount(g, w, st, cfg, sm)
         c = _t_compress(P, widen, sm, g, w, st, a, cfg)
         rebound, undershoot = _rebound(sm, w)
         lg = _lag(g, c, cfg)
@@ -1114,7 +1164,9 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         mad=st.mad, noisy=st.noisy, stability=st.stability, m_grok=g.m_grok,
         m_grok_step=g.m_grok_step, metric_not_at_grok=g.metric_not_at_grok, m_peak=g.m_peak,
         drop=a.drop, no_compression=a.no_compression & ~c.left,
-        compression_unknown=a.compression_unknown, t_compress=c.t_compress,
+        # compressed before logging began, or never: the amount is unknown
+        compression_unknown=a.compression_unknown | (c.left & g.grokked & w.has_floor),
+        t_compress=c.t_compress,
         tc_status=c.tc_status, m_compress=c.m_compress, rebound=rebound, undershoot=undershoot,
         lag=lg.lag, rel_lag_low=lg.rel_low, rel_lag_high=lg.rel_high, before_grok=lg.before,
         concurrent=lg.concurrent, frac_pre=snap.frac_pre, inflation=snap.inflation,

@@ -368,7 +368,7 @@ def draw_dashboard(data: DashboardData, *, log_steps: bool = False, max_cols: in
     nrows = math.ceil(n / ncols)
     width = max(10.0, 2.9 * ncols)
     key = ", ".join(f"{safe(k)}={format_value(v)}" for k, v in study.study.items()) or "all runs"
-    verdict = study.verdict.value if study.verdict else "LOW_POWER_DESCRIPTIVE"
+    verdict = study.verdict_label
     title = _wrap(f"{key} · {safe(study.metric)} along {safe(study.axis or 'no axis')} · clock verdict: "
                   f"{verdict}", width, 10)
     titles = [_cell_title(study, cd.cell) for cd in cells]

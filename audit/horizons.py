@@ -3,11 +3,14 @@
 A floor is a floor relative to a horizon: the last quarter of a run stopped at step 4 250 can
 be flat while a sibling that ran to 18 950 keeps compressing long after 4 250. A run *ends
 short* when its metric's last logged step comes before the floor window of its cell's longest
-run began. For each such run the longest run's metric over the short run's own floor window is
-compared with the longest run's floor: when it differs by more than the longest run's band δ,
-the metric was still moving at the short run's horizon, so the short run's floor, stable over
-its own window, is only *indeterminate* (the clocks are recomputed with it marked so). When the
-longest run did not move, the short floors stand; the runs are still named.
+run with a floor began. For each such run the longest run's metric over the short run's own
+floor window is compared with the longest run's floor: when it differs by more than the longest
+run's band δ, the metric was still moving at the short run's horizon, and when the short run's
+floor also differs from the longest run's by more than δ, the short floor is not the level the
+cell converges to: stable over its own window, it is only *indeterminate* (the clocks are
+recomputed with it marked so). A short run that already sits on the longest run's floor keeps
+it; a short run without a floor window, or a longest run without points in it, is named but
+not compared.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class HorizonCheck:
 
     short: np.ndarray  #: bool: ends before the floor window of its cell's longest run
     not_converged: np.ndarray  #: bool: short, and the longest run moved after its horizon
+    compared: np.ndarray  #: bool: short, and compared (both had points in its floor window)
     longest: np.ndarray  #: int: the row of its cell's longest run
     sibling_value: np.ndarray  #: the longest run's metric over the short run's floor window
 
@@ -45,7 +49,9 @@ def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
     if not cfg.stability_check or R < 2:
         return None
     g = np.asarray(groups, dtype=np.int64)
-    L = np.where(np.isnan(last), -np.inf, last)
+    # the reference of each cell: its longest run *with a floor* (a stray late point of a run
+    # without a floor window cannot stand in for a horizon)
+    L = np.where(np.isnan(last) | np.isnan(mc.w2_lower), -np.inf, last)
     order = np.lexsort((-L, g))  # by cell, the longest run first
     gs = g[order]
     first = np.r_[True, gs[1:] != gs[:-1]]
@@ -54,12 +60,14 @@ def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
     longest[order] = head[np.cumsum(first) - 1]
     w2 = mc.w2_lower[longest]
     with np.errstate(invalid="ignore"):
-        short = ~np.isnan(last) & ~np.isnan(w2) & (last < w2) & (longest != np.arange(R))
+        short = ~np.isnan(last) & ~np.isnan(w2) & (last < w2) & (longest != np.arange(R)) \
+            & np.isfinite(L[longest])
     if not short.any():
         return None
     metric = table.series[mc.metric]
     sib = np.full(R, np.nan)
     not_conv = np.zeros(R, dtype=bool)
+    compared = np.zeros(R, dtype=bool)
     for i in np.flatnonzero(short).tolist():
         lo = mc.w2_lower[i]
         if np.isnan(lo):  # the short run has no floor window to compare
@@ -72,6 +80,10 @@ def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
         if not sel.any():
             continue
         sib[i] = float(np.median(v[sel]))
+        compared[i] = True
         fl, dl = mc.floor[k], mc.delta[k]
-        not_conv[i] = bool(np.isfinite(fl) and abs(sib[i] - fl) > dl)
-    return HorizonCheck(short, not_conv, longest, sib)
+        moved = bool(np.isfinite(fl) and abs(sib[i] - fl) > dl)
+        elsewhere = not (np.isfinite(mc.floor[i]) and abs(mc.floor[i] - fl) <= dl)
+        not_conv[i] = moved and elsewhere
+    return HorizonCheck(short=short, not_converged=not_conv, compared=compared, longest=longest,
+                        sibling_value=sib)

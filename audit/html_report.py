@@ -28,6 +28,7 @@ from typing import Any
 from .errors import ErrorCode, OutputError
 from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
+from .report import unaudited_words
 from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
 from .schema import LogTable
 from .text import cell_label, format_value, safe
@@ -124,8 +125,9 @@ def _iv(iv: Interval | None) -> str:
         return "—"
     if iv.censored:
         return f"&gt; {_n(iv.lower)} <span class='muted'>(censored)</span>"
-    if iv.left_censored:  # before logging began: only the interval is known
-        return (f"{_e(iv.describe())} <span class='muted'>(before logging began: "
+    if iv.left_censored:  # only the interval is known
+        why = "before logging began" if iv.lower == 0 else "only its bounds are known"
+        return (f"{_e(iv.describe())} <span class='muted'>({why}: "
                 f"({_n(iv.lower)}, {_n(iv.upper)}])</span>")
     if iv.lower is not None and iv.upper is not None and iv.lower != iv.upper:
         return f"{_n(iv.value)} <span class='muted'>({_n(iv.lower)}, {_n(iv.upper)}]</span>"
@@ -173,7 +175,7 @@ def _where(f: Finding) -> str:
 
 
 def _verdict_code(s: StudyResult) -> str:
-    return s.verdict.value if s.verdict else Reason.LOW_POWER_DESCRIPTIVE.value
+    return s.verdict_label
 
 
 def _table(head: Sequence[str], rows: Iterable[tuple[str, ...]], *, cls: str = "",
@@ -206,11 +208,12 @@ def _findings_table(findings: Sequence[Finding], cls: str) -> str:
 def _summary(result: AuditResult, slugs: Sequence[str]) -> str:
     out = ["<section id='summary'><h2>Summary</h2>"]
     nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
-    if nothing and not result.failing:  # never a PASS: nothing was assessed
+    where = unaudited_words(result)
+    if nothing and not result.failing:  # never a PASS: nothing was assessed there
         out.append(
             "<div id='verdict' class='outcome fail' role='status'>"
-            "<div class='head'>&#x2716; NOTHING AUDITABLE — nothing in this log could be "
-            "assessed</div>"
+            f"<div class='head'>&#x2716; NOTHING AUDITABLE in {_e(where)} — nothing there "
+            "could be assessed</div>"
             f"<div>{_e(nothing[0].message)} (exit code 0 of <code>grokaudit check</code> "
             "under this <code>fail_on</code>; it is not a pass).</div>")
     elif result.failing:
@@ -227,7 +230,8 @@ def _summary(result: AuditResult, slugs: Sequence[str]) -> str:
             "<div class='head'>&#x2714; PASS — no critical finding</div>"
             "<div>Exit code 0 of <code>grokaudit check</code>.</div>")
     if nothing and result.failing:
-        out.append(f"<div><strong>NOTHING_AUDITABLE</strong>: {_e(nothing[0].message)}</div>")
+        out.append(f"<div><strong>NOTHING_AUDITABLE in {_e(where)}</strong>: "
+                   f"{_e(nothing[0].message)}</div>")
     out.append("<ul class='verdicts'>")
     for s, slug in zip(result.studies, slugs, strict=True):
         code = _verdict_code(s)

@@ -9,13 +9,14 @@
   float32 value (or a float64 holding one, as NPZ → pandas conversions produce) is read as its
   shortest float32 text (``0.85``, not ``0.8500000238418579``); other floats to 15 significant
   digits (``0.30000000000000004`` → ``0.3``), unless that would merge two values of the column;
-  a column that mixes numbers and numeric text, or whose texts name one number twice
-  (``0.1`` and ``"0.10"``), is read as numbers.
+  a column that mixes numbers and plain decimal text (``0.1`` from one file, ``"0.10"`` from
+  another) is read as numbers; a column of text alone stays text.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,17 +78,18 @@ def _short_floats(u: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+#: A decimal number as text (no underscores, no ``inf``/``nan`` words, no hex).
+_DECIMAL = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
 def _number(x: Any) -> float | None:
-    """A real number (not a boolean) or a text that reads as one; None otherwise."""
+    """A real number (not a boolean) or a text that is a plain decimal; None otherwise."""
     if isinstance(x, (bool, np.bool_)):
         return None
     if isinstance(x, (int, float, np.integer, np.floating)):
         return float(x)
-    if isinstance(x, str):
-        try:
-            return float(x.strip())
-        except ValueError:
-            return None
+    if isinstance(x, str) and _DECIMAL.fullmatch(x):
+        return float(x)
     return None
 
 
@@ -106,9 +108,9 @@ def canonical_values(a: np.ndarray) -> np.ndarray:
         nums = [_number(x) for x in present]
         if present and all(n is not None for n in nums):
             texts = {x for x in present if isinstance(x, str)}
-            mixed = bool(texts) and any(not isinstance(x, str) for x in present)
-            twice = len({_number(t) for t in texts}) < len(texts)
-            if mixed or twice:
+            # numbers beside numeric text: the same setting written by two files. A column
+            # of text alone stays text ("1.1" and "1.10" may be two versions, not one number)
+            if texts and any(not isinstance(x, str) for x in present):
                 f = np.array([np.nan if (x is None or (isinstance(x, float) and x != x))
                               else _number(x) for x in vals], dtype=np.float64)
                 return canonical_values(f)
@@ -131,7 +133,8 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
         seg = a[lo:hi]
         if seg.dtype.kind == "f":
             seg = np.where(np.isnan(seg), 0, seg)
-        out[r0:r1] = np.add.reduceat(seg, offsets[r0:r1] - lo, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):  # ±1e308 sums: inf, still equal
+            out[r0:r1] = np.add.reduceat(seg, offsets[r0:r1] - lo, dtype=np.float64)
     return out
 
 

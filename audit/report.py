@@ -139,14 +139,30 @@ def fail_on_words(fail_on: Sequence[str]) -> str:
     return f"these codes fail: {', '.join(mode)}"
 
 
+def unaudited_words(result: AuditResult) -> str | None:
+    """Where nothing could be assessed (``NOTHING_AUDITABLE``), in words: ``this log`` when
+    no study could be, else the studies (``arch=tf``); None when every study was assessed.
+    The one wording of the text, the HTML page and ``report``'s last line."""
+    hits = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
+    if not hits:
+        return None
+    keys = {_study_label(f.study, None) for f in hits}
+    every = {_study_label(s.study, None) for s in result.studies}
+    if keys >= every:
+        return "this log"
+    return "the stud" + ("y " if len(keys) == 1 else "ies ") + ", ".join(sorted(keys))
+
+
 def result_line(failing: Sequence[Finding], fail_on: Sequence[str],
-                nothing_auditable: bool = False) -> str:
+                unaudited: str | None = None) -> str:
     """The last line of every report: how many findings fail, and the exit code. A result in
-    which nothing could be audited never reads as a pass, whatever ``fail_on`` says."""
+    which something could not be audited never reads as a pass, whatever ``fail_on`` says:
+    ``unaudited`` names where (:func:`unaudited_words`)."""
     if not failing:
-        if nothing_auditable:
-            return ("result: NOTHING_AUDITABLE: nothing in this log could be assessed, so no "
-                    f"finding says the metric is sound; {fail_on_words(fail_on)} (exit 0)")
+        if unaudited:
+            return (f"result: NOTHING_AUDITABLE in {unaudited}: nothing there could be "
+                    "assessed, so no finding says the metric is sound; "
+                    f"{fail_on_words(fail_on)} (exit 0)")
         return f"result: no failing finding; {fail_on_words(fail_on)} (exit 0)"
     codes = sorted({f.code.value for f in failing})
     return (f"result: {len(failing)} failing finding(s): {', '.join(codes)}; "
@@ -220,7 +236,6 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         out.append(f"config files read with the log: {shown}")
     failing = set(id(f) for f in result.failing)
     nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
-    unaudited = {_study_label(f.study, None) for f in nothing}
 
     # -- summary --------------------------------------------------------------------------
     out += ["", f"summary ({len(result.studies)} stud{'y' if len(result.studies) == 1 else 'ies'};"
@@ -232,10 +247,7 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         for f in fs:
             counts[f.code.value] = counts.get(f.code.value, 0) + 1
         fail_txt = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in sorted(counts.items()))
-        verdict = (s.verdict.value if s.verdict else "NOTHING_AUDITABLE"
-                   if _study_label(s.study, None) in unaudited else "LOW_POWER_DESCRIPTIVE"
-                   if s.axis is not None else "SINGLE_CONDITION")
-        rows.append((_study_label(s.study, s.metric), verdict, fail_txt or "—"))
+        rows.append((_study_label(s.study, s.metric), s.verdict_label, fail_txt or "—"))
     out += ["  " + r for r in _table(rows)]
     if result.failing:
         out.append("failing findings:")
@@ -291,7 +303,7 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
                  and f.scope != "study" and f.scope != "input" and id(f) not in failing)
     if hidden and details and not verbose:
         out.append(f"  ({hidden} informational findings not shown; --verbose shows them)")
-    out += ["", result_line(result.failing, fail_on, bool(nothing))]
+    out += ["", result_line(result.failing, fail_on, unaudited_words(result))]
     # every line is one logical line: a control character from the log (a run id, a cell
     # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
     return "\n".join(safe(line) for line in out) + "\n"

@@ -389,6 +389,18 @@ class StudyResult:
     def cell(self, axis_value: Any) -> CellSummary | None:
         return next((c for c in self.cells if c.axis_value == axis_value), None)
 
+    @property
+    def verdict_label(self) -> str:
+        """The study's outcome in one word: its clock verdict, else ``NOTHING_AUDITABLE`` (the
+        audit assessed nothing in this study), ``LOW_POWER_DESCRIPTIVE`` (fewer than two
+        passing cells) or ``SINGLE_CONDITION`` (no axis)."""
+        if self.verdict is not None:
+            return self.verdict.value
+        if self.verdict_evidence.get("nothing_auditable"):
+            return Reason.NOTHING_AUDITABLE.value
+        return (Reason.LOW_POWER_DESCRIPTIVE.value if self.axis is not None
+                else Reason.SINGLE_CONDITION.value)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "study": _plain(dict(self.study)), "metric": self.metric, "axis": self.axis,

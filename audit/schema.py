@@ -373,7 +373,9 @@ def _float_array(col: pa.ChunkedArray) -> np.ndarray:
             o += n
         return out
     if not pa.types.is_float64(col.type):
-        col = col.cast(pa.float64())
+        # integers beyond ±2**53 (64-bit random seeds) round to the nearest float64: a per-step
+        # value that large is no metric, and conditions are compared as stored (never here)
+        col = col.cast(pa.float64(), safe=not pa.types.is_integer(col.type))
     return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
@@ -384,6 +386,9 @@ def _nan_extremes(a: np.ndarray) -> tuple[float, float]:
     with np.errstate(invalid="ignore"):
         return float(np.fmax.reduce(a)), float(np.fmin.reduce(a))
 
+
+#: The column pandas writes for a DataFrame's index (``df.to_parquet`` without ``index=False``).
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 
 #: Largest step accepted: steps are compared as float64, exact up to 2**53.
 STEP_MAX = 2**53
@@ -446,6 +451,14 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     table = _as_arrow(table.take() if isinstance(table, Owned) else table, path)
     prov = _provenance_of(table.schema, path)
     names = _check_columns(table, metrics, path, grok_on)
+    # pandas' stored index (a DataFrame written with its index): row labels, not a quantity
+    index_cols = [n for n in names if _PANDAS_INDEX.fullmatch(n) and n not in metrics]
+    if index_cols:
+        names = [n for n in names if n not in index_cols]
+        prov = dict(prov)
+        prov["notes"] = [*(prov.get("notes") or []),
+                         *(f"{n}: the pandas index stored with the table, not read as a column"
+                           for n in index_cols)]
     # the order the stages read the columns in: run and step, the accuracies, the others
     order = ["run", "step", *(a for a in ACCURACY_COLUMNS if a in names),
              *(n for n in names if n not in REQUIRED and n not in ACCURACY_COLUMNS)]
@@ -729,6 +742,19 @@ def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
     return -1
 
 
+def _first_change_int(col: pa.ChunkedArray, g: _Rows) -> int:
+    """:meth:`_Rows.first_change` of an integer column compared as integers (exact beyond
+    2**53, where a float64 copy would merge neighbours); a null differs from any integer."""
+    vals = np.asarray(pc.fill_null(col, 0).to_numpy(zero_copy_only=False))
+    nulls = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+    if g.order is not None:
+        vals, nulls = vals[g.order], nulls[g.order]
+    if vals.size < 2:
+        return -1
+    neq = ((vals[1:] != vals[:-1]) | (nulls[1:] != nulls[:-1])) & g.same_run
+    return int(np.argmax(neq)) + 1 if neq.any() else -1
+
+
 def _group_rows(table: _Columns, path: str | None) -> _Rows:
     """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
     n_read = table.num_rows
@@ -907,7 +933,9 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                 change = -1
             else:  # a condition is tested on its stored values: no float64 copy of it
                 raw_change = _first_change_stored(c, g)
-                if raw_change is None:
+                if raw_change is None and pa.types.is_integer(c.type):
+                    change = _first_change_int(c, g)  # beyond 2**53: compared as integers
+                elif raw_change is None:
                     a = g.col(name)
                     change = g.first_change(a, True)
                 else:

@@ -438,7 +438,10 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
             ratio = (f"≥ ×{_g(c.inflation)}, floor not reached: {_stab_words(c)}"
                      if c.inflation_is_lower_bound else f"×{_g(c.inflation)}")
             message = (f"{c.n_transient}/{judged} runs read at grok are transients: median "
-                       f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} ({ratio})")
+                       f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} ({ratio})"
+                       if c.m_grok is not None and c.inflation is not None else
+                       f"{c.n_transient}/{judged} runs read at grok are transients (the cell's "
+                       "median m_grok is not known: some runs grokked before logging began)")
             if why:
                 message += f"; not critical: the value at grok is not defined here ({why})"
             out.append(_finding(

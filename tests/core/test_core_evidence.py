@@ -15,7 +15,7 @@ import grokaudit
 import numpy as np
 import pandas as pd
 from click.testing import CliRunner
-from core_builders import cells_from, compressing_run
+from core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 from grokaudit import Reason
 from grokaudit.cli import cli
 from grokaudit.identity import canonical_values, duplicate_runs
@@ -290,12 +290,13 @@ def test_condition_values_have_one_identity() -> None:
     # two values that differ beyond 15 digits stay two values
     close = np.array([0.1, 0.1 + 2 ** -55])
     assert close[0] != close[1] and len(set(canonical_values(close).tolist())) == 2
-    # numbers and numeric text mixed, or one number twice as text: numbers
+    # numbers beside plain decimal text (two files): numbers
     assert canonical_values(np.array([0.1, "0.10"], dtype=object)).tolist() == [0.1, 0.1]
-    assert canonical_values(np.array(["0.1", "0.10"], dtype=object)).tolist() == [0.1, 0.1]
-    # plain text, ids, booleans and integers as they are
-    for a in (np.array(["001", "002"], dtype=object), np.array(["mlp", "0.1"], dtype=object),
-              np.array([True, False]), np.array([1, 2])):
+    # text alone stays text ("1.1" and "1.10" may be two versions); so do texts Python's
+    # float() would read but that are no plain decimal ("1_0", "inf", "0x10")
+    for a in (np.array(["1.1", "1.10"], dtype=object), np.array(["001", "002"], dtype=object),
+              np.array(["mlp", "0.1"], dtype=object), np.array([10.0, "1_0"], dtype=object),
+              np.array([1.0, "inf"], dtype=object), np.array([True, False]), np.array([1, 2])):
         assert canonical_values(a).tolist() == a.tolist()
 
 
@@ -336,3 +337,179 @@ def test_float32_and_float64_spellings_of_a_sweep_are_one_cell(tmp_path: Path) -
     assert code in (0, 1), err
     cells = json.loads(out)["studies"][0]["cells"]
     assert [(c["axis_value"], c["n_runs"]) for c in cells] == [(0.15, 16), (0.3, 16)]
+
+
+# ------------------------------------------------------------------------------------------
+# found by a hostile review of the above
+# ------------------------------------------------------------------------------------------
+
+BUNDLED = Path(__file__).resolve().parents[2] / "reference_runs" / "data" / \
+    "mlp_wd_sweep_p59.parquet"
+
+
+def _bundled() -> pd.DataFrame:
+    return pd.read_parquet(BUNDLED)
+
+
+def test_a_cell_that_never_compresses_does_not_pass_when_its_grok_is_before_the_log() -> None:
+    # the whole log gates wd = 0.3 (NO_COMPRESSION in 3/3); from step 4000 its grok (3090)
+    # is before logging began: whether it compressed cannot be read, and it does not pass
+    log = _bundled()
+    res = grokaudit.audit_table(log[log["step"] >= 4000], by="wd", metrics=["emb_erank"],
+                                cell=["arch"])
+    c = res.studies[0].cell(0.3)
+    assert c.gates and R.COMPRESSION_NOT_ESTABLISHED in c.gates
+    for r in res.studies[0].runs:
+        if r.cell == 0.3:  # on its floor from the first logged point: before logging, or never
+            assert r.t_compress is None or r.t_compress.left_censored
+            assert r.compression == "unknown"
+            assert R.NO_COMPRESSION not in r.reasons and R.COMPRESSION_UNKNOWN in r.reasons
+
+
+def _flat_late(first: int = 1000) -> pd.DataFrame:
+    frames = []
+    for rho, tg in ((1.0, 4200), (2.0, 5200), (3.0, 6200)):
+        for s in range(3):
+            st = grid(20000, 100)
+            flat = 50.0 + s + 1e-4 * st / 20000  # flat within any band
+            df = run_frame(f"rho{rho}_s{s}", st, step_acc(st, tg), flat, rho=rho, seed=s)
+            frames.append(df[df["step"] >= first])
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_a_flat_metric_logged_from_a_late_step_is_no_compression_before_grok() -> None:
+    res = grokaudit.audit_table(_flat_late(), by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    assert r.t_compress.left_censored and r.compression == "unknown"
+    assert R.COMPRESSION_BEFORE_GROK not in r.reasons and R.NO_COMPRESSION not in r.reasons
+    # logged from step 0, the same runs never compressed
+    full = grokaudit.audit_table(_flat_late(0), by="rho", metrics=["emb_erank"])
+    assert R.NO_COMPRESSION in _run(full, "rho1.0_s0").reasons
+
+
+def test_rule_crossing_without_a_value_at_grok_invents_no_censoring() -> None:
+    res = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"], rule="crossing")
+    r = _run(res, "rho1.0_s0")
+    assert r.t_compress is None and R.COMPRESSION_NEVER_SETTLED not in r.reasons
+    assert R.COMPRESSION_UNKNOWN in r.reasons
+    # a run that grokked in the log keeps its crossing time: the first step at or below
+    # F + 0.1·(m_grok − F) = 11.5, where the metric steps from 25 to 10 (10 000)
+    assert _run(res, "rho4.0_s0").t_compress.value == 10000
+
+
+def test_nothing_auditable_in_one_study_names_it(tmp_path: Path) -> None:
+    a = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)], arch="mlp")
+    b = cells_from([(1.0, None, 5000), (2.0, None, 6000), (3.0, None, 7000)], arch="tf")
+    b["run"] = "tf_" + b["run"]
+    p = tmp_path / "two.parquet"
+    pd.concat([a, b]).to_parquet(p)
+    code, out, _ = _cli("check", p, "--by", "rho", "--cell", "arch", "--fail-on", "none")
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and "NOTHING_AUDITABLE in the study arch=tf" in last
+    rows = [line.split() for line in out.splitlines() if "· emb_erank" in line]
+    assert [r[3] for r in rows[:2]] == ["ONE_CLOCK_LARGE_LAG", "NOTHING_AUDITABLE"]
+    _cli("report", p, "--by", "rho", "--cell", "arch", "--fail-on", "none", "-o",
+         tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "NOTHING AUDITABLE in the study arch=tf" in page and "PASS" not in page
+
+
+def test_64_bit_seeds_are_conditions_compared_as_integers(tmp_path: Path) -> None:
+    log = _bundled()
+    log["seed"] = log["seed"] + 2 ** 53 + 1
+    p = tmp_path / "big.parquet"
+    log.to_parquet(p)
+    code, out, err = _cli("check", p, "--by", "wd", "--metric", "emb_erank", "--cell", "arch")
+    assert code == 1 and not err, err  # the same findings as the bundled log: exit 1
+    # a seed that changes within a run by one unit beyond 2**53 is still refused
+    bad = log.copy()
+    first = bad.index[bad["run"] == bad["run"].iloc[0]][-1]
+    bad.loc[first, "seed"] = bad.loc[first, "seed"] + 1
+    bad.to_parquet(p)
+    code, _, err = _cli("check", p, "--by", "wd", "--metric", "emb_erank", "--cell", "arch")
+    assert code == 2 and "[NOT_CONSTANT_IN_RUN]" in err
+
+
+def _stray_and_short() -> pd.DataFrame:
+    log = _bundled()
+    short = (log["run"] == "mlp_wd/wd=1.0,seed=0") & (log["step"] > 4000)
+    log = log[~short]
+    stray = log[log["run"] == "mlp_wd/wd=1.0,seed=1"].iloc[[-1]].assign(step=20000)
+    return pd.concat([log, stray], ignore_index=True)
+
+
+def test_a_stray_late_point_does_not_hide_a_short_run() -> None:
+    res = grokaudit.audit_table(_stray_and_short(), by="wd", metrics=["emb_erank"],
+                                cell=["arch"])
+    c = res.studies[0].cell(1.0)
+    assert c.short_horizon_runs == ("mlp_wd/wd=1.0,seed=0",)
+    f = next(f for f in res.studies[0].findings if f.code is R.HORIZON_MISMATCH)
+    assert f.evidence["longest_run"] == "mlp_wd/wd=1.0,seed=2"
+
+
+def test_a_short_run_without_a_floor_is_named_not_compared() -> None:
+    log = _bundled()
+    gone = (log["run"] == "mlp_wd/wd=1.0,seed=0") & (log["step"] > 4000)
+    log.loc[gone, "emb_erank"] = np.nan  # its metric stops at 4000: no floor window
+    res = grokaudit.audit_table(log, by="wd", metrics=["emb_erank"], cell=["arch"])
+    f = next(f for f in res.studies[0].findings if f.code is R.HORIZON_MISMATCH)
+    assert f.evidence["not_compared"] == ["mlp_wd/wd=1.0,seed=0"]
+    assert f.evidence["not_converged"] == [] and f.severity.value == "warning"
+
+
+def test_a_short_run_already_on_its_siblings_floor_keeps_it() -> None:
+    # cell 2's seeds 0 and 1 converge on 10 and stop at 12 000; seed 2 groks later, is still
+    # falling at 12 000 and ends on the same floor 10
+    frames = []
+    for rho, tg in ((1.0, 1000), (2.0, 2000), (3.0, 3000)):
+        for s in range(3):
+            late = rho == 2.0 and s == 2
+            df = compressing_run(f"rho{rho}_s{s}", tg + (9000 if late else 0),
+                                 tg + (20000 if late else 4000), rho=rho, seed=s)
+            df["emb_erank"] += 1e-3 * s
+            if rho == 2.0 and not late:
+                df = df[df["step"] <= 12000]
+            frames.append(df)
+    res = grokaudit.audit_table(pd.concat(frames), by="rho", metrics=["emb_erank"])
+    assert _run(res, "rho2.0_s0").floor_stability == "stable"
+    f = next(f for f in res.studies[0].findings if f.code is R.HORIZON_MISMATCH)
+    assert f.evidence["not_converged"] == [] and f.severity.value == "info"
+
+
+def test_an_unlogged_train_accuracy_is_not_a_failed_replication() -> None:
+    df = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)])
+    df.loc[df["rho"] == 1.0, "train_acc"] = np.nan
+    res = grokaudit.audit_table(df, by="rho", metrics=["emb_erank"])
+    assert R.NO_MEMORIZATION not in _codes(res)
+    assert _run(res, "rho1.0_s0").t_mem is None
+
+
+def test_a_metric_falling_when_logging_began_is_not_no_compression() -> None:
+    # the metric falls from 100 to 60 before grok (logging begins near the end of that fall)
+    # and to 50 after it: from the log alone the drop from the peak is only a lower bound
+    frames = []
+    for rho, tg in ((1.0, 3000), (2.0, 4000), (3.0, 5000)):
+        for s in range(3):
+            st = grid(40000, 100)
+            m = np.interp(st, [0, tg, tg + 2000], [100.0, 60.0, 50.0]) + 1e-3 * s
+            df = run_frame(f"rho{rho}_s{s}", st, step_acc(st, tg), m, rho=rho, seed=s)
+            frames.append(df[df["step"] >= int(0.9 * tg)])
+    res = grokaudit.audit_table(pd.concat(frames), by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    assert R.NO_COMPRESSION not in r.reasons and r.compression == "unknown"
+    assert r.frac_pre is None
+    assert R.NOTHING_AUDITABLE not in _codes(res)
+
+
+def test_a_parquet_written_with_its_pandas_index_is_read_without_it(tmp_path: Path) -> None:
+    df = cells_from([(1.0, 1000, 5000), (2.0, 2000, 6000), (3.0, 3000, 7000)])
+    df["emb_erank"] += df["seed"] * 1e-3
+    copy = df[df["run"] == "rho1.0_s0"].assign(run="rho1.0_s9", seed=9)
+    both = pd.concat([df, copy]).sample(frac=1.0, random_state=0)  # a shuffled index
+    p = tmp_path / "idx.parquet"
+    both.to_parquet(p)
+    res = grokaudit.audit_path(p, by="rho", metrics=["emb_erank"])
+    assert res.input["duplicate_runs"] == [["rho1.0_s0", "rho1.0_s9"]]
+    assert "__index_level_0__" not in res.input["missing_values"]
+    notes = next(f for f in res.findings if f.code is R.READER_NOTES).evidence["notes"]
+    assert any("__index_level_0__" in n for n in notes)
