@@ -697,8 +697,8 @@ def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[
         evidence={"n_runs": n, "of": n_all, "no_points": sorted(none), "few_points": few},
         message=(f"{base.get('metric')} is missing in {n} of {n_all} runs ({len(none)} with no "
                  f"value, {len(few)} with fewer than half their cell's points: {listed}): "
-                 "their floors and values at grok are unknown; each finding says how many "
-                 "runs it rests on"))
+                 "their floors and values at grok are unknown, or rest on fewer points; each "
+                 "finding says how many runs it rests on"))
 
 
 def _input_findings(log: LogTable) -> list[Finding]:
