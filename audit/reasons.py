@@ -107,6 +107,7 @@ class Reason(str, Enum):
     VERDICT_FRAGILE = "VERDICT_FRAGILE"
     LAW_CONTRADICTED = "LAW_CONTRADICTED"
     TRANSITION_SEPARATED = "TRANSITION_SEPARATED"
+    NOT_IDENTIFIED = "NOT_IDENTIFIED"
 
 
 #: Findings that make ``check`` exit 1 unless ``--fail-on`` says otherwise (AUDIT_SPEC §4).

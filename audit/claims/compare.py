@@ -182,11 +182,29 @@ def _ranges(pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _attained(ends: np.ndarray, closed: np.ndarray, which: str) -> bool:
+    """Whether the ``which`` statistic (``mean`` or ``median``) of the pairs at these ends can
+    be taken: every value it averages must be attainable (an observed difference, not the
+    open bound of a censored one). For the median, the middle one or two of the ends sorted
+    (closed first among ties: a tie can put an attainable value there)."""
+    if which == "mean":
+        return bool(closed.all())
+    order = np.lexsort((~closed, ends))
+    n = ends.size
+    mid = order[[(n - 1) // 2, n // 2]]
+    return bool(closed[mid].all())
+
+
 def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
     lo, hi = _ranges(pairs)
+    observed = np.array([p.kind == "observed" for p in pairs], dtype=bool)
     with np.errstate(invalid="ignore"):
-        mean = Span.of(float(np.mean(lo)), float(np.mean(hi)))
-        median = Span.of(float(np.median(lo)), float(np.median(hi)))
+        # a censored difference's bound is never taken (t_grok lies strictly beyond the last
+        # step): an end is closed only when observed differences alone make it
+        mean = Span.of(float(np.mean(lo)), float(np.mean(hi)),
+                       _attained(lo, observed, "mean"), _attained(hi, observed, "mean"))
+        median = Span.of(float(np.median(lo)), float(np.median(hi)),
+                         _attained(lo, observed, "median"), _attained(hi, observed, "median"))
     signs = [p.sign for p in pairs if p.sign is not None]
     st = sign_test(np.array(signs, dtype=float))
     # Wilcoxon with each censored difference at its bound: raising a positive difference's

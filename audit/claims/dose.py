@@ -111,6 +111,9 @@ class DeltaAicc(Record):
 class KeyParameter(Record):
     name: str
     ci: BootstrapCI
+    #: resamples in which a fitted cell's median turned censored: counted at the end their
+    #: cell pushes the parameter to (open), never dropped
+    n_resamples_censored: int = 0
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,33 @@ def predict(fits: Mapping[str, Mapping[str, Any]], model: str, x: float) -> floa
     if (x - p["x0"]) * f["side"] >= 0:
         return math.inf
     return float(p["lnA"] - 0.5 * math.log(abs(p["x0"] - x)))
+
+
+def _beyond(x: np.ndarray, cens: np.ndarray, best: str, xc: Sequence[float]) -> np.ndarray:
+    """The statistic of :func:`_study`'s bootstrap for a resample in which the fitted cells
+    ``cens`` have a censored median (ln T beyond every finite value): the best law's key
+    parameter and each law's prediction at the censored cells ``xc``, as ``±inf`` where raising
+    those cells' ln T moves the quantity one way (the least-squares slope and prediction of
+    the exponential and power laws: the sign of each cell's leverage), NaN where the way is
+    not known (the saddle-node, or cells pushing both ways)."""
+    def way(u: np.ndarray, at: float | None) -> float:
+        d = u - u.mean()
+        suu = float(np.sum(d * d))
+        if suu == 0:
+            return math.nan
+        lev = d[cens] / suu if at is None else 1.0 / u.size + (at - u.mean()) * d[cens] / suu
+        signs = set(np.sign(lev).tolist()) - {0.0}
+        return math.nan if len(signs) != 1 else signs.pop() * math.inf
+
+    us = {"exponential": x.astype(float), "power": np.log(np.maximum(x.astype(float), 1e-300))}
+    out = [way(us[best], None) if best in us else math.nan]
+    for m in MODELS:
+        for xv in xc:
+            if m not in us or (m == "power" and xv <= 0):
+                out.append(math.nan)
+            else:
+                out.append(way(us[m], xv if m == "exponential" else math.log(xv)))
+    return np.asarray(out, dtype=float)
 
 
 def _key(fits: Mapping[str, Mapping[str, Any]], model: str) -> float:
@@ -477,18 +507,25 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
         strata = [rows_by_x[i][1] for i in fit_idx]
         sizes = [s.size for s in strata]
 
+        turned = [0]  # resamples in which a fitted cell's median turned censored
+
         def stat(ix: np.ndarray) -> np.ndarray | None:
             parts = np.split(ix, np.cumsum(sizes)[:-1])
             meds = np.array([np.median(tv[p]) for p in parts])
             if not np.all(np.isfinite(meds)):
-                return None  # a fitted cell's median turned censored: the design changed
+                # a fitted cell's median turned censored: it lies beyond every value the
+                # resample can give it. Never dropped (that would close the interval on the
+                # side those resamples hold): each quantity moves without bound the way that
+                # cell's ln T pushes it, where that way is known (±inf: an open end)
+                turned[0] += 1
+                return _beyond(x, ~np.isfinite(meds), best, xc)
             fb = fit_laws(x, np.log(np.maximum(meds, 1.0)))
             return np.array([_key(fb, best)] + [predict(fb, m, xv) for m in MODELS
                                                 for xv in xc])
 
         cis = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
                         label="seeds within cells")
-        key_ci = KeyParameter(KEY_PARAM[best], cis[0])
+        key_ci = KeyParameter(KEY_PARAM[best], cis[0], turned[0])
         for mi, m in enumerate(MODELS):
             if fits[m]["params"] is None:
                 continue
@@ -511,7 +548,8 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
                 Reason.LAW_CONTRADICTED, "study",
                 f"the {best} law predicts a median t_grok below what {len(bad)} censored "
                 f"cell(s) it left out already exceed (" + ", ".join(
-                    f"{by}={c.x}: predicted ≤ {_g(c.predicted_high)}, median > {_g(c.bound)}"
+                    f"{by}={c.x}, {_situation(cells, c.x)}: predicted ≤ "
+                    f"{_g(c.predicted_high)}, median > {_g(c.bound)}"
                     for c in bad) + ")",
                 severity=Severity.CRITICAL,
                 evidence={"law": best, "checks": bad}))
@@ -537,6 +575,15 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
                         and not any(c.contradicted for c in checks[best])),
         key_parameter=key_ci, mediation=mediation)
     return body, findings
+
+
+def _situation(cells: Sequence[DoseCell], x: Any) -> str:
+    """Why a cell's median is censored, in the words ``onset`` uses: every run beyond the
+    horizon, or more than half of them (survivors inside the cell)."""
+    c = next(c for c in cells if c.x == x)
+    if c.n_grokked == 0:
+        return f"a cell beyond the horizon (0/{c.n_runs} grokked)"
+    return f"survivors inside the cell ({c.n_runs - c.n_grokked}/{c.n_runs} never grokked)"
 
 
 def _med_value(c: DoseCell) -> float:

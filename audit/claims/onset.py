@@ -36,9 +36,9 @@ from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
 from .results import ClaimResult, Record, finding, make_result
-from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .runs import RunClocks, py, require_columns, run_clocks, stopped_early, studies
 from .stats import BootstrapCI, LinearFit, Proportion, bootstrap, ols, wilson
-from .survival import FAMILIES, AFTFit, aft, fit_families
+from .survival import FAMILIES, AFTFit, aft, fit_families, median_time, survival
 
 # ------------------------------------------------------------------------------------------
 # the body
@@ -53,10 +53,11 @@ class OnsetCell(Record):
     runs: tuple[str, ...]
     n_runs: int
     n_grokked: int
-    grok_rate: Proportion
+    grok_rate: Proportion  #: over the runs whose outcome is known (not stopped early)
     t_grok_median: Interval | None
     gap_median: Interval | None
     n_gap: int  #: runs with a gap (they memorized)
+    n_stopped_early: int = 0  #: censored before the cell's median grok step: left out of the rate
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,46 @@ class ThresholdRow(Record):
 
 
 @dataclass(frozen=True)
+class LawCheck(Record):
+    """The chosen AFT law against the runs it could not see grok in one cell: how many of
+    them the law expects to be censored at their horizons, and how likely as many as were."""
+
+    cell: Mapping[str, Any]
+    situation: str  #: ``beyond_horizon`` (every run censored) or ``inside_cell`` (some grokked)
+    n_runs: int  #: the cell's runs whose outcome is known (runs stopped early left out)
+    n_censored: int
+    horizon: float  #: the median last step of its censored runs
+    predicted_median: float | None  #: the law's median t_grok in the cell
+    p_beyond: float  #: the law's mean P(T > horizon) over the cell's runs
+    expected_censored: float
+    p_value: float  #: P(at least n_censored censored) under the law
+    alpha: float  #: the level it is judged at (Bonferroni over the cells checked)
+    contradicted: bool
+
+
+@dataclass(frozen=True)
+class LeftOut(Record):
+    """The runs OLS left out (no grok logged), by situation: different reasons, different
+    words."""
+
+    n_runs: int
+    beyond_horizon: int  #: in cells where no run grokked by the end of the log
+    inside_cells: int  #: censored in cells where other runs grokked (survivorship)
+    stopped_early: int  #: censored before their cell's median grok step (crashed, cut short)
+
+    def words(self) -> str:
+        parts = []
+        if self.beyond_horizon:
+            parts.append(f"{self.beyond_horizon} in cells beyond the horizon (no run grokked)")
+        if self.inside_cells:
+            parts.append(f"{self.inside_cells} censored inside cells where others grokked "
+                         "(survivorship)")
+        if self.stopped_early:
+            parts.append(f"{self.stopped_early} stopped early")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
 class OnsetRun(Record):
     run: str
     conditions: Mapping[str, Any]
@@ -143,6 +184,8 @@ class OnsetBody(Record):
     comparison: tuple[TermComparison, ...]
     threshold_sensitivity: tuple[ThresholdRow, ...]
     runs: tuple[OnsetRun, ...]
+    left_out: LeftOut | None = None
+    law_checks: tuple[LawCheck, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------
@@ -207,12 +250,19 @@ def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: flo
     aft_why: Reason | None = None
     aic: dict[str, float | None] = {f: None for f in FAMILIES}
     chosen = None
+    lo_b, up_b = _aft_bounds(frame)
+    events = np.isfinite(up_b)  # runs that grokked: an exact or interval-censored time
     if len(frame) <= p + 1 or np.linalg.matrix_rank(X) < p:
         aft_why = Reason.TOO_FEW_RUNS
     elif not g.any():
         aft_why = Reason.FIT_FAILED  # every run censored: only a lower bound, no scaling
+    elif np.linalg.matrix_rank(X[events]) < p:
+        # the grokked runs do not vary in every term (all in one cell): right-censored runs
+        # alone bound a slope on one side only -- the likelihood rises without end, and a
+        # fit would print its optimizer's stopping point with a CI of ±10⁷
+        aft_why = Reason.NOT_IDENTIFIED
     else:
-        lo, up = _aft_bounds(frame)
+        lo, up = lo_b, up_b
         if family is None:
             fits, chosen = fit_families(X, lo, up, names, level)
             aic = {f: (fits[f].aic if fits[f].converged else None) for f in FAMILIES}
@@ -222,6 +272,8 @@ def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: flo
             aic[family] = fits[family].aic if chosen else None
         if chosen is None:
             aft_why = Reason.FIT_FAILED
+        elif not all(se is not None and np.isfinite(se) for se in fits[chosen].se):
+            aft_why = Reason.NOT_IDENTIFIED  # a flat likelihood: no standard error
         else:
             aft_fit = fits[chosen]
     return _Fits(names, ols_fit, ols_why, aft_fit, aft_why, chosen, aic)
@@ -268,18 +320,88 @@ def _cells(rc: RunClocks, by: Sequence[str], level: float) -> tuple[OnsetCell, .
     f = rc.frame
     out = []
     mem = f["memorized"].to_numpy(dtype=bool)
+    early = stopped_early(f, by)
     for key, ix in f.groupby(list(by), sort=True).indices.items():
         key_t = key if isinstance(key, tuple) else (key,)
         rows = np.asarray(ix, dtype=np.int64)
         g = f.iloc[rows]
         k = int(g["grokked"].sum())
+        n_early = int(early[rows].sum())
         out.append(OnsetCell(
             cell={c: py(v) for c, v in zip(by, key_t)},
             runs=tuple(sorted(g["run"].tolist())), n_runs=len(rows), n_grokked=k,
-            grok_rate=wilson(k, len(rows), level),
+            grok_rate=wilson(k, len(rows) - n_early, level),
             t_grok_median=rc.median("t_grok", rows),
             gap_median=rc.median("gap", rows) if mem[rows].any() else None,
-            n_gap=int(mem[rows].sum())))
+            n_gap=int(mem[rows].sum()), n_stopped_early=n_early))
+    return tuple(out)
+
+
+def _left_out(f: pd.DataFrame, by: Sequence[str]) -> LeftOut:
+    cens = ~f["grokked"].to_numpy(dtype=bool)
+    early = stopped_early(f, by) & cens
+    beyond = inside = 0
+    for ix in f.groupby(list(by), sort=False).indices.values():
+        ix = np.asarray(ix)
+        c = cens[ix] & ~early[ix]
+        if not c.any():
+            continue
+        if c.sum() == (~early[ix]).sum():
+            beyond += int(c.sum())
+        else:
+            inside += int(c.sum())
+    return LeftOut(int(cens.sum()), beyond, inside, int(early.sum()))
+
+
+def _poisson_binomial_tail(ps: np.ndarray, k: int) -> float:
+    """``P(K ≥ k)`` for ``K`` a sum of independent Bernoulli(``ps``)."""
+    pmf = np.zeros(ps.size + 1)
+    pmf[0] = 1.0
+    for p in ps.tolist():
+        nxt = pmf * (1.0 - p)
+        nxt[1:] += pmf[:-1] * p
+        pmf = nxt
+    return float(min(1.0, max(0.0, pmf[k:].sum())))
+
+
+def _law_checks(f: pd.DataFrame, by: Sequence[str], interactions: bool, fit: AFTFit,
+                level: float) -> tuple[LawCheck, ...]:
+    """The chosen AFT law against every cell with runs it never saw grok: the law's
+    probability that each run of the cell is still ungrokked at its last step, and the
+    probability of at least as many censored runs as the log shows (Poisson-binomial). A cell
+    the law calls that unlikely (below ``1 − level`` over the number of cells checked)
+    contradicts it: a whole cell beyond the horizon the law says should have grokked, or more
+    survivors inside a cell than it allows."""
+    X, _ = _design(f, by, interactions)
+    cens = ~f["grokked"].to_numpy(dtype=bool)
+    early = stopped_early(f, by)
+    last = f["last_step"].to_numpy(dtype=float)
+    horizon = np.where(cens, f["tg_lower"].to_numpy(dtype=float), last)
+    p_beyond = survival(fit, X, horizon)
+    med = median_time(fit, X)
+    cells = []
+    for key, ix in f.groupby(list(by), sort=True).indices.items():
+        ix = np.asarray(ix)
+        use = ix[~early[ix]]
+        k = int(cens[use].sum())
+        if use.size == 0 or k == 0:
+            continue
+        key_t = key if isinstance(key, tuple) else (key,)
+        cells.append((key_t, use, k))
+    alpha = (1.0 - level) / max(len(cells), 1)
+    out = []
+    for key_t, use, k in cells:
+        ps = p_beyond[use]
+        pv = _poisson_binomial_tail(ps, k)
+        m = float(np.median(med[use]))
+        out.append(LawCheck(
+            cell={c: py(v) for c, v in zip(by, key_t)},
+            situation="beyond_horizon" if k == use.size else "inside_cell",
+            n_runs=int(use.size), n_censored=k,
+            horizon=float(np.median(horizon[use][cens[use]])),
+            predicted_median=m if np.isfinite(m) else None,
+            p_beyond=float(np.mean(ps)), expected_censored=float(np.sum(ps)), p_value=pv,
+            alpha=alpha, contradicted=pv < alpha))
     return tuple(out)
 
 
@@ -326,9 +448,32 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
     names = fit.names
     left_out = ~f["grokked"].to_numpy(dtype=bool)
     n_left_out = int(left_out.sum())
+    lo_words = _left_out(f, by)
+    early = stopped_early(f, by)
+    if early.any():
+        findings.append(finding(
+            Reason.INSUFFICIENT_BUDGET, "run",
+            f"{int(early.sum())} runs stopped before their cell's median grok step without "
+            "grokking: left out of the grok rate, not counted as failures; the AFT keeps them "
+            "censored at their last step",
+            runs=sorted(f.loc[early, "run"]), evidence={"n_runs": int(early.sum())}))
+    left_g = f["tg_left"].to_numpy(dtype=bool) if "tg_left" in f.columns else \
+        np.zeros(len(f), dtype=bool)
+    if left_g.any():
+        findings.append(finding(
+            Reason.LEFT_CENSORED, "run",
+            f"{int(left_g.sum())} runs grokked before logging began: OLS reads t_grok at their "
+            "first logged step (only an upper bound of it); the AFT keeps their interval "
+            "(0, first step]",
+            runs=sorted(f.loc[left_g, "run"]), evidence={"n_runs": int(left_g.sum())}))
     for why, which in ((fit.ols_why, "ols"), (fit.aft_why, "aft")):
         if why is not None:
-            findings.append(finding(why, "study", f"the {which} scaling fit was refused",
+            msg = f"the {which} scaling fit was refused"
+            if why is Reason.NOT_IDENTIFIED:
+                msg += (": its exponents are not identified — the runs that grokked do not "
+                        "vary in every --by term (all in one cell?), and censored runs bound a "
+                        "slope on one side only; no coefficient is printed")
+            findings.append(finding(why, "study", msg,
                                     evidence={"fit": which, "n_runs": len(f),
                                               "n_grokked": int(f["grokked"].sum()),
                                               "n_parameters": len(names)}))
@@ -371,7 +516,7 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
                 Reason.SURVIVORSHIP_BIAS, "study",
                 f"the exponent of {nm} fitted by OLS on the grokked runs only differs from the "
                 f"censored {fit.family} AFT's beyond the {level:.0%} CI of the difference, and "
-                f"the {n_left_out} runs OLS left out account for it",
+                f"the {n_left_out} runs OLS left out account for it ({lo_words.words()})",
                 runs=f.loc[left_out, "run"].tolist(),
                 evidence={"term": nm, "ols": o, "aft": a, "family": fit.family,
                           "difference": diff, "left_out_effect": left,
@@ -410,6 +555,19 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
                 evidence={"thresholds": [float(t) for t in thresholds],
                           "exponent_sign_changes": sign_flips, "ordering_flips": flips}))
 
+    # -- the chosen law against the runs it never saw grok ---------------------------------
+    checks: tuple[LawCheck, ...] = ()
+    if fit.aft is not None:
+        checks = _law_checks(f, by, interactions, fit.aft, level)
+        bad = [c for c in checks if c.contradicted]
+        if bad:
+            findings.append(finding(
+                Reason.LAW_CONTRADICTED, "study",
+                f"the {fit.family} AFT law is contradicted by {len(bad)} cell(s) it could not see "
+                "grok: " + "; ".join(_check_words(c) for c in bad) + "; its exponents describe "
+                "the cells that grokked, not the sweep",
+                evidence={"law": fit.family, "checks": bad}))
+
     runs = []
     for r in f.sort_values("run").itertuples(index=False):
         rd = r._asdict()
@@ -425,8 +583,19 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
         phase_map=_phase_map(rc, axes, level),
         ols=OlsSummary(fit.ols, fit.ols_why, int((~left_out).sum()), n_left_out),
         aft=AftSummary(fit.family, fit.aft, fit.aft_why, len(f), fit.aic),
-        comparison=tuple(comparison), threshold_sensitivity=tuple(sens), runs=tuple(runs))
+        comparison=tuple(comparison), threshold_sensitivity=tuple(sens), runs=tuple(runs),
+        left_out=lo_words, law_checks=checks)
     return body, findings
+
+
+def _check_words(c: LawCheck) -> str:
+    where = ", ".join(f"{k}={v}" for k, v in c.cell.items())
+    what = ("a cell beyond the horizon" if c.situation == "beyond_horizon"
+            else "survivors inside a cell")
+    pred = "—" if c.predicted_median is None else f"{c.predicted_median:.6g}"
+    return (f"{where} ({what}: {c.n_censored}/{c.n_runs} runs never grokked by "
+            f"{c.horizon:.6g}; the law predicts a median {pred} and expects "
+            f"{c.expected_censored:.3g} such runs, P(≥ {c.n_censored}) = {c.p_value:.2g})")
 
 
 def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,

@@ -8,6 +8,7 @@ interval or a point where only a bound is known.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,14 +31,32 @@ num = format_number
 # the one interval and bound formatter
 # ------------------------------------------------------------------------------------------
 
+def outward(x: float, digits: int = 3, *, down: bool) -> str:
+    """``x`` as :func:`num` prints it, rounded away from the inside of an interval (``down``
+    for a lower end): a printed interval never claims less than was computed."""
+    s = num(x, digits)
+    try:
+        v = float(s)
+    except ValueError:
+        return s
+    if (v <= x) if down else (v >= x):
+        return s
+    if abs(x) >= 1000 or float(x).is_integer():
+        q = 1.0
+    else:
+        q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
+    k = math.floor(x / q) if down else math.ceil(x / q)
+    return num(k * q, digits)
+
+
 def interval(low: float | None, high: float | None, *, low_open: bool = False,
              high_open: bool = False, digits: int = 3) -> str:
     """``[low, high]``; an unbounded end (``None``) as ``∞`` with an open bracket. Equal ends
-    are not an interval: the value alone is printed."""
+    are not an interval: the value alone is printed. Each end is rounded outwards."""
     if low is not None and high is not None and low == high:
         return num(low, digits)
-    lo = "−∞" if low is None else num(low, digits)
-    hi = "∞" if high is None else num(high, digits)
+    lo = "−∞" if low is None else outward(low, digits, down=True)
+    hi = "∞" if high is None else outward(high, digits, down=False)
     return (f"{'(' if low_open or low is None else '['}{lo}, {hi}"
             f"{')' if high_open or high is None else ']'}")
 
@@ -56,11 +75,12 @@ def known(x: Interval | Span | None, *, detail: bool = True) -> str:
     if x.value is not None:
         return num(x.value)
     if x.low is not None and x.high is not None:
-        return interval(x.low, x.high, low_open=True, high_open=True)
+        return interval(x.low, x.high, low_open=not x.low_closed,
+                        high_open=not x.high_closed)
     if x.low is not None:
-        return f">{num(x.low)}"
+        return f"{'≥' if x.low_closed else '>'}{outward(x.low, down=True)}"
     if x.high is not None:
-        return f"<{num(x.high)}"
+        return f"{'≤' if x.high_closed else '<'}{outward(x.high, down=False)}"
     return "unknown"
 
 
@@ -127,11 +147,16 @@ def _runs(n: int, r: ClaimResult) -> str:
 def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
     b: OnsetBody = s.body
     lines = _head(r, s, f"scaling of t_grok on {', '.join(b.by)}", _runs(b.n_runs, r))
-    rows = [(*b.by, "runs", "grok rate [Wilson]", "median t_grok", "median gap")]
+    early = any(c.n_stopped_early for c in b.cells)
+    rows = [(*b.by, "runs", *(("stopped early",) if early else ()), "grok rate [Wilson]",
+             "median t_grok", "median gap")]
     for c in b.cells:
-        rows.append((*[_lab(c.cell[k]) for k in b.by], str(c.n_runs), rate(c.grok_rate),
+        rows.append((*[_lab(c.cell[k]) for k in b.by], str(c.n_runs),
+                     *((str(c.n_stopped_early),) if early else ()), rate(c.grok_rate),
                      known(c.t_grok_median), known(c.gap_median)))
     lines += _table(rows)
+    if early:
+        lines.append("  (a run stopped early has an unknown outcome: not in its grok rate)")
     pm = b.phase_map
     if pm:
         lines.append(f"phase map (grok rate), rows {pm.rows} × columns {pm.columns}:")
@@ -145,9 +170,10 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines += _table(t)
     o, a = b.ols, b.aft
     lines.append(f"scaling of log t_grok ({b.step_unit}):")
+    why_out = f": {b.left_out.words()}" if b.left_out and b.left_out.n_runs else ""
     lines.append(f"  as papers do: OLS on the {o.n_runs} grokked runs ({o.n_left_out} censored "
-                 "runs left out)" + (f"; R² {num(o.fit.r2)}, LOO R² {num(o.fit.loo_r2)}"
-                                     if o.fit else f"; refused: {_why(o.refused)}"))
+                 f"runs left out{why_out})" + (f"; R² {num(o.fit.r2)}, LOO R² {num(o.fit.loo_r2)}"
+                                                if o.fit else f"; refused: {_why(o.refused)}"))
     if a.fit is not None:
         others = ", ".join(f"{fam} {'+' if v - a.fit.aic >= 0 else ''}{num(v - a.fit.aic)}"
                            for fam, v in a.aic.items() if v is not None and fam != a.family)
@@ -176,6 +202,18 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
     lines += _table(rows)
     notes = sorted({c.note for c in b.comparison if c.note})
     lines += [f"  ({n})" for n in notes]
+    if b.law_checks:
+        lines.append(f"the {a.family} AFT law against the runs it never saw grok (P(≥ k) under "
+                     "the law; contradicted below the Bonferroni level):")
+        rows = [(*b.by, "situation", "never grokked", "by step", "law's median",
+                 "expected", "P(≥ k)", "")]
+        for lc in b.law_checks:
+            rows.append((*[_lab(lc.cell[k]) for k in b.by],
+                         "beyond the horizon" if lc.situation == "beyond_horizon"
+                         else "inside the cell", f"{lc.n_censored}/{lc.n_runs}", num(lc.horizon),
+                         num(lc.predicted_median), num(lc.expected_censored),
+                         f"{lc.p_value:.2g}", "CONTRADICTED" if lc.contradicted else "consistent"))
+        lines += _table(rows)
     if b.threshold_sensitivity:
         lines.append(f"threshold sensitivity ({a.family} AFT exponents):")
         rows = [("grok_threshold", "grokked", *[c.term for c in b.comparison])]
@@ -234,6 +272,10 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"{word}: {b.best} (runner-up {b.runner_up}); {kp.name} = "
                      f"{num(kp.ci.estimate, 4)} {ci(kp.ci, why=True, digits=4)} "
                      f"({kp.ci.method}, {kp.ci.n_valid}/{kp.ci.n_resamples} resamples)")
+        if kp.n_resamples_censored:
+            lines.append(f"  {kp.n_resamples_censored} of {kp.ci.n_resamples} resamples turned a "
+                         "fitted cell's median censored: counted at the end that cell pushes "
+                         f"{kp.name} to (open when they reach its tail), never dropped")
     m = b.mediation
     if m:
         lines.append(f"mediation by {m.mediator}: T0 = {known(m.T0, detail=False)}, T1 = "

@@ -78,22 +78,27 @@ class Record:
 
 @dataclass(frozen=True)
 class Span(Record):
-    """A quantity known to lie in ``(low, high)``: ``value`` when it is a point reading,
-    ``None`` on a side that is unbounded (a censored run). Printed ``x``, ``>x``, ``<x`` or
-    ``(x, y)`` — never a point where only a bound is known."""
+    """A quantity known to lie between ``low`` and ``high``: ``value`` when it is a point
+    reading, ``None`` on a side that is unbounded (a censored run). An end is *closed* when the
+    quantity can take that value (``low_closed``/``high_closed``), else open. Printed ``x``,
+    ``>x``, ``≥x``, ``<x``, ``≤x``, ``(x, y)`` or ``[x, y]`` — never a point where only a bound
+    is known, each end rounded outwards."""
 
     value: float | None
     low: float | None
     high: float | None
+    low_closed: bool = False
+    high_closed: bool = False
 
     @classmethod
-    def of(cls, low: float, high: float) -> Span:
+    def of(cls, low: float, high: float, low_closed: bool = False,
+           high_closed: bool = False) -> Span:
         """From floats where ``±inf`` means unbounded; equal ends give a point."""
         lo = None if math.isinf(low) or math.isnan(low) else float(low)
         hi = None if math.isinf(high) or math.isnan(high) else float(high)
         if lo is not None and hi is not None and lo == hi:
-            return cls(lo, lo, hi)
-        return cls(None, lo, hi)
+            return cls(lo, lo, hi, True, True)
+        return cls(None, lo, hi, low_closed and lo is not None, high_closed and hi is not None)
 
     @property
     def is_point(self) -> bool:

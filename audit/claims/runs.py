@@ -10,6 +10,7 @@ input validation as ``grokaudit check``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -234,3 +235,23 @@ def studies(rc: RunClocks, cell: Sequence[str], axes: Sequence[str] | None,
 def py(v: Any) -> Any:
     """A numpy scalar as a plain Python value."""
     return v.item() if hasattr(v, "item") else v
+
+
+def stopped_early(frame: pd.DataFrame, by: Sequence[str]) -> np.ndarray:
+    """Runs that never grokked and stopped before their cell's median grok step (the study's,
+    when nothing in their cell grokked): crashed or cut short, not failures to grok. Their
+    outcome is unknown, so a grok rate leaves them out; a survival fit keeps them censored at
+    their last step."""
+    grok = frame["grokked"].to_numpy(dtype=bool)
+    tg = frame["tg_value"].to_numpy(dtype=float)
+    last = frame["last_step"].to_numpy(dtype=float)
+    need_all = float(np.median(tg[grok])) if grok.any() else math.nan
+    need = np.full(len(frame), need_all)
+    for ix in frame.groupby(list(by), sort=False).indices.values():
+        ix = np.asarray(ix)
+        g = ix[grok[ix]]
+        if g.size:
+            need[ix] = float(np.median(tg[g]))
+    with np.errstate(invalid="ignore"):
+        out: np.ndarray = ~grok & (last < need)
+    return out

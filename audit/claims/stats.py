@@ -507,11 +507,18 @@ def min_detectable_dz(n: int, alpha: float = 0.05, power: float = 0.8) -> float 
         return float(stats.nct.sf(tc, df, nc) + stats.nct.cdf(-tc, df, nc)) - power
 
     hi = 1.0
-    while gap(hi) < 0:
+    g = gap(hi)
+    while g < 0:
         hi *= 2
+        g = gap(hi)
         if hi > 1e6:
             return None
-    return float(optimize.brentq(gap, 0.0, hi, xtol=1e-6))
+    if math.isnan(g) or math.isnan(gap(0.0)):
+        return None  # the noncentral t is not computable there (one degree of freedom)
+    try:
+        return float(optimize.brentq(gap, 0.0, hi, xtol=1e-6))
+    except ValueError:  # NaN inside the bracket: no detectable effect can be stated
+        return None
 
 
 @dataclass(frozen=True)

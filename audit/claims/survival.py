@@ -365,3 +365,26 @@ def harrell_c(times: np.ndarray, predicted: np.ndarray, event: np.ndarray) -> fl
     conc = (pi < pj) & shorter
     tie = (pi == pj) & shorter
     return float((conc.sum() + 0.5 * tie.sum()) / shorter.sum())
+
+
+def survival(fit: AFTFit, X: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``P(T > t | x)`` under a fitted AFT model, per row of ``X`` (``t`` in the log's unit;
+    ``t ≤ 0`` has survival 1)."""
+    eta = np.asarray(X, dtype=float) @ np.asarray(fit.coef, dtype=float)
+    t = np.asarray(t, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (np.log(np.where(t > 0, t, np.nan)) - eta) / fit.sigma
+    out: np.ndarray = np.where(t > 0, np.exp(_log_s(fit.family, z)), 1.0)
+    return out
+
+
+#: The median of each family's standard error W: ``S_W(m) = ½``.
+_MEDIAN_W = {"weibull": math.log(math.log(2.0)), "lognormal": 0.0, "loglogistic": 0.0}
+
+
+def median_time(fit: AFTFit, X: np.ndarray) -> np.ndarray:
+    """The model's median ``T`` per row of ``X``: ``exp(xᵀβ + σ·median(W))``."""
+    eta = np.asarray(X, dtype=float) @ np.asarray(fit.coef, dtype=float)
+    with np.errstate(over="ignore"):
+        out: np.ndarray = np.exp(eta + fit.sigma * _MEDIAN_W[fit.family])
+    return out

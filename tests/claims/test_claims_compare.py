@@ -74,6 +74,9 @@ def test_censored_pairs_give_bounds_not_estimates() -> None:
     assert c.mean_d.value is None and c.mean_d.high is None  # a both-censored pair: unbounded
     # the median is bounded on both sides: the both-censored pair sits at either end
     assert (c.median_d.value, c.median_d.low, c.median_d.high) == (None, 2250, 2350)
+    # both ends are medians of observed differences (2200, 2300 and 2300, 2400): attainable,
+    # so closed (issue 20: the attainable set is printed as what it is)
+    assert c.median_d.low_closed and c.median_d.high_closed
     assert c.sign.n == 7 and c.sign.statistic == 7  # the both-censored pair has no sign
     assert c.wilcoxon_p_at_most is None  # a pair with no bound at all: no Wilcoxon bound
     assert b.complete_pairs.n == 5
@@ -81,7 +84,7 @@ def test_censored_pairs_give_bounds_not_estimates() -> None:
     text = render_text(r)
     assert ">4000" in text and ">4100" in text
     assert "d_z" not in text.split("power:")[0] and "BCa" not in text
-    assert "mean d unknown, median d (2250, 2350)" in text
+    assert "mean d unknown, median d [2250, 2350]" in text
     d = json.loads(r.to_json())
     assert d["studies"][0]["tests"] is None
 
