@@ -12,10 +12,13 @@ Validity checks:
 - The statistic: the fraction of grokked runs whose peak is *interior* (not on the window's
   edge) and precedes grokking. (The raw fraction, edge peaks included, is reported too: it is
   what papers quote, and a signal that simply falls after the gate scores 1 on it.)
-- The permutation null: the same statistic with the signal's time axis permuted within each
-  run. Permuting the values moves the maximum to a uniformly random logged point of the window,
-  so each null draw places each run's peak uniformly over its window points (vectorized,
-  seeded); ``p = (1 + #{null ≥ observed}) / (1 + B)``.
+- Two nulls, the same statistic with each run's peak placed at random: (1) *over its logged
+  points* (the signal's values permuted within the window: the null of a signal that is noise
+  from point to point), (2) *uniformly in time* over the window (a uniform step between its
+  first and last logged step, read at the first logged point at or after it: the null of a
+  signal smooth in time). Under geometric logging the two differ — most points lie early, so
+  (1) measures the logging schedule as much as the signal; a signal is specific only when it
+  beats both. Seeded; each ``p = (1 + #{null ≥ observed}) / (1 + B)``.
 - The placebo comparison: a smooth placebo signal (default ``weight_norm``) scored the same way
   on the same runs, and the exact one-sided McNemar test that the signal succeeds (interior
   peak preceding grokking) in more runs than the placebo: among the runs where exactly one of
@@ -100,9 +103,10 @@ class PrecursorBody(Record):
     fraction_preceding_interior: float | None
     lead_median: float | None
     lead_ci: BootstrapCI | None
-    null_permuted: PermutationNull
+    null_permuted: PermutationNull  #: the peak at a random logged point (values permuted)
     placebo: PlaceboComparison | None
     runs: tuple[PrecursorRun, ...]
+    null_time: PermutationNull | None = None  #: the peak at a uniformly random time
 
 
 # ------------------------------------------------------------------------------------------
@@ -139,24 +143,48 @@ def _success(peak_step: np.ndarray, tg: np.ndarray, interior: np.ndarray | None 
     return ok
 
 
-def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
-          seed: int) -> np.ndarray:
-    """Null fractions: each run's peak at a uniformly random point of its window."""
+def _null_points(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
+                 seed: int) -> np.ndarray:
+    """Null fractions: each run's peak at a uniformly random logged point of its window (the
+    values permuted)."""
     rng = np.random.default_rng(seed)
     rows = np.flatnonzero(use)
     if rows.size == 0:
         return np.array([])
     inwin = pk["in_window"][rows]
     steps = pk["steps"][rows]
-    # the window's points are contiguous: offset of the first + a uniform index
-    first = np.argmax(inwin, axis=1)
+    first = np.argmax(inwin, axis=1)  # the window's points are contiguous
     nw = inwin.sum(axis=1)
     u = rng.random((n_perm, rows.size))
     k = np.floor(u * nw[None, :]).astype(np.int64)
-    idx = first[None, :] + k
-    st = steps[np.arange(rows.size)[None, :], idx]
+    st = steps[np.arange(rows.size)[None, :], first[None, :] + k]
     interior = (k > 0) & (k < nw[None, :] - 1)
     out: np.ndarray = np.mean((st < tg[rows][None, :]) & interior, axis=1)
+    return out
+
+
+def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
+          seed: int) -> np.ndarray:
+    """Null fractions: each run's peak at a time drawn uniformly over its window's step span,
+    read at the first logged point at or after it (the logging grid's density does not weigh
+    the draw)."""
+    rng = np.random.default_rng(seed)
+    rows = np.flatnonzero(use)
+    if rows.size == 0:
+        return np.array([])
+    inwin = pk["in_window"][rows]
+    steps = pk["steps"][rows]
+    first = np.argmax(inwin, axis=1)  # the window's points are contiguous
+    nw = inwin.sum(axis=1)
+    u = rng.random((n_perm, rows.size))
+    hit = np.zeros((n_perm, rows.size), dtype=bool)
+    for j in range(rows.size):
+        w = steps[j, first[j]:first[j] + nw[j]].astype(float)
+        t = w[0] + u[:, j] * (w[-1] - w[0])
+        k = np.minimum(np.searchsorted(w, t, side="left"), w.size - 1)
+        interior = (k > 0) & (k < w.size - 1)
+        hit[:, j] = (w[k] < tg[rows[j]]) & interior
+    out: np.ndarray = hit.mean(axis=1)
     return out
 
 
@@ -170,13 +198,19 @@ def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[s
     ok = _success(pk["peak_step"], tg, ~pk["edge"])
     raw = _success(pk["peak_step"], tg)
     obs = float(np.mean(ok[use])) if use.any() else None
-    null = _null(pk, tg, use, n_perm, seed)
-    p = None
-    if obs is not None and null.size:
-        p = (1.0 + float(np.sum(null >= obs - 1e-12))) / (1.0 + null.size)
-    return {"pk": pk, "use": use, "ok": ok, "fraction": obs, "null": null, "p_perm": p,
+    null_pts = _null_points(pk, tg, use, n_perm, seed)
+    null_time = _null(pk, tg, use, n_perm, seed)
+
+    def p_of(null: np.ndarray) -> float | None:
+        if obs is None or not null.size:
+            return None
+        return (1.0 + float(np.sum(null >= obs - 1e-12))) / (1.0 + null.size)
+
+    return {"pk": pk, "use": use, "ok": ok, "fraction": obs, "null": null_pts,
+            "p_perm": p_of(null_pts), "p_time": p_of(null_time),
             "fraction_raw": float(np.mean(raw[use])) if use.any() else None,
-            "null_mean": float(null.mean()) if null.size else None}
+            "null_mean": float(null_pts.mean()) if null_pts.size else None,
+            "null_time_mean": float(null_time.mean()) if null_time.size else None}
 
 
 # ------------------------------------------------------------------------------------------
@@ -241,17 +275,21 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
         failed = []
         if s["p_perm"] is not None and s["p_perm"] >= alpha:
             failed.append("permutation")
+        if s["p_time"] is not None and s["p_time"] >= alpha:
+            failed.append("time")
         if plc is not None and plc.test.p_value is not None and plc.test.p_value >= alpha:
             failed.append("placebo")
         if failed:
             findings.append(finding(
                 Reason.PRECURSOR_NOT_SPECIFIC, "study",
                 f"{signal} does no better than "
-                + " or ".join({"permutation": "its own time axis permuted",
+                + " or ".join({"permutation": "its own values permuted within runs",
+                               "time": "its peak placed uniformly in time",
                                "placebo": f"the placebo {placebo} (exact McNemar p = "
                                           f"{plc.test.p_value:.3g})" if plc else ""}[x]
                               for x in failed) + f" at α = {alpha}",
-                evidence={"fraction": obs, "p_perm": s["p_perm"], "alpha": alpha,
+                evidence={"fraction": obs, "p_perm": s["p_perm"], "p_time": s["p_time"],
+                          "alpha": alpha,
                           "placebo": placebo, "placebo_test": plc.test if plc else None,
                           "placebo_fraction": plc.fraction_preceding_interior if plc else None,
                           "failed": failed}))
@@ -267,6 +305,7 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
         fraction_preceding=s["fraction_raw"], fraction_preceding_interior=obs,
         lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
         null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
+        null_time=PermutationNull(n_perm, seed, s["null_time_mean"], s["p_time"]),
         placebo=plc, runs=tuple(runs))
     return body, findings
 

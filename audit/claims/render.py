@@ -302,23 +302,38 @@ def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"logistic on ln {b.by}: no transition point")
     elif bd.separation != "none":
         lo, hi = bd.bracket or (None, None)
-        lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); λ_c lies in "
-                     f"{interval(lo, hi, low_open=True, high_open=True, digits=4)} and the "
-                     f"data cannot place it more precisely ({_pl(bd.levels_below, 'level')} "
-                     f"at or below, {bd.levels_above} at or above)")
+        lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); the grok rate jumps "
+                     f"between {num(lo, 4)} and {num(hi, 4)} ({_pl(bd.levels_below, 'level')} "
+                     f"at or below, {bd.levels_above} at or above): the slope has no maximum, "
+                     "no point estimate")
+        if bd.profile is not None:
+            lines.append(f"  λ_c: profile-likelihood {bd.profile.level:.0%} set "
+                         f"{_profile(bd.profile)} (deviance within χ²₁ of its least)")
     else:
+        where = (f"an extrapolation: {_pl(bd.levels_below, 'level')} below, {bd.levels_above} "
+                 "above" if bd.extrapolated else
+                 f"{_pl(bd.levels_below, 'level')} below, {bd.levels_above} above")
         lines.append(f"logistic on ln {b.by}: λ_c = {num(bd.lambda_c, 4)} "
-                     f"{ci(bd.ci, why=True)} ({_pl(bd.levels_below, 'level')} below, "
-                     f"{bd.levels_above} above)")
+                     f"{ci(bd.ci, why=True)} ({where})")
+        if bd.profile is not None:
+            lines.append(f"  profile-likelihood {bd.profile.level:.0%} set of λ_c: "
+                         f"{_profile(bd.profile)}")
     p = b.power_law
     if p and p.nu is not None:
         lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν = {num(p.nu)} {ci(p.nu_ci, why=True)} "
-                     f"over {p.n_cells} levels (empirical; no universality class implied)")
+                     f"over {p.n_cells} levels (empirical; no universality class implied)"
+                     + (" — ν < 0: time to grok rises away from λ_c" if p.nu < 0 else ""))
     elif p and p.nu_range:
-        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν not identified — it moves from "
-                     f"{num(p.nu_range[0])} to {num(p.nu_range[1])} as λ_c moves inside the "
-                     "bracket")
+        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν not identified — it runs over "
+                     f"{interval(p.nu_range[0], p.nu_range[1], low_open=True, high_open=True)} "
+                     "as λ_c moves over the set where it may lie (up to its open ends)")
     return lines
+
+
+def _profile(ps: Any) -> str:
+    lo = "beyond the lowest level" if ps.low is None else outward(ps.low, 4, down=True)
+    hi = "beyond the highest level" if ps.high is None else outward(ps.high, 4, down=False)
+    return f"({lo}, {hi})"
 
 
 def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
@@ -338,8 +353,13 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     lines.append(f"median lead t_grok − t_peak {num(b.lead_median)} {ci(b.lead_ci, why=True)}"
                  f" ({b.step_unit})")
     nu = b.null_permuted
-    lines.append(f"null, time axis permuted within runs ({nu.n_perm} draws): mean fraction "
-                 f"{percent(nu.mean_fraction)}, p = {num(nu.p_value)}")
+    lines.append(f"null, each run's values permuted within its window ({nu.n_perm} draws): "
+                 f"mean fraction {percent(nu.mean_fraction)}, p = {num(nu.p_value)}")
+    nt = b.null_time
+    if nt is not None:
+        lines.append(f"null, each run's peak placed uniformly in time over its window "
+                     f"({nt.n_perm} draws): mean fraction {percent(nt.mean_fraction)}, p = "
+                     f"{num(nt.p_value)} (specific only if both nulls are beaten)")
     pl = b.placebo
     if pl:
         lines.append(f"placebo {pl.signal}: preceding {percent(pl.fraction_preceding)}, "

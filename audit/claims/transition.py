@@ -90,6 +90,28 @@ class Boundary(Record):
     slope_log_lambda: float | None
     levels_below: int
     levels_above: int
+    #: the profile-likelihood set of λ_c (its deviance within χ²₁ of the smallest), with
+    #: whether each end is open; under separation the one honest statement of where it lies
+    profile: ProfileSet | None = None
+    #: λ_c lies outside the levels, or with no level on one side: an extrapolation (no CI)
+    extrapolated: bool = False
+
+
+@dataclass(frozen=True)
+class ProfileSet(Record):
+    """``{λ_c : D(λ_c) − min D ≤ χ²₁(level)}``, ``D`` the logistic deviance with the boundary
+    held at ``λ_c`` and the slope profiled out (its limit ``∞`` included), on a grid of
+    ``n_grid`` points between the outer levels: ``low``/``high`` its ends (None: it reaches the
+    sweep's edge), ``best`` where the deviance is smallest."""
+
+    low: float | None
+    high: float | None
+    low_open: bool
+    high_open: bool
+    best: float
+    min_deviance: float
+    level: float
+    n_grid: int
 
 
 @dataclass(frozen=True)
@@ -101,6 +123,7 @@ class PowerLaw(Record):
     log_prefactor: float | None
     n_cells: int
     nu_ci: BootstrapCI | None
+    #: ν as λ_c moves over the whole (open) set where it may lie: ``(min, max)``
     nu_range: tuple[float, float] | None
 
 
@@ -175,6 +198,73 @@ def _bracket(levels: np.ndarray, lam: np.ndarray, y: np.ndarray, kind: str
         hi = above_l.min() if above_l.size else None
     return (None if lo is None else float(lo), None if hi is None else float(hi),
             "above" if above else "below")
+
+
+def _deviance(u: np.ndarray, y: np.ndarray, u_c: float, sign: float) -> float:
+    """The logistic deviance of ``P(grok) = σ(b·(u − u_c))`` minimized over the slope
+    ``b`` of the grok side's sign, its limit ``b → ∞`` (a step at ``u_c``) included."""
+    d = sign * (u - u_c)
+
+    def dev(log_b: float) -> float:
+        eta = math.exp(log_b) * d
+        # −2 Σ log p(y): log σ(η) = −log(1 + e^(−η)), stably
+        return float(2 * np.sum(np.where(y == 1, np.logaddexp(0, -eta), np.logaddexp(0, eta))))
+
+    from scipy import optimize
+
+    res = optimize.minimize_scalar(dev, bounds=(-12.0, 12.0), method="bounded",
+                                   options={"xatol": 1e-6})
+    best = min(float(res.fun), dev(-12.0))
+    # the step at u_c: runs on their own side cost nothing, a tie costs 2·log 2, a run on the
+    # wrong side costs without bound
+    wrong = np.any(((d > 0) & (y == 0)) | ((d < 0) & (y == 1)))
+    if not wrong:
+        best = min(best, float(2 * math.log(2) * np.sum(d == 0)))
+    return best
+
+
+def profile_set(levels: np.ndarray, u: np.ndarray, y: np.ndarray, grok_above: bool,
+                level: float, n_grid: int = 801) -> ProfileSet | None:
+    """The profile-likelihood set of λ_c over a geometric grid between the outer levels (the
+    levels themselves on it): the points whose profile deviance is within ``χ²₁(level)`` of the
+    smallest, as an open interval whose ends are the first grid points outside it (outwards by
+    at most one grid step); an end that reaches the outer level is None (the set runs to the
+    edge of the sweep, and may go on beyond it)."""
+    from scipy import stats
+
+    lv = np.unique(levels.astype(float))
+    if lv.size < 2 or y.min() == y.max():
+        return None
+    grid = np.unique(np.concatenate([np.geomspace(lv[0], lv[-1], n_grid), lv]))
+    sign = 1.0 if grok_above else -1.0
+    dev = np.array([_deviance(u, y, math.log(g), sign) for g in grid])
+    m = int(np.argmin(dev))
+    cut = float(stats.chi2.ppf(level, 1))
+    inside = dev - dev[m] <= cut
+    # the connected stretch of the grid around the best point
+    i = j = m
+    while i > 0 and inside[i - 1]:
+        i -= 1
+    while j < grid.size - 1 and inside[j + 1]:
+        j += 1
+    # each end reported outwards: at the first grid point outside the set (open), where the
+    # set's true end lies between it and the last point inside; None when the set reaches
+    # the outer level (it may extend beyond the sweep)
+    low = None if i == 0 else float(grid[i - 1])
+    high = None if j == grid.size - 1 else float(grid[j + 1])
+    return ProfileSet(low, high, low is not None, high is not None, float(grid[m]),
+                      float(dev[m]), level, int(grid.size))
+
+
+def _nu_range(levels: np.ndarray, medT: np.ndarray, lo: float, hi: float, above: bool
+              ) -> tuple[float, float] | None:
+    """ν as λ_c moves over the open interval ``(lo, hi)``, up to its ends (a geometric grid
+    that approaches each end to 10⁻⁶ of the span in log λ)."""
+    t = np.concatenate([np.geomspace(1e-6, 0.5, 60), 1.0 - np.geomspace(1e-6, 0.5, 60)])
+    grid = np.exp(math.log(lo) + np.unique(t) * (math.log(hi) - math.log(lo)))
+    nus = [p[0] for p in (_power(levels, medT, float(c), above) for c in grid)
+           if p is not None]
+    return (float(min(nus)), float(max(nus))) if nus else None
 
 
 def _boundary(ab: tuple[float, float] | None) -> float | None:
@@ -284,20 +374,28 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
         lo, hi, side = _bracket(levels, lam[use], y[use], kind)
         below = int(np.sum(levels <= lo)) if lo is not None else 0
         above = int(np.sum(levels >= hi)) if hi is not None else 0
-        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above)
+        prof = profile_set(levels, u[use], y[use], side == "above", level)
+        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above, prof)
+        # where λ_c may lie: the profile set (under quasi-separation narrower than the bracket)
+        p_lo = (prof.low if prof is not None and prof.low is not None else lo)
+        p_hi = (prof.high if prof is not None and prof.high is not None else hi)
+        where = (f"the profile-likelihood {level:.0%} set of λ_c is "
+                 f"{_set_words(prof, lo, hi)}" if prof is not None else
+                 f"any λ_c between {_g(lo)} and {_g(hi)} fits as well")
         findings.append(finding(
             Reason.TRANSITION_SEPARATED, "study",
-            f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'} separated: "
-            f"the grok rate jumps between {by} = {_g(lo)} and {_g(hi)}, and any λ_c in "
-            "between fits as well; no point estimate, no interval, no ν",
-            evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side}))
+            f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'}"
+            f"{' ' if kind == 'complete' else ''}separated: "
+            f"the grok rate jumps between {by} = {_g(lo)} and {_g(hi)} and the logistic slope "
+            f"has no maximum; {where}: no point estimate, no bootstrap interval, ν not "
+            "identified",
+            evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side,
+                      "profile_set": prof}))
         _bracketing(findings, levels, below, above)
-        if lo is not None and hi is not None:
-            grid = np.geomspace(lo, hi, 11)[1:-1]
-            nus = [p[0] for p in (_power(levels, medT, float(c), side == "above") for c in grid)
-                   if p is not None]
-            if nus:
-                power_law = PowerLaw(None, None, 0, None, (float(min(nus)), float(max(nus))))
+        if p_lo is not None and p_hi is not None and p_lo < p_hi:
+            rng = _nu_range(levels, medT, p_lo, p_hi, side == "above")
+            if rng is not None:
+                power_law = PowerLaw(None, None, 0, None, rng)
     else:
         ab = logistic_fit(u[use], y[use])
         u_c = _boundary(ab)
@@ -313,6 +411,8 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
             below = int(np.sum(levels < lam_c))
             above = int(np.sum(levels > lam_c))
             _bracketing(findings, levels, below, above)
+            extrapolated = below == 0 or above == 0
+            prof = profile_set(levels, u[use], y[use], above_side, level)
             power = _power(levels, medT, lam_c, above_side)
             if power is None:
                 findings.append(finding(
@@ -341,15 +441,38 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
 
             ci_c, ci_nu = bootstrap(strata, stat, seed=seed, level=level,
                                     n_resamples=n_resamples, label="runs within levels")
+            if extrapolated:  # beyond the levels no resample places λ_c: no interval
+                ci_c = BootstrapCI(ci_c.estimate, None, None, level, ci_c.method,
+                                   ci_c.n_resamples, ci_c.n_valid, ci_c.seed,
+                                   f"λ_c lies {'below' if below == 0 else 'above'} every level: "
+                                   "an extrapolation, no interval")
             boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
-                                ab[0], ab[1], below, above)
+                                ab[0], ab[1], below, above, prof, extrapolated)
             if power is not None:
                 power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None)
+                if power[0] < 0:
+                    findings.append(finding(
+                        Reason.LAW_CONTRADICTED, "study",
+                        f"ν = {_g(power[0])} < 0: the time to grok rises away from λ_c, the "
+                        "opposite of the critical-slowing-down form T ∝ |λ − λ_c|^(−ν) "
+                        "(ν > 0); the power law does not describe these levels",
+                        evidence={"nu": power[0], "nu_ci": ci_nu, "lambda_c": lam_c,
+                                  "extrapolated": extrapolated}))
     body = TransitionBody(
         step_unit=rc.step_unit, by=by, n_runs=len(f), levels=tuple(cells), boundary=boundary,
         power_law=power_law,
         note="exponents are empirical, with CIs; no universality class is implied")
     return body, findings
+
+
+def _set_words(prof: ProfileSet | None, lo: float | None, hi: float | None) -> str:
+    if prof is None:
+        return "—"
+    a = "[" if prof.low is not None and not prof.low_open else "("
+    b = "]" if prof.high is not None and not prof.high_open else ")"
+    low = _g(prof.low) if prof.low is not None else "beyond the lowest level"
+    high = _g(prof.high) if prof.high is not None else "beyond the highest level"
+    return f"{a}{low}, {high}{b}"
 
 
 def _bracketing(findings: list[Finding], levels: np.ndarray, below: int, above: int) -> None:

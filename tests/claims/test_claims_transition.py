@@ -109,8 +109,12 @@ def test_perfect_separation_gives_the_bracket_no_point_no_interval_no_nu() -> No
     assert Reason.TOO_FEW_LEVELS in r.codes and Reason.TRANSITION_SEPARATED in r.codes
     p = r.body.power_law
     assert p.nu is None and p.nu_ci is None and p.nu_range[0] < p.nu_range[1]
+    # under complete separation the profile-likelihood set is the open bracket itself: any
+    # λ_c strictly between the levels fits with deviance 0, the levels do not
+    assert (bd.profile.low, bd.profile.high) == (0.1, 0.3)
+    assert bd.profile.low_open and bd.profile.high_open
     text = render_text(r)
-    assert "λ_c lies in (0.1, 0.3)" in text
+    assert "λ_c: profile-likelihood 95% set (0.1, 0.3)" in text
     assert "λ_c =" not in text and "ν =" not in text and "ν not identified" in text
     assert not re.search(r"\[([-0-9.e]+), \1\]", text)  # no zero-width interval
     d = json.loads(r.to_json())
