@@ -192,6 +192,30 @@ def _edge_peaks_count(mp: Any) -> None:
     mp.setattr(precursor, "_peaks", mutant)
 
 
+# -- issue 20 ------------------------------------------------------------------------------
+
+def _law_unchecked(mp: Any) -> None:
+    """The onset law is never checked against the cells it never saw grok (before issue 20)."""
+    mp.setattr(onset, "_law_checks", lambda *a, **k: ())
+
+
+def _censored_resamples_dropped(mp: Any) -> None:
+    """A resample in which a fitted cell's median turns censored is dropped (before issue 20):
+    the interval closes on the side those resamples would push it."""
+    mp.setattr(dose, "_beyond", lambda x, cens, best, xc: np.full(1 + 3 * len(xc), np.nan))
+
+
+def _bracket_only(mp: Any) -> None:
+    """Under separation only the bracket: no profile-likelihood set (before issue 20)."""
+    mp.setattr(transition, "profile_set", lambda *a, **k: None)
+
+
+def _time_null_only(mp: Any) -> None:
+    """The precursor null places peaks uniformly in time only: a noise signal on a geometric
+    grid (peaks early, where the points are) is called specific."""
+    mp.setattr(precursor, "_null_points", precursor._null)
+
+
 CLAIM_MUTANTS: tuple[Mutant, ...] = (
     Mutant("survivorship_without_censoring", "SURVIVORSHIP_BIAS whenever the CI of OLS − AFT "
            "excludes 0, even when no run was left out of OLS", _survivorship_without_censoring),
@@ -219,10 +243,22 @@ CLAIM_MUTANTS: tuple[Mutant, ...] = (
            _placebo_ignored),
     Mutant("edge_peaks_count", "a peak on the window's edge counts as a precursor peak",
            _edge_peaks_count),
+    Mutant("law_unchecked", "onset's law is never checked against the cells it never saw grok",
+           _law_unchecked),
+    Mutant("censored_resamples_dropped", "dose drops the resamples that turn a fitted cell "
+           "censored", _censored_resamples_dropped),
+    Mutant("bracket_only", "transition under separation reports the bracket only, no "
+           "profile-likelihood set", _bracket_only),
+    Mutant("time_null_only", "precursor's only null places peaks uniformly in time",
+           _time_null_only),
 )
 
 #: The claim case(s) each mutant must break (documented in docs/adversarial-suite.md).
 CLAIM_CAUGHT_BY: dict[str, frozenset[str]] = {
+    "law_unchecked": frozenset({"onset_cell_beyond_horizon"}),
+    "censored_resamples_dropped": frozenset({"dose_censored_resamples"}),
+    "bracket_only": frozenset({"transition_quasi_separated"}),
+    "time_null_only": frozenset({"precursor_geometric_noise"}),
     "survivorship_without_censoring": frozenset({"onset_lognormal_uncensored"}),
     "aft_always_weibull": frozenset({"onset_lognormal_uncensored"}),
     "median_of_upper_ends": frozenset({"onset_lognormal_uncensored",
