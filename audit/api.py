@@ -75,11 +75,14 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
     ``profile="reference"``…) applied over ``config``. Returns the :class:`AuditResult`.
     """
     from .loader import read_source
+    from .trail import make_trail
 
     cfg = _config(config, options)
     # the input is handed over (Owned): validation frees each column once it has read it and
     # hands Arrow's freed pages back, so the log is never held twice
-    return audit_log(validated_log(Owned(read_source(path)), cfg, str(path)), cfg)
+    result = audit_log(validated_log(Owned(read_source(path)), cfg, str(path)), cfg)
+    return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
+                                                        inputs=[str(path)]))
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,

@@ -7,10 +7,11 @@ adversarial suite to commands, and it imports each lazily, when its command runs
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import click
@@ -42,6 +43,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 
 class LazyGroup(click.Group):
     """A click group whose extra commands are imported only when invoked."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # the command line as typed, for the audit trail (never sys.argv: under a test runner
+        # or an embedding program that is someone else's)
+        ctx.meta["grokaudit.argv"] = list(args)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
@@ -214,6 +221,24 @@ def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
     return _paths(path) + implicit + ([found] if found else [])
 
 
+def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
+           config_file: str | None) -> Any:
+    """The audit trail of a command's result: the config file read (or where discovery looked),
+    every changed setting, the input mapping, each input file's size and sha256, the command."""
+    from . import __version__
+    from .trail import command_line, make_trail
+
+    ctx = click.get_current_context(silent=True)
+    argv = ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None
+    mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
+               "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
+               "--acc-scale": params.get("acc_scale"),
+               "--on-duplicate": params.get("on_duplicate")}
+    return make_trail(cfg, version=__version__, inputs=_inputs(path, config_file),
+                      mapping=mapping, config_file=config_file, discover=True,
+                      command=command_line(argv))
+
+
 def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error",
           lazy: bool = False) -> Any:
     """The log at ``path`` read with the adapter options in ``params``; with ``lazy``, a single
@@ -279,6 +304,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         result = sens.baseline
     else:
         result = audit_log(log, cfg)
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
+    if sens is not None:
+        sens = dataclasses.replace(sens, baseline=result)
     if outs["report"] is not None:
         from .html_report import write_report
 
@@ -381,7 +409,8 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     table = _read(paths, params, cfg.on_duplicate)
     log = validated_log(table, cfg, _source(paths))
     del table
-    result = audit_log(log, cfg)
+    result = dataclasses.replace(audit_log(log, cfg),
+                                 trail=_trail(cfg, paths, params, config_file))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress_printer("report"))
     from .report import unaudited_words
@@ -519,6 +548,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
                            json=(common["json_out"], {"flag": "--json"}))
     table = _read(path, common, cfg.on_duplicate)
     result = call(table, cfg, _source(path))
+    result = dataclasses.replace(result, trail=_trail(cfg, path, common,
+                                                       common["config_file"]))
     emit(result, lambda: render_text(result, verbose=common["verbose"]),
          json_out=outs["json"], quiet=common["quiet"])
 

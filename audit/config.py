@@ -555,24 +555,39 @@ def _table_of(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
     return dict(data)
 
 
-def config_file_values(start: Path | None = None) -> tuple[dict[str, Any], str | None]:
-    """Find ``grokaudit.toml`` or a ``pyproject.toml`` with ``[tool.grokaudit]``.
-
-    Searches ``start`` (default: the working directory) and its parents; returns the table and
-    the file it came from (``None`` when there is none). A file that cannot be parsed is an
-    error (``CONFIG_SYNTAX``), never skipped: its settings would be silently ignored.
-    """
+def find_config_file(start: Path | None = None) -> tuple[Path | None, list[str]]:
+    """The config file discovery finds: ``grokaudit.toml``, or a ``pyproject.toml`` with a
+    ``[tool.grokaudit]`` table, in ``start`` (default: the working directory) or a parent —
+    stopping at the repository root (the folder holding ``.git``) or the user's home, so that
+    a file two folders above a project cannot change its audit unseen. Returns the file (None)
+    and the folders searched, in order."""
     here = (start or Path.cwd()).resolve()
+    try:
+        home: Path | None = Path.home().resolve()
+    except (RuntimeError, KeyError):
+        home = None
+    searched: list[str] = []
     for d in (here, *here.parents):
+        searched.append(str(d))
         g = d / "grokaudit.toml"
         if g.is_file():
-            return load_config_file(g), str(g)
+            return g, searched
         p = d / "pyproject.toml"
-        if p.is_file():
-            table = _table_of(_read_toml(p), p)
-            if table is not None:
-                return table, str(p)
-    return {}, None
+        if p.is_file() and _table_of(_read_toml(p), p) is not None:
+            return p, searched
+        if (d / ".git").exists() or (home is not None and d == home):
+            break
+    return None, searched
+
+
+def config_file_values(start: Path | None = None) -> tuple[dict[str, Any], str | None]:
+    """The table of the config file discovery finds (:func:`find_config_file`) and the file it
+    came from (``None`` when there is none). A file that cannot be parsed is an error
+    (``CONFIG_SYNTAX``), never skipped: its settings would be silently ignored."""
+    found, _ = find_config_file(start)
+    if found is None:
+        return {}, None
+    return load_config_file(found), str(found)
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

@@ -364,11 +364,18 @@ def _config_section(result: AuditResult) -> str:
     rows = [(f"<code>{_e(k)}</code>", _e(json.dumps(v, default=str)))
             for k, v in cfg.items()]
     prov = dict(result.input.get("provenance") or {})
+    trail = result.trail
+    profile = trail.profile if trail is not None else cfg.get("profile")
     out = ["<section id='config'><h2>Effective config and provenance</h2>",
-           f"<p>grokaudit {_e(result.version)}, profile "
-           f"<code>{_e(cfg.get('profile'))}</code>.</p>",
-           _table(("setting", "value"), rows, cls="config"),
-           "<h3>Provenance</h3>"]
+           f"<p>grokaudit {_e(result.version)}, profile <code>{_e(profile)}</code>.</p>"]
+    if trail is not None:  # how this result was made: what a reviewer checks first
+        out.append("<h3>Audit trail</h3><ul class='trail'>"
+                   + "".join(f"<li>{_e(line)}</li>" for line in trail.lines()) + "</ul>")
+        if trail.inputs:
+            out.append(_table(("input file", "bytes", "sha256"),
+                              [(_e(f.path), str(f.size), f"<code>{f.sha256}</code>")
+                               for f in trail.inputs], cls="trail-inputs"))
+    out += [_table(("setting", "value"), rows, cls="config"), "<h3>Provenance</h3>"]
     if prov:
         out.append("<pre>" + _e(json.dumps(prov, indent=2, sort_keys=True, default=str))
                    + "</pre>")

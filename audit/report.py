@@ -209,7 +209,9 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     line."""
     cfg = result.config
     fail_on = tuple(cfg.get("fail_on") or ("default",))
-    out: list[str] = [f"grokaudit {result.version} · profile {cfg.get('profile')}"]
+    trail = result.trail
+    out: list[str] = [f"grokaudit {result.version} · profile "
+                      f"{trail.profile if trail is not None else cfg.get('profile')}"]
     keys: tuple[str, ...] = ("axis", "cell", "metrics", "rule", "grok_threshold",
                              "full_threshold", "floor_frac", "rel_tol", "smooth",
                              "transient_threshold", "large_lag", "censor_warn", "fail_on")
@@ -220,6 +222,8 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         if cfg.get(extra) not in (None, "off", [], ()):
             keys = (*keys[:keys.index("fail_on")], extra, "fail_on")
     out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in keys))
+    if trail is not None:  # how the result was made: every changed setting, files, command
+        out += trail.lines()
     inp = result.input
     aside = ", ".join(f"{k} {v}" for k, v in inp["set_aside"].items()) or "none"
     prov = inp.get("provenance") or {}

@@ -424,6 +424,9 @@ class AuditResult:
     studies: tuple[StudyResult, ...]
     findings: tuple[Finding, ...]
     failing: tuple[Finding, ...]  #: the findings that make the audit fail under ``fail_on``
+    #: how the result was made (:class:`~grokaudit.trail.Trail`): version, config file,
+    #: changed settings, input mapping, input files, command
+    trail: Any = None
 
     @property
     def exit_code(self) -> int:
@@ -461,6 +464,7 @@ class AuditResult:
             },
             "studies": [s.to_dict() for s in self.studies],
             "findings": [f.to_dict() for f in self.findings],
+            "trail": None if self.trail is None else self.trail.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -429,6 +429,9 @@ RENDERERS: dict[str, Callable[[ClaimResult, ClaimStudy], list[str]]] = {
 
 def _footer(r: ClaimResult, verbose: bool) -> list[str]:
     lines = [""]
+    if r.trail is not None:  # how the result was made
+        lines += [f"trail: grokaudit {r.trail.version} · profile {r.trail.profile}",
+                  *(f"  {x}" for x in r.trail.lines()), ""]
     shown = [f for f in r.findings if verbose or f.severity is not Severity.INFO]
     for f in shown:
         where = ", ".join(f"{k}={v}" for k, v in f.study.items())

@@ -142,6 +142,7 @@ class ClaimResult:
     studies: tuple[ClaimStudy, ...]
     findings: tuple[Finding, ...]
     fail_on: tuple[str, ...] = ("default",)
+    trail: Any = None  #: how the result was made (:class:`grokaudit.trail.Trail`)
 
     @property
     def schema(self) -> str:
@@ -184,6 +185,7 @@ class ClaimResult:
             },
             "studies": [s.to_dict() for s in self.studies],
             "findings": [f.to_dict() for f in self.findings],
+            "trail": None if self.trail is None else self.trail.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -3,6 +3,8 @@ columns. Each is read as its values, or refused with one error naming the column
 
 from __future__ import annotations
 
+import json
+
 import grokaudit
 import numpy as np
 import pandas as pd
@@ -36,7 +38,9 @@ def test_categorical_run_ids_with_unused_categories(tmp_path, shuffle: bool):
     got = grokaudit.audit_path(a, by="c")
     want = grokaudit.audit_path(b, by="c")
     assert got.input["runs_read"] == 6  # the unused categories are not runs
-    assert got.to_json().replace(str(a), "X") == want.to_json().replace(str(b), "X")
+    # the same audit; only the trail differs (two files: their own bytes and digests)
+    assert json.dumps({**got.to_dict(), "trail": None}).replace(str(a), "X") == \
+        json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
 
 
 @pytest.mark.parametrize("column", [

@@ -1,0 +1,221 @@
+"""The audit trail: how a result was made, in every output.
+
+A result is evidence: a reviewer must see the grokaudit version, the config file it read (path
+and sha256) or where it looked and found none, every setting that differs from the profile's
+defaults (a profile whose switches were changed is not printed as that profile), the input
+mapping (``--map``, ``--cond``, ``--run-from``, ``--format``, ``--on-duplicate``,
+``--acc-scale``), each input file with its size and sha256 (streamed), and the command line.
+Nothing in it depends on the time or the machine: identical inputs and settings give an
+identical trail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .config import (
+    PROFILE_SWITCHES,
+    REFERENCE_OVERRIDES,
+    AuditConfig,
+    find_config_file,
+    make_config,
+)
+from .text import safe
+
+#: Bytes read at a time when hashing an input (the file is never held whole).
+_CHUNK = 1 << 20
+
+
+def sha256_of(path: str | Path) -> str:
+    """The sha256 of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            b = fh.read(_CHUNK)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file a command read: its path as given (or found in a folder), size and sha256."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
+def input_files(paths: Sequence[str]) -> tuple[InputFile, ...]:
+    """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
+    sorted order), with its size and sha256. A path that is not there is skipped (the reader
+    has refused it already)."""
+    out: list[InputFile] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            files = [p]
+        elif p.is_dir():
+            files = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink())
+        else:
+            continue
+        for q in files:
+            try:
+                out.append(InputFile(str(q), q.stat().st_size, sha256_of(q)))
+            except OSError:
+                continue  # unreadable: the reader said so already
+    return tuple(out)
+
+
+def _values(cfg: AuditConfig) -> dict[str, Any]:
+    """Every setting of ``cfg`` (``extra`` aside) as a JSON value, in field order."""
+    out: dict[str, Any] = {}
+    for f in fields(cfg):
+        if f.name != "extra":
+            v = getattr(cfg, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def changed_settings(cfg: AuditConfig) -> dict[str, Any]:
+    """Every setting of ``cfg`` whose value differs from its profile's defaults (JSON
+    values), in field order — all of them, whichever option they belong to."""
+    base = _values(make_config(profile=cfg.profile))
+    return {k: v for k, v in _values(cfg).items() if k != "profile" and base.get(k) != v}
+
+
+def profile_label(cfg: AuditConfig) -> str:
+    """The profile as it ran: ``default``, or ``default (modified: stability_check=false)``
+    when a value that defines the profile was changed (a switch, or, for ``reference``, any
+    setting the profile sets)."""
+    base = _values(make_config(profile=cfg.profile))
+    now = _values(cfg)
+    keys = list(PROFILE_SWITCHES)
+    if cfg.profile == "reference":
+        keys += [k for k in REFERENCE_OVERRIDES if k not in keys]
+    mods = [f"{k}={_txt(now[k])}" for k in keys if now.get(k) != base.get(k)]
+    return cfg.profile + (f" (modified: {', '.join(mods)})" if mods else "")
+
+
+def _txt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_txt(x) for x in v) or "[]"
+    return "none" if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class Trail:
+    """How one result was made (see the module doc)."""
+
+    version: str
+    profile: str
+    changed: Mapping[str, Any]
+    config_file: str | None
+    config_sha256: str | None
+    config_searched: tuple[str, ...]  #: where discovery looked when it found no file
+    mapping: Mapping[str, Any]
+    inputs: tuple[InputFile, ...]
+    command: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grokaudit_version": self.version, "profile": self.profile,
+            "changed_settings": dict(self.changed), "config_file": self.config_file,
+            "config_sha256": self.config_sha256,
+            "config_searched": list(self.config_searched),
+            "input_mapping": dict(self.mapping),
+            "inputs": [f.to_dict() for f in self.inputs],
+            "command": None if self.command is None else list(self.command),
+            "notes": list(self.notes),
+        }
+
+    def lines(self) -> list[str]:
+        """The trail as text lines (the header of every text report)."""
+        out = []
+        changed = ", ".join(f"{k}={_txt(v)}" for k, v in self.changed.items())
+        out.append(f"settings changed from the {self.profile.split(' ')[0]} profile: "
+                   f"{changed or 'none'}")
+        if self.config_file:
+            out.append(f"config file: {safe(self.config_file)} (sha256 "
+                       f"{(self.config_sha256 or '')[:16]})")
+        elif self.config_searched:
+            where = (safe(self.config_searched[0]) if len(self.config_searched) == 1 else
+                     f"{safe(self.config_searched[0])} up to {safe(self.config_searched[-1])}")
+            out.append(f"config file: none (looked in {where})")
+        else:
+            out.append("config file: none")
+        if self.mapping:
+            out.append("input mapping: " + " ".join(
+                f"{k}={_txt(v)}" for k, v in self.mapping.items()))
+        if self.inputs:
+            shown = ", ".join(f"{safe(f.path)} ({f.size} B, sha256 {f.sha256[:16]})"
+                              for f in self.inputs[:3])
+            more = f", … ({len(self.inputs)} files)" if len(self.inputs) > 3 else ""
+            out.append(f"inputs: {shown}{more}")
+        if self.command is not None:
+            out.append("command: " + " ".join(safe(a) for a in self.command))
+        return out
+
+
+def config_source(config_file: str | None) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """``(path, sha256, searched)`` of the config file a command reads: the one named, else
+    the one discovery finds (``searched``: the folders it looked in, when it found none)."""
+    if config_file:
+        try:
+            return str(config_file), sha256_of(config_file), ()
+        except OSError:
+            return str(config_file), None, ()
+    found, searched = find_config_file()
+    if found is None:
+        return None, None, tuple(_rel(p) for p in searched)
+    return _rel(str(found)), sha256_of(found), ()
+
+
+def _rel(path: str) -> str:
+    """``path`` relative to the working directory (``.``, ``..``, ``../grokaudit.toml``), so
+    that a trail does not depend on where the project sits on the machine."""
+    try:
+        return os.path.relpath(path, Path.cwd())
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] = (),
+               mapping: Mapping[str, Any] | None = None, config_file: str | None = None,
+               discover: bool = False, command: Sequence[str] | None = None) -> Trail:
+    """The trail of one result: ``config_file`` (a path named), else, with ``discover``, the
+    file discovery finds (the CLI's rule), else none (the Python API reads no config file)."""
+    if config_file or discover:
+        path, digest, searched = config_source(config_file)
+    else:
+        path, digest, searched = None, None, ()
+    given = {k: v for k, v in (mapping or {}).items() if v not in (None, (), [], {}, "")}
+    return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),
+                 config_file=path, config_sha256=digest, config_searched=searched,
+                 mapping=given, inputs=input_files(inputs),
+                 command=None if command is None else tuple(command))
+
+
+def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The command as typed: ``grokaudit`` and its arguments (the program's own path left
+    out, so that the trail does not depend on where it is installed)."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return ("grokaudit", *args)
+
+
+__all__ = ["InputFile", "Trail", "changed_settings", "command_line", "config_source",
+           "input_files", "make_trail", "profile_label", "sha256_of"]
