@@ -71,6 +71,7 @@ class ErrorCode(str, Enum):
     OUTPUT_EXTENSION = "OUTPUT_EXTENSION"
     OUTPUT_CLASH = "OUTPUT_CLASH"  #: two outputs of one command name the same file
     RUN_ID_TAKEN = "RUN_ID_TAKEN"  #: RunLogger: the run id already has files in the folder
+    WORK_WOULD_BE_LOST = "WORK_WOULD_BE_LOST"  #: train: a checkpoint or partial log would be replaced
     STEP_DECREASING = "STEP_DECREASING"  #: RunLogger: a step below the run's previous step
     # -- environment -------------------------------------------------------------------------
     MISSING_EXTRA = "MISSING_EXTRA"

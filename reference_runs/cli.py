@@ -64,6 +64,9 @@ def _config_options(func: Any) -> Any:
               type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train.")
 @click.option("--resume/--no-resume", default=False, show_default=True,
               help="Continue from the checkpoint when one exists.")
+@click.option("--overwrite", is_flag=True,
+              help="Start over even when a checkpoint or a partial log of this sweep exists "
+                   "(they are replaced).  Without it (or --resume), that is refused.")
 @click.option("--checkpoint", "checkpoint_path", type=click.Path(), default=None,
               help="Checkpoint file.  [default: OUT + '.ckpt']")
 @click.option("--checkpoint-minutes", type=float, default=5.0, show_default=True,
@@ -82,7 +85,7 @@ def _config_options(func: Any) -> Any:
 @click.option("--manifest/--no-manifest", default=True, show_default=True,
               help="Write OUT's MANIFEST.toml (config, command, versions, device, wall time).")
 @_config_options
-def train(config_file: str, output: str, device: str, resume: bool,
+def train(config_file: str, output: str, device: str, resume: bool, overwrite: bool,
           checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
           shard: str | None, threads: int | None, progress: str, manifest: bool,
           **overrides: Any) -> None:
@@ -98,13 +101,46 @@ def train(config_file: str, output: str, device: str, resume: bool,
                                 "pip install 'grokaudit[train]'")
     _train(config_file, output, device, resume, checkpoint_path, checkpoint_minutes,
            max_minutes, shard, threads, progress, manifest,
-           {k: v for k, v in overrides.items() if v is not None})
+           {k: v for k, v in overrides.items() if v is not None}, overwrite=overwrite)
+
+
+def _refuse_discarding(out: Path, ckpt: Path) -> None:
+    """Refuse (exit 2) to start a sweep over a checkpoint or a partial log of it: that would
+    replace work the previous run saved. ``--resume`` continues it, ``--overwrite`` replaces
+    it."""
+    from grokaudit.errors import ConfigError, ErrorCode
+
+    what = None
+    if ckpt.exists():
+        what = f"a checkpoint of an unfinished sweep exists ({ckpt})"
+    elif out.is_file() and _is_partial(out):
+        what = f"{out} is a partial log (a sweep stopped before its end)"
+    if what is not None:
+        raise ConfigError(f"{what}: continue it with --resume, or start over with --overwrite "
+                          "(the checkpoint and the partial log are replaced)",
+                          code=ErrorCode.WORK_WOULD_BE_LOST, option="--resume")
+
+
+def _is_partial(path: Path) -> bool:
+    """Whether a Parquet log written by ``train`` says it is partial (provenance
+    ``complete: false``); a file that is not such a log is not partial."""
+    import json
+
+    import pyarrow.parquet as pq
+    from grokaudit.schema import PROVENANCE_KEY
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+        prov = json.loads(meta.get(PROVENANCE_KEY, b"{}"))
+    except Exception:  # noqa: BLE001 - not a readable log: nothing of ours to lose
+        return False
+    return isinstance(prov, dict) and prov.get("complete") is False
 
 
 def _train(config_file: str, output: str, device: str, resume: bool,
            checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
            shard_text: str | None, threads: int | None, progress: str, manifest: bool,
-           overrides: dict[str, Any]) -> None:
+           overrides: dict[str, Any], overwrite: bool = False) -> None:
     import torch
     from grokaudit.errors import ConfigError, ErrorCode
     from grokaudit.outputs import resolve_output
@@ -141,8 +177,13 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     # checked before any training: not the sweep file, not a device, a folder or a link
     resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
                    suffixes=(".parquet", ".pq"))
-    out.parent.mkdir(parents=True, exist_ok=True)
     ckpt = Path(checkpoint_path) if checkpoint_path else out.with_name(out.name + ".ckpt")
+    if resume and overwrite:
+        raise ConfigError("--resume and --overwrite contradict each other: continue the "
+                          "checkpoint, or start over", code=ErrorCode.INVALID_OPTION)
+    if not resume and not overwrite:
+        _refuse_discarding(out, ckpt)
+    out.parent.mkdir(parents=True, exist_ok=True)
     res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
                     checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
                     progress=progress)

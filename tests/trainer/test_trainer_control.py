@@ -80,3 +80,28 @@ def test_resume_refuses_a_checkpoint_of_another_sweep(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, [*base, "--resume", "--wd", "0.5"])  # a changed config
     assert res.exit_code == 2
     assert res.output.startswith("error:") and "different sweep" in res.output
+
+
+def test_train_never_discards_a_checkpoint_or_a_partial_log(tmp_path: Path) -> None:
+    """The issue's case: a sweep stopped by --max-minutes said "continue with --resume"; the
+    same command without it exited 0 after replacing the checkpoint and the partial log."""
+    cfg = tmp_path / "s.toml"
+    cfg.write_text("name = 'mm'\n[base]\np = 7\nalpha = 0.5\nd_emb = 6\nhidden = 8\n"
+                   "steps = 200\nlog_every = 20\nlr = 0.01\n[grid]\nseed = [0, 1]\n")
+    out = tmp_path / "o.parquet"
+    base = ["train", str(cfg), "-o", str(out), "--progress", "none", "--threads", "1"]
+    assert CliRunner().invoke(cli, [*base, "--max-minutes", "1e-9"]).exit_code == 0
+    ckpt = tmp_path / "o.parquet.ckpt"
+    before = (out.read_bytes(), ckpt.read_bytes())
+    res = CliRunner().invoke(cli, base)
+    assert res.exit_code == 2 and "[WORK_WOULD_BE_LOST]" in res.output
+    assert "--resume" in res.output and "--overwrite" in res.output
+    assert (out.read_bytes(), ckpt.read_bytes()) == before  # nothing touched
+    # the partial log alone (its checkpoint removed) is still work
+    ckpt.unlink()
+    res = CliRunner().invoke(cli, base)
+    assert res.exit_code == 2 and "partial log" in res.output
+    assert CliRunner().invoke(cli, [*base, "--resume", "--overwrite"]).exit_code == 2
+    res = CliRunner().invoke(cli, [*base, "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert pd.read_parquet(out)["step"].max() == 200
