@@ -591,6 +591,26 @@ def read_run_folder(folder: str | os.PathLike[str]) -> pa.Table:
                     "has flushed no row (killed early, or still running): none of its rows is "
                     "in the log", run=run, file=f"{stem}{CLAIM_SUFFIX}", count=0))
             continue
+        # continuity: segments are numbered 0, 1, 2… and the close record counts them and
+        # their rows; a segment file lost after the run (a partial copy, a cleanup) is a gap
+        have = {int(d.get("segment") or 0) for d in segs}
+        expected = int(info["segments"]) if closed and isinstance(info.get("segments"), int) \
+            else max(have) + 1
+        missing = sorted(set(range(expected)) - have)
+        rows_have = sum(int(d.get("rows") or 0) for d in segs)
+        rows_said = info.get("rows") if closed else None
+        if missing or (isinstance(rows_said, int) and rows_have < rows_said):
+            what = (f"segment(s) {', '.join(str(m) for m in missing)} of run {run!r} are "
+                    f"missing from the folder" if missing else
+                    f"run {run!r} holds fewer rows than its close record says")
+            told = (f"; its close record says {rows_said} row(s) in {expected} segment(s), the "
+                    f"folder holds {rows_have} in {len(have)}" if isinstance(rows_said, int)
+                    else "")
+            findings.append(_finding(
+                f"{what}{told}: the rows of the missing segments are not in the log (a partial "
+                "copy of the folder, or files removed after the run)", run=run,
+                file=f"{stem}{CLAIM_SUFFIX}" if stem else segs[-1]["file"],
+                count=(rows_said - rows_have) if isinstance(rows_said, int) else len(missing)))
         if not closed:
             rows = sum(int(d.get("rows") or 0) for d in segs)
             last = segs[-1].get("last_step")
