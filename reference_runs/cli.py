@@ -64,9 +64,10 @@ def _config_options(func: Any) -> Any:
               type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train.")
 @click.option("--resume/--no-resume", default=False, show_default=True,
               help="Continue from the checkpoint when one exists.")
-@click.option("--overwrite", is_flag=True,
+@click.option("--overwrite", is_flag=True, default=False,
               help="Start over even when a checkpoint or a partial log of this sweep exists "
-                   "(they are replaced).  Without it (or --resume), that is refused.")
+                   "(they are replaced).  Without it (or --resume), that is refused.  "
+                   "[default: off]")
 @click.option("--checkpoint", "checkpoint_path", type=click.Path(), default=None,
               help="Checkpoint file.  [default: OUT + '.ckpt']")
 @click.option("--checkpoint-minutes", type=float, default=5.0, show_default=True,
