@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from grokaudit.errors import LogFormatError
+from grokaudit.limits import DEFAULT_LIMITS, Limits, check_declared
 
 from . import progress
 from .merge import ReadOptions, apply_options, build_table
@@ -51,7 +52,8 @@ __all__ = [
 
 def read_log(path: str | Path, format: str | None = None, *,
              mapping: dict[str, str] | None = None, run_from: str | None = None,
-             cond: dict[str, str] | None = None, partial: bool = False) -> pa.Table:
+             cond: dict[str, str] | None = None, partial: bool = False,
+             limits: Limits | None = DEFAULT_LIMITS) -> pa.Table:
     """Read an external log as the canonical table (Arrow, provenance in its metadata).
 
     ``partial`` reads a part of a log that other paths complete (``check acc.csv metrics/``):
@@ -61,11 +63,14 @@ def read_log(path: str | Path, format: str | None = None, *,
     ``mapping`` renames metrics (``{"val_acc": "test_acc"}``); ``run_from`` is ``"path"``
     (run ids from file or directory names), ``"column"`` (a ``run`` column) or a column name;
     ``cond`` maps a condition name to a regex over each run's path (first group is the value).
+    ``limits`` caps the rows and columns the input may declare in its Parquet metadata
+    (``TOO_LARGE``; ``None``: no cap).
     Raises :class:`~grokaudit.errors.LogFormatError` for unreadable input and
     :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
     """
     p = Path(path)
     check_input(p)
+    check_declared(p, limits)  # what its Parquet metadata declares, before reading it
     name = format or detect_format(p)
     reader = get_reader(name)
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond)

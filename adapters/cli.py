@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 from grokaudit.errors import ErrorCode, LogFormatError, OutputError
+from grokaudit.limits import DEFAULT_MAX_COLUMNS, DEFAULT_MAX_ROWS, Limits
 from grokaudit.options import parse_pairs
-from grokaudit.outputs import atomic_write_with, resolve_output
+from grokaudit.outputs import resolve_output
 from grokaudit.schema import PROVENANCE_KEY, write_table
 from grokaudit.text import safe
 
@@ -38,8 +39,16 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
 @click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
               help="Condition KEY from each run's path by REGEX (first group), e.g. "
                    "--cond wd='wd([0-9.]+)' (repeatable).")
+@click.option("--max-rows", "max_rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
+              show_default=True, metavar="N",
+              help="Refuse an input whose Parquet metadata declares more rows (checked before "
+                   "reading).")
+@click.option("--max-columns", "max_columns", type=click.IntRange(min=1),
+              default=DEFAULT_MAX_COLUMNS, show_default=True, metavar="N",
+              help="Refuse an input whose Parquet metadata declares more columns.")
 def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
-            run_from: str | None, conds: tuple[str, ...]) -> None:
+            run_from: str | None, conds: tuple[str, ...], max_rows: int,
+            max_columns: int) -> None:
     """Convert an external log at PATH to the canonical table (written atomically)."""
     # every check that needs no reading comes first: a refused output changes no file
     out = resolve_output(output, flag="--output", inputs=[path], allow_stdout=False,
@@ -47,7 +56,8 @@ def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
     assert out.path is not None  # allow_stdout=False
     mapping = parse_pairs(maps, "--map") or None
     cond = parse_pairs(conds, "--cond") or None
-    table = read_log(path, fmt, mapping=mapping, run_from=run_from, cond=cond)
+    table = read_log(path, fmt, mapping=mapping, run_from=run_from, cond=cond,
+                     limits=Limits(max_rows, max_columns))
     prov = json.loads(table.schema.metadata[PROVENANCE_KEY])
     if "test_acc" not in table.column_names:  # a part of a log (one W&B chart of several)
         shown = ", ".join(repr(safe(c)) for c in table.column_names[2:6])
@@ -64,8 +74,7 @@ def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
             f"needs it (findings: {', '.join(codes)}); write a .parquet file instead",
             code=ErrorCode.OUTPUT_EXTENSION, path=output)
     df = table.to_pandas()
-    atomic_write_with(out.path, lambda tmp: write_table(df, tmp, provenance=prov),
-                      flag="--output")
+    out.write_with(lambda tmp: write_table(df, tmp, provenance=prov))
     runs = df["run"].nunique()
     click.echo(f"read {safe(prov['adapter'])} log: {runs} run(s), {len(df)} rows, "
                f"{prov['points_read']} points from {len(prov['source_files'])} file(s)")

@@ -74,13 +74,16 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
     ``options`` are config fields (``by="rho"``, ``metrics=["emb_erank"]``, ``cell=["arch"]``,
     ``profile="reference"``…) applied over ``config``. Returns the :class:`AuditResult`.
     """
+    from .limits import Limits
     from .loader import read_source
     from .trail import make_trail
 
     cfg = _config(config, options)
     # the input is handed over (Owned): validation frees each column once it has read it and
     # hands Arrow's freed pages back, so the log is never held twice
-    result = audit_log(validated_log(Owned(read_source(path)), cfg, str(path)), cfg)
+    limits = Limits.of(cfg)
+    result = audit_log(validated_log(Owned(read_source(path, limits=limits)), cfg, str(path)),
+                       cfg)
     return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                         inputs=[str(path)]))
 

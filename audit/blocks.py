@@ -50,7 +50,8 @@ def threads() -> int:
     """The number of threads the blocks run on (``GROKAUDIT_THREADS``, else the usable CPUs,
     at most :data:`MAX_THREADS`); an invalid value counts as unset."""
     env = os.environ.get("GROKAUDIT_THREADS", "").strip()
-    if env.isdigit() and int(env) >= 1:
+    # ASCII digits only: str.isdigit() is true for "²" or "٣", which int() refuses
+    if env.isascii() and env.isdigit() and int(env) >= 1:
         return min(int(env), 64)
     try:
         n = len(os.sched_getaffinity(0))

@@ -25,6 +25,7 @@ from .options import (
     config_options,
     grok_options,
     input_options,
+    limit_overrides,
     parse_pairs,
     split_list,
 )
@@ -77,6 +78,21 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
                 KeyboardInterrupt):
             raise
+        except MemoryError:  # numpy's, or Arrow's ArrowMemoryError
+            _fail_line(f"out of memory {_declared(ctx)}: the log does not fit in the memory "
+                       "this process may use; raise the limit, read fewer runs or columns, or "
+                       "convert the log to Parquet (read column by column)",
+                       ErrorCode.OUT_OF_MEMORY, ctx)
+        except OSError as exc:
+            import errno
+
+            if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EDQUOT,
+                                 errno.EFBIG, errno.EBADF):
+                raise
+            if exc.errno == errno.EPIPE:  # stdout closed (| head): no more to write there
+                _silence_stdout()
+            _fail_line(f"cannot write the output ({exc.strerror or exc})",
+                       ErrorCode.OUTPUT_NOT_WRITABLE, ctx)
         except Exception as exc:  # noqa: BLE001 - the last net, see the docstring
             if os.environ.get("GROKAUDIT_TRACEBACK"):
                 raise
@@ -97,6 +113,35 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _fail_line(message: str, code: ErrorCode, ctx: click.Context) -> None:
+    """One line on stderr with its code, exit 2 (the CLI's rule for every failure)."""
+    try:
+        click.echo(f"error: {safe(message)} [{code.value}]", err=True)
+    except OSError:
+        pass  # stderr gone too: the exit code still says it
+    ctx.exit(2)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of a closed pipe does
+    not print a second error."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _declared(ctx: click.Context) -> str:
+    """``reading a.parquet (declares 20000000 rows × 9 columns)``: what the inputs declared,
+    from their metadata, for an out-of-memory message."""
+    from .limits import describe
+
+    paths = ctx.find_root().meta.get("grokaudit.inputs") or []
+    return "reading " + ", ".join(describe(p) for p in paths) if paths else ""
 
 
 def _unavailable(name: str, short: str, exc: BaseException) -> click.Command:
@@ -239,16 +284,22 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
                       command=command_line(argv))
 
 
-def _read(path: str | Sequence[str], params: dict[str, Any], on_duplicate: str = "error",
+def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
           lazy: bool = False) -> Any:
-    """The log at ``path`` read with the adapter options in ``params``; with ``lazy``, a single
-    Parquet file is opened for column-by-column validation (``loader.read_source``)."""
+    """The log at ``path`` read with the adapter options in ``params`` and the duplicate rule
+    and size limits of ``cfg``; with ``lazy``, a single Parquet file is opened for
+    column-by-column validation (``loader.read_source``)."""
+    from .limits import Limits
     from .loader import read_any, read_source
 
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:  # named in an out-of-memory message
+        ctx.find_root().meta["grokaudit.inputs"] = _paths(path)
     return (read_source if lazy else read_any)(_paths(path), params.get("fmt"),
                     mapping=parse_pairs(params.get("maps"), "--map"),
                     run_from=params.get("run_from"),
-                    cond=parse_pairs(params.get("conds"), "--cond"), on_duplicate=on_duplicate)
+                    cond=parse_pairs(params.get("conds"), "--cond"),
+                    on_duplicate=cfg.on_duplicate, limits=Limits.of(cfg))
 
 
 # ------------------------------------------------------------------------------------------
@@ -294,7 +345,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
         require_matplotlib()  # fail before the audit runs, not after
     # the input is handed over: validation frees each column once read (and returns the pages)
-    log = validated_log(Owned(_read(paths, params, cfg.on_duplicate, lazy=True)), cfg,
+    log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
     sens = None
     if sensitivity:
@@ -359,7 +410,7 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
 
     cfg = build_config(None, config_file, {
         **acc_scale_options(params.get("acc_scale")),
-        "on_duplicate": params.get("on_duplicate"),
+        "on_duplicate": params.get("on_duplicate"), **limit_overrides(params),
         "by": params.get("by"), "cell": split_list(params.get("cell")) or None,
         "metrics": split_list(params.get("metrics")) or None})
     outs = resolve_outputs(_inputs(paths, config_file), json=(json_out, {"flag": "--json"}))
@@ -406,7 +457,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     outs = resolve_outputs(inputs, html=(output, {"flag": "--output", "allow_stdout": False,
                                                   "suffixes": (".html", ".htm")}))
     png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
-    table = _read(paths, params, cfg.on_duplicate)
+    table = _read(paths, params, cfg)
     log = validated_log(table, cfg, _source(paths))
     del table
     result = dataclasses.replace(audit_log(log, cfg),
@@ -542,11 +593,12 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     cfg = build_config(None, common["config_file"], {
         "grok_threshold": common["grok_threshold"], "mem_threshold": common["mem_threshold"],
         **acc_scale_options(common["acc_scale"]), "on_duplicate": common["on_duplicate"],
+        **limit_overrides(common),
         "fail_on": common["fail_on"], "grok_on": common["grok_on"],
         "grok_below": common["grok_below"], "full_below": common["full_below"]})
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
-    table = _read(path, common, cfg.on_duplicate)
+    table = _read(path, common, cfg)
     result = call(table, cfg, _source(path))
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
                                                        common["config_file"]))
@@ -556,7 +608,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
 
 _COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_threshold",
            "config_file", "acc_scale", "on_duplicate", "fail_on", "step_unit", "level", "seed",
-           "cell", "fmt", "maps", "run_from", "conds", "grok_on", "grok_below", "full_below")
+           "cell", "fmt", "maps", "run_from", "conds", "grok_on", "grok_below", "full_below",
+           "max_rows", "max_columns")
 
 
 def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

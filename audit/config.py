@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError, ErrorCode
+from .limits import DEFAULT_MAX_COLUMNS, DEFAULT_MAX_ROWS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +44,10 @@ class AuditConfig:
     #: over ``acc_scale`` and the per-column rule (``--acc-scale test_acc=100,train_acc=1``)
     acc_scales: tuple[str, ...] = ()
     on_duplicate: str = "error"  #: duplicate (run, step) rows with different values: error|first|last
+    #: the most rows / columns an input may declare in its Parquet metadata, checked before it
+    #: is read (``TOO_LARGE``; ``audit/limits.py``)
+    max_rows: int = DEFAULT_MAX_ROWS
+    max_columns: int = DEFAULT_MAX_COLUMNS
     # -- clocks (§1) ------------------------------------------------------------------------
     mem_threshold: float = 0.99
     grok_threshold: float = 0.90
@@ -136,7 +141,7 @@ class AuditConfig:
 #: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
 ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
                    "lag_class", "clock_rule", "grok_on", "grok_below", "full_below",
-                   "grok_relative", "acc_scales")
+                   "grok_relative", "acc_scales", "max_rows", "max_columns")
 
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
@@ -227,6 +232,8 @@ RANGES: dict[str, Range] = {
     "drift_level": Range(0, 1, lo_open=True, hi_open=True),
     "max_slope_bins": Range(3, 4096),
     "smooth": Range(1, INT_MAX),
+    "max_rows": Range(1, 10**12),
+    "max_columns": Range(1, 10**7),
     "min_rel_drop": Range(0, 1, hi_open=True),
     "min_abs_drop": Range(0, _INF),
     "eps": Range(0, 1, lo_open=True, hi_open=True),

@@ -40,6 +40,8 @@ class ErrorCode(str, Enum):
     DUPLICATE_ROWS = "DUPLICATE_ROWS"
     NO_ROWS = "NO_ROWS"
     TOO_FEW_POINTS = "TOO_FEW_POINTS"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"  #: the log does not fit in the memory the process may use
+    TOO_LARGE = "TOO_LARGE"  #: a file declares more rows or columns than the cap allows
     # -- what to audit -----------------------------------------------------------------------
     NO_METRIC = "NO_METRIC"
     METRIC_NOT_FOUND = "METRIC_NOT_FOUND"

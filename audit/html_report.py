@@ -567,7 +567,6 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
     by ``workers`` or ``jobs`` processes (:func:`figure_outputs`). ``progress`` receives one
     line per figure drawn and per PNG written (the command line prints them on stderr).
     Returns the path written."""
-    from .outputs import atomic_write_with
 
     out = path if isinstance(path, Output) else resolve_output(
         path, flag="report", allow_stdout=False, suffixes=(".html", ".htm"))
@@ -589,7 +588,7 @@ def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
         if progress is not None:
             progress(f"PNG {k + 1}/{len(pngs)} {png.path}")
         if png.path is not None and data is not None:
-            atomic_write_with(png.path, _bytes_writer(data), flag="--png")
+            png.write_with(_bytes_writer(data))
     return out.path
 
 

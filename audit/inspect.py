@@ -113,11 +113,12 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
     log that reads but that the audit would refuse (no test accuracy, several candidate axes)
     is described, with the refusal and its code in :attr:`Inspection.refused`."""
     from .api import infer_axis, validated_log
+    from .limits import Limits
     from .loader import read_any
 
     source = ", ".join(str(p) for p in paths)
     table = read_any(list(paths), fmt, mapping=mapping, run_from=run_from, cond=cond,
-                     on_duplicate=cfg.on_duplicate, partial=True)
+                     on_duplicate=cfg.on_duplicate, partial=True, limits=Limits.of(cfg))
     prov = _provenance_of(table.schema, source)
     refused: dict[str, str] | None = None
     log: LogTable | None = None

@@ -15,11 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 
 from .errors import ErrorCode, LogFormatError
+from .limits import DEFAULT_LIMITS, Limits, check_declared
 from .roles import choose_accuracy
 from .schema import (
     ACCURACY_COLUMNS,
@@ -41,7 +43,7 @@ CANONICAL_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson")
 def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
              mapping: Mapping[str, str] | None = None, run_from: str | None = None,
              cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
-             partial: bool = False) -> pa.Table:
+             partial: bool = False, limits: Limits | None = DEFAULT_LIMITS) -> pa.Table:
     """Read the log at ``paths`` (one path, or several to merge) as one canonical Arrow table
     (provenance in its metadata).
 
@@ -49,15 +51,18 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     adapters' ``--map``/``--run-from``/``--cond`` (applied to every path). Several paths are
     merged by run with :func:`merge_tables` (``on_duplicate`` resolves conflicting rows).
     ``partial`` reads a log that lacks the test accuracy (``grokaudit inspect`` says so
-    instead of refusing). Raises :class:`LogFormatError`.
+    instead of refusing). ``limits`` caps the rows and columns each input may declare in its
+    Parquet metadata, checked before it is read (``TOO_LARGE``; ``None``: no cap). Raises
+    :class:`LogFormatError`.
     """
     if isinstance(paths, (str, os.PathLike)):
-        return _read_one(paths, fmt, mapping, run_from, cond, partial=partial)
+        return _read_one(paths, fmt, mapping, run_from, cond, partial=partial, limits=limits)
     items = list(paths)
     if not items:
         raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
     if len(items) == 1:
-        return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial)
+        return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial,
+                         limits=limits)
     seen: dict[tuple[int, int], str] = {}
     for p in items:
         try:
@@ -71,42 +76,49 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
         seen[key] = str(p)
     # each path may be a part of the log (one holds the accuracy, another the metric): the
     # merged table is validated as a whole by the audit
-    tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True) for p in items]
+    for p in items:  # every input's size before any is read
+        check_declared(p, limits)
+    tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None)
+              for p in items]
     return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
 
 
 def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
                 mapping: Mapping[str, str] | None = None, run_from: str | None = None,
-                cond: Mapping[str, str] | None = None, on_duplicate: str = "error"
-                ) -> pa.Table | ParquetSource:
+                cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
+                limits: Limits | None = DEFAULT_LIMITS) -> pa.Table | ParquetSource:
     """:func:`read_any` for an audit that validates the log once and drops the input: a
     single canonical Parquet file comes back as a :class:`ParquetSource`, which validation
     reads column by column (hand it over with :class:`~grokaudit.schema.Owned`); any other
     input is read whole, as by :func:`read_any`."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1:
-        return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True)
+        return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True, limits=limits)
     return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
-                    on_duplicate=on_duplicate)
+                    on_duplicate=on_duplicate, limits=limits)
 
 
 @overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
-              partial: bool = False, lazy: Literal[False] = False) -> pa.Table: ...
+              partial: bool = False, lazy: Literal[False] = False,
+              limits: Limits | None = None) -> pa.Table: ...
 
 
 @overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
-              partial: bool = False, lazy: bool) -> pa.Table | ParquetSource: ...
+              partial: bool = False, lazy: bool,
+              limits: Limits | None = None) -> pa.Table | ParquetSource: ...
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
-              partial: bool = False, lazy: bool = False) -> pa.Table | ParquetSource:
+              partial: bool = False, lazy: bool = False,
+              limits: Limits | None = None) -> pa.Table | ParquetSource:
     """One path as a canonical table; with ``lazy``, a canonical Parquet file as a
-    :class:`ParquetSource` (a folder of shards and every other input are read whole)."""
+    :class:`ParquetSource` (a folder of shards and every other input are read whole).
+    ``limits``: checked from the metadata first (:func:`~grokaudit.limits.check_declared`)."""
     p = Path(path)
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
@@ -115,6 +127,7 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
         raise LogFormatError("not a regular file or a folder (a FIFO, a socket or a device): "
                              "grokaudit reads log files and folders; copy the log to a file",
                              path=str(p), code=ErrorCode.FILE_UNREADABLE)
+    check_declared(p, limits)
     adapter_opts = bool(fmt or mapping or run_from or cond)
     if not adapter_opts and is_canonical(p):
         return read_arrow(p, lazy=lazy and p.is_file() and p.suffix.lower() in (".parquet",
@@ -129,7 +142,7 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     # path), goes through the same readers in every command
     table: pa.Table = adapters.read_log(p, fmt, mapping=dict(mapping) if mapping else None,
                                         run_from=run_from, cond=dict(cond) if cond else None,
-                                        partial=partial)
+                                        partial=partial, limits=None)  # checked above
     return table
 
 
@@ -226,6 +239,48 @@ def _path_run_ids(tables: Sequence[pa.Table], sources: Sequence[str],
     return out
 
 
+def _unify_types(df: pd.DataFrame, tables: Sequence[pa.Table], sources: Sequence[str]) -> None:
+    """A column that is numbers in one input and text in another: read as numbers when every
+    text is a plain decimal (``0.1`` here, ``"0.10"`` there: one setting written by two files),
+    else refused naming the column, the files and both types (in place)."""
+    from .identity import _number
+
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        vals = df[c].dropna().tolist()
+        texts = [v for v in vals if isinstance(v, str)]
+        if not texts or len(texts) == len(vals):
+            continue  # text only (or nothing): a text column
+        if all(_number(v) is not None for v in vals):
+            df[c] = [np.nan if v is None or (isinstance(v, float) and v != v) else _number(v)
+                     for v in df[c].tolist()]
+            continue
+        kinds: dict[str, str] = {}
+        for t, src in zip(tables, sources):
+            if c in t.column_names:
+                kinds.setdefault(str(t.schema.field(c).type), src)
+        shown = "; ".join(f"{typ} in {safe(src)}" for typ, src in kinds.items())
+        raise LogFormatError(f"column {safe(c)!r} holds numbers in one input and text in "
+                             f"another ({shown}); convert one of them", path=", ".join(sources),
+                             column=str(c), code=ErrorCode.INCOMPATIBLE_INPUTS)
+
+
+def _collision_hint(rows: pd.DataFrame, bad: pd.DataFrame, sources: Sequence[str]) -> str:
+    """How to resolve conflicting rows: when one run id holds different values in different
+    inputs, they are most likely different runs that share an id (``seed0`` in every
+    condition's folder), and choosing one copy would silently drop a run."""
+    first_run = bad.index[0][0]
+    srcs = sorted(set(rows.loc[rows["run"] == first_run, "__src"].tolist()))
+    if len(srcs) > 1:
+        named = " and ".join(safe(sources[k]) for k in srcs[:2])
+        return (f": run {safe(first_run)!r} is in {named} with different values — most likely "
+                "different runs that share an id; name runs by their file with --run-from path "
+                "(one run per file), or give the runs distinct ids; pass --on-duplicate "
+                "first|last only if the inputs are copies of the same runs")
+    return "; pass --on-duplicate first|last to choose"
+
+
 def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
                  on_duplicate: str = "error") -> pa.Table:
     """Merge canonical tables read from several paths into one, by run.
@@ -236,8 +291,9 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
     once, and two different values are a conflict: ``DUPLICATE_ROWS`` (exit 2) unless
     ``on_duplicate`` is ``first`` or ``last`` (the source named first or last wins). A condition
     column (constant within each run where present) that only some sources carry is filled for
-    the whole run. Provenance is merged (sources, findings, downsampled runs); sources that
-    disagree on the step unit are refused (``INCOMPATIBLE_INPUTS``).
+    the whole run. Provenance is merged (sources, findings, downsampled runs; ``rows_joined``:
+    the rows read that were joined into another input's row); sources that disagree on the
+    step unit are refused (``INCOMPATIBLE_INPUTS``).
     """
     provs = [_provenance_of(t.schema, src) for t, src in zip(tables, sources)]
     units = {p.get("step_unit", "steps") for p in provs}
@@ -271,8 +327,8 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
             ex = ", ".join(f"{safe(r)}@{s}" for r, s in list(bad.index[:3]))
             raise LogFormatError(
                 f"{len(bad)} (run, step) rows hold different values in different inputs "
-                f"(first: {ex}, column {safe(col)!r}); pass --on-duplicate first|last to "
-                "choose", path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
+                f"(first: {ex}, column {safe(col)!r}){_collision_hint(sub, bad, sources)}",
+                path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
         g = sub.groupby(key, sort=False)[cols]
         joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
         df = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True, sort=False)
@@ -286,8 +342,18 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
         if int(per_run.nunique(dropna=True).max()) <= 1:
             df[c] = per_run.transform("first")
     df = df.sort_values(key, kind="stable").reset_index(drop=True)
-    table = pa.Table.from_pandas(df, preserve_index=False)
+    # rows of one (run, step) in several inputs became one row: they were read all the same
+    joined = sum(t.num_rows for t in tables) - len(df)
+    _unify_types(df, tables, sources)
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise LogFormatError(f"the inputs cannot be merged into one table ({safe(exc)}); "
+                             "convert them to one schema", path=", ".join(sources),
+                             code=ErrorCode.INCOMPATIBLE_INPUTS) from None
     merged: dict[str, Any] = {"inputs": list(sources)}
+    if joined > 0:
+        merged["rows_joined"] = int(joined)
     for p in provs:
         for k2 in ("source_files", "findings", "warnings"):
             if p.get(k2):

@@ -112,7 +112,18 @@ def input_options(f: F) -> F:
         click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
                      default=None,
                      help="duplicate (run, step) rows with different values [default error]"),
+        click.option("--max-rows", "max_rows", type=int, default=None, metavar="N",
+                     help=_help("refuse an input whose Parquet metadata declares more rows "
+                                "(checked before reading)", "max_rows")),
+        click.option("--max-columns", "max_columns", type=int, default=None, metavar="N",
+                     help=_help("refuse an input whose Parquet metadata declares more "
+                                "columns", "max_columns")),
     ])
+
+
+def limit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``--max-rows`` and ``--max-columns`` as config overrides (``None``: not given)."""
+    return {"max_rows": params.get("max_rows"), "max_columns": params.get("max_columns")}
 
 
 def config_options(f: F) -> F:
@@ -180,7 +191,7 @@ def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     out.update(
         by=params.get("by"), rule=params.get("rule"),
         **acc_scale_options(params.get("acc_scale")),
-        on_duplicate=params.get("on_duplicate"),
+        on_duplicate=params.get("on_duplicate"), **limit_overrides(params),
         fail_on=params.get("fail_on"), grok_on=params.get("grok_on"),
         grok_relative=params.get("grok_relative"),
         grok_below=params.get("grok_below"), full_below=params.get("full_below"),

@@ -31,6 +31,9 @@ class Output:
 
     flag: str  #: the option that named it, for messages (``--json``, ``-o``)
     path: Path | None
+    #: (device, inode) of the folder that held the file when it was checked; ``None`` when
+    #: that folder did not exist yet. The write refuses a folder that is no longer this one.
+    parent_id: tuple[int, int] | None = None
 
     @property
     def is_stdout(self) -> bool:
@@ -45,7 +48,16 @@ class Output:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return
-        atomic_write(self.path, data, flag=self.flag)
+        atomic_write(self.path, data, flag=self.flag, pinned=self.parent_id or True)
+
+    def write_with(self, writer: Callable[[str], object]) -> Path:
+        """Write the file with ``writer(tmp_path)`` (:func:`atomic_write_with`), into the
+        folder that was checked."""
+        if self.path is None:
+            raise OutputError(f"{self.flag} -: this output cannot go to standard output; "
+                              "name a file", code=ErrorCode.OUTPUT_NOT_REGULAR, path="-")
+        return atomic_write_with(self.path, writer, flag=self.flag,
+                                 pinned=self.parent_id or True)
 
 
 def _file_id(p: Path) -> tuple[int, int] | None:
@@ -137,7 +149,7 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
     if st is not None and not os.access(p, os.W_OK):
         raise OutputError(f"{raw}: {flag} exists and is not writable; choose another path",
                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
-    return Output(flag, p)
+    return Output(flag, p, _file_id(parent))
 
 
 def resolve_output_dir(value: str | os.PathLike[str], *, flag: str,
@@ -185,37 +197,86 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "output") -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "output",
+                 pinned: tuple[int, int] | bool = False) -> Path:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, renamed over
     the target. The file gets the permissions the umask gives a new file (not mkstemp's 0600);
-    the temporary file is removed on any failure. Returns the path written."""
+    the temporary file is removed on any failure. ``pinned``: see :func:`atomic_write_with`.
+    Returns the path written."""
     def write(tmp: str) -> None:
         with open(tmp, "wb") as fh:
             fh.write(data)
 
-    return atomic_write_with(path, write, flag=flag)
+    return atomic_write_with(path, write, flag=flag, pinned=pinned)
 
 
 def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], object], *,
-                      flag: str = "output") -> Path:
+                      flag: str = "output", pinned: tuple[int, int] | bool = False) -> Path:
     """Like :func:`atomic_write` for writers that want a file name (``pq.write_table``,
-    ``savefig``): ``writer(tmp_path)`` writes the temporary file, which is then renamed."""
+    ``savefig``): ``writer(tmp_path)`` writes the temporary file, which is then renamed.
+
+    The folder is opened once, and the rename happens through that handle, so the file lands
+    in the folder that was opened whatever its path names by then. ``pinned`` (a path checked
+    by :func:`resolve_output`, whose folder part is already resolved): the folder must still be
+    the one checked — ``(device, inode)`` as recorded, or ``True`` when it did not exist then —
+    and its path must not lead through a symbolic link, both before the temporary file is made
+    and again before the rename; a folder swapped in between is refused
+    (``OUTPUT_NOT_WRITABLE``) and nothing is written."""
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent)
-        os.close(fd)
+        dfd = os.open(p.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    tmp = ""
     try:
-        writer(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
-                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+        if pinned:
+            _same_folder(p, dfd, pinned, flag)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix,
+                                       dir=p.parent)
+            os.close(fd)
+            writer(tmp)
+            os.chmod(tmp, 0o666 & ~_umask())
+            if pinned:
+                _same_folder(p, dfd, pinned, flag)
+            if os.replace in os.supports_dir_fd:
+                os.replace(os.path.basename(tmp), p.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            else:  # pragma: no cover - every POSIX system grokaudit runs on has renameat
+                os.replace(tmp, p)
+        except OSError as exc:
+            raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
+                              code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp:
+            _remove(os.path.basename(tmp), dfd)
+            _remove(tmp, None)
+        os.close(dfd)
     return p
+
+
+def _remove(name: str, dfd: int | None) -> None:
+    try:
+        if dfd is not None:
+            os.unlink(name, dir_fd=dfd)
+        else:
+            os.unlink(name)
+    except (OSError, NotImplementedError):  # gone already, or the error reported matters more
+        pass
+
+
+def _same_folder(p: Path, dfd: int, pinned: tuple[int, int] | bool, flag: str) -> None:
+    """Refuse to write when the output's folder is no longer the one checked: another folder
+    (or a symbolic link) put in its place after the check."""
+    st = os.fstat(dfd)
+    here = (st.st_dev, st.st_ino)
+    try:
+        now = _file_id(p.parent) if os.path.realpath(p.parent) == str(p.parent) else None
+    except OSError:
+        now = None
+    if now != here or (isinstance(pinned, tuple) and here != pinned):
+        raise OutputError(f"{p}: the folder of {flag} changed after it was checked (another "
+                          "folder or a symbolic link was put in its place); nothing was "
+                          "written: check the folder and run again",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p))

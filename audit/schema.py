@@ -1108,8 +1108,13 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}
     outcomes = tuple(sorted(c for c in cond if c in declared or is_outcome_name(c)))
+    # rows that several inputs held for one (run, step) were read once per input and joined
+    joined = int(prov.get("rows_joined") or 0)
+    if joined > 0:
+        set_aside = {**set_aside, "joined_across_inputs": joined}
     summary = InputSummary(
-        source=path, rows_read=int(g.n_read), rows_kept=int(step.size), set_aside=set_aside,
+        source=path, rows_read=int(g.n_read) + max(joined, 0), rows_kept=int(step.size),
+        set_aside=set_aside,
         runs_read=g.n_runs, runs_kept=int(run_ids.size), runs_too_short=too_short,
         missing_values=missing, sorted_input=g.sorted_input, metrics=metric_names,
         conditions=tuple(sorted(cond)), provenance=prov, outcomes=outcomes,

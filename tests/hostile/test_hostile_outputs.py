@@ -315,3 +315,75 @@ def test_no_output_written_on_an_input_error(work: Path) -> None:
              E.OPTION_OUT_OF_RANGE)
     _refused(work, ["check", LOG, "--json", "out/new.json", "--metric", "nope"],
              E.METRIC_NOT_FOUND)
+
+
+# -- the output's folder swapped after the check (issue 21) ------------------------------------
+
+def _swap_for_symlink(folder: Path, elsewhere: Path) -> Path:
+    """Move ``folder`` aside and put a symbolic link to ``elsewhere`` in its place."""
+    moved = folder.with_name(folder.name + ".moved")
+    folder.rename(moved)
+    elsewhere.mkdir(exist_ok=True)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    return moved
+
+
+def test_a_folder_swapped_before_the_write_is_refused(work: Path) -> None:
+    from grokaudit.errors import OutputError
+    from grokaudit.outputs import resolve_output
+
+    out = resolve_output(work / "out" / "r.json", flag="--json", inputs=[work / LOG])
+    moved = _swap_for_symlink(work / "out", work / "elsewhere")
+    with pytest.raises(OutputError) as exc:
+        out.write_text("{}")
+    assert exc.value.code is E.OUTPUT_NOT_WRITABLE
+    assert list((work / "elsewhere").iterdir()) == []
+    assert sorted(p.name for p in moved.iterdir()) == ["old.html", "old.json"]
+
+
+def test_a_folder_swapped_during_the_write_is_refused(work: Path) -> None:
+    from grokaudit.errors import OutputError
+    from grokaudit.outputs import resolve_output
+
+    out = resolve_output(work / "out" / "c.parquet", flag="-o", inputs=[work / LOG])
+    moved: list[Path] = []
+
+    def writer(tmp: str) -> None:  # the temporary file is written, then the folder is swapped
+        Path(tmp).write_bytes(b"PAR1")
+        moved.append(_swap_for_symlink(work / "out", work / "elsewhere"))
+
+    with pytest.raises(OutputError) as exc:
+        out.write_with(writer)
+    assert exc.value.code is E.OUTPUT_NOT_WRITABLE
+    assert list((work / "elsewhere").iterdir()) == []
+    # nothing left behind in the folder that was opened: no temporary file, no output
+    assert sorted(p.name for p in moved[0].iterdir()) == ["old.html", "old.json"]
+
+
+def test_check_refuses_an_output_folder_swapped_while_it_audits(work: Path, monkeypatch) -> None:
+    import grokaudit.cli as gcli
+
+    real = gcli.audit_log if hasattr(gcli, "audit_log") else None
+    import grokaudit.api as api
+
+    real_api = api.audit_log
+
+    def swapping(*a, **k):
+        if not (work / "out").is_symlink():
+            _swap_for_symlink(work / "out", work / "elsewhere")
+        return real_api(*a, **k)
+
+    monkeypatch.setattr(api, "audit_log", swapping)
+    if real is not None:
+        monkeypatch.setattr(gcli, "audit_log", swapping)
+    out = cli(["check", LOG, "--by", "wd", "--json", "out/r.json"], cwd=work)
+    expect_error(out, E.OUTPUT_NOT_WRITABLE)
+    assert list((work / "elsewhere").iterdir()) == []
+
+
+def test_an_output_through_a_linked_folder_checked_at_the_start_is_written(work: Path) -> None:
+    """A folder that was a symbolic link when checked is resolved then, and written there."""
+    (work / "real").mkdir()
+    (work / "link").symlink_to(work / "real", target_is_directory=True)
+    expect_audit(cli(["check", LOG, "--by", "wd", "--json", "link/r.json"], cwd=work))
+    assert json.loads((work / "real" / "r.json").read_text())["schema"].startswith("grokaudit")
