@@ -79,9 +79,9 @@ class LazyGroup(click.Group):
                 KeyboardInterrupt):
             raise
         except MemoryError:  # numpy's, or Arrow's ArrowMemoryError
-            _fail_line(f"out of memory {_declared(ctx)}: the log does not fit in the memory "
-                       "this process may use; raise the limit, read fewer runs or columns, or "
-                       "convert the log to Parquet (read column by column)",
+            _fail_line(f"out of memory{_declared(ctx)}: the log does not fit in the memory "
+                       "this process may use; audit fewer files or runs at a time (one study per "
+                       "command), or use a machine with more memory",
                        ErrorCode.OUT_OF_MEMORY, ctx)
         except OSError as exc:
             import errno
@@ -141,7 +141,7 @@ def _declared(ctx: click.Context) -> str:
     from .limits import describe
 
     paths = ctx.find_root().meta.get("grokaudit.inputs") or []
-    return "reading " + ", ".join(describe(p) for p in paths) if paths else ""
+    return " reading " + ", ".join(describe(p) for p in paths) if paths else ""
 
 
 def _unavailable(name: str, short: str, exc: BaseException) -> click.Command:
