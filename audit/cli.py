@@ -422,6 +422,72 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
 
 
 # ------------------------------------------------------------------------------------------
+# grokaudit watch
+# ------------------------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@audit_options
+@click.option("--margin", type=click.FloatRange(min=0), default=None, show_default=False,
+              help="a run is settled when its numbers have held from step S0 to (1 + MARGIN) "
+                   "× S0 [default 3: the horizon grown fourfold changed nothing]")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
+              help="seconds between reads of PATH")
+@click.option("--idle", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="a run that logs nothing new for this many seconds is stopped (a RunLogger "
+                   "run is stopped when its logger closes)")
+@click.option("--once", is_flag=True, help="read PATH once, print every run's state, exit")
+@click.option("--jsonl", is_flag=True,
+              help="print one JSON object per line (a run's state when it changes; a summary "
+                   "line at the end) instead of text")
+def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: float,
+          once: bool, jsonl: bool, profile: str | None, config_file: str | None,
+          **params: Any) -> None:
+    """Follow a log folder while it is written (a RunLogger folder, TensorBoard events,
+    JSONL…): print each run's live state when it changes — grokked, floor, compression clock,
+    what is missing — and the first step from which its numbers are defined. Exits when every
+    run is settled (its numbers defined and held over the margin) or stopped.
+
+    Exit 0: every run settled, or still running at the end of --once; 1: a run stopped (its
+    logger closed, or idle) with numbers that are not defined (they would be censored or
+    missing); 2: usage or input error.
+    """
+    import json as _json
+
+    from .config import build_config
+    from .live import DEFAULT_MARGIN
+    from .watch import RunWatch
+    from .watch import watch as run_watch
+
+    cfg = build_config(profile, config_file, audit_overrides(params))
+
+    def emit_line(rw: RunWatch) -> None:
+        click.echo(_json.dumps(rw.to_dict(), sort_keys=True, allow_nan=False) if jsonl
+                   else safe(rw.describe()))
+
+    def note(line: str) -> None:
+        click.echo(f"watch: {line}", err=True)
+
+    w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
+                  interval=interval, idle=idle, once=once, emit=emit_line, note=note)
+    lines = list(w.last.values())
+    bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
+    summary = {"event": "summary", "runs": len(lines),
+               "settled": sum(r.settled for r in lines),
+               "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
+               "stopped_not_defined": bad, "running": sum(not r.done for r in lines)}
+    if jsonl:
+        click.echo(_json.dumps(summary, sort_keys=True))
+    else:
+        click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
+                   f"{summary['stopped_defined']} stopped with numbers defined, "
+                   f"{len(bad)} stopped with numbers not defined"
+                   + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
+                   + f", {summary['running']} still running")
+    sys.exit(1 if bad else 0)
+
+
+# ------------------------------------------------------------------------------------------
 # grokaudit report
 # ------------------------------------------------------------------------------------------
 

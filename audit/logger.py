@@ -183,6 +183,9 @@ class RunLogger:
     at each call); also :meth:`flush`, :meth:`close` and leaving the ``with`` block.
     ``fsync``: make each flush durable against power loss, not only against a killed process.
     ``segment_flushes`` / ``segment_rows``: when a segment file is sealed and the next begins.
+    ``live``: also audit the run as it is logged (:mod:`grokaudit.live`): ``True``, or the
+    audit's options as a mapping; then :meth:`state`, :meth:`should_stop` and
+    :meth:`budget_warning` answer from the rows logged so far.
 
     A row is ``log(step, test_acc=..., train_acc=..., emb_erank=..., train_loss=...)``. Steps
     are integers ≥ 0 that never decrease; calls at the same step fill one row (a name given
@@ -194,7 +197,7 @@ class RunLogger:
     def __init__(self, folder: str | os.PathLike[str], *, run: str,
                  conditions: Mapping[str, Any] | None = None, flush_every: int = 100,
                  flush_secs: float = 10.0, fsync: bool = True, segment_flushes: int = 32,
-                 segment_rows: int = 100_000) -> None:
+                 segment_rows: int = 100_000, live: bool | Mapping[str, Any] = False) -> None:
         if not isinstance(run, str) or not run.strip():
             raise ConfigError(f"run must be a non-empty string, got {run!r}",
                               code=ErrorCode.INVALID_OPTION, option="run")
@@ -248,6 +251,14 @@ class RunLogger:
         self.rows_flushed = 0
         self.files: list[Path] = []
         self.closed = False
+        #: the live audit of this run (``live=True``, or the audit's options as a mapping:
+        #: ``live={"metrics": ["emb_erank"], "grok_threshold": 0.95}``); see :meth:`state`
+        self.live: Any = None
+        if live:
+            from .live import LiveRun
+
+            opts = dict(live) if isinstance(live, Mapping) else {}
+            self.live = LiveRun(run, **opts)
         self._started = _now()
         self._claim()
         atexit.register(self._at_exit)
@@ -388,9 +399,39 @@ class RunLogger:
                 self._new_rows += 1
                 self.rows_logged += 1
                 self._dirty = True
+            if self.live is not None:
+                self.live.log(s, **{k: v for k, v in row.items() if not math.isnan(v)})
             if (self._new_rows >= self.flush_every
                     or time.monotonic() - self._last_flush >= self.flush_secs):
                 self._flush(closed=False)
+
+    # -- the live audit (``live=True``) -----------------------------------------------------
+
+    def _live(self) -> Any:
+        if self.live is None:
+            raise ConfigError(f"the RunLogger of run {self.run!r} was opened without live=True: "
+                              "open it with RunLogger(..., live=True) to ask for its live state",
+                              code=ErrorCode.INVALID_OPTION, option="live")
+        return self.live
+
+    def state(self) -> Any:
+        """The run's live state (:class:`grokaudit.live.LiveState`): grokked, floors,
+        compression clocks, what is missing, and ``defined_from``."""
+        return self._live().state()
+
+    def should_stop(self, margin: float | None = None) -> bool:
+        """True once the run's numbers are defined and have held over ``margin``
+        (:meth:`grokaudit.live.LiveRun.should_stop`): the plain loop's ``stop_when="settled"``.
+        """
+        from .live import DEFAULT_MARGIN
+
+        return bool(self._live().should_stop(DEFAULT_MARGIN if margin is None else margin))
+
+    def budget_warning(self, budget: float) -> str | None:
+        """A warning when the run's last floor window before ``budget`` has begun and its numbers
+        are not defined (:meth:`grokaudit.live.LiveRun.budget_warning`)."""
+        out: str | None = self._live().budget_warning(budget)
+        return out
 
     def flush(self) -> None:
         """Write every row logged so far; when it returns, they survive a kill of the process."""

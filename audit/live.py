@@ -1,0 +1,437 @@
+"""The audit of one run while it trains: are the numbers this run will be read for defined yet?
+
+A :class:`LiveRun` is fed the rows a run logs (``log(step, test_acc=…, emb_erank=…)``) and
+answers at any step with :meth:`LiveRun.state`: has the run grokked, and held it; for each
+metric, has its floor stopped moving and has its compression clock ``t_compress`` settled; and
+when not, what is missing, with the numbers that say so ("floor still moving: slope −0.8 per
+1 000 steps"). The answer is the audit's own: the rows so far are validated and the run's
+clocks computed by the same functions, thresholds and rules as ``grokaudit check``, on the log
+as it stands, so the state at the last step of a finished log is what ``check`` says of that
+run audited on its own. Within a sweep ``check`` can learn one more thing from siblings: a
+sibling that ran longer and shows the metric still moving after this run's horizon makes this
+run's floor indeterminate (``HORIZON_MISMATCH``); a single run cannot know that.
+
+Nothing here needs torch: the callbacks for Lightning and ``transformers``
+(``grokaudit.callbacks``) and ``grokaudit watch`` are thin shells over this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .config import AuditConfig
+from .errors import ConfigError, ErrorCode, LogFormatError
+from .results import Interval, RunResult, format_number
+from .schema import is_known_metric
+
+#: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
+#: ``stop_when="settled"`` stops it: 3, the horizon grown fourfold changed nothing. On the
+#: bundled sweeps smaller margins stopped runs whose floors later moved again (a second
+#: compression), which changed t_compress, censored runs or changed the clock verdict
+#: (``benchmarks/live_stop.py``, the table in ``docs/live.md``).
+DEFAULT_MARGIN = 3.0
+
+
+class Missing(str, Enum):
+    """What keeps a run's numbers undefined at the step it has reached."""
+
+    TOO_FEW_POINTS = "TOO_FEW_POINTS"  #: fewer than 3 logged points
+    NO_ACCURACY = "NO_ACCURACY"  #: the grok criterion (test_acc) has not been logged
+    NOT_GROKKED = "NOT_GROKKED"  #: test accuracy has not reached the grok threshold
+    GROK_NOT_SUSTAINED = "GROK_NOT_SUSTAINED"  #: it reached it and fell back
+    METRIC_MISSING = "METRIC_MISSING"  #: the metric has not been logged
+    NO_FLOOR = "NO_FLOOR"  #: too few metric points in the final window to read a floor
+    FLOOR_MOVING = "FLOOR_MOVING"  #: the floor's drift interval excludes zero
+    FLOOR_INDETERMINATE = "FLOOR_INDETERMINATE"  #: too noisy to tell whether it moves
+    COMPRESSION_UNKNOWN = "COMPRESSION_UNKNOWN"  #: cannot tell yet whether it compresses
+    NOT_SETTLED = "NOT_SETTLED"  #: t_compress censored: not in the floor band to stay
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One thing missing, with the numbers that show it."""
+
+    code: Missing
+    message: str
+    metric: str | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code.value, "metric": self.metric, "message": self.message,
+                "evidence": {k: _plain(v) for k, v in sorted(self.evidence.items())}}
+
+
+@dataclass(frozen=True)
+class MetricState:
+    """One metric of the run at the step reached."""
+
+    metric: str
+    settled: bool  #: the floor is stable and t_compress is known (or no compression is)
+    floor: float | None
+    floor_stability: str  #: ``stable``, ``unstable``, ``indeterminate``, ``none``, ``unchecked``
+    #: the floor's drift per 1 000 steps (Theil–Sen over the final window) and its interval
+    slope_per_1000: float | None
+    slope_interval: tuple[float | None, float | None]
+    compression: str  #: ``compressed``, ``none``, ``unknown`` or ``n/a``
+    t_compress: Interval | None
+    run: RunResult | None  #: the audit's own per-run result (None before it can be computed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "settled": self.settled, "floor": _num(self.floor),
+                "floor_stability": self.floor_stability,
+                "slope_per_1000": _num(self.slope_per_1000),
+                "slope_interval": [_num(v) for v in self.slope_interval],
+                "compression": self.compression,
+                "t_compress": self.t_compress.to_dict() if self.t_compress else None}
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """The live answer for one run at the step it has reached."""
+
+    run: str
+    step: float | None  #: the last logged step (None before any row)
+    n_points: int  #: logged steps
+    grokked: bool  #: t_grok known (not censored)
+    grok_sustained: bool  #: grokked and never fell back for ``sustain`` points
+    t_grok: Interval | None
+    metrics: tuple[MetricState, ...]
+    missing: tuple[Gap, ...]  #: empty when every number is defined
+    #: the first step from which the numbers have been defined in every state computed since
+    #: (None while they are not)
+    defined_from: float | None = None
+
+    @property
+    def defined(self) -> bool:
+        """Grokked and sustained, and every metric settled: the run's clocks, floor and
+        snapshot are numbers, not bounds."""
+        return not self.missing and bool(self.metrics)
+
+    @property
+    def t_compress_upper(self) -> float | None:
+        """The latest of the metrics' t_compress (their upper ends), when all are known."""
+        ends = [m.t_compress.upper for m in self.metrics if m.t_compress is not None
+                and not m.t_compress.censored and m.t_compress.upper is not None]
+        if not ends or len(ends) < sum(m.compression == "compressed" for m in self.metrics):
+            return None
+        return max(ends)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "step": _num(self.step), "n_points": self.n_points,
+                "defined": self.defined, "defined_from": _num(self.defined_from),
+                "grokked": self.grokked, "grok_sustained": self.grok_sustained,
+                "t_grok": self.t_grok.to_dict() if self.t_grok else None,
+                "metrics": [m.to_dict() for m in self.metrics],
+                "missing": [g.to_dict() for g in self.missing]}
+
+    def describe(self) -> str:
+        """One line: ``run r1 @ 12000: defined since 11000 (t_grok 2400, t_compress emb_erank
+        5200)`` or ``run r1 @ 4000: not defined: floor still moving …``."""
+        head = f"run {self.run} @ {format_number(self.step)}"
+        if self.defined:
+            tcs = ", ".join(f"{m.metric} {m.t_compress.describe()}" if m.t_compress else
+                            f"{m.metric} none (no compression)" for m in self.metrics)
+            since = format_number(self.defined_from)
+            tg = self.t_grok.describe() if self.t_grok else "—"
+            return f"{head}: defined since {since} (t_grok {tg}; t_compress {tcs})"
+        return f"{head}: not defined: " + "; ".join(g.message for g in self.missing)
+
+
+class LiveRun:
+    """The live audit of one run (see the module's docstring).
+
+    ``metrics``: the metric columns to follow (default: every known metric logged).
+    ``config`` or keyword options: the audit's settings, exactly as for ``check``
+    (``grok_threshold=0.95``, ``rel_tol=…``); an unknown option is refused.
+    """
+
+    def __init__(self, run: str = "run", *, metrics: Sequence[str] | None = None,
+                 config: AuditConfig | None = None, **options: Any) -> None:
+        from .api import _config
+
+        self.run = str(run)
+        self.config = _config(config, options)
+        self.metrics = tuple(metrics) if metrics else tuple(self.config.metrics)
+        self._rows: dict[float, dict[str, float]] = {}
+        self._last: float | None = None
+        #: the state the numbers have held since: (step, clocks, floors, bands)
+        self._anchor: tuple[float, tuple[Any, ...], tuple[float, ...], tuple[float, ...]] | None
+        self._anchor = None
+
+    # -- feeding ---------------------------------------------------------------------------
+    def log(self, step: float, **values: Any) -> None:
+        """Record the values logged at ``step``. Several calls at one step fill one row; a name
+        given twice at one step with two values is refused (``DUPLICATE_ROWS``, as ``check``
+        refuses such rows), and so is a step before the last one logged
+        (``STEP_DECREASING``): a run's steps only grow."""
+        s = _step(step, self.run)
+        if self._last is not None and s < self._last:
+            raise LogFormatError(f"run {self.run!r}: step {format_number(s)} comes after step "
+                                 f"{format_number(self._last)}; a run's steps only grow: log "
+                                 "each run to its own LiveRun", column="step",
+                                 code=ErrorCode.STEP_DECREASING)
+        row = self._rows.setdefault(s, {})
+        for k, v in values.items():
+            x = _value(v)
+            if x is None:
+                continue
+            old = row.get(str(k))
+            if old is not None and old != x:
+                raise LogFormatError(f"run {self.run!r}: {k!r} logged twice at step "
+                                     f"{format_number(s)} ({old!r}, then {x!r}); log each name "
+                                     "once per step", column=str(k),
+                                     code=ErrorCode.DUPLICATE_ROWS)
+            row[str(k)] = x
+        self._last = s
+
+    def extend(self, rows: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
+        """Record many rows (each with a ``step``), in step order."""
+        recs: Iterable[Mapping[Any, Any]] = (rows.to_dict("records")
+                                             if isinstance(rows, pd.DataFrame) else rows)
+        for rec in recs:
+            r = {str(k): v for k, v in rec.items()}
+            step = r.pop("step")
+            r.pop("run", None)
+            self.log(step, **r)
+
+    # -- answering -------------------------------------------------------------------------
+    def state(self) -> LiveState:
+        """The audit of the rows so far (see the module's docstring), with ``defined_from``:
+        the step since which its numbers have been defined *and unchanged* in every state
+        computed: the same t_grok, the same kind of compression, each floor within the band
+        (±δ) it had then, and each t_compress still read before that step. A floor that moves
+        out of its band (the representation compressed further) starts the count again."""
+        st = self._state()
+        if not st.defined or st.step is None:
+            self._anchor = None
+            return st
+        clocks = (_key(st.t_grok), *((m.metric, m.compression) for m in st.metrics))
+        floors = tuple(math.nan if m.floor is None else m.floor for m in st.metrics)
+        bands = tuple(math.nan if m.run is None or m.run.delta is None else m.run.delta
+                      for m in st.metrics)
+        a = self._anchor
+        if a is None or a[1] != clocks or not all(
+                abs(f - f0) <= d0 for f, f0, d0 in zip(floors, a[2], a[3])) or any(
+                m.t_compress is not None and m.t_compress.upper_or_inf > a[0]
+                for m in st.metrics):
+            self._anchor = a = (st.step, clocks, floors, bands)
+        return _with(st, defined_from=a[0])
+
+    def should_stop(self, margin: float = DEFAULT_MARGIN) -> bool:
+        """Stop now (``stop_when="settled"``): the numbers are defined and have held from step
+        S0 (``defined_from``) to at least ``(1 + margin) × S0`` — the horizon grown by
+        ``margin`` moved no floor out of its band and no t_compress past S0. A log stopped here is audited with every
+        t_compress uncensored, and with the numbers the run held over that whole stretch."""
+        if margin < 0 or not math.isfinite(margin):
+            raise ConfigError(f"margin {margin!r}: give a non-negative number (default "
+                              f"{DEFAULT_MARGIN})", code=ErrorCode.OPTION_OUT_OF_RANGE,
+                              option="margin")
+        st = self.state()
+        if st.defined_from is None or st.step is None:
+            return False
+        return st.step >= (1.0 + margin) * st.defined_from and st.step > st.defined_from
+
+    def budget_warning(self, budget: float) -> str | None:
+        """A warning when the run is not defined and its last floor window (the final
+        ``floor_frac`` of a run that ends at step ``budget``) has begun: unless the metric
+        settles now, the log that ends at ``budget`` will carry censored numbers."""
+        st = self.state()
+        if st.defined or st.step is None:
+            return None
+        start = budget - self.config.floor_frac * budget
+        if st.step < start:
+            return None
+        why = "; ".join(g.message for g in st.missing) or "nothing logged yet"
+        return (f"run {self.run}: the budget ends at step {format_number(budget)} and its last "
+                f"floor window has begun (step {format_number(st.step)}), but the numbers are "
+                f"not defined ({why}): its t_compress will be censored unless it settles now; "
+                "extend the budget to read them")
+
+    def _table(self) -> pd.DataFrame:
+        steps = sorted(self._rows)
+        cols = sorted({k for r in self._rows.values() for k in r})
+        data: dict[str, Any] = {"run": [self.run] * len(steps), "step": steps}
+        for c in cols:
+            data[c] = [self._rows[s].get(c, math.nan) for s in steps]
+        out: pd.DataFrame = pd.DataFrame(data)
+        return out
+
+    def _state(self) -> LiveState:
+        n = len(self._rows)
+        step = self._last
+        empty = LiveState(self.run, step, n, False, False, None, (), ())
+        if n < 3:
+            return _with(empty, missing=(Gap(Missing.TOO_FEW_POINTS,
+                                             f"{n} logged point(s); the audit needs 3"),))
+        df = self._table()
+        criterion = self.config.grok_on
+        if criterion not in df.columns or df[criterion].isna().all():
+            return _with(empty, missing=(Gap(Missing.NO_ACCURACY,
+                                             f"no {criterion} logged yet"),))
+        return self._audit(df, empty)
+
+    def _audit(self, df: pd.DataFrame, empty: LiveState) -> LiveState:
+        from .api import validated_log
+        from .cells import build_run
+        from .clocks import accuracy_clocks, metric_clocks
+
+        cfg = self.config
+        wanted = self.metrics
+        present = [m for m in wanted if m in df.columns and df[m].notna().any()]
+        # a known metric name is a series whatever it does so far; another name must change
+        # over steps to be read as one (until it does, it is not logged as a metric yet)
+        custom = [m for m in present if not is_known_metric(m)]
+        flat = [m for m in custom if df[m].nunique(dropna=True) < 2]
+        named = [m for m in custom if m not in flat]
+        try:
+            log = validated_log(df.drop(columns=flat), cfg, None, metrics=named)
+        except LogFormatError as exc:
+            if exc.code is ErrorCode.TOO_FEW_POINTS:
+                return _with(empty, missing=(Gap(Missing.TOO_FEW_POINTS, str(exc)),))
+            raise
+        metrics = list(wanted) or list(log.summary.metrics)
+        acc = accuracy_clocks(log, cfg, None)
+        grokked = not bool(acc.t_grok.censored[0])
+        sustained = grokked and bool(acc.sustained[0])
+        gaps: list[Gap] = []
+        states: list[MetricState] = []
+        t_grok: Interval | None = None
+        groups = np.zeros(1, dtype=np.int64) if cfg.floor_window == "grid" else None
+        for m in metrics:
+            if m not in log.series:
+                gaps.append(Gap(Missing.METRIC_MISSING, f"{m} not logged yet", m))
+                continue
+            mc = metric_clocks(log, acc, m, cfg, groups=groups)
+            r = build_run(self.run, None, acc, mc, 0)
+            t_grok = r.t_grok
+            ms, mg = _metric_state(r, mc, cfg, m)
+            states.append(ms)
+            gaps.extend(mg)
+        if not metrics:
+            gaps.append(Gap(Missing.METRIC_MISSING, "no representation metric logged yet"))
+        if t_grok is None:
+            t_grok = Interval.make(float(acc.t_grok.value[0]), float(acc.t_grok.lower[0]),
+                                   float(acc.t_grok.upper[0]))
+        final = float(acc.final_test_acc[0])
+        head: list[Gap] = []
+        if not grokked:
+            head.append(Gap(Missing.NOT_GROKKED, (
+                f"not grokked: {cfg.grok_on} has not reached {format_number(cfg.grok_threshold)}"
+                + (f" (final-window median so far {format_number(final)})"
+                   if not math.isnan(final) else "")),
+                evidence={"threshold": cfg.grok_threshold, "final": final}))
+        elif not sustained:
+            fell = float(acc.fell_at[0])
+            head.append(Gap(Missing.GROK_NOT_SUSTAINED,
+                            f"grok not sustained: {cfg.grok_on} fell back below the threshold "
+                            f"at step {format_number(fell)}", evidence={"fell_at": fell}))
+        if not grokked or not sustained:  # the metric's gaps follow from the grok's
+            gaps = [g for g in gaps if g.code is Missing.METRIC_MISSING]
+        return LiveState(self.run, self._last, len(self._rows), grokked, sustained, t_grok,
+                         tuple(states), tuple(head + gaps))
+
+
+def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
+                  ) -> tuple[MetricState, list[Gap]]:
+    last = float(mc.last_step[0])
+    w2 = float(mc.w2_lower[0])
+    span = last - w2
+    per = 1000.0 / span if span > 0 else math.nan
+
+    def per_k(x: float | None) -> float | None:
+        return None if x is None or math.isnan(per) else x * per
+
+    slope = per_k(r.drift)
+    lo, hi = (per_k(v) for v in r.drift_interval)
+    gaps: list[Gap] = []
+    ev = {"floor": r.floor, "slope_per_1000": slope, "slope_interval": [lo, hi],
+          "window": [w2, last]}
+    floor_ok = r.floor_stability in ("stable", "unchecked")
+    if r.floor is None:
+        gaps.append(Gap(Missing.NO_FLOOR, f"{m}: too few points in the final window to read a "
+                        f"floor (needs {cfg.min_floor_points})", m))
+    elif r.floor_stability == "unstable":
+        gaps.append(Gap(Missing.FLOOR_MOVING, f"{m}: floor still moving: slope "
+                        f"{_signed(slope)} per 1 000 steps [{_signed(lo)}, {_signed(hi)}] over "
+                        f"steps {format_number(w2)}–{format_number(last)}", m, ev))
+    elif r.floor_stability == "indeterminate":
+        gaps.append(Gap(Missing.FLOOR_INDETERMINATE, f"{m}: floor too noisy to tell whether it "
+                        f"still moves: slope {_signed(slope)} per 1 000 steps [{_signed(lo)}, "
+                        f"{_signed(hi)}]", m, ev))
+    tc = r.t_compress
+    if floor_ok and r.compression == "unknown":
+        gaps.append(Gap(Missing.COMPRESSION_UNKNOWN, f"{m}: cannot tell yet whether it "
+                        "compresses", m))
+    elif floor_ok and r.compression == "compressed" and (tc is None or tc.censored):
+        gaps.append(Gap(Missing.NOT_SETTLED, f"{m}: compression clock not settled: the "
+                        f"smoothed metric has not entered the floor band "
+                        f"{format_number(r.floor)} ± {format_number(r.delta)} to stay", m,
+                        {"floor": r.floor, "delta": r.delta}))
+    settled = floor_ok and (r.compression == "none" or (
+        r.compression == "compressed" and tc is not None and not tc.censored))
+    state = MetricState(m, settled, r.floor, r.floor_stability, slope, (lo, hi),
+                        r.compression, tc, r)
+    return state, gaps
+
+
+def _key(iv: Interval | None) -> tuple[Any, ...] | None:
+    return None if iv is None else (iv.value, iv.lower, iv.upper, iv.censored)
+
+
+def _signed(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "—"
+    return ("+" if x > 0 else "−" if x < 0 else "") + f"{abs(x):.2g}"
+
+
+def _step(step: Any, run: str) -> float:
+    try:
+        s = float(step)
+    except (TypeError, ValueError):
+        raise LogFormatError(f"run {run!r}: step {step!r} is not a number", column="step",
+                             code=ErrorCode.NON_INTEGER_STEP) from None
+    if not math.isfinite(s) or s < 0:
+        raise LogFormatError(f"run {run!r}: step {step!r} is not a finite, non-negative number",
+                             column="step", code=ErrorCode.NEGATIVE_STEP)
+    return s
+
+
+def _value(v: Any) -> float | None:
+    if v is None:
+        return None
+    item = getattr(v, "item", None)  # a 0-d tensor or numpy scalar
+    if callable(item):
+        try:
+            v = item()
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if not math.isnan(x) else None
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else float(x)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, float):
+        return _num(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _with(st: LiveState, **changes: Any) -> LiveState:
+    import dataclasses
+
+    return dataclasses.replace(st, **changes)

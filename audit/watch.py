@@ -1,0 +1,186 @@
+"""Follow a log folder while it is written: each run's live state, and when it is settled.
+
+:class:`Watcher` reads the folder with the same loader as ``check`` (a RunLogger folder,
+TensorBoard event files, JSONL, any readable format), feeds each run's new rows to its
+:class:`~grokaudit.live.LiveRun`, and returns the runs whose state changed. A run is *done*
+when it is settled (its numbers defined and held over the margin: what ``stop_when="settled"``
+stops on) or stopped (its RunLogger closed it, or it logged nothing new for ``idle``
+seconds). ``grokaudit watch`` prints the changes, as text or JSON lines, until every run is
+done.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .config import AuditConfig
+from .errors import ErrorCode, LogFormatError
+from .live import DEFAULT_MARGIN, LiveRun, LiveState
+from .text import safe
+
+
+@dataclass(frozen=True)
+class RunWatch:
+    """One run's line: its live state, whether it is settled, stopped, and why it is done."""
+
+    state: LiveState
+    settled: bool  #: defined and held over the margin
+    stopped: bool  #: closed by its logger, or idle
+    why_stopped: str | None = None  #: ``closed`` or ``idle``
+
+    @property
+    def done(self) -> bool:
+        return self.settled or self.stopped
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": "run", **self.state.to_dict(), "settled": self.settled,
+                "stopped": self.stopped, "why_stopped": self.why_stopped}
+
+    def describe(self) -> str:
+        tail = ("; settled" if self.settled else
+                f"; stopped ({self.why_stopped}) with numbers not defined"
+                if self.stopped and not self.state.defined else
+                f"; stopped ({self.why_stopped})" if self.stopped else "")
+        return self.state.describe() + tail
+
+
+@dataclass
+class Watcher:
+    """Poll ``paths`` (see the module's docstring). ``read`` reads the paths as one canonical
+    table (default: the loader of ``check``, partial logs allowed)."""
+
+    paths: Sequence[str]
+    config: AuditConfig
+    margin: float = DEFAULT_MARGIN
+    idle: float = 600.0
+    read: Callable[[], pa.Table] | None = None
+    clock: Callable[[], float] = time.monotonic
+    runs: dict[str, LiveRun] = field(default_factory=dict)
+    last: dict[str, RunWatch] = field(default_factory=dict)
+    _grew: dict[str, float] = field(default_factory=dict)
+    _fed: dict[str, float] = field(default_factory=dict)
+
+    def poll(self) -> list[RunWatch]:
+        """Read the folder once; the runs whose line changed (a new run, new steps that change
+        its state, settled, stopped)."""
+        table = self._read()
+        now = self.clock()
+        closed = closed_runs(self.paths)
+        changed: list[RunWatch] = []
+        df = table.to_pandas()
+        if "run" not in df.columns or "step" not in df.columns:
+            return changed
+        num = [c for c in df.columns if c not in ("run", "step")
+               and df[c].dtype.kind in "fiub"]
+        for run, g in df.groupby("run", sort=True):
+            rid = str(run)
+            live = self.runs.get(rid)
+            if live is None:
+                live = self.runs[rid] = LiveRun(rid, config=self.config)
+                self._grew[rid] = now
+            prev = self._fed.get(rid, -math.inf)
+            new = g[g["step"] > prev].sort_values("step", kind="stable")
+            if len(new):
+                for rec in new[["step", *num]].to_dict("records"):
+                    step = rec.pop("step")
+                    live.log(step, **rec)
+                self._fed[rid] = float(new["step"].iloc[-1])
+                self._grew[rid] = now
+            old = self.last.get(rid)
+            if old is not None and old.done:
+                continue  # done once is done: nothing more is printed for it
+            if not len(new) and old is not None and not self._idle(rid, now, closed):
+                continue
+            st = live.state()
+            settled = live.should_stop(self.margin) if st.defined else False
+            why = "closed" if closed is not None and rid in closed else (
+                "idle" if now - self._grew[rid] >= self.idle else None)
+            rw = RunWatch(st, settled, why is not None and not settled, why if not settled
+                          else None)
+            if old is None or _line(old) != _line(rw):
+                changed.append(rw)
+            self.last[rid] = rw
+        return changed
+
+    def _idle(self, rid: str, now: float, closed: set[str] | None) -> bool:
+        return (closed is not None and rid in closed) or now - self._grew[rid] >= self.idle
+
+    @property
+    def done(self) -> bool:
+        """Every run seen is settled or stopped (and at least one run was seen)."""
+        return bool(self.last) and all(w.done for w in self.last.values())
+
+    def _read(self) -> pa.Table:
+        if self.read is not None:
+            return self.read()
+        from .loader import read_any
+
+        return read_any(list(self.paths), partial=True, limits=None)
+
+
+def _line(w: RunWatch) -> tuple[Any, ...]:
+    s = w.state
+    return (s.defined, s.defined_from, tuple(g.code for g in s.missing), w.settled, w.stopped,
+            s.grokked)
+
+
+def closed_runs(paths: Sequence[str | os.PathLike[str]]) -> set[str] | None:
+    """The runs a RunLogger folder marks closed (``None`` when no path is such a folder: the
+    format says nothing of when a run ends)."""
+    import json
+
+    from .logger import is_run_folder
+
+    out: set[str] | None = None
+    for p in map(Path, paths):
+        if not p.is_dir() or not is_run_folder(p):
+            continue
+        out = out if out is not None else set()
+        for claim in p.glob("*.claim"):
+            try:
+                info = json.loads(claim.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(info, Mapping) and info.get("closed") and "run" in info:
+                out.add(str(info["run"]))
+    return out
+
+
+def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_MARGIN,
+          interval: float = 5.0, idle: float = 600.0, once: bool = False,
+          emit: Callable[[RunWatch], None], note: Callable[[str], None] | None = None,
+          sleep: Callable[[float], None] = time.sleep,
+          max_polls: int | None = None) -> Watcher:
+    """Poll until every run is done (``once``: a single pass). ``emit`` receives every changed
+    line; ``note`` a line about a read that failed midway (a file being written), retried at
+    the next poll. Returns the watcher (its ``last`` lines are the final state)."""
+    w = Watcher(list(paths), config, margin=margin, idle=idle)
+    polls = 0
+    failures = 0
+    while True:
+        polls += 1
+        try:
+            for rw in w.poll():
+                emit(rw)
+            failures = 0
+        except LogFormatError as exc:
+            if exc.code in (ErrorCode.FILE_NOT_FOUND, ErrorCode.NO_SHARDS, ErrorCode.NO_ROWS,
+                            ErrorCode.FILE_EMPTY) and not w.last and not once:
+                pass  # nothing written yet: wait for the first rows
+            elif once or failures >= 3:
+                raise
+            else:
+                failures += 1
+                if note is not None:
+                    note(f"read failed ({safe(str(exc))}); retrying in {interval:g} s")
+        if once or w.done or (max_polls is not None and polls >= max_polls):
+            return w
+        sleep(interval)

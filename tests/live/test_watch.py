@@ -1,0 +1,131 @@
+"""``grokaudit watch`` (issue 24): follows a folder as it is written, prints each run's state
+when it changes (text or JSON lines), ends when every run is settled or stopped, and says by
+its exit code whether a run stopped with numbers that are not defined."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from click.testing import CliRunner
+from grokaudit import RunLogger, make_config
+from grokaudit.cli import cli
+from grokaudit.watch import Watcher
+
+STEPS = np.arange(0, 40001, 200)
+
+
+def _cols(t_grok: float, t_c: float) -> dict[str, np.ndarray]:
+    s = STEPS.astype(float)
+    return {"test_acc": 1.0 / (1.0 + np.exp(-(s - t_grok) / 150.0)),
+            "train_acc": 1.0 / (1.0 + np.exp(-(s - 300.0) / 60.0)),
+            "emb_erank": 10.0 + 30.0 / (1.0 + np.exp((s - t_c) / 300.0))}
+
+
+def _write(folder: Path, run: str, t_grok: float, t_c: float, upto: float | None = None,
+           close: bool = True) -> None:
+    cols = _cols(t_grok, t_c)
+    log = RunLogger(folder, run=run, conditions={"wd": t_grok}, fsync=False)
+    for k, s in enumerate(STEPS):
+        if upto is not None and s > upto:
+            break
+        log.log(int(s), **{c: float(v[k]) for c, v in cols.items()})
+    if close:
+        log.close()
+    else:
+        log.flush()
+
+
+def test_once_on_closed_runs_exit_code_says_if_one_is_not_defined(tmp_path: Path) -> None:
+    _write(tmp_path / "a", "good", 1000.0, 3000.0)
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "a"), "--once", "--jsonl"])
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert res.exit_code == 0, res.output
+    runs = [x for x in lines if x["event"] == "run"]
+    assert [r["run"] for r in runs] == ["good"] and runs[0]["defined"]
+    assert lines[-1]["event"] == "summary" and lines[-1]["stopped_not_defined"] == []
+    # a run that never grokked, closed: stopped with numbers not defined -> exit 1
+    _write(tmp_path / "a", "never", 90000.0, 95000.0)
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "a"), "--once", "--jsonl"])
+    assert res.exit_code == 1, res.output
+    summary = json.loads(res.output.splitlines()[-1])
+    assert summary["stopped_not_defined"] == ["never"]
+    never = next(json.loads(x) for x in res.output.splitlines() if '"never"' in x)
+    assert never["missing"][0]["code"] == "NOT_GROKKED" and never["why_stopped"] == "closed"
+
+
+def test_an_open_run_is_running_not_stopped(tmp_path: Path) -> None:
+    _write(tmp_path / "b", "open", 1000.0, 3000.0, upto=2000.0, close=False)
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "b"), "--once", "--jsonl"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output.splitlines()[-1])
+    assert summary["running"] == 1 and summary["stopped_not_defined"] == []
+
+
+def test_watcher_follows_growth_settles_and_stops_idle_runs() -> None:
+    """Rows arrive poll by poll (an injected reader and clock): lines are emitted only when a
+    run's state changes; a run that settles is done; one that stops growing goes idle."""
+    data = {"fast": _cols(1000.0, 2000.0), "stuck": _cols(90000.0, 95000.0)}
+    upto = {"fast": 0.0, "stuck": 0.0}
+    now = [0.0]
+
+    def read() -> pa.Table:
+        frames = [pd.DataFrame({"run": r, "step": STEPS, **c})[STEPS <= upto[r]]
+                  for r, c in data.items()]
+        return pa.Table.from_pandas(pd.concat(frames), preserve_index=False)
+
+    w = Watcher(["x"], make_config(metrics=("emb_erank",)), idle=50.0, read=read,
+                clock=lambda: now[0])
+    emitted = []
+    for k in range(1, 201):
+        upto["fast"] = 200.0 * k
+        upto["stuck"] = min(200.0 * k, 4000.0)  # stops growing at 4000
+        now[0] = float(k)
+        emitted += w.poll()
+        if w.done:
+            break
+    assert w.done
+    fast, stuck = w.last["fast"], w.last["stuck"]
+    assert fast.settled and fast.state.defined
+    assert stuck.stopped and stuck.why_stopped == "idle" and not stuck.state.defined
+    # only changes are printed: far fewer lines than polls × runs
+    assert len(emitted) < k
+    assert all(e.state.run in data for e in emitted)
+
+
+def test_watch_follows_a_folder_being_written(tmp_path: Path) -> None:
+    """A real writer process logs two runs while ``grokaudit watch`` reads the folder; watch
+    ends on its own when both are done, and its last line of each run is the final state."""
+    script = tmp_path / "writer.py"
+    script.write_text(
+        "import sys, time, numpy as np\n"
+        "sys.path.insert(0, {!r})\n"
+        "from test_watch import _cols, STEPS\n"
+        "from grokaudit import RunLogger\n"
+        "logs = {{r: RunLogger({!r}, run=r, conditions={{'wd': float(i)}}, fsync=False, "
+        "flush_every=10) for i, r in enumerate(['r1', 'r2'])}}\n"
+        "cols = {{'r1': _cols(1000.0, 2000.0), 'r2': _cols(90000.0, 95000.0)}}\n"
+        "for k, s in enumerate(STEPS):\n"
+        "    for r, log in logs.items():\n"
+        "        log.log(int(s), **{{c: float(v[k]) for c, v in cols[r].items()}})\n"
+        "    if k % 20 == 0: time.sleep(0.05)\n"
+        "for log in logs.values(): log.close()\n".format(str(Path(__file__).parent),
+                                                      str(tmp_path / "logs")))
+    writer = subprocess.Popen([sys.executable, str(script)])
+    try:
+        p = subprocess.run([sys.executable, "-m", "grokaudit", "watch", str(tmp_path / "logs"),
+                            "--interval", "0.2", "--idle", "60", "--jsonl"],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        writer.wait(timeout=300)
+    assert p.returncode == 1, p.stderr  # r2 never grokked and was closed
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    final = {x["run"]: x for x in lines if x["event"] == "run"}
+    assert final["r2"]["stopped"] and not final["r2"]["defined"]
+    assert final["r1"]["defined"]
+    assert lines[-1]["stopped_not_defined"] == ["r2"]
