@@ -5,11 +5,18 @@ a ``run`` column (``--run-from column``, the default when the column exists; ``-
 takes run ids from column ``NAME``). ``--cond key=regex`` takes condition values from the path::
 
     sweep/wd1.5_s0/metrics.jsonl  ->  run "wd1.5_s0", with --cond wd='wd([0-9.]+)' -> wd=1.5
+
+A hive-partitioned dataset (Spark, ``pyarrow.dataset``, ``pandas.to_parquet(partition_cols=…)``)
+gives its conditions by folder names, with no flag::
+
+    dataset/wd=0.1/seed=3/part-0.parquet  ->  wd 0.1, seed 3 for every run in the file
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
@@ -93,6 +100,44 @@ def _sidecars_of(log: Path, root: Path, known: dict[Path, Sidecar]) -> list[Side
     return out
 
 
+#: The folder name of a missing value in a hive-partitioned dataset (Spark, pyarrow).
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
+    """The conditions a hive-partitioned dataset writes in its folder names, from ``root``
+    down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
+    number when it reads as a finite decimal, else text (percent-escapes decoded, as pyarrow
+    and Spark write them); ``__HIVE_DEFAULT_PARTITION__`` is a missing value."""
+    import urllib.parse
+
+    if not root.is_dir():
+        return []
+    out: list[Sidecar] = []
+    rel = log.parent.relative_to(root)
+    d = root
+    for part in rel.parts:
+        d = d / part
+        key, sep, raw = part.partition("=")
+        if not sep or not key or key.startswith("."):
+            continue
+        key = urllib.parse.unquote(key)
+        text = urllib.parse.unquote(raw)
+        value: Any = None if text == HIVE_NULL else _number_or_text(text)
+        out.append(Sidecar(d, {key: value}, set()))
+    return out
+
+
+def _number_or_text(text: str) -> Any:
+    try:
+        x = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(x) or text.strip() != text or not text:
+        return text
+    return int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
+
+
 def _refuse_charts_among_tables(path: Path, files: list[Path]) -> None:
     """A folder is classified by all its files: W&B chart exports (bucketed by the chart)
     beside plain tables are neither a folder of charts nor a folder of tables. Refused,
@@ -157,7 +202,8 @@ def read(path: Path, options: ReadOptions) -> Points:
     empty: list[str] = []
     path_ids = True
     for f, rid in zip(logs, ids):
-        sidecars = _sidecars_of(f, path, known)
+        # hive partitions (``wd=0.1/seed=3/part-0.parquet``) first: the farthest of all
+        sidecars = [*_partitions_of(f, path), *_sidecars_of(f, path, known)]
         run_key = (options.run_from if options.run_from not in (None, "path", "column")
                    else "run")
         loaded = load(f, rename, sidecars, run_key=run_key)
@@ -173,7 +219,7 @@ def read(path: Path, options: ReadOptions) -> Points:
                 continue
             raise LogFormatError("table has a header but no rows; there is nothing to read",
                                  path=str(f), code=ErrorCode.NO_ROWS)
-        used |= {sc.path for sc in sidecars}
+        used |= {sc.path for sc in sidecars if sc.path.is_file()}
         names = table.column_names
         if options.run_from in (None, "column"):
             run_column = "run" if "run" in names else None
