@@ -320,9 +320,14 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
               help="show every study's table and findings (shown by default for one study) "
                    "and informational findings")
 @click.option("-q", "--quiet", is_flag=True, help="print only the result line")
+@click.option("--engine", "engine_name", type=click.Choice(["threads", "ray"]),
+              default="threads", show_default=True,
+              help="where the per-run clocks are computed: threads of this process, or Ray "
+                   "tasks over groups of runs (RAY_ADDRESS, else a local Ray instance; extra "
+                   "`ray`). The output is the same")
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
-          config_file: str | None, **params: Any) -> None:
+          config_file: str | None, engine_name: str, **params: Any) -> None:
     """Audit the training log at PATH (several paths, files or folders of any readable format,
     are merged by run: a run split over files, one file per metric).
 
@@ -330,6 +335,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     2: usage or input error.
     """
     from .api import audit_log, validated_log
+    from .blocks import engine
     from .config import build_config
     from .report import render_text
     from .schema import Owned
@@ -344,6 +350,8 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
+    # Ray, when asked for, is started (or reached) once the outputs are known to be writable
+    click.get_current_context().with_resource(engine(engine_name))
     # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
