@@ -525,12 +525,14 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     from .html_report import write_report
     from .outputs import resolve_output_dir
 
-    check_matplotlib()  # fail before the audit runs, not after (without importing it yet)
     cfg = build_config(profile, config_file, audit_overrides(params))
     inputs = _inputs(paths, config_file)
     outs = resolve_outputs(inputs, html=(output, {"flag": "--output", "allow_stdout": False,
                                                   "suffixes": (".html", ".htm")}))
     png = resolve_output_dir(png_dir, flag="--png", inputs=inputs) if png_dir else None
+    # after the outputs (an output that is the log is refused as such, extra or not), before
+    # the audit runs (without importing matplotlib yet)
+    check_matplotlib()
     table = _read(paths, params, cfg)
     log = validated_log(table, cfg, _source(paths))
     del table
