@@ -490,6 +490,44 @@ def _split_runs(files: list[Path], root: Path) -> dict[Path, tuple[Path, str]]:
     return out
 
 
+def _read_configs(points: Points, run_dirs: dict[str, Path], root: Path) -> None:
+    """The conditions of each run from the config files in its folder and the folders above
+    it up to ``root`` (Lightning's ``TensorBoardLogger`` writes ``hparams.yaml`` beside the
+    events), as the table reader takes them: the nearest file wins; a file that does not read
+    as a config file is a note, never a refusal."""
+    from .records import SIDECAR_NAMES, read_sidecar
+
+    read: dict[Path, Any] = {}
+    used: set[Path] = set()
+    for run, run_dir in run_dirs.items():
+        chain = [run_dir, *run_dir.parents]
+        dirs = chain[: chain.index(root) + 1] if root in chain else [run_dir]
+        for d in reversed(dirs):  # farthest first: the nearest is set last and wins
+            for name in SIDECAR_NAMES:
+                q = d / name
+                if not q.is_file():
+                    continue
+                if q not in read:
+                    try:
+                        read[q] = read_sidecar(q)
+                    except LogFormatError as exc:
+                        read[q] = None
+                        points.warnings.append(f"{safe(q.name)}: not read as a config file "
+                                               f"({safe(exc)})")
+                sc = read[q]
+                if sc is None:
+                    continue
+                used.add(q)
+                for k, v in sc.values.items():
+                    points.add_condition(run, k, v)
+                    if k in sc.outcomes:
+                        points.outcomes.add(k)
+    for q in sorted(used):
+        points.files.append(str(q))
+    if used:
+        points.extra["config_files"] = sorted(str(q) for q in used)
+
+
 def read(path: Path, options: ReadOptions) -> Points:
     """Read every event file under ``path`` (one run per directory; the split folders of one
     run, ``train/`` and ``validation/``, are one run whose tags carry the split)."""
@@ -503,6 +541,7 @@ def read(path: Path, options: ReadOptions) -> Points:
     stats = {"tensor": 0, "non_scalar": 0}
     root = path if path.is_dir() else path.parent
     splits = _split_runs(files, root)
+    run_dirs: dict[str, Path] = {}
     for f in files:
         points.files.append(str(f))
         data = f.read_bytes()
@@ -512,6 +551,7 @@ def read(path: Path, options: ReadOptions) -> Points:
         run_dir, prefix = splits.get(f.parent, (f.parent, ""))
         rel = run_dir.relative_to(root).as_posix()
         run = root.name if rel == "." else rel
+        run_dirs[run] = run_dir
         payload, lengths = frame(data, str(f), points)
         if payload.size == 0:
             why = points.findings[-1].detail if points.findings else "no records"
@@ -521,6 +561,7 @@ def read(path: Path, options: ReadOptions) -> Points:
         decode(data, payload, lengths, str(f), run, points, stats)
         for c in points.chunks[first:]:  # train/epoch_accuracy, validation/epoch_accuracy
             c.metric = prefix + c.metric
+    _read_configs(points, {r: d for r, d in run_dirs.items()}, root)
     if any(p for _, p in splits.values()):
         points.extra["split_folders"] = sorted({p.rstrip("/") for _, p in splits.values()})
     if stats["tensor"]:

@@ -199,3 +199,28 @@ def test_batch_wrapping_matches_protobuf_varints() -> None:
     got = _wrap(np.frombuffer(data, dtype=np.uint8), np.array(starts),
                 np.array([len(p) for p in payloads]))
     assert got == want
+
+
+def test_hparams_yaml_beside_the_events_gives_the_conditions(tmp_path: Path,
+                                                             sweep: pd.DataFrame) -> None:
+    """Lightning's TensorBoardLogger layout: lightning_logs/version_k/ holds the events and the
+    run's hparams.yaml; the conditions come from it with no flag, as for a CSVLogger folder."""
+    from grokaudit import audit_path
+
+    root = tmp_path / "lightning_logs"
+    for k, (run, g) in enumerate(sweep.groupby("run", sort=True)):
+        d = root / f"version_{k}"
+        write_scalars(d, {"val_acc": (g["step"].to_numpy(), g["test_acc"].to_numpy()),
+                          "train_acc": (g["step"].to_numpy(), g["train_acc"].to_numpy()),
+                          "emb_erank": (g["step"].to_numpy(), g["emb_erank"].to_numpy())})
+        (d / "hparams.yaml").write_text(f"wd: {g['wd'].iloc[0]}\nseed: {g['seed'].iloc[0]}\n"
+                                        "optimizer:\n  name: adamw\n")
+    t = read_log(root)
+    got = t.to_pandas().groupby("run")[["wd", "seed"]].first()
+    want = {(float(g["wd"].iloc[0]), int(g["seed"].iloc[0]))
+            for _, g in sweep.groupby("run")}
+    assert {(float(w), int(s)) for w, s in got.itertuples(index=False)} == want
+    res = audit_path(root, by="wd")
+    assert res.config["axis"] == "wd"
+    assert sorted(res.input["provenance"]["config_files"]) == sorted(
+        str(p) for p in root.glob("version_*/hparams.yaml"))
