@@ -388,9 +388,10 @@ def reference_evidence(cells: Sequence[CellSummary], passing: Sequence[CellSumma
         "overall_censor_frac": total_cens / total_valid if total_valid else None,
         "gap_median": float(np.median(fin_gaps)) if two and fin_gaps else None,
         "gap_span": max(fin_gaps) - min(fin_gaps) if two and fin_gaps else None,
-        "spearman_t_grok": orderings["t_grok"].spearman,
-        "spearman_t_compress": orderings["t_compress"].spearman,
-        "spearman_lag": orderings["lag"].spearman,
+        # no axis (one run, or runs with no varying condition): no ordering, no spearman
+        "spearman_t_grok": _ordering_spearman(orderings, "t_grok"),
+        "spearman_t_compress": _ordering_spearman(orderings, "t_compress"),
+        "spearman_lag": _ordering_spearman(orderings, "lag"),
         "axis_earliest_grok": passing[kg].axis_value if two and kg >= 0 else None,
         "axis_earliest_compress": passing[kc].axis_value if two and kc >= 0 else None,
         "axis_fastest_rate": passing[k_rate].axis_value if two and k_rate >= 0 else None,
@@ -540,3 +541,8 @@ def _finding(code: Reason, scope: str, base: Mapping[str, Any], *, message: str,
 
 
 make_finding = _finding
+
+
+def _ordering_spearman(orderings: Mapping[str, Any], name: str) -> float | None:
+    o = orderings.get(name)
+    return None if o is None else o.spearman

@@ -271,3 +271,13 @@ def test_report_on_a_single_cell(tmp_path: Path) -> None:
     expect_error_or_audit(out, *DEGENERATE)
     if out.exit_code in (0, 1):
         assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_one_run_under_the_reference_profile_is_audited(tmp_path) -> None:
+    """One run (no axis, no ordering) under --profile reference: an audit, never an internal
+    error (the v1.5 study numbers read orderings that a study without an axis has none of)."""
+    from hostile_helpers import cli, expect_audit, sweep_df, write_parquet
+
+    df = sweep_df()
+    p = write_parquet(df[df["run"] == df["run"].iloc[0]], tmp_path / "one.parquet")
+    expect_audit(cli(["check", p, "--profile", "reference"]))
