@@ -18,9 +18,11 @@ never enter a statistic as if their bound were a value:
   statistic more extreme); no ``d_z``. The statistics of the complete pairs are shown apart,
   labelled as what they are (the censored pairs dropped).
 
-Power: the smallest p-value the test can reach with the pairs it has (``UNDERPOWERED`` when it
-cannot reach ``α``), the pairs needed to make ``α`` reachable, and the smallest effect ``d_z``
-detectable with 80 % power. Pairing: the correlation of the two arms' times over the complete
+Power: the smallest p-value the test can reach with the pairs it uses — pairs tied at
+``d = 0`` and censored pairs of unknown sign are dropped by the tests, and counted —
+(``UNDERPOWERED`` when it cannot reach ``α``), the usable pairs needed to make ``α``
+reachable, and the smallest effect ``d_z`` detectable with 80 % power by the test in use (the
+exact sign test's own power when it is the test; a paired t-test for the Wilcoxon test). Pairing: the correlation of the two arms' times over the complete
 pairs (pairing gains power only when it is positive).
 """
 
@@ -50,6 +52,7 @@ from .stats import (
     bootstrap,
     cohen_dz,
     min_detectable_dz,
+    min_detectable_dz_sign,
     min_wilcoxon_p,
     pearson,
     sign_flip_test,
@@ -107,12 +110,28 @@ class CensoredSummary(Record):
 @dataclass(frozen=True)
 class Power(Record):
     test: str  #: the test the claim rests on
-    n: int  #: pairs that test uses
+    n: int  #: pairs that test uses (a nonzero difference of known sign, or value)
     alpha: float
     min_attainable_p: float
-    pairs_needed: int  #: to make p < α attainable
-    min_detectable_dz: float | None  #: with 80 % power (paired t approximation)
+    pairs_needed: int  #: usable pairs (nonzero differences) that make p < α attainable
+    min_detectable_dz: float | None  #: with ``power``, by ``dz_method``
     power: float
+    n_pairs: int = 0  #: pairs compared
+    n_ties: int = 0  #: pairs with d = 0, dropped by the test
+    n_unknown_sign: int = 0  #: censored pairs whose sign is not known (sign test only)
+    #: how ``min_detectable_dz`` is computed: ``sign_exact`` (the exact sign test's own
+    #: power, normal differences) or ``paired_t`` (a paired t-test, the rank test's proxy)
+    dz_method: str = "paired_t"
+
+    def words(self) -> str:
+        """``5 usable pairs`` and, when it differs from the pairs compared, why."""
+        out = f"{self.n} usable pair{'' if self.n == 1 else 's'}"
+        if self.n != self.n_pairs:
+            why = [f"{self.n_ties} tied at d = 0"] if self.n_ties else []
+            if self.n_unknown_sign:
+                why.append(f"{self.n_unknown_sign} censored with no known sign")
+            out += f" of {self.n_pairs} ({', '.join(why)}: the test drops them)"
+        return out
 
 
 @dataclass(frozen=True)
@@ -320,16 +339,26 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
         main_test = censored.sign
     n_use = main_test.n
     sd = float(np.std(obs, ddof=1)) if obs.size >= 2 else None
+    sign_used = main_test.name == "sign_exact"
+    # the detectable effect of the test in use: the sign test's own power when it is the
+    # test (a paired t-test would promise more than it can deliver)
+    mde = (min_detectable_dz_sign(n_use, alpha, POWER) if sign_used
+           else min_detectable_dz(n_use, alpha, POWER))
     power = Power(test=main_test.name, n=n_use, alpha=alpha,
                   min_attainable_p=min_wilcoxon_p(n_use), pairs_needed=_pairs_needed(alpha),
-                  min_detectable_dz=min_detectable_dz(n_use, alpha, POWER), power=POWER)
+                  min_detectable_dz=mde, power=POWER, n_pairs=len(pairs),
+                  n_ties=main_test.n_zeros,
+                  n_unknown_sign=len(pairs) - n_use - main_test.n_zeros,
+                  dz_method="sign_exact" if sign_used else "paired_t")
     if power.min_attainable_p >= alpha:
         findings.append(finding(
             Reason.UNDERPOWERED, "study",
-            f"{n_use} usable pairs: the {TEST_NAMES[main_test.name]} test cannot reach "
+            f"{power.words()}: the {TEST_NAMES[main_test.name]} test cannot reach "
             f"p < {alpha} (smallest attainable p = {power.min_attainable_p:.4g}; "
-            f"{power.pairs_needed} pairs needed)",
-            evidence={"n_pairs": n_use, "alpha": alpha, "test": main_test.name,
+            f"{power.pairs_needed} usable pairs needed)",
+            evidence={"n_pairs": n_use, "n_pairs_compared": len(pairs),
+                      "n_ties": power.n_ties, "n_unknown_sign": power.n_unknown_sign,
+                      "alpha": alpha, "test": main_test.name,
                       "min_attainable_p": power.min_attainable_p,
                       "pairs_needed": power.pairs_needed,
                       "min_detectable_dz": power.min_detectable_dz, "sd_d": sd}))

@@ -17,9 +17,19 @@ and compared by AICc (each has ``k = 3`` parameters, counting the residual varia
 reported for every pair; ``MODELS_INDISTINGUISHABLE`` when the best beats the runner-up by less
 than 2 — never call that a law. One seeded stratified bootstrap (seeds resampled within each
 cell, every law refitted) gives the winning law's key parameter (``α``, ``β`` or ``x₀``) a CI
-and every law's prediction at the censored cells it left out: a law whose upper prediction
-limit stays below a censored cell's bound (the cell's median is known to exceed it) is
-contradicted by that cell — ``LAW_CONTRADICTED`` when it is the winning law.
+and every law's predicted median at the censored cells it left out. A resample in which a
+fitted cell's median turns censored is never dropped: it counts where that cell pushes each
+quantity (an open end; ``x₀`` → that cell's dose for the saddle-node), or at both ends where
+the way is not known.
+
+Each censored cell then tests each law, run by run: under the law at the upper end of its
+predicted median's bootstrap interval (the end most favourable to it), a run at that dose is
+still ungrokked at its last step with probability ``p`` (the share of the fitted cells' runs
+lying at least that far above the law, one added to count and total, a censored run counted
+as above), and the cell's number of censored runs is Poisson-binomial. The law is contradicted
+when ``P(K ≥ k) < (1 − level)/m`` (Bonferroni over the ``m`` cells checked) —
+``LAW_CONTRADICTED`` when it is the winning law. With no bootstrap interval of the prediction
+(``basis = point``) a cell is not checked.
 
 Mediation (``--mediator``, ``--baseline``, ``--raised``, ``--sweep``): the recovery fraction
 ``(T₁ − T₂)/(T₁ − T₀)``, ``T₂`` read where the mediator equals its baseline value along the sweep
@@ -45,18 +55,14 @@ from ..config import AuditConfig
 from ..errors import ConfigError, ErrorCode, LogFormatError
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
-from ..results import format_number as _g
 from ..schema import LogTable
-from .results import ClaimResult, Record, finding, make_result
+from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, require_columns, run_clocks, studies
-from .stats import BootstrapCI, aicc, bootstrap, ols
+from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
 
 MODELS = ("exponential", "power", "saddle_node")
 KEY_PARAM = {"exponential": "alpha", "power": "beta", "saddle_node": "x0"}
 K_PARAMS = 3
-
-#: A fitted law contradicted by a censored cell it left out (reasons.py adds it; until then
-#: MEDIAN_CENSORED, raised critical).
 
 
 # ------------------------------------------------------------------------------------------
@@ -77,14 +83,30 @@ class DoseCell(Record):
 
 @dataclass(frozen=True)
 class CensoredCheck(Record):
-    """A law against one censored cell it left out: the cell's median exceeds ``bound``."""
+    """A law against one censored cell it left out (the cell's median exceeds ``bound``),
+    run by run: under the law at the end of its prediction's bootstrap interval most
+    favourable to it, the probability of at least ``n_censored`` of the cell's ``n_runs``
+    runs still ungrokked at their last steps."""
 
     x: Any
     bound: float
-    predicted: float | None  #: the law's T at x (None: beyond x₀, the law predicts no grok)
-    predicted_high: float | None  #: upper bootstrap limit of the prediction
-    basis: str  #: ``bootstrap`` or ``point`` (no bootstrap interval)
+    predicted: float | None  #: the law's median T at x (None: beyond x₀, no grok predicted)
+    #: the upper bootstrap limit of that median (None: unbounded, or no interval)
+    predicted_high: float | None
+    #: ``bootstrap`` (checked at the upper limit) or ``point`` (no bootstrap interval of the
+    #: prediction: not checked, never contradicted)
+    basis: str
     contradicted: bool
+    n_runs: int = 0
+    n_censored: int = 0
+    horizon: float | None = None  #: the median last step of the cell's censored runs
+    #: per run, P(still ungrokked at its last step) under the law at ``predicted_high``: the
+    #: mean over the cell's runs (None: not checked)
+    p_run: float | None = None
+    expected_censored: float | None = None
+    p_value: float | None = None  #: P(K ≥ n_censored), K Poisson-binomial (None: not checked)
+    alpha: float | None = None  #: the level it is judged at (Bonferroni over cells checked)
+    note: str | None = None  #: why it was not checked
 
 
 @dataclass(frozen=True)
@@ -111,9 +133,12 @@ class DeltaAicc(Record):
 class KeyParameter(Record):
     name: str
     ci: BootstrapCI
-    #: resamples in which a fitted cell's median turned censored: counted at the end their
-    #: cell pushes the parameter to (open), never dropped
+    #: resamples in which a fitted cell's median turned censored: each counted where that
+    #: cell pushes the parameter (an open end; for the saddle-node's x₀ that cell's dose),
+    #: or at both ends when the way is not known (``n_both_ends``)
     n_resamples_censored: int = 0
+    n_both_ends: int = 0  #: of those, counted at both ends (−∞ low, +∞ high)
+    n_dropped: int = 0  #: resamples that gave no value (dropped), of ``ci.n_resamples``
 
 
 @dataclass(frozen=True)
@@ -243,31 +268,70 @@ def predict(fits: Mapping[str, Mapping[str, Any]], model: str, x: float) -> floa
     return float(p["lnA"] - 0.5 * math.log(abs(p["x0"] - x)))
 
 
-def _beyond(x: np.ndarray, cens: np.ndarray, best: str, xc: Sequence[float]) -> np.ndarray:
-    """The statistic of :func:`_study`'s bootstrap for a resample in which the fitted cells
-    ``cens`` have a censored median (ln T beyond every finite value): the best law's key
-    parameter and each law's prediction at the censored cells ``xc``, as ``±inf`` where raising
-    those cells' ln T moves the quantity one way (the least-squares slope and prediction of
-    the exponential and power laws: the sign of each cell's leverage), NaN where the way is
-    not known (the saddle-node, or cells pushing both ways)."""
-    def way(u: np.ndarray, at: float | None) -> float:
+def _beyond(x: np.ndarray, meds: np.ndarray, best: str, xc: Sequence[float]) -> Split:
+    """The statistic of :func:`_study`'s bootstrap for a resample in which some fitted cells
+    have a censored median (``meds`` infinite there: ln T beyond every finite value): the
+    best law's key parameter and each law's prediction at the censored cells ``xc``, each as
+    the limit its fit reaches as those cells' ln T grows without bound.
+
+    - exponential and power laws (least squares, linear in ``u = x`` or ``ln x``): the slope
+      and a prediction move with the sign of each such cell's leverage — ``±inf`` (an open
+      end) when every such cell pushes the same way;
+    - saddle-node: a single such cell at the edge of the fitted doses draws ``x₀`` onto it
+      (``x₀`` → its dose; ``ln A`` from the other cells, so each prediction has its limit:
+      ``+inf``, no grok, at or beyond it);
+    - otherwise the way is not known: the resample counts at both ends (``−inf`` for the
+      lower end, ``+inf`` for the upper) — never dropped."""
+    cens = ~np.isfinite(meds)
+    both = (-math.inf, math.inf)
+
+    def way(u: np.ndarray, at: float | None) -> tuple[float, float]:
         d = u - u.mean()
         suu = float(np.sum(d * d))
         if suu == 0:
-            return math.nan
+            return both
         lev = d[cens] / suu if at is None else 1.0 / u.size + (at - u.mean()) * d[cens] / suu
         signs = set(np.sign(lev).tolist()) - {0.0}
-        return math.nan if len(signs) != 1 else signs.pop() * math.inf
+        if len(signs) != 1:
+            return both
+        v = signs.pop() * math.inf
+        return (v, v)
 
     us = {"exponential": x.astype(float), "power": np.log(np.maximum(x.astype(float), 1e-300))}
-    out = [way(us[best], None) if best in us else math.nan]
+    idx = np.flatnonzero(cens)
+    limit = None  # the saddle-node's limit: (ln A, x₀, side)
+    if idx.size == 1 and x.size >= 3 and x[idx[0]] in (x.max(), x.min()):
+        c = float(x[idx[0]])
+        side = 1.0 if c == x.max() else -1.0
+        ok = ~cens
+        a = float(np.mean(np.log(np.maximum(meds[ok], 1.0)) + 0.5 * np.log(np.abs(c - x[ok]))))
+        limit = (a, c, side)
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def put(v: tuple[float, float]) -> None:
+        lo.append(v[0])
+        hi.append(v[1])
+
+    if best in us:
+        put(way(us[best], None))
+    else:
+        put((limit[1], limit[1]) if limit is not None else both)
     for m in MODELS:
         for xv in xc:
-            if m not in us or (m == "power" and xv <= 0):
-                out.append(math.nan)
+            if m == "saddle_node":
+                if limit is None:
+                    put(both)
+                elif (xv - limit[1]) * limit[2] >= 0:
+                    put((math.inf, math.inf))  # at or beyond x₀: no grok
+                else:
+                    v = limit[0] - 0.5 * math.log(abs(limit[1] - xv))
+                    put((v, v))
+            elif m == "power" and xv <= 0:
+                put((math.nan, math.nan))
             else:
-                out.append(way(us[m], xv if m == "exponential" else math.log(xv)))
-    return np.asarray(out, dtype=float)
+                put(way(us[m], xv if m == "exponential" else math.log(xv)))
+    return Split(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
 
 
 def _key(fits: Mapping[str, Mapping[str, Any]], model: str) -> float:
@@ -506,61 +570,61 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
         # key parameter of the best law and each law's prediction at the censored cells
         strata = [rows_by_x[i][1] for i in fit_idx]
         sizes = [s.size for s in strata]
+        turned = [0, 0]  # resamples with a fitted cell's median censored; of them, both ends
 
-        turned = [0]  # resamples in which a fitted cell's median turned censored
-
-        def stat(ix: np.ndarray) -> np.ndarray | None:
+        def stat(ix: np.ndarray) -> np.ndarray | Split:
             parts = np.split(ix, np.cumsum(sizes)[:-1])
             meds = np.array([np.median(tv[p]) for p in parts])
             if not np.all(np.isfinite(meds)):
                 # a fitted cell's median turned censored: it lies beyond every value the
                 # resample can give it. Never dropped (that would close the interval on the
-                # side those resamples hold): each quantity moves without bound the way that
-                # cell's ln T pushes it, where that way is known (±inf: an open end)
+                # side those resamples hold): each quantity is counted at the limit its fit
+                # reaches as that cell's ln T grows, or at both ends where the way is unknown
                 turned[0] += 1
-                return _beyond(x, ~np.isfinite(meds), best, xc)
+                sp = _beyond(x, meds, best, xc)
+                if isinstance(sp, Split):
+                    turned[1] += int(np.asarray(sp.low)[0] != np.asarray(sp.high)[0])
+                return sp
             fb = fit_laws(x, np.log(np.maximum(meds, 1.0)))
             return np.array([_key(fb, best)] + [predict(fb, m, xv) for m in MODELS
                                                 for xv in xc])
 
         cis = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
                         label="seeds within cells")
-        key_ci = KeyParameter(KEY_PARAM[best], cis[0], turned[0])
+        key_ci = KeyParameter(KEY_PARAM[best], cis[0], turned[0], turned[1],
+                              cis[0].n_resamples - cis[0].n_valid)
+        # each censored cell against each law, run by run (the module docstring)
+        resid_rows = np.concatenate(strata) if strata else np.zeros(0, dtype=np.int64)
         for mi, m in enumerate(MODELS):
             if fits[m]["params"] is None:
                 continue
-            for ci_, (xv, bd) in enumerate(zip(xc, bounds)):
-                pred = predict(fits, m, xv)
-                ci = cis[1 + mi * len(xc) + ci_]
-                if ci.identified:
-                    hi = math.inf if ci.high_unbounded or ci.high is None else ci.high
-                    basis = "bootstrap"
-                else:
-                    hi, basis = pred, "point"
-                checks[m].append(CensoredCheck(
-                    x=cells[cens_idx[ci_]].x, bound=bd,
-                    predicted=None if math.isinf(pred) else math.exp(pred),
-                    predicted_high=None if math.isinf(hi) else math.exp(hi), basis=basis,
-                    contradicted=bool(math.isfinite(hi) and math.exp(hi) < bd)))
+            cis_m = [cis[1 + mi * len(xc) + j] for j in range(len(xc))]
+            n_checked = sum(1 for c in cis_m if c.identified)
+            alpha = (1.0 - level) / max(n_checked, 1)
+            for j, (xv, bd) in enumerate(zip(xc, bounds)):
+                checks[m].append(_check_cell(
+                    f, by, fits, m, cells[cens_idx[j]], rows_by_x[cens_idx[j]][1], xv, bd,
+                    cis_m[j], resid_rows, tv, alpha))
         bad = [c for c in checks[best] if c.contradicted]
         if bad:
             findings.append(finding(
                 Reason.LAW_CONTRADICTED, "study",
-                f"the {best} law predicts a median t_grok below what {len(bad)} censored "
-                f"cell(s) it left out already exceed (" + ", ".join(
-                    f"{by}={c.x}, {_situation(cells, c.x)}: predicted ≤ "
-                    f"{_g(c.predicted_high)}, median > {_g(c.bound)}"
-                    for c in bad) + ")",
+                f"the {best} law is contradicted by {len(bad)} censored cell(s) it left out: "
+                + "; ".join(f"{by}={c.x}, {_situation(cells, c.x)}: " + _check_words(c)
+                            for c in bad),
                 severity=Severity.CRITICAL,
                 evidence={"law": best, "checks": bad}))
     n_cens_all = [c.x for c in cells if c.left_out == "censored"]
     if n_cens_all:
-        checked = any(checks[m] for m in MODELS)
+        checked = any(c.p_value is not None for m in MODELS for c in checks[m])
+        unchecked = any(c.p_value is None for m in MODELS for c in checks[m])
         findings.append(finding(
             Reason.MEDIAN_CENSORED, "cell",
             f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
-            "out of every fit" + ("; every fitted law is checked against those inside the fit "
-                                  "range" if checked else ""),
+            "out of every fit" + ("; the fitted laws are checked against those inside the "
+                                  "fit range, run by run" if checked else "")
+            + ("; some of these checks were not made (no bootstrap interval of the law's "
+               "prediction)" if unchecked else ""),
             runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
             evidence={"cells": n_cens_all, "checked_against_laws": checked}))
     law_fits = tuple(
@@ -575,6 +639,61 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
                         and not any(c.contradicted for c in checks[best])),
         key_parameter=key_ci, mediation=mediation)
     return body, findings
+
+
+def _check_cell(f: pd.DataFrame, by: str, fits: Mapping[str, Mapping[str, Any]], model: str,
+                cell: DoseCell, rows: np.ndarray, xv: float, bound: float, ci: BootstrapCI,
+                resid_rows: np.ndarray, tv: np.ndarray, alpha: float) -> CensoredCheck:
+    """One law against one censored cell, run by run (the module docstring)."""
+    pred = predict(fits, model, xv)
+    last = f["last_step"].to_numpy(dtype=float)
+    cens_run = ~f["grokked"].to_numpy(dtype=bool)
+    k = int(cens_run[rows].sum())
+    horizon = float(np.median(last[rows][cens_run[rows]])) if k else None
+    common = {"x": cell.x, "bound": bound,
+              "predicted": None if math.isinf(pred) else math.exp(pred),
+              "n_runs": int(rows.size), "n_censored": k, "horizon": horizon}
+    if math.isinf(pred):  # beyond x₀: the law predicts no grok, every run censored
+        n = int(rows.size)
+        return CensoredCheck(**common, predicted_high=None,
+                             basis="bootstrap" if ci.identified else "point",
+                             contradicted=False, p_run=1.0, expected_censored=float(n),
+                             p_value=1.0, alpha=alpha)
+    if not ci.identified:
+        return CensoredCheck(**common, predicted_high=None, basis="point", contradicted=False,
+                             note=f"no bootstrap interval of the prediction: {ci.note}")
+    hi = math.inf if ci.high_unbounded or ci.high is None else ci.high
+    # the fitted cells' runs about the law (ln t − the law's ln T at their dose); a run that
+    # never grokked lies above the law by an unknown amount: counted above any threshold
+    g = ~cens_run[resid_rows]
+    law_at = np.array([predict(fits, model, float(v)) for v in
+                       f[by].to_numpy(dtype=float)[resid_rows]])
+    r = np.log(np.maximum(tv[resid_rows][g], 1.0)) - law_at[g]
+    n_tot, n_above_always = int(resid_rows.size), int((~g).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.log(np.maximum(last[rows], 1.0)) - hi  # how far above the law each run's budget is
+    ps = np.array([1.0 if not math.isfinite(cj) else
+                   (1.0 + float(np.sum(r >= cj)) + n_above_always) / (n_tot + 1.0)
+                   for cj in c.tolist()])
+    pv = poisson_binomial_tail(ps, k)
+    return CensoredCheck(**common, predicted_high=None if math.isinf(hi) else math.exp(hi),
+                         basis="bootstrap", contradicted=bool(pv < alpha),
+                         p_run=float(np.mean(ps)), expected_censored=float(np.sum(ps)),
+                         p_value=pv, alpha=alpha)
+
+
+def _check_words(c: CensoredCheck) -> str:
+    """What a contradicted check says, every bound rounded outwards."""
+    assert c.p_value is not None and c.p_run is not None and c.alpha is not None
+    med = ("no median (unbounded)" if c.predicted_high is None else
+           f"a median of at most {outward(c.predicted_high, down=False)} (the upper end of its "
+           "bootstrap interval)")
+    return (f"{c.n_censored}/{c.n_runs} runs never grokked by "
+            f"{outward(c.horizon, down=True)} (the cell's median > "
+            f"{outward(c.bound, down=True)}); the law gives it {med}, under which a run stays "
+            f"ungrokked that long with probability {outward(c.p_run, 2, down=False)} on "
+            f"average and P(≥ {c.n_censored} of {c.n_runs}) = "
+            f"{outward(c.p_value, 2, down=False)} < {c.alpha:.3g} (Bonferroni)")
 
 
 def _situation(cells: Sequence[DoseCell], x: Any) -> str:

@@ -35,9 +35,17 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
-from .results import ClaimResult, Record, finding, make_result
+from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, require_columns, run_clocks, stopped_early, studies
-from .stats import BootstrapCI, LinearFit, Proportion, bootstrap, ols, wilson
+from .stats import (
+    BootstrapCI,
+    LinearFit,
+    Proportion,
+    bootstrap,
+    ols,
+    poisson_binomial_tail,
+    wilson,
+)
 from .survival import FAMILIES, AFTFit, aft, fit_families, median_time, survival
 
 # ------------------------------------------------------------------------------------------
@@ -75,6 +83,17 @@ class PhaseMap(Record):
 
 
 @dataclass(frozen=True)
+class ExactRange(Record):
+    """One exponent's range over every law with no scatter (``σ → 0``) that hits every run's
+    ``(lower, upper]`` interval: the least and greatest value (linear programs), None where
+    unbounded. The set the data allow when the AFT is degenerate."""
+
+    term: str
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
 class OlsSummary(Record):
     """OLS of ``log t_grok`` on the grokked runs (what papers do)."""
 
@@ -93,6 +112,12 @@ class AftSummary(Record):
     refused: Reason | None
     n_runs: int
     aic: Mapping[str, float | None]  #: per family (None: did not converge)
+    #: why it was refused: ``rank`` (the grokked runs do not vary in every term),
+    #: ``degenerate`` (σ → 0: a law with no scatter hits every run's interval), ``no_se``
+    #: (no finite standard error), ``too_few_runs``, ``no_grok``, ``no_convergence``
+    cause: str | None = None
+    #: with ``degenerate``: each exponent's range over the laws that hit every interval
+    exact_set: tuple[ExactRange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +146,9 @@ class ThresholdRow(Record):
     n_grokked: int
     aft_exponents: Mapping[str, float]
     cells: tuple[OnsetCell, ...]
+    #: where the AFT is degenerate at this threshold (σ → 0): each exponent's range over the
+    #: laws with no scatter (its sign is known when the range excludes 0)
+    exact_set: tuple[ExactRange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,6 +259,54 @@ class _Fits:
     aft_why: Reason | None
     family: str | None
     aic: dict[str, float | None]
+    aft_cause: str | None = None
+    exact_set: tuple[ExactRange, ...] = ()
+
+
+def _exact_law(X: np.ndarray, lo: np.ndarray, up: np.ndarray, names: Sequence[str]
+               ) -> tuple[ExactRange, ...] | None:
+    """Whether a law with no scatter (``log T = xᵀβ`` exactly, ``σ → 0``) puts every run in
+    its ``(lower, upper]`` interval (on an exact time; at an end, where runs of one cell
+    straddle a logged step): then every AFT family's likelihood is largest in the limit
+    ``σ → 0`` — any scatter puts mass outside the intervals — and there is no maximum.
+    Checked by a linear program (``log L ≤ xᵀβ ≤ log U``, feasible or not). Returns None
+    when no such law exists; else each exponent's least and greatest value over those laws
+    (one linear program per end; the closure of the set), None for an unbounded end."""
+    from scipy.optimize import linprog
+
+    p = X.shape[1]
+    exact = lo == up
+    has_lo = (lo > 0) & ~exact
+    has_up = np.isfinite(up) & ~exact
+    with np.errstate(divide="ignore"):
+        llo, lup = np.log(np.where(lo > 0, lo, 1.0)), np.log(np.where(up > 0, up, 1.0))
+    lup = np.where(np.isfinite(up), lup, 0.0)
+    # rows: −xβ + s ≤ −log L (lower ends), xβ + s ≤ log U (upper ends); xβ = log t (exact);
+    # the margin s ≥ 0 is maximized (s > 0: strictly inside), feasibility is what counts
+    A = np.vstack([np.column_stack((-X[has_lo], np.ones(int(has_lo.sum())))),
+                   np.column_stack((X[has_up], np.ones(int(has_up.sum()))))])
+    b = np.concatenate((-llo[has_lo], lup[has_up]))
+    Aeq = np.column_stack((X[exact], np.zeros(int(exact.sum())))) if exact.any() else None
+    beq = lup[exact] if exact.any() else None
+    bounds = [(None, None)] * p + [(0.0, 1.0)]
+    c = np.zeros(p + 1)
+    c[p] = -1.0
+    res = linprog(c, A_ub=A if A.size else None, b_ub=b if A.size else None, A_eq=Aeq,
+                  b_eq=beq, bounds=bounds, method="highs")
+    if res.status != 0:
+        return None
+    out = []
+    for j in range(1, p):  # the exponents (the intercept aside)
+        ends: list[float | None] = []
+        for sign in (1.0, -1.0):
+            cj = np.zeros(p + 1)
+            cj[j] = sign
+            r = linprog(cj, A_ub=A if A.size else None, b_ub=b if A.size else None,
+                        A_eq=Aeq, b_eq=beq, bounds=[(None, None)] * p + [(0.0, 0.0)],
+                        method="highs")
+            ends.append(sign * float(r.fun) if r.status == 0 else None)
+        out.append(ExactRange(names[j], ends[0], ends[1]))
+    return tuple(out)
 
 
 def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: float,
@@ -248,19 +324,26 @@ def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: flo
         ols_why = Reason.TOO_FEW_RUNS
     aft_fit: AFTFit | None = None
     aft_why: Reason | None = None
+    cause: str | None = None
+    exact: tuple[ExactRange, ...] | None = None
     aic: dict[str, float | None] = {f: None for f in FAMILIES}
     chosen = None
     lo_b, up_b = _aft_bounds(frame)
     events = np.isfinite(up_b)  # runs that grokked: an exact or interval-censored time
     if len(frame) <= p + 1 or np.linalg.matrix_rank(X) < p:
-        aft_why = Reason.TOO_FEW_RUNS
+        aft_why, cause = Reason.TOO_FEW_RUNS, "too_few_runs"
     elif not g.any():
-        aft_why = Reason.FIT_FAILED  # every run censored: only a lower bound, no scaling
+        # every run censored: only a lower bound, no scaling
+        aft_why, cause = Reason.FIT_FAILED, "no_grok"
     elif np.linalg.matrix_rank(X[events]) < p:
         # the grokked runs do not vary in every term (all in one cell): right-censored runs
         # alone bound a slope on one side only -- the likelihood rises without end, and a
         # fit would print its optimizer's stopping point with a CI of ±10⁷
-        aft_why = Reason.NOT_IDENTIFIED
+        aft_why, cause = Reason.NOT_IDENTIFIED, "rank"
+    elif (exact := _exact_law(X, lo_b, up_b, names)) is not None:
+        # a law with no scatter hits every run's interval: σ → 0, no maximum; a Wald
+        # interval there would be set by where the optimizer stopped
+        aft_why, cause = Reason.NOT_IDENTIFIED, "degenerate"
     else:
         lo, up = lo_b, up_b
         if family is None:
@@ -271,12 +354,13 @@ def _fits(frame: pd.DataFrame, by: Sequence[str], interactions: bool, level: flo
             chosen = family if fits[family].converged else None
             aic[family] = fits[family].aic if chosen else None
         if chosen is None:
-            aft_why = Reason.FIT_FAILED
+            aft_why, cause = Reason.FIT_FAILED, "no_convergence"
         elif not all(se is not None and np.isfinite(se) for se in fits[chosen].se):
-            aft_why = Reason.NOT_IDENTIFIED  # a flat likelihood: no standard error
+            # a flat likelihood: no standard error
+            aft_why, cause = Reason.NOT_IDENTIFIED, "no_se"
         else:
             aft_fit = fits[chosen]
-    return _Fits(names, ols_fit, ols_why, aft_fit, aft_why, chosen, aic)
+    return _Fits(names, ols_fit, ols_why, aft_fit, aft_why, chosen, aic, cause, exact or ())
 
 
 def _bootstrap_terms(frame: pd.DataFrame, by: Sequence[str], interactions: bool,
@@ -353,17 +437,6 @@ def _left_out(f: pd.DataFrame, by: Sequence[str]) -> LeftOut:
     return LeftOut(int(cens.sum()), beyond, inside, int(early.sum()))
 
 
-def _poisson_binomial_tail(ps: np.ndarray, k: int) -> float:
-    """``P(K ≥ k)`` for ``K`` a sum of independent Bernoulli(``ps``)."""
-    pmf = np.zeros(ps.size + 1)
-    pmf[0] = 1.0
-    for p in ps.tolist():
-        nxt = pmf * (1.0 - p)
-        nxt[1:] += pmf[:-1] * p
-        pmf = nxt
-    return float(min(1.0, max(0.0, pmf[k:].sum())))
-
-
 def _law_checks(f: pd.DataFrame, by: Sequence[str], interactions: bool, fit: AFTFit,
                 level: float) -> tuple[LawCheck, ...]:
     """The chosen AFT law against every cell with runs it never saw grok: the law's
@@ -392,7 +465,7 @@ def _law_checks(f: pd.DataFrame, by: Sequence[str], interactions: bool, fit: AFT
     out = []
     for key_t, use, k in cells:
         ps = p_beyond[use]
-        pv = _poisson_binomial_tail(ps, k)
+        pv = poisson_binomial_tail(ps, k)
         m = float(np.median(med[use]))
         out.append(LawCheck(
             cell={c: py(v) for c, v in zip(by, key_t)},
@@ -422,15 +495,22 @@ def _pair_orders(cells: Sequence[OnsetCell]) -> dict[tuple[int, int], int]:
     return out
 
 
-def _phase_map(rc: RunClocks, axes: Sequence[str], level: float) -> PhaseMap | None:
+def _phase_map(rc: RunClocks, axes: Sequence[str], by: Sequence[str], level: float
+               ) -> PhaseMap | None:
+    """The grok rate over two ``--by`` columns; as in the cell table, a run stopped early
+    (its outcome unknown) is left out of the rate's denominator."""
     if len(axes) != 2:
         return None
     a, b = axes
     f = rc.frame
+    early = stopped_early(f, by)
+    grok = f["grokked"].to_numpy(dtype=bool)
     cells = []
-    for (ra, rb), g in f.groupby([a, b], sort=True):
+    for key, ix in f.groupby([a, b], sort=True).indices.items():
+        ra, rb = key if isinstance(key, tuple) else (key, None)
+        ix = np.asarray(ix)
         cells.append(PhaseCell(py(ra), py(rb),
-                               wilson(int(g["grokked"].sum()), len(g), level)))
+                               wilson(int(grok[ix].sum()), int((~early[ix]).sum()), level)))
     return PhaseMap(a, b, tuple(cells))
 
 
@@ -468,15 +548,17 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
             runs=sorted(f.loc[left_g, "run"]), evidence={"n_runs": int(left_g.sum())}))
     for why, which in ((fit.ols_why, "ols"), (fit.aft_why, "aft")):
         if why is not None:
-            msg = f"the {which} scaling fit was refused"
-            if why is Reason.NOT_IDENTIFIED:
-                msg += (": its exponents are not identified — the runs that grokked do not "
-                        "vary in every --by term (all in one cell?), and censored runs bound a "
-                        "slope on one side only; no coefficient is printed")
-            findings.append(finding(why, "study", msg,
-                                    evidence={"fit": which, "n_runs": len(f),
-                                              "n_grokked": int(f["grokked"].sum()),
-                                              "n_parameters": len(names)}))
+            cause = fit.aft_cause if which == "aft" else "too_few_runs"
+            msg = f"the {which} scaling fit was refused: " + _REFUSALS.get(
+                cause or "", "see the evidence")
+            ev: dict[str, Any] = {"fit": which, "cause": cause, "n_runs": len(f),
+                                  "n_grokked": int(f["grokked"].sum()),
+                                  "n_parameters": len(names)}
+            if which == "aft" and cause == "degenerate":
+                msg += "; the exponents the data allow (every law that hits every run): " + \
+                    ", ".join(f"{e.term} {_range_words(e)}" for e in fit.exact_set)
+                ev["exact_set"] = fit.exact_set
+            findings.append(finding(why, "study", msg, evidence=ev))
 
     # -- the two fits, exponent by exponent, and the survivorship test ---------------------
     diffs: tuple[BootstrapCI, ...] = ()
@@ -540,8 +622,14 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
                     ex[nm] = e
                     if e != 0:
                         signs[nm].add(1 if e > 0 else -1)
+            for er in ft.exact_set:  # degenerate: the sign is known when the range excludes 0
+                if er.low is not None and er.low > 0:
+                    signs[er.term].add(1)
+                elif er.high is not None and er.high < 0:
+                    signs[er.term].add(-1)
             orders_by_t.append(_pair_orders(cells_t))
-            sens.append(ThresholdRow(float(t), int(rct.frame["grokked"].sum()), ex, cells_t))
+            sens.append(ThresholdRow(float(t), int(rct.frame["grokked"].sum()), ex, cells_t,
+                                     ft.exact_set))
         flips = []
         for ij in (orders_by_t[0] if orders_by_t else {}):
             seen = {o[ij] for o in orders_by_t} - {0}
@@ -580,12 +668,38 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
                              tm, Interval.make(r.tg_value, r.tg_lower, r.tg_upper), gap))
     body = OnsetBody(
         step_unit=rc.step_unit, by=tuple(by), n_runs=len(f), cells=cells,
-        phase_map=_phase_map(rc, axes, level),
+        phase_map=_phase_map(rc, axes, by, level),
         ols=OlsSummary(fit.ols, fit.ols_why, int((~left_out).sum()), n_left_out),
-        aft=AftSummary(fit.family, fit.aft, fit.aft_why, len(f), fit.aic),
+        aft=AftSummary(fit.family, fit.aft, fit.aft_why, len(f), fit.aic, fit.aft_cause,
+                       fit.exact_set),
         comparison=tuple(comparison), threshold_sensitivity=tuple(sens), runs=tuple(runs),
         left_out=lo_words, law_checks=checks)
     return body, findings
+
+
+#: Why a scaling fit was refused, by cause (the evidence's ``cause``).
+_REFUSALS = {
+    "too_few_runs": "no more runs than parameters + 1 (grokked runs, for OLS), or a singular "
+                    "design; no coefficient is printed",
+    "no_grok": "no run grokked: every time is only a lower bound, there is no scaling",
+    "rank": "its exponents are not identified — the runs that grokked do not vary in every "
+            "--by term (all in one cell?), and censored runs bound a slope on one side only; "
+            "no coefficient is printed",
+    "degenerate": "its exponents are not identified — a law with no scatter (σ → 0) puts every "
+                  "run inside its logged (lower, upper] interval, so every error family's "
+                  "likelihood rises without end as σ shrinks: there is no maximum, and a Wald "
+                  "interval would only say where the optimizer stopped",
+    "no_se": "its exponents are not identified — the likelihood is flat at its maximum (no "
+             "finite standard error); no coefficient is printed",
+    "no_convergence": "no error family's fit converged; no coefficient is printed",
+}
+
+
+def _range_words(e: ExactRange) -> str:
+    """An exponent's range over the laws with no scatter, each end rounded outwards."""
+    lo = "−∞" if e.low is None else outward(e.low, down=True)
+    hi = "∞" if e.high is None else outward(e.high, down=False)
+    return f"{'(' if e.low is None else '['}{lo}, {hi}{')' if e.high is None else ']'}"
 
 
 def _check_words(c: LawCheck) -> str:
@@ -594,8 +708,9 @@ def _check_words(c: LawCheck) -> str:
             else "survivors inside a cell")
     pred = "—" if c.predicted_median is None else f"{c.predicted_median:.6g}"
     return (f"{where} ({what}: {c.n_censored}/{c.n_runs} runs never grokked by "
-            f"{c.horizon:.6g}; the law predicts a median {pred} and expects "
-            f"{c.expected_censored:.3g} such runs, P(≥ {c.n_censored}) = {c.p_value:.2g})")
+            f"{outward(c.horizon, 6, down=True)}; the law predicts a median {pred} and expects "
+            f"{c.expected_censored:.3g} such runs, P(≥ {c.n_censored}) = "
+            f"{outward(c.p_value, 2, down=False)})")
 
 
 def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,

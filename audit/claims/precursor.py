@@ -87,6 +87,8 @@ class PlaceboComparison(Record):
     n_signal_only: int  #: runs where only the signal succeeds
     n_placebo_only: int
     test: TestResult  #: exact one-sided McNemar: the signal succeeds more often
+    n_compared: int = 0  #: scored runs where the placebo has a window too
+    n_without_placebo: int = 0  #: scored runs with no placebo value: left out of the test
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ class PrecursorBody(Record):
     placebo: PlaceboComparison | None
     runs: tuple[PrecursorRun, ...]
     null_time: PermutationNull | None = None  #: the peak at a uniformly random time
+    #: grokked, memorized runs with no value of the signal in their window: not scored
+    n_no_signal: int = 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -250,6 +254,34 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
                                 f"{len(no_grok)} memorized runs never grok: counted apart",
                                 runs=sorted(no_grok),
                                 evidence={"n_runs": len(no_grok), "of": len(f)}))
+    # runs the signal says nothing about: memorized and grokked, yet no value of the signal in
+    # their window (or none at all). Counted and named: fewer scored runs never read as a pass
+    no_signal = memorized & grokked & (pk["n_window"] == 0)
+    if no_signal.any():
+        findings.append(finding(
+            Reason.METRIC_MISSING, "run",
+            f"{int(no_signal.sum())} of {int((memorized & grokked).sum())} grokked runs have no "
+            f"value of {signal} after the memorization gate: not scored",
+            runs=sorted(f.loc[no_signal, "run"].astype(str)),
+            evidence={"signal": signal, "n_runs": int(no_signal.sum()),
+                      "of": int((memorized & grokked).sum()),
+                      "no_points": sorted(f.loc[no_signal, "run"].astype(str))}))
+    if not s["use"].any():
+        why = []
+        if not grokked.any():
+            why.append("no run grokked")
+        elif not (memorized & grokked).any():
+            why.append("no grokked run reached the memorization gate")
+        if no_signal.any():
+            why.append(f"{int(no_signal.sum())} grokked runs have no value of {signal} in "
+                       "their window")
+        findings.append(finding(
+            Reason.NOTHING_AUDITABLE, "study",
+            f"no run could be scored ({'; '.join(why) or 'no window'}): the claim that "
+            f"{signal} announces grokking is not tested",
+            evidence={"signal": signal, "n_runs": len(f), "n_grokked": int(grokked.sum()),
+                      "n_memorized": int(memorized.sum()),
+                      "n_without_signal": int(no_signal.sum())}))
     edge_runs = f.loc[pk["edge"], "run"].tolist()
     n_with = int((pk["n_window"] > 0).sum())
     if edge_runs:
@@ -262,14 +294,17 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     plc = None
     if placebo:
         ps = _score(rc, placebo, "--placebo", n_perm, seed)
-        both = s["use"]  # the same runs: grokked, with a window for the signal
-        a, b = s["ok"][both], ps["ok"][both] & (ps["pk"]["n_window"][both] > 0)
+        # the same runs: grokked, with a window for the signal and for the placebo (a run
+        # without placebo values is no failure of the placebo: it is left out, and counted)
+        both = s["use"] & (ps["pk"]["n_window"] > 0)
+        a, b = s["ok"][both], ps["ok"][both]
         plc = PlaceboComparison(
             signal=placebo, fraction_preceding=ps["fraction_raw"],
             fraction_preceding_interior=ps["fraction"],
             n_peak_at_edge=int(ps["pk"]["edge"].sum()),
             n_signal_only=int(np.sum(a & ~b)), n_placebo_only=int(np.sum(~a & b)),
-            test=mcnemar_exact(a, b))
+            test=mcnemar_exact(a, b), n_compared=int(both.sum()),
+            n_without_placebo=int((s["use"] & ~both).sum()))
     obs = s["fraction"]
     if obs is not None:
         failed = []
@@ -306,7 +341,7 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
         lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
         null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
         null_time=PermutationNull(n_perm, seed, s["null_time_mean"], s["p_time"]),
-        placebo=plc, runs=tuple(runs))
+        placebo=plc, runs=tuple(runs), n_no_signal=int(no_signal.sum()))
     return body, findings
 
 

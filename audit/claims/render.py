@@ -8,7 +8,6 @@ interval or a point where only a bound is known.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,9 +19,9 @@ from .compare import TEST_NAMES, CompareBody
 from .dose import DoseBody
 from .onset import OnsetBody
 from .precursor import PrecursorBody
-from .results import ClaimResult, ClaimStudy, Span
+from .results import ClaimResult, ClaimStudy, Span, outward
 from .stats import BootstrapCI, Proportion
-from .transition import TransitionBody
+from .transition import TransitionBody, jump_words
 
 num = format_number
 
@@ -30,24 +29,6 @@ num = format_number
 # ------------------------------------------------------------------------------------------
 # the one interval and bound formatter
 # ------------------------------------------------------------------------------------------
-
-def outward(x: float, digits: int = 3, *, down: bool) -> str:
-    """``x`` as :func:`num` prints it, rounded away from the inside of an interval (``down``
-    for a lower end): a printed interval never claims less than was computed."""
-    s = num(x, digits)
-    try:
-        v = float(s)
-    except ValueError:
-        return s
-    if (v <= x) if down else (v >= x):
-        return s
-    if abs(x) >= 1000 or float(x).is_integer():
-        q = 1.0
-    else:
-        q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
-    k = math.floor(x / q) if down else math.ceil(x / q)
-    return num(k * q, digits)
-
 
 def interval(low: float | None, high: float | None, *, low_open: bool = False,
              high_open: bool = False, digits: int = 3) -> str:
@@ -68,9 +49,10 @@ def known(x: Interval | Span | None, *, detail: bool = True) -> str:
         return "—"
     if isinstance(x, Interval):
         if x.censored or x.value is None:
-            return "—" if x.lower is None else f">{num(x.lower)}"
+            return "—" if x.lower is None else f">{outward(x.lower, down=True)}"
         if detail and x.lower is not None and x.upper is not None and x.lower != x.upper:
-            return f"{num(x.value)} ({num(x.lower)}, {num(x.upper)}]"
+            return (f"{num(x.value)} ({outward(x.lower, down=True)}, "
+                    f"{outward(x.upper, down=False)}]")
         return num(x.value)
     if x.value is not None:
         return num(x.value)
@@ -186,7 +168,8 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"    AIC {num(a.fit.aic, 5)}" + (f"; ΔAIC of the others: {others}"
                                                         if others else ""))
     else:
-        lines.append(f"  as the log supports: the AFT was refused: {_why(a.refused)}")
+        lines.append(f"  as the log supports: the AFT was refused: {_why(a.refused)}"
+                     + (f" ({_AFT_CAUSES[a.cause]})" if a.cause in _AFT_CAUSES else ""))
     rows = [("term", "OLS (grokked only)", "AFT (all runs)", "OLS − AFT",
              "left-out runs' effect", "survivorship bias")]
     for tc in b.comparison:
@@ -197,7 +180,11 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
                 return f"{num(e.estimate)} (no interval)"
             return f"{num(e.estimate)} {interval(e.low, e.high)}"
         flag = {True: "SURVIVORSHIP_BIAS", False: "no", None: "—"}[tc.survivorship_bias]
-        rows.append((tc.term, est(tc.ols), est(tc.aft), ci(tc.difference),
+        aft_txt = est(tc.aft)
+        ex = next((e for e in a.exact_set if e.term == tc.term), None)
+        if tc.aft is None and ex is not None:
+            aft_txt = "σ → 0: " + interval(ex.low, ex.high)
+        rows.append((tc.term, est(tc.ols), aft_txt, ci(tc.difference),
                      ci(tc.left_out_effect), flag))
     lines += _table(rows)
     notes = sorted({c.note for c in b.comparison if c.note})
@@ -210,18 +197,40 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
         for lc in b.law_checks:
             rows.append((*[_lab(lc.cell[k]) for k in b.by],
                          "beyond the horizon" if lc.situation == "beyond_horizon"
-                         else "inside the cell", f"{lc.n_censored}/{lc.n_runs}", num(lc.horizon),
-                         num(lc.predicted_median), num(lc.expected_censored),
-                         f"{lc.p_value:.2g}", "CONTRADICTED" if lc.contradicted else "consistent"))
+                         else "inside the cell", f"{lc.n_censored}/{lc.n_runs}",
+                         outward(lc.horizon, down=True), num(lc.predicted_median),
+                         num(lc.expected_censored), outward(lc.p_value, 2, down=False),
+                         "CONTRADICTED" if lc.contradicted else "consistent"))
         lines += _table(rows)
     if b.threshold_sensitivity:
         lines.append(f"threshold sensitivity ({a.family} AFT exponents):")
         rows = [("grok_threshold", "grokked", *[c.term for c in b.comparison])]
         for tr in b.threshold_sensitivity:
             rows.append((num(tr.grok_threshold), str(tr.n_grokked),
-                         *[num(tr.aft_exponents.get(c.term)) for c in b.comparison]))
+                         *[_exponent_at(tr, c.term) for c in b.comparison]))
         lines += _table(rows)
     return lines
+
+
+_AFT_CAUSES = {
+    "rank": "the runs that grokked do not vary in every term: censored runs bound a slope on "
+            "one side only",
+    "degenerate": "σ → 0: a law with no scatter puts every run inside its logged interval, "
+                  "the likelihood has no maximum; the table gives each exponent's range over "
+                  "those laws, not an estimate",
+    "no_se": "a flat likelihood: no finite standard error",
+    "too_few_runs": "too few runs for the parameters, or a singular design",
+    "no_grok": "no run grokked",
+    "no_convergence": "no error family's fit converged",
+}
+
+
+def _exponent_at(tr: Any, term: str) -> str:
+    """An AFT exponent at one grok threshold, or its range when the AFT is degenerate."""
+    if term in tr.aft_exponents:
+        return num(tr.aft_exponents[term])
+    ex = next((e for e in tr.exact_set if e.term == term), None)
+    return "—" if ex is None else "σ → 0: " + interval(ex.low, ex.high)
 
 
 def _why(x: Any) -> str:
@@ -249,33 +258,70 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
             row: tuple[str, ...] = (f.model, ps, num(f.rss), num(f.aicc, 4))
             if cens:
                 bad = [c for c in f.censored_checks if c.contradicted]
+                none = all(c.p_value is None for c in f.censored_checks)
                 row += (("contradicted at " + ", ".join(_lab(c.x) for c in bad)) if bad
-                        else ("consistent" if f.censored_checks else "—"),)
+                        else ("not checked" if none else "consistent")
+                        if f.censored_checks else "—",)
             rows.append(row)
         lines += _table(rows)
         for d in b.delta_aicc:
             lines.append(f"  ΔAICc {d.models[0]} − {d.models[1]} = {num(d.delta_aicc)}")
-        for f in b.fits:
-            for chk in f.censored_checks:
-                pred = ("no grok (beyond x₀)" if chk.predicted is None else
-                        f"{num(chk.predicted)}" + (
-                            f", at most {num(chk.predicted_high)}" if chk.basis == "bootstrap"
-                            and chk.predicted_high is not None else ""))
-                lines.append(f"  {f.model} at censored {b.by} = {_lab(chk.x)}: predicts {pred}; "
-                             f"the median is >{num(chk.bound)}"
-                             + (" — CONTRADICTED" if chk.contradicted else ""))
+        if cens:
+            lines.append("each law against the censored cells it left out, run by run (at the "
+                         "upper end of its median's bootstrap interval, the end most favourable "
+                         "to it; contradicted below the Bonferroni level):")
+            rows = [("model", b.by, "never grokked", "by step", "law's median", "upper limit",
+                     "P(run censored)", "expected", "P(≥ k)", "")]
+            notes: list[str] = []
+            for f in b.fits:
+                for chk in f.censored_checks:
+                    med = "no grok (beyond x₀)" if chk.predicted is None else num(chk.predicted)
+                    if chk.p_value is None:
+                        hi = p_run = exp = pv = "—"
+                        verdict = "not checked"
+                        if chk.note and chk.note not in notes:
+                            notes.append(chk.note)
+                    else:
+                        hi = ("—" if chk.predicted is None else "∞"
+                              if chk.predicted_high is None else
+                              outward(chk.predicted_high, down=False))
+                        p_run = outward(chk.p_run, 2, down=False)
+                        exp = num(chk.expected_censored)
+                        pv = outward(chk.p_value, 2, down=False)
+                        verdict = "CONTRADICTED" if chk.contradicted else "consistent"
+                    rows.append((f.model, _lab(chk.x), f"{chk.n_censored}/{chk.n_runs}",
+                                 outward(chk.horizon, down=True), med, hi, p_run, exp, pv,
+                                 verdict))
+            lines += _table(rows)
+            lines += [f"  (not checked: {n})" for n in notes]
     if b.best and b.key_parameter:
         kp = b.key_parameter
         contradicted = any(f.contradicted for f in b.fits if f.model == b.best)
-        word = ("best" if b.identified else "best by AICc, but CONTRADICTED by a censored cell"
+        unchecked = any(c.p_value is None for f in b.fits if f.model == b.best
+                        for c in f.censored_checks)
+        word = ("best" + (" (not checked against the censored cells: no bootstrap interval "
+                          "of its prediction)" if unchecked else "")
+                if b.identified else "best by AICc, but CONTRADICTED by a censored cell"
                 if contradicted else "best by AICc, but NOT identified")
         lines.append(f"{word}: {b.best} (runner-up {b.runner_up}); {kp.name} = "
                      f"{num(kp.ci.estimate, 4)} {ci(kp.ci, why=True, digits=4)} "
                      f"({kp.ci.method}, {kp.ci.n_valid}/{kp.ci.n_resamples} resamples)")
+        drop = (f"{kp.n_dropped} of {kp.ci.n_resamples} resamples gave no value and were "
+                "dropped" if kp.n_dropped else "none dropped")
         if kp.n_resamples_censored:
-            lines.append(f"  {kp.n_resamples_censored} of {kp.ci.n_resamples} resamples turned a "
-                         "fitted cell's median censored: counted at the end that cell pushes "
-                         f"{kp.name} to (open when they reach its tail), never dropped")
+            one = kp.n_resamples_censored - kp.n_both_ends
+            where = "that cell's dose, x₀'s limit" if kp.name == "x0" else "an open end"
+            parts = []
+            if one:
+                parts.append(f"{one} counted at the limit that cell's censored median pushes "
+                             f"{kp.name} to ({where})")
+            if kp.n_both_ends:
+                parts.append(f"{kp.n_both_ends} at both ends (the way is not known: −∞ for "
+                             "the lower end, ∞ for the upper)")
+            lines.append(f"  {kp.n_resamples_censored} of {kp.ci.n_resamples} resamples turned "
+                         f"a fitted cell's median censored: {', '.join(parts)}; {drop}")
+        elif kp.n_dropped:
+            lines.append(f"  {drop}")
     m = b.mediation
     if m:
         lines.append(f"mediation by {m.mediator}: T0 = {known(m.T0, detail=False)}, T1 = "
@@ -302,10 +348,11 @@ def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"logistic on ln {b.by}: no transition point")
     elif bd.separation != "none":
         lo, hi = bd.bracket or (None, None)
-        lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); the grok rate jumps "
-                     f"between {num(lo, 4)} and {num(hi, 4)} ({_pl(bd.levels_below, 'level')} "
-                     f"at or below, {bd.levels_above} at or above): the slope has no maximum, "
-                     "no point estimate")
+        sides = (f" ({_pl(bd.levels_below, 'level')} at or below, {bd.levels_above} at or "
+                 "above)" if lo is not None or hi is not None else "")
+        lines.append(f"logistic on ln {b.by}: separated ({bd.separation}); "
+                     f"{jump_words(b.by, lo, hi, bd.shared_level)}{sides}: the slope has no "
+                     "maximum, no point estimate")
         if bd.profile is not None:
             lines.append(f"  λ_c: profile-likelihood {bd.profile.level:.0%} set "
                          f"{_profile(bd.profile)} (deviance within χ²₁ of its least)")
@@ -320,13 +367,21 @@ def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
                          f"{_profile(bd.profile)}")
     p = b.power_law
     if p and p.nu is not None:
+        sign = ""
+        if p.contradicted:
+            sign = " — ν < 0 (its interval lies below 0): time to grok rises away from λ_c"
+        elif p.nu < 0:
+            sign = (" — ν's point value is < 0, but " + (
+                "its interval reaches 0" if p.nu_ci is not None and p.nu_ci.identified
+                else "it has no interval") + ": the sign is not established")
         lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν = {num(p.nu)} {ci(p.nu_ci, why=True)} "
                      f"over {p.n_cells} levels (empirical; no universality class implied)"
-                     + (" — ν < 0: time to grok rises away from λ_c" if p.nu < 0 else ""))
+                     + sign)
     elif p and p.nu_range:
-        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν not identified — it runs over "
-                     f"{interval(p.nu_range[0], p.nu_range[1], low_open=True, high_open=True)} "
-                     "as λ_c moves over the set where it may lie (up to its open ends)")
+        lines.append(f"time to grok ∝ |λ − λ_c|^(−ν): ν not identified — its point value runs "
+                     f"over {interval(p.nu_range[0], p.nu_range[1], low_open=True, high_open=True)}"
+                     " as λ_c moves over the set where it may lie (up to its open ends); the "
+                     "noise of the cell medians widens this further")
     return lines
 
 
@@ -346,7 +401,11 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      "EDGE" if x.peak_at_edge else ""))
     lines += _table(rows)
     lines.append(f"{b.n_scored} grokked runs scored; {b.n_no_grok} never grokked and "
-                 f"{b.n_no_memorization} never memorized (counted apart)")
+                 f"{b.n_no_memorization} never memorized (counted apart)"
+                 + (f"; {b.n_no_signal} grokked runs with no value of {b.signal} in their "
+                    "window (not scored)" if b.n_no_signal else ""))
+    if not b.n_scored:
+        lines.append("no run was scored: the claim is not tested (NOTHING_AUDITABLE)")
     lines.append(f"peak precedes grokking: {percent(b.fraction_preceding)} of scored runs; "
                  f"interior peak preceding (the tested statistic): "
                  f"{percent(b.fraction_preceding_interior)}")
@@ -365,9 +424,11 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"placebo {pl.signal}: preceding {percent(pl.fraction_preceding)}, "
                      f"interior preceding {percent(pl.fraction_preceding_interior)}, "
                      f"{pl.n_peak_at_edge} edge peaks")
-        lines.append(f"  signal vs placebo on the same runs: {pl.n_signal_only} runs only the "
-                     f"signal succeeds, {pl.n_placebo_only} only the placebo; exact McNemar "
-                     f"p = {num(pl.test.p_value)} (one-sided)")
+        left = (f" ({pl.n_without_placebo} scored runs without a value of {pl.signal} left "
+                "out)" if pl.n_without_placebo else "")
+        lines.append(f"  signal vs placebo on the same {pl.n_compared} runs{left}: "
+                     f"{pl.n_signal_only} runs only the signal succeeds, {pl.n_placebo_only} "
+                     f"only the placebo; exact McNemar p = {num(pl.test.p_value)} (one-sided)")
     return lines
 
 
@@ -407,13 +468,16 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
             lines.append(f"  the {cp.n} complete pairs alone (a subset the censoring chose; no "
                          f"estimate): exact Wilcoxon p = {num(cp.wilcoxon.p_value)}")
     pw = b.power
+    how = ("the exact sign test's power, normal differences" if pw.dz_method == "sign_exact"
+           else "paired t approximation")
     mde = (f"an effect is detected with {percent(pw.power)} power from d_z ≈ "
-           f"{num(pw.min_detectable_dz)} (paired t)" if pw.min_detectable_dz is not None else
-           "too few pairs for any power statement")
-    lines.append(f"power: with {_pl(pw.n, 'usable pair')} the smallest p the "
+           f"{outward(pw.min_detectable_dz, down=False)} ({how})"
+           if pw.min_detectable_dz is not None else
+           f"no effect is detected with {percent(pw.power)} power with so few usable pairs")
+    lines.append(f"power: with {pw.words()} the smallest p the "
                  f"{TEST_NAMES.get(pw.test, pw.test)} test can reach is "
-                 f"{num(pw.min_attainable_p)} (α = {b.alpha}; {pw.pairs_needed} pairs make α "
-                 f"reachable); {mde}")
+                 f"{num(pw.min_attainable_p)} (α = {b.alpha}; {pw.pairs_needed} usable pairs "
+                 f"make α reachable); {mde}")
     pr = b.pairing
     r_txt = "—" if pr.r is None else num(pr.r) + (
         f" {interval(pr.low, pr.high)}" if pr.low is not None else "")

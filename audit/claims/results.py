@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..reasons import Reason, Severity
-from ..results import Finding, Interval, fails, sort_findings
+from ..results import Finding, Interval, fails, format_number, sort_findings
 from ..study import severity_of
 
 #: 2: typed bodies, one entry per study under ``studies`` (issue 11).
@@ -63,6 +63,27 @@ def plain(x: Any) -> Any:
     if x is None or isinstance(x, str):
         return x
     return str(x)
+
+
+def outward(x: float | None, digits: int = 3, *, down: bool) -> str:
+    """``x`` as :func:`~grokaudit.results.format_number` prints it, rounded away from the
+    inside of an interval (``down`` for a lower end, or the bound of ``> x``): a printed
+    interval or bound never claims less than was computed. ``None``/NaN print ``—``."""
+    if x is None or math.isnan(x):
+        return "—"
+    s = format_number(x, digits)
+    try:
+        v = float(s)
+    except ValueError:
+        return s
+    if (v <= x) if down else (v >= x):
+        return s
+    if abs(x) >= 1000 or float(x).is_integer():
+        q = 1.0
+    else:
+        q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
+    k = math.floor(x / q) if down else math.ceil(x / q)
+    return format_number(k * q, digits)
 
 
 class Record:

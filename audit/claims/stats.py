@@ -11,8 +11,10 @@ and gives the same answer for the same input. Each estimator's formula is in ``d
 - :func:`mcnemar_exact` — the exact one-sided test of paired successes.
 - :func:`sign_flip_test` — the paired sign-flip permutation test of the mean difference.
 - :func:`min_wilcoxon_p` — the smallest two-sided p-value n pairs can reach.
-- :func:`min_detectable_dz` — the paired effect detectable with a given power.
+- :func:`min_detectable_dz` — the paired effect a paired t-test detects with a given power.
+- :func:`min_detectable_dz_sign` — the same for the exact sign test (normal differences).
 - :func:`pearson` — Pearson's r with its Fisher-z interval.
+- :func:`poisson_binomial_tail` — ``P(K ≥ k)`` for a sum of independent Bernoullis.
 """
 
 from __future__ import annotations
@@ -137,6 +139,17 @@ class BootstrapCI(Record):
                     or (self.high is not None and self.high < x))
 
 
+@dataclass(frozen=True)
+class Split:
+    """A resample's statistic whose value is not known but whose reach is: ``low`` is what
+    it contributes to the lower end of each interval, ``high`` to the upper end (a value
+    whose direction is unknown counts at both ends: ``low = −inf``, ``high = +inf``). Where
+    the two agree it is an ordinary value. Returned by a :func:`bootstrap` statistic."""
+
+    low: Sequence[float] | np.ndarray
+    high: Sequence[float] | np.ndarray
+
+
 def _f(x: float | None) -> float | None:
     if x is None:
         return None
@@ -167,7 +180,9 @@ def bootstrap(strata: int | Sequence[np.ndarray],
     arrays, each resampled with replacement within itself (runs within cells, seeds within
     an arm: the design is kept). ``statistic(idx)`` receives the unit indices of one resample
     (strata concatenated in order) and returns a number, a sequence of numbers (one interval
-    each), or ``None``/NaN when the resample gives no value; ``±inf`` is a censored value.
+    each), or ``None``/NaN when the resample gives no value; ``±inf`` is a censored value;
+    a :class:`Split` gives each end its own value (a value known only by where it reaches:
+    ``−inf`` for the lower end and ``+inf`` for the upper when its direction is unknown).
     The estimate is ``statistic`` of every unit.
 
     ``method``: ``percentile``, or ``bca`` (bias-corrected and accelerated, the acceleration
@@ -190,24 +205,35 @@ def bootstrap(strata: int | Sequence[np.ndarray],
                                  "fewer than 2 units to resample") for e in est)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, k), np.nan)
+    draws_hi = np.full((n_resamples, k), np.nan)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for b in range(n_resamples):
             pick = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
-            v = _vector(statistic(pick))
-            if v.size == k:
-                draws[b] = v
+            out = statistic(pick)
+            lo_v, hi_v = ((_vector(out.low), _vector(out.high)) if isinstance(out, Split)
+                          else (_vector(out),) * 2)
+            if lo_v.size == k and hi_v.size == k:
+                draws[b] = lo_v
+                draws_hi[b] = hi_v
         jack = _jackknife(every, statistic, k) if method == "bca" else None
     need = max(MIN_VALID, math.ceil(n_resamples / 2))
     return tuple(_interval(float(est[j]), draws[:, j], None if jack is None else jack[:, j],
                            need=need, level=level, method=method, name=name, label=label,
-                           n_resamples=n_resamples, seed=seed) for j in range(k))
+                           n_resamples=n_resamples, seed=seed, col_hi=draws_hi[:, j])
+                 for j in range(k))
 
 
 def _interval(e: float, col: np.ndarray, jack: np.ndarray | None, *, need: int, level: float,
-              method: str, name: str, label: str, n_resamples: int, seed: int) -> BootstrapCI:
-    """One component's interval from its draws, under the one rule of :func:`bootstrap`."""
-    v = np.sort(col[~np.isnan(col)])
+              method: str, name: str, label: str, n_resamples: int, seed: int,
+              col_hi: np.ndarray | None = None) -> BootstrapCI:
+    """One component's interval from its draws, under the one rule of :func:`bootstrap`.
+    ``col`` serves the lower end and ``col_hi`` (default ``col``) the upper end: they differ
+    where a resample's value is known only by its reach (:class:`Split`)."""
+    hi_col = col if col_hi is None else col_hi
+    ok = ~np.isnan(col) & ~np.isnan(hi_col)
+    v = np.sort(col[ok])
+    v_hi = np.sort(hi_col[ok])
 
     def refuse(note: str, used: str = name) -> BootstrapCI:
         return BootstrapCI(_f(e), None, None, level, used, n_resamples, int(v.size), seed,
@@ -215,17 +241,21 @@ def _interval(e: float, col: np.ndarray, jack: np.ndarray | None, *, need: int, 
 
     if math.isnan(e):
         return refuse("no estimate")
+    if n_resamples < need and n_resamples < MIN_VALID:
+        return refuse(f"too few resamples were requested ({n_resamples}; an interval needs at "
+                      f"least {MIN_VALID} that give a value): raise --n-resamples")
     if v.size < need:
         return refuse(f"only {v.size} of {n_resamples} resamples gave a value (need {need})")
     a = (1 - level) / 2
     qs, used = (a, 1 - a), name
     if method == "bca":
-        qs_bca = _bca_levels(v, e, jack, a)
+        split = bool(np.any(col[ok] != hi_col[ok]))
+        qs_bca = None if split else _bca_levels(v, e, jack, a)
         if qs_bca is None:
             used = f"percentile{' over ' + label if label else ''} (BCa undefined)"
         else:
             qs = qs_bca
-    lo, hi = _quantile(v, qs[0]), _quantile(v, qs[1])
+    lo, hi = _quantile(v, qs[0]), _quantile(v_hi, qs[1])
     if lo == hi:
         return refuse("the resamples have no spread at this level: no interval", used)
     return BootstrapCI(_f(e), None if math.isinf(lo) else lo, None if math.isinf(hi) else hi,
@@ -234,8 +264,15 @@ def _interval(e: float, col: np.ndarray, jack: np.ndarray | None, *, need: int, 
 
 
 def _vector(x: Any) -> np.ndarray:
+    """A statistic's value as a vector; a :class:`Split` is a value only where its two ends
+    agree (NaN elsewhere)."""
     if x is None:
         return np.array([np.nan])
+    if isinstance(x, Split):
+        lo, hi = _vector(x.low), _vector(x.high)
+        if lo.size != hi.size:
+            return np.array([np.nan])
+        return np.where(lo == hi, lo, np.nan)
     v = np.atleast_1d(np.asarray(x, dtype=float)).ravel()
     return v
 
@@ -386,6 +423,18 @@ def cohen_dz(d: Sequence[float] | np.ndarray) -> float | None:
     return float(x.mean()) / sd
 
 
+def poisson_binomial_tail(ps: np.ndarray, k: int) -> float:
+    """``P(K ≥ k)`` for ``K`` a sum of independent Bernoulli(``ps``) (the exact distribution
+    by convolution; a binomial tail when every ``p`` is the same)."""
+    pmf = np.zeros(ps.size + 1)
+    pmf[0] = 1.0
+    for p in ps.tolist():
+        nxt = pmf * (1.0 - p)
+        nxt[1:] += pmf[:-1] * p
+        pmf = nxt
+    return float(min(1.0, max(0.0, pmf[k:].sum())))
+
+
 # ------------------------------------------------------------------------------------------
 # least squares
 # ------------------------------------------------------------------------------------------
@@ -519,6 +568,36 @@ def min_detectable_dz(n: int, alpha: float = 0.05, power: float = 0.8) -> float 
         return float(optimize.brentq(gap, 0.0, hi, xtol=1e-6))
     except ValueError:  # NaN inside the bracket: no detectable effect can be stated
         return None
+
+
+def sign_test_power(n: int, q: float, alpha: float = 0.05) -> float:
+    """The probability that the exact two-sided sign test (:func:`sign_test`) on ``n`` nonzero
+    differences gives ``p < alpha`` when each difference is positive with probability ``q``:
+    ``Σ_{k ∈ R} C(n, k) qᵏ (1 − q)ⁿ⁻ᵏ`` over the rejection set ``R`` of the test."""
+    if n < 1:
+        return 0.0
+    ks = [k for k in range(n + 1)
+          if float(stats.binomtest(k, n, 0.5, alternative="two-sided").pvalue) < alpha]
+    return float(sum(stats.binom.pmf(k, n, q) for k in ks))
+
+
+def min_detectable_dz_sign(n: int, alpha: float = 0.05, power: float = 0.8) -> float | None:
+    """The smallest paired effect ``d_z`` that the exact two-sided sign test at ``alpha``
+    detects with probability ``power`` from ``n`` nonzero differences, for normal differences
+    (a difference is positive with probability ``Φ(d_z)``). None when no effect reaches that
+    power (too few pairs: the test can never reject, or only with less than ``power``)."""
+    if n < 1 or sign_test_power(n, 1.0, alpha) < power:
+        return None
+
+    def gap(d: float) -> float:
+        return sign_test_power(n, float(stats.norm.cdf(d)), alpha) - power
+
+    hi = 1.0
+    while gap(hi) < 0:
+        hi *= 2
+        if hi > 64:
+            return None
+    return float(optimize.brentq(gap, 0.0, hi, xtol=1e-6))
 
 
 @dataclass(frozen=True)

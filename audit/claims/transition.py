@@ -40,10 +40,9 @@ import pyarrow as pa
 from ..clocks import pack
 from ..config import AuditConfig
 from ..reasons import Reason
-from ..results import Finding, Interval
-from ..results import format_number as _g
+from ..results import Finding, Interval, format_number
 from ..schema import LogTable
-from .results import ClaimResult, Record, finding, make_result
+from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, require_columns, run_clocks, studies
 from .stats import BootstrapCI, Proportion, bootstrap, wilson
 
@@ -95,6 +94,8 @@ class Boundary(Record):
     profile: ProfileSet | None = None
     #: λ_c lies outside the levels, or with no level on one side: an extrapolation (no CI)
     extrapolated: bool = False
+    #: under quasi-separation, the level where both outcomes occur
+    shared_level: float | None = None
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,11 @@ class PowerLaw(Record):
     log_prefactor: float | None
     n_cells: int
     nu_ci: BootstrapCI | None
-    #: ν as λ_c moves over the whole (open) set where it may lie: ``(min, max)``
+    #: ν's point value as λ_c moves over the whole (open) set where it may lie:
+    #: ``(min, max)``; the sampling noise of the cell medians is not in it
     nu_range: tuple[float, float] | None
+    #: ν < 0 established: its bootstrap interval lies below 0 (LAW_CONTRADICTED)
+    contradicted: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,21 +187,40 @@ def separation(u: np.ndarray, y: np.ndarray) -> str:
 
 
 def _bracket(levels: np.ndarray, lam: np.ndarray, y: np.ndarray, kind: str
-             ) -> tuple[float | None, float | None, str]:
-    """The two levels between which the boundary lies under separation, and the grok side.
-    For quasi-separation (both outcomes at one level) the bracket is that level's
-    neighbours."""
+             ) -> tuple[float | None, float | None, str, float | None]:
+    """The two levels between which the boundary lies under separation, the grok side, and
+    (quasi-separation) the level where both outcomes occur. For quasi-separation the bracket
+    is that level's neighbours (None where it has none on a side)."""
     g, n = lam[y == 1], lam[y == 0]
     above = g.mean() >= n.mean()
     lo, hi = (n.max(), g.min()) if above else (g.max(), n.min())
+    shared = None
     if kind == "quasi":
-        shared = lo
+        shared = float(lo)
         below_l = levels[levels < shared]
         above_l = levels[levels > shared]
         lo = below_l.max() if below_l.size else None
         hi = above_l.min() if above_l.size else None
     return (None if lo is None else float(lo), None if hi is None else float(hi),
-            "above" if above else "below")
+            "above" if above else "below", shared)
+
+
+def jump_words(by: str, lo: float | None, hi: float | None, shared: float | None) -> str:
+    """Where the grok rate jumps under separation, in words (levels rounded outwards)."""
+    def lv(x: float, down: bool) -> str:
+        return outward(x, 4, down=down)
+
+    if lo is not None and hi is not None:
+        out = f"the grok rate jumps between {by} = {lv(lo, True)} and {lv(hi, False)}"
+        return out + (f" (both outcomes at {lv(shared, True)})" if shared is not None else "")
+    if shared is None:
+        return "the grok rate jumps between two adjacent levels"
+    at = outward(shared, 4, down=True)
+    if lo is None and hi is None:
+        return (f"every scored run is at one level, {by} = {at}, where both outcomes occur: "
+                "no boundary can be placed")
+    side = ("no level below it" if lo is None else "no level above it")
+    return f"the grok rate jumps at {by} = {at}, where both outcomes occur ({side})"
 
 
 def _deviance(u: np.ndarray, y: np.ndarray, u_c: float, sign: float) -> float:
@@ -371,26 +394,28 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
             "every scored run is on the same side (all grok or none): no transition point",
             evidence={"n_scored": int(use.sum()), "n_grokked": int(y[use].sum())}))
     elif kind != "none":
-        lo, hi, side = _bracket(levels, lam[use], y[use], kind)
+        lo, hi, side, shared = _bracket(levels, lam[use], y[use], kind)
         below = int(np.sum(levels <= lo)) if lo is not None else 0
         above = int(np.sum(levels >= hi)) if hi is not None else 0
         prof = profile_set(levels, u[use], y[use], side == "above", level)
-        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above, prof)
+        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above, prof,
+                            shared_level=shared)
         # where λ_c may lie: the profile set (under quasi-separation narrower than the bracket)
         p_lo = (prof.low if prof is not None and prof.low is not None else lo)
         p_hi = (prof.high if prof is not None and prof.high is not None else hi)
-        where = (f"the profile-likelihood {level:.0%} set of λ_c is "
-                 f"{_set_words(prof, lo, hi)}" if prof is not None else
-                 f"any λ_c between {_g(lo)} and {_g(hi)} fits as well")
+        where = (f"; the profile-likelihood {level:.0%} set of λ_c is "
+                 f"{_set_words(prof)}" if prof is not None else
+                 f"; any λ_c between {outward(lo, 4, down=True)} and "
+                 f"{outward(hi, 4, down=False)} fits as well"
+                 if lo is not None and hi is not None else "")
         findings.append(finding(
             Reason.TRANSITION_SEPARATED, "study",
             f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'}"
             f"{' ' if kind == 'complete' else ''}separated: "
-            f"the grok rate jumps between {by} = {_g(lo)} and {_g(hi)} and the logistic slope "
-            f"has no maximum; {where}: no point estimate, no bootstrap interval, ν not "
-            "identified",
+            f"{jump_words(by, lo, hi, shared)} and the logistic slope has no maximum{where}: "
+            "no point estimate, no bootstrap interval, ν not identified",
             evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side,
-                      "profile_set": prof}))
+                      "shared_level": shared, "profile_set": prof}))
         _bracketing(findings, levels, below, above)
         if p_lo is not None and p_hi is not None and p_lo < p_hi:
             rng = _nu_range(levels, medT, p_lo, p_hi, side == "above")
@@ -449,13 +474,20 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
             boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
                                 ab[0], ab[1], below, above, prof, extrapolated)
             if power is not None:
-                power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None)
-                if power[0] < 0:
+                # ν < 0 contradicts critical slowing down only when its interval says so: a
+                # negative point value with an interval reaching 0, or with none, is noise
+                nu_below = bool(power[0] < 0 and ci_nu.identified and ci_nu.high is not None
+                                and ci_nu.high < 0)
+                power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None, nu_below)
+                if nu_below:
+                    assert ci_nu.high is not None
                     findings.append(finding(
                         Reason.LAW_CONTRADICTED, "study",
-                        f"ν = {_g(power[0])} < 0: the time to grok rises away from λ_c, the "
-                        "opposite of the critical-slowing-down form T ∝ |λ − λ_c|^(−ν) "
-                        "(ν > 0); the power law does not describe these levels",
+                        f"ν = {format_number(power[0])} < 0, its {level:.0%} interval "
+                        f"below 0 (upper end {outward(ci_nu.high, down=False)}): the time to "
+                        "grok rises away from λ_c, the opposite of the critical-slowing-down "
+                        "form T ∝ |λ − λ_c|^(−ν) (ν > 0); the power law does not describe "
+                        "these levels",
                         evidence={"nu": power[0], "nu_ci": ci_nu, "lambda_c": lam_c,
                                   "extrapolated": extrapolated}))
     body = TransitionBody(
@@ -465,13 +497,14 @@ def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
     return body, findings
 
 
-def _set_words(prof: ProfileSet | None, lo: float | None, hi: float | None) -> str:
-    if prof is None:
-        return "—"
+def _set_words(prof: ProfileSet) -> str:
+    """The profile-likelihood set, each end rounded outwards."""
     a = "[" if prof.low is not None and not prof.low_open else "("
     b = "]" if prof.high is not None and not prof.high_open else ")"
-    low = _g(prof.low) if prof.low is not None else "beyond the lowest level"
-    high = _g(prof.high) if prof.high is not None else "beyond the highest level"
+    low = (outward(prof.low, 4, down=True) if prof.low is not None
+           else "beyond the lowest level")
+    high = (outward(prof.high, 4, down=False) if prof.high is not None
+            else "beyond the highest level")
     return f"{a}{low}, {high}{b}"
 
 
