@@ -69,7 +69,8 @@ def _config_options(func: Any) -> Any:
                    "(they are replaced).  Without it (or --resume), that is refused.  "
                    "[default: off]")
 @click.option("--checkpoint", "checkpoint_path", type=click.Path(), default=None,
-              help="Checkpoint file.  [default: OUT + '.ckpt']")
+              help="Checkpoint file; with --engine ray, the folder of the groups' checkpoints "
+                   "and logs.  [default: OUT + '.ckpt'; with ray, OUT + '.ray']")
 @click.option("--checkpoint-minutes", type=float, default=5.0, show_default=True,
               help="Wall minutes between checkpoints (checked at log points).")
 @click.option("--max-minutes", type=float, default=None,
@@ -79,7 +80,16 @@ def _config_options(func: Any) -> Any:
               help="Train only shard I of N (0 ≤ I < N) of the sweep's runs.  "
                    "[default: none, every run]")
 @click.option("--threads", type=int, default=None,
-              help="torch CPU threads.  [default: torch's choice]")
+              help="torch CPU threads; with --engine ray, per task (and the CPUs each task "
+                   "asks Ray for).  [default: torch's choice; with ray, 1]")
+@click.option("--engine", default="process", show_default=True,
+              type=click.Choice(["process", "ray"]),
+              help="process: the groups train here, one after another.  ray: one Ray task per "
+                   "group (one GPU each when the cluster has GPUs) on the cluster RAY_ADDRESS "
+                   "names, else on a local Ray instance; same log.")
+@click.option("--max-retries", type=int, default=3, show_default=True,
+              help="With --engine ray: how often a group whose worker is lost (killed, out of "
+                   "memory, node gone) is retried, from its checkpoint.")
 @click.option("--progress", default="auto", show_default=True,
               type=click.Choice(["auto", "bar", "lines", "none"]),
               help="Progress display: a bar on a terminal, plain lines otherwise.")
@@ -88,8 +98,8 @@ def _config_options(func: Any) -> Any:
 @_config_options
 def train(config_file: str, output: str, device: str, resume: bool, overwrite: bool,
           checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
-          shard: str | None, threads: int | None, progress: str, manifest: bool,
-          **overrides: Any) -> None:
+          shard: str | None, threads: int | None, engine: str, max_retries: int,
+          progress: str, manifest: bool, **overrides: Any) -> None:
     """Train the sweep in CONFIG.toml and write the canonical log to OUT.
 
     Runs whose shapes match train together as one batched model. Flags named after config
@@ -100,25 +110,37 @@ def train(config_file: str, output: str, device: str, resume: bool, overwrite: b
     if importlib.util.find_spec("torch") is None:
         raise MissingExtraError("`grokaudit train` needs torch, which is not installed; fix: "
                                 "pip install 'grokaudit[train]'")
+    if engine == "ray":
+        from .ray_engine import require_ray
+
+        require_ray()
     _train(config_file, output, device, resume, checkpoint_path, checkpoint_minutes,
            max_minutes, shard, threads, progress, manifest,
-           {k: v for k, v in overrides.items() if v is not None}, overwrite=overwrite)
+           {k: v for k, v in overrides.items() if v is not None}, overwrite=overwrite,
+           engine=engine, max_retries=max_retries)
 
 
-def _refuse_discarding(out: Path, ckpt: Path) -> None:
-    """Refuse (exit 2) to start a sweep over a checkpoint or a partial log of it: that would
-    replace work the previous run saved. ``--resume`` continues it, ``--overwrite`` replaces
-    it."""
+def _refuse_discarding(out: Path, ckpt: Path, work: Path | None = None) -> None:
+    """Refuse (exit 2) to start a sweep over a checkpoint or a partial log of it, or over the
+    groups' checkpoints and logs an unfinished ``--engine ray`` run left in ``work``: that
+    would replace work the previous run saved. ``--resume`` continues it, ``--overwrite``
+    replaces it."""
     from grokaudit.errors import ConfigError, ErrorCode
 
-    what = None
+    from .ray_engine import saved_work
+
+    what, replaced = None, "the checkpoint and the partial log"
     if ckpt.exists():
         what = f"a checkpoint of an unfinished sweep exists ({ckpt})"
+    elif work is not None and saved_work(work):
+        what = (f"an unfinished --engine ray run of this sweep left its groups' checkpoints and "
+                f"logs in {work}")
+        replaced = "those files and any partial log"
     elif out.is_file() and _is_partial(out):
         what = f"{out} is a partial log (a sweep stopped before its end)"
     if what is not None:
         raise ConfigError(f"{what}: continue it with --resume, or start over with --overwrite "
-                          "(the checkpoint and the partial log are replaced)",
+                          f"({replaced} are replaced)",
                           code=ErrorCode.WORK_WOULD_BE_LOST, option="--resume")
 
 
@@ -141,18 +163,25 @@ def _is_partial(path: Path) -> bool:
 def _train(config_file: str, output: str, device: str, resume: bool,
            checkpoint_path: str | None, checkpoint_minutes: float, max_minutes: float | None,
            shard_text: str | None, threads: int | None, progress: str, manifest: bool,
-           overrides: dict[str, Any], overwrite: bool = False) -> None:
+           overrides: dict[str, Any], overwrite: bool = False, engine: str = "process",
+           max_retries: int = 3) -> None:
     import torch
     from grokaudit.errors import ConfigError, ErrorCode
     from grokaudit.outputs import resolve_output
     from grokaudit.schema import write_table
 
     from .manifest import recipe_echo, write_manifest
+    from .ray_engine import clear, default_work_dir, run_ray, saved_work
     from .sweep import expand, load_sweep, parse_shard, run_sweep, shard
 
+    if threads is not None and threads < 1:
+        raise ConfigError("--threads must be ≥ 1", code=ErrorCode.OPTION_OUT_OF_RANGE)
+    if max_retries < 0:
+        raise ConfigError("--max-retries must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
     if threads is not None:
         torch.set_num_threads(threads)
-    if device == "cuda" and not torch.cuda.is_available():
+    # with Ray the GPUs are the cluster's, not this machine's: checked once connected
+    if engine == "process" and device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto", code=ErrorCode.INVALID_OPTION)
     if max_minutes is not None and max_minutes <= 0:
         raise ConfigError("--max-minutes must be > 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
@@ -178,38 +207,69 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     # checked before any training: not the sweep file, not a device, a folder or a link
     resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
                    suffixes=(".parquet", ".pq"))
-    ckpt = Path(checkpoint_path) if checkpoint_path else out.with_name(out.name + ".ckpt")
+    # the process engine's checkpoint file and the ray engine's working folder: each engine
+    # takes --checkpoint as its own, and refuses to start over the other's default one
+    ray = engine == "ray"
+    own = Path(checkpoint_path) if checkpoint_path else None
+    ckpt = own if own is not None and not ray else out.with_name(out.name + ".ckpt")
+    work = own if own is not None and ray else default_work_dir(out)
+    if ray and work.exists() and not work.is_dir():
+        raise ConfigError(f"--checkpoint {work}: with --engine ray this names a folder (the "
+                          "groups' checkpoints and logs), and this is a file",
+                          code=ErrorCode.INVALID_OPTION, option="--checkpoint")
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite contradict each other: continue the "
                           "checkpoint, or start over", code=ErrorCode.INVALID_OPTION)
     if not resume and not overwrite:
-        _refuse_discarding(out, ckpt)
+        _refuse_discarding(out, ckpt, work)
+    if resume:
+        mine, theirs, other = (work, ckpt, "process") if ray else (ckpt, work, "ray")
+        if not (saved_work(mine) if ray else mine.exists()) and \
+                (theirs.exists() if ray else saved_work(theirs)):
+            raise ConfigError(f"{theirs} was left by --engine {other}: continue it with "
+                              f"--engine {other} --resume, or start over with --overwrite",
+                              code=ErrorCode.INCOMPATIBLE_INPUTS, option="--engine")
+    if overwrite:  # what either engine saved of this sweep is replaced
+        clear(work)
+        if ray:
+            ckpt.unlink(missing_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
-                    checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
-                    progress=progress)
-    if res.table.empty:
-        click.echo("stopped before the first log point; nothing written", err=True)
-        return
-    dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
-                           else ("cpu" if device == "auto" else device)))
     command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
         else "grokaudit train " + shlex.quote(config_file) + " -o " + shlex.quote(output)
     echo = recipe_echo(sw, specs)
     prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
-            "config_file": str(config_file), "complete": res.complete,
-            "runs": len(specs), "command": command, "recipe": echo["names"]}
-    write_table(res.table, out, prov)
+            "config_file": str(config_file), "runs": len(specs), "command": command,
+            "recipe": echo["names"]}
+    if ray:
+        rres = run_ray(specs, work=work, device=device, resume=resume,
+                       checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                       threads=threads, progress=progress, max_retries=max_retries,
+                       provenance=prov)
+        table, complete, wall, dev = rres.table, rres.complete, rres.wall_seconds, rres.device
+    else:
+        res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
+                        checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                        progress=progress)
+        table, complete, wall = res.table, res.complete, res.wall_seconds
+        dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                               else ("cpu" if device == "auto" else device)))
+    if table.empty:
+        click.echo("stopped before the first log point; nothing written", err=True)
+        return
+    write_table(table, out, {**prov, "complete": complete})
     if manifest:
         write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), command=command,
                        sweep_file=str(config_file),
                        sweep={"name": sw.name, "base": sw.base,
                               "grid": {k: list(v) for k, v in sw.grid.items()}},
-                       device=dev, wall_seconds=res.wall_seconds, n_runs=len(specs),
-                       n_rows=len(res.table), complete=res.complete, recipe=echo)
-    if res.complete:
-        ckpt.unlink(missing_ok=True)  # the log now holds everything the checkpoint did
-    state = "complete" if res.complete else "partial (resume with --resume)"
-    click.echo(f"wrote {out} ({len(res.table)} rows, {len(specs)} runs, {state}, "
-               f"{res.wall_seconds:.0f} s)", err=True)
+                       device=dev, wall_seconds=wall, n_runs=len(specs),
+                       n_rows=len(table), complete=complete, recipe=echo)
+    if complete:  # the log now holds everything the checkpoint (or the groups' files) did
+        if ray:
+            clear(work)
+        else:
+            ckpt.unlink(missing_ok=True)
+    state = "complete" if complete else "partial (resume with --resume)"
+    click.echo(f"wrote {out} ({len(table)} rows, {len(specs)} runs, {state}, "
+               f"{wall:.0f} s)", err=True)
