@@ -429,6 +429,16 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
     emit(ins, lambda: render_inspection(ins), json_out=outs["json"])
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse NaN (a float range lets it through: every comparison with NaN is false)."""
+    if value is not None and value != value:
+        from .errors import ConfigError
+
+        raise ConfigError(f"--{param.name}: nan is not a number in the valid range",
+                          code=ErrorCode.OPTION_OUT_OF_RANGE, option=f"--{param.name}")
+    return value
+
+
 # ------------------------------------------------------------------------------------------
 # grokaudit watch
 # ------------------------------------------------------------------------------------------
@@ -437,11 +447,13 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @audit_options
 @click.option("--margin", type=click.FloatRange(min=0), default=None, show_default=False,
+              callback=_finite,
               help="a run is settled when its numbers have held from step S0 to (1 + MARGIN) "
                    "× S0 [default 3: the horizon grown fourfold changed nothing]")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
-              help="seconds between reads of PATH")
+@click.option("--interval", type=click.FloatRange(min=0.05, max=86400), default=5.0,
+              show_default=True, callback=_finite, help="seconds between reads of PATH")
 @click.option("--idle", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              callback=_finite,
               help="a run that logs nothing new for this many seconds is stopped (a RunLogger "
                    "run is stopped when its logger closes)")
 @click.option("--once", is_flag=True, help="read PATH once, print every run's state, exit")
@@ -456,17 +468,24 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     what is missing — and the first step from which its numbers are defined. Exits when every
     run is settled (its numbers defined and held over the margin) or stopped.
 
-    Exit 0: every run settled, or still running at the end of --once; 1: a run stopped (its
-    logger closed, or idle) with numbers that are not defined (they would be censored or
-    missing); 2: usage or input error.
+    Exit 0: no run stopped with numbers that are not defined (every run settled, stopped with
+    its numbers defined, or still running at the end of --once); 1: a run stopped (its logger
+    closed, or idle) with numbers that are not defined (they would be censored or missing);
+    2: usage or input error; 130: interrupted (Ctrl-C), after the summary of what was seen.
     """
     import json as _json
 
     from .config import build_config
+    from .errors import ConfigError
     from .live import DEFAULT_MARGIN
-    from .watch import RunWatch
+    from .watch import RunWatch, Watcher
     from .watch import watch as run_watch
 
+    if params.get("fail_on") is not None:
+        raise ConfigError("--fail-on does not apply to watch: its exit code says whether a run "
+                          "stopped with numbers that are not defined; run check on the "
+                          "finished log for findings", code=ErrorCode.INVALID_OPTION,
+                          option="--fail-on")
     cfg = build_config(profile, config_file, audit_overrides(params))
 
     def emit_line(rw: RunWatch) -> None:
@@ -476,9 +495,21 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     def note(line: str) -> None:
         click.echo(f"watch: {line}", err=True)
 
-    w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
-                  interval=interval, idle=idle, once=once, emit=emit_line, note=note)
-    lines = list(w.last.values())
+    seen: list[Watcher] = []
+    interrupted = False
+    w: Watcher | None = None
+    try:
+        w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
+                      interval=interval, idle=idle, once=once, emit=emit_line, note=note,
+                      read_options={"fmt": params.get("fmt"),
+                                    "mapping": parse_pairs(params.get("maps"), "--map") or None,
+                                    "run_from": params.get("run_from"),
+                                    "cond": parse_pairs(params.get("conds"), "--cond") or None},
+                      started=seen.append)
+    except KeyboardInterrupt:  # Ctrl-C: what was seen, then exit 130 (never 1)
+        interrupted = True
+        w = seen[0] if seen else None
+    lines = list(w.last.values()) if w is not None else []
     bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
     summary = {"event": "summary", "runs": len(lines),
                "settled": sum(r.settled for r in lines),
@@ -491,8 +522,9 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                    f"{summary['stopped_defined']} stopped with numbers defined, "
                    f"{len(bad)} stopped with numbers not defined"
                    + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
-                   + f", {summary['running']} still running")
-    sys.exit(1 if bad else 0)
+                   + f", {summary['running']} still running"
+                   + (" (interrupted)" if interrupted else ""))
+    sys.exit(130 if interrupted else 1 if bad else 0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -619,16 +651,6 @@ def _assign(value: str | None, flag: str) -> dict[str, Any]:
         except ValueError:
             out[k] = v
     return out
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """Refuse NaN (a float range lets it through: every comparison with NaN is false)."""
-    if value is not None and value != value:
-        from .errors import ConfigError
-
-        raise ConfigError(f"--{param.name}: nan is not a number in the valid range",
-                          code=ErrorCode.OPTION_OUT_OF_RANGE, option=f"--{param.name}")
-    return value
 
 
 def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:

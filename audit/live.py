@@ -46,9 +46,15 @@ class Missing(str, Enum):
     NO_ACCURACY = "NO_ACCURACY"  #: the grok criterion (test_acc) has not been logged
     NOT_GROKKED = "NOT_GROKKED"  #: test accuracy has not reached the grok threshold
     GROK_NOT_SUSTAINED = "GROK_NOT_SUSTAINED"  #: it reached it and fell back
+    #: a clock happened before the first logged step: only a bound (≤ that step) is known
+    LEFT_CENSORED = "LEFT_CENSORED"
     METRIC_MISSING = "METRIC_MISSING"  #: the metric has not been logged
     NO_FLOOR = "NO_FLOOR"  #: too few metric points in the final window to read a floor
-    FLOOR_MOVING = "FLOOR_MOVING"  #: the floor's drift interval excludes zero
+    #: the final window begins before the grok: no floor read after the run generalized yet
+    FLOOR_BEFORE_GROK = "FLOOR_BEFORE_GROK"
+    #: the floor is not stable at this horizon: its drift over the final window, or its step
+    #: from the window before, is larger than its band (docs/floor.md)
+    FLOOR_MOVING = "FLOOR_MOVING"
     FLOOR_INDETERMINATE = "FLOOR_INDETERMINATE"  #: too noisy to tell whether it moves
     COMPRESSION_UNKNOWN = "COMPRESSION_UNKNOWN"  #: cannot tell yet whether it compresses
     NOT_SETTLED = "NOT_SETTLED"  #: t_compress censored: not in the floor band to stay
@@ -79,6 +85,7 @@ class MetricState:
     #: the floor's drift per 1 000 steps (Theil–Sen over the final window) and its interval
     slope_per_1000: float | None
     slope_interval: tuple[float | None, float | None]
+    window: tuple[float, float]  #: the final window (first step, last step) the floor is read on
     compression: str  #: ``compressed``, ``none``, ``unknown`` or ``n/a``
     t_compress: Interval | None
     run: RunResult | None  #: the audit's own per-run result (None before it can be computed)
@@ -88,7 +95,7 @@ class MetricState:
                 "floor_stability": self.floor_stability,
                 "slope_per_1000": _num(self.slope_per_1000),
                 "slope_interval": [_num(v) for v in self.slope_interval],
-                "compression": self.compression,
+                "window": [_num(v) for v in self.window], "compression": self.compression,
                 "t_compress": self.t_compress.to_dict() if self.t_compress else None}
 
 
@@ -158,7 +165,23 @@ class LiveRun:
 
         self.run = str(run)
         self.config = _config(config, options)
+        for field_, value, why in (
+                ("grok_relative", "off", "reads the grok threshold against the best run of "
+                 "the study"),
+                ("floor_window", "span", "places the floor window on the grid the cell's runs "
+                 "share")):
+            if getattr(self.config, field_) not in (value, "index"):
+                raise ConfigError(
+                    f"{field_} = {getattr(self.config, field_)!r} {why}: one run alone cannot "
+                    "know it, so the live audit would disagree with check; audit the sweep "
+                    "with check, or follow the runs with the default",
+                    code=ErrorCode.INVALID_OPTION, option=field_)
+        if isinstance(metrics, str):
+            metrics = (metrics,)
         self.metrics = tuple(metrics) if metrics else tuple(self.config.metrics)
+        #: values logged as ±inf, by name: kept out of the audit (not logged), counted here
+        self.nonfinite: dict[str, int] = {}
+        self._frame: pd.DataFrame | None = None
         self._rows: dict[float, dict[str, float]] = {}
         self._last: float | None = None
         #: the state the numbers have held since: (step, clocks, floors, bands)
@@ -171,25 +194,44 @@ class LiveRun:
         given twice at one step with two values is refused (``DUPLICATE_ROWS``, as ``check``
         refuses such rows), and so is a step before the last one logged
         (``STEP_DECREASING``): a run's steps only grow."""
-        s = _step(step, self.run)
+        s = _step(step)
+        if self._frame is not None:
+            raise ConfigError(f"run {self.run!r} is fed whole tables (observe); log() would "
+                              "mix two sources", code=ErrorCode.INVALID_OPTION, option="log")
         if self._last is not None and s < self._last:
             raise LogFormatError(f"run {self.run!r}: step {format_number(s)} comes after step "
                                  f"{format_number(self._last)}; a run's steps only grow: log "
                                  "each run to its own LiveRun", column="step",
                                  code=ErrorCode.STEP_DECREASING)
-        row = self._rows.setdefault(s, {})
-        for k, v in values.items():
-            x = _value(v)
-            if x is None:
+        checked: dict[str, float] = {}
+        for k, v in values.items():  # every value checked before the row is touched
+            x = _metric_value(str(k), v)
+            if math.isinf(x):
+                self.nonfinite[str(k)] = self.nonfinite.get(str(k), 0) + 1
                 continue
+            if not math.isnan(x):
+                checked[str(k)] = x
+        row = self._rows.setdefault(s, {})
+        for k, x in checked.items():
             old = row.get(str(k))
             if old is not None and old != x:
                 raise LogFormatError(f"run {self.run!r}: {k!r} logged twice at step "
                                      f"{format_number(s)} ({old!r}, then {x!r}); log each name "
                                      "once per step", column=str(k),
                                      code=ErrorCode.DUPLICATE_ROWS)
-            row[str(k)] = x
+            row[k] = x
         self._last = s
+
+    def observe(self, table: pd.DataFrame) -> None:
+        """Audit this table of the run's rows from now on (a ``step`` column and the logged
+        columns, as the loader reads the log): ``grokaudit watch`` hands each run's rows as
+        read, late rows and all, so that the state is the one ``check`` gives the same rows.
+        """
+        frame = table.drop(columns=[c for c in ("run",) if c in table.columns])
+        frame.insert(0, "run", self.run)
+        self._frame = frame.reset_index(drop=True)
+        steps = frame["step"].to_numpy(dtype=float) if len(frame) else np.zeros(0)
+        self._last = float(np.nanmax(steps)) if steps.size else None
 
     def extend(self, rows: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
         """Record many rows (each with a ``step``), in step order."""
@@ -229,7 +271,9 @@ class LiveRun:
         S0 (``defined_from``) to at least ``(1 + margin) × S0`` — the horizon grown by
         ``margin`` moved no floor out of its band and no t_compress past S0. A log stopped here is audited with every
         t_compress uncensored, and with the numbers the run held over that whole stretch."""
-        if margin < 0 or not math.isfinite(margin):
+        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating,
+                                                               np.integer)) \
+                or margin < 0 or not math.isfinite(margin):
             raise ConfigError(f"margin {margin!r}: give a non-negative number (default "
                               f"{DEFAULT_MARGIN})", code=ErrorCode.OPTION_OUT_OF_RANGE,
                               option="margin")
@@ -242,9 +286,18 @@ class LiveRun:
         """A warning when the run is not defined and its last floor window (the final
         ``floor_frac`` of a run that ends at step ``budget``) has begun: unless the metric
         settles now, the log that ends at ``budget`` will carry censored numbers."""
+        if isinstance(budget, bool) or not isinstance(budget, (int, float, np.floating,
+                                                               np.integer)) \
+                or not math.isfinite(budget) or budget <= 0:
+            raise ConfigError(f"budget {budget!r}: give the step the run will stop at (a "
+                              "positive number)", code=ErrorCode.OPTION_OUT_OF_RANGE,
+                              option="budget")
         st = self.state()
         if st.defined or st.step is None:
             return None
+        if st.step > budget:
+            return (f"run {self.run}: step {format_number(st.step)} is past the budget "
+                    f"{format_number(budget)} and the numbers are not defined")
         start = budget - self.config.floor_frac * budget
         if st.step < start:
             return None
@@ -255,6 +308,8 @@ class LiveRun:
                 "extend the budget to read them")
 
     def _table(self) -> pd.DataFrame:
+        if self._frame is not None:
+            return self._frame
         steps = sorted(self._rows)
         cols = sorted({k for r in self._rows.values() for k in r})
         data: dict[str, Any] = {"run": [self.run] * len(steps), "step": steps}
@@ -264,7 +319,8 @@ class LiveRun:
         return out
 
     def _state(self) -> LiveState:
-        n = len(self._rows)
+        n = (int(self._frame["step"].nunique()) if self._frame is not None
+             else len(self._rows))
         step = self._last
         empty = LiveState(self.run, step, n, False, False, None, (), ())
         if n < 3:
@@ -332,9 +388,23 @@ class LiveRun:
             head.append(Gap(Missing.GROK_NOT_SUSTAINED,
                             f"grok not sustained: {cfg.grok_on} fell back below the threshold "
                             f"at step {format_number(fell)}", evidence={"fell_at": fell}))
+        elif t_grok is not None and t_grok.left_censored:
+            head.append(Gap(Missing.LEFT_CENSORED, f"t_grok is only a bound ({t_grok.describe()}"
+                            "): the run grokked before its first logged step",
+                            evidence={"lower": t_grok.lower, "upper": t_grok.upper}))
         if not grokked or not sustained:  # the metric's gaps follow from the grok's
             gaps = [g for g in gaps if g.code is Missing.METRIC_MISSING]
-        return LiveState(self.run, self._last, len(self._rows), grokked, sustained, t_grok,
+        elif t_grok is not None and t_grok.upper is not None:
+            for ms in states:  # a floor read before the grok says nothing of the trained net
+                lo, hi = ms.window
+                if ms.floor is not None and lo < t_grok.upper:
+                    gaps.append(Gap(Missing.FLOOR_BEFORE_GROK, (
+                        f"{ms.metric}: the final window (steps {format_number(lo)}–"
+                        f"{format_number(hi)}) begins before the grok (t_grok "
+                        f"{t_grok.describe()}): no floor read after the run generalized yet"),
+                        ms.metric, {"window": [lo, hi], "t_grok_upper": t_grok.upper}))
+        n = int(log.step.size)
+        return LiveState(self.run, self._last, n, grokked, sustained, t_grok,
                          tuple(states), tuple(head + gaps))
 
 
@@ -358,15 +428,26 @@ def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
         gaps.append(Gap(Missing.NO_FLOOR, f"{m}: too few points in the final window to read a "
                         f"floor (needs {cfg.min_floor_points})", m))
     elif r.floor_stability == "unstable":
-        gaps.append(Gap(Missing.FLOOR_MOVING, f"{m}: floor still moving: slope "
-                        f"{_signed(slope)} per 1 000 steps [{_signed(lo)}, {_signed(hi)}] over "
-                        f"steps {format_number(w2)}–{format_number(last)}", m, ev))
+        d = r.delta if r.delta is not None else math.nan
+        band = f"the band ±{format_number(d)}"
+        moved = (r.w1_median is not None and r.floor is not None
+                 and abs(r.w1_median - r.floor) > d)
+        why = (f"the window before sat at {format_number(r.w1_median)}, the floor at "
+               f"{format_number(r.floor)}: a step larger than {band}" if moved else
+               f"slope {_signed(slope)} per 1 000 steps [{_signed(lo)}, {_signed(hi)}] over "
+               f"steps {format_number(w2)}–{format_number(last)}, a drift beyond {band}")
+        gaps.append(Gap(Missing.FLOOR_MOVING, f"{m}: floor still moving: {why}", m,
+                        {**ev, "w1_median": r.w1_median, "delta": r.delta,
+                         "cause": "step" if moved else "drift"}))
     elif r.floor_stability == "indeterminate":
         gaps.append(Gap(Missing.FLOOR_INDETERMINATE, f"{m}: floor too noisy to tell whether it "
                         f"still moves: slope {_signed(slope)} per 1 000 steps [{_signed(lo)}, "
                         f"{_signed(hi)}]", m, ev))
     tc = r.t_compress
-    if floor_ok and r.compression == "unknown":
+    if floor_ok and tc is not None and tc.left_censored:
+        gaps.append(Gap(Missing.LEFT_CENSORED, f"{m}: t_compress is only a bound "
+                        f"({tc.describe()})", m, {"lower": tc.lower, "upper": tc.upper}))
+    elif floor_ok and r.compression == "unknown":
         gaps.append(Gap(Missing.COMPRESSION_UNKNOWN, f"{m}: cannot tell yet whether it "
                         "compresses", m))
     elif floor_ok and r.compression == "compressed" and (tc is None or tc.censored):
@@ -375,8 +456,9 @@ def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
                         f"{format_number(r.floor)} ± {format_number(r.delta)} to stay", m,
                         {"floor": r.floor, "delta": r.delta}))
     settled = floor_ok and (r.compression == "none" or (
-        r.compression == "compressed" and tc is not None and not tc.censored))
-    state = MetricState(m, settled, r.floor, r.floor_stability, slope, (lo, hi),
+        r.compression == "compressed" and tc is not None and not tc.censored
+        and not tc.left_censored))
+    state = MetricState(m, settled, r.floor, r.floor_stability, slope, (lo, hi), (w2, last),
                         r.compression, tc, r)
     return state, gaps
 
@@ -391,32 +473,23 @@ def _signed(x: float | None) -> str:
     return ("+" if x > 0 else "−" if x < 0 else "") + f"{abs(x):.2g}"
 
 
-def _step(step: Any, run: str) -> float:
-    try:
-        s = float(step)
-    except (TypeError, ValueError):
-        raise LogFormatError(f"run {run!r}: step {step!r} is not a number", column="step",
-                             code=ErrorCode.NON_INTEGER_STEP) from None
-    if not math.isfinite(s) or s < 0:
-        raise LogFormatError(f"run {run!r}: step {step!r} is not a finite, non-negative number",
-                             column="step", code=ErrorCode.NEGATIVE_STEP)
-    return s
+def _step(step: Any) -> float:
+    """A step as RunLogger takes it: an integer ≥ 0 up to 2**53 (a float that is a whole
+    number too); anything else refused with its code."""
+    from .logger import _step_value
+
+    if isinstance(step, (float, np.floating)) and not isinstance(step, bool) \
+            and math.isfinite(float(step)) and float(step).is_integer():
+        step = int(step)
+    return float(_step_value(step))
 
 
-def _value(v: Any) -> float | None:
-    if v is None:
-        return None
-    item = getattr(v, "item", None)  # a 0-d tensor or numpy scalar
-    if callable(item):
-        try:
-            v = item()
-        except (TypeError, ValueError, RuntimeError):
-            return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if not math.isnan(x) else None
+def _metric_value(name: str, value: Any) -> float:
+    """A logged value as RunLogger takes it: a real number (NaN or None: not logged);
+    text, booleans, arrays and complex numbers refused with their code."""
+    from .logger import _metric_value as value_of
+
+    return value_of(name, value)
 
 
 def _num(x: float | None) -> float | None:

@@ -11,7 +11,6 @@ done.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from .config import AuditConfig
@@ -63,19 +63,24 @@ class Watcher:
     idle: float = 600.0
     read: Callable[[], pa.Table] | None = None
     clock: Callable[[], float] = time.monotonic
+    #: how the paths are read (``check``'s ``--format``, ``--map``, ``--run-from``, ``--cond``)
+    read_options: Mapping[str, Any] = field(default_factory=dict)
     runs: dict[str, LiveRun] = field(default_factory=dict)
     last: dict[str, RunWatch] = field(default_factory=dict)
+    columns: set[str] = field(default_factory=set)  #: every column seen in any read
     _grew: dict[str, float] = field(default_factory=dict)
-    _fed: dict[str, float] = field(default_factory=dict)
+    _seen: dict[str, int] = field(default_factory=dict)
 
     def poll(self) -> list[RunWatch]:
-        """Read the folder once; the runs whose line changed (a new run, new steps that change
-        its state, settled, stopped)."""
+        """Read the paths once; the runs whose line changed (a new run, rows that change its
+        state, settled, stopped). Each run is audited on all of its rows as read — late rows
+        at an earlier step included — exactly as ``check`` reads them."""
         table = self._read()
         now = self.clock()
         closed = closed_runs(self.paths)
         changed: list[RunWatch] = []
         df = table.to_pandas()
+        self.columns |= {str(c) for c in df.columns}
         if "run" not in df.columns or "step" not in df.columns:
             return changed
         num = [c for c in df.columns if c not in ("run", "step")
@@ -86,18 +91,17 @@ class Watcher:
             if live is None:
                 live = self.runs[rid] = LiveRun(rid, config=self.config)
                 self._grew[rid] = now
-            prev = self._fed.get(rid, -math.inf)
-            new = g[g["step"] > prev].sort_values("step", kind="stable")
-            if len(new):
-                for rec in new[["step", *num]].to_dict("records"):
-                    step = rec.pop("step")
-                    live.log(step, **rec)
-                self._fed[rid] = float(new["step"].iloc[-1])
+            rows = g[["step", *num]].sort_values("step", kind="stable")
+            mark = int(pd.util.hash_pandas_object(rows, index=False).sum())
+            grew = self._seen.get(rid) != mark
+            if grew:
+                live.observe(rows)
+                self._seen[rid] = mark
                 self._grew[rid] = now
             old = self.last.get(rid)
             if old is not None and old.done:
                 continue  # done once is done: nothing more is printed for it
-            if not len(new) and old is not None and not self._idle(rid, now, closed):
+            if not grew and old is not None and not self._idle(rid, now, closed):
                 continue
             st = live.state()
             settled = live.should_stop(self.margin) if st.defined else False
@@ -121,9 +125,20 @@ class Watcher:
     def _read(self) -> pa.Table:
         if self.read is not None:
             return self.read()
+        from .limits import Limits
         from .loader import read_any
 
-        return read_any(list(self.paths), partial=True, limits=None)
+        o = self.read_options
+        return read_any(list(self.paths), o.get("fmt"), mapping=o.get("mapping"),
+                        run_from=o.get("run_from"), cond=o.get("cond"),
+                        on_duplicate=self.config.on_duplicate, partial=True,
+                        limits=Limits.of(self.config))
+
+    def missing_columns(self) -> list[str]:
+        """The columns named by the config (``--metric``, ``--grok-on``) that no read has seen:
+        a name to fix, not a run to wait for, once every run is done."""
+        named = [*self.config.metrics, self.config.grok_on]
+        return [c for c in named if c not in self.columns]
 
 
 def _line(w: RunWatch) -> tuple[Any, ...]:
@@ -157,30 +172,52 @@ def closed_runs(paths: Sequence[str | os.PathLike[str]]) -> set[str] | None:
 def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_MARGIN,
           interval: float = 5.0, idle: float = 600.0, once: bool = False,
           emit: Callable[[RunWatch], None], note: Callable[[str], None] | None = None,
-          sleep: Callable[[float], None] = time.sleep,
-          max_polls: int | None = None) -> Watcher:
+          sleep: Callable[[float], None] = time.sleep, max_polls: int | None = None,
+          read_options: Mapping[str, Any] | None = None,
+          started: Callable[[Watcher], None] | None = None) -> Watcher:
     """Poll until every run is done (``once``: a single pass). ``emit`` receives every changed
-    line; ``note`` a line about a read that failed midway (a file being written), retried at
-    the next poll. Returns the watcher (its ``last`` lines are the final state)."""
-    w = Watcher(list(paths), config, margin=margin, idle=idle)
+    line; ``note`` a line about the wait (nothing written yet) or a read that failed midway (a
+    file being written), retried at the next poll until ``idle`` seconds of failed reads.
+    Returns the watcher (its ``last`` lines are the final state). A ``KeyboardInterrupt``
+    propagates; the caller prints what was seen."""
+    w = Watcher(list(paths), config, margin=margin, idle=idle,
+                read_options=dict(read_options or {}))
+    if started is not None:  # the caller keeps it: an interrupt still shows what was seen
+        started(w)
     polls = 0
-    failures = 0
+    failing_since: float | None = None
+    said: set[str] = set()
+
+    def say(line: str) -> None:
+        if note is not None and line not in said:
+            said.add(line)
+            note(line)
+
     while True:
         polls += 1
         try:
             for rw in w.poll():
                 emit(rw)
-            failures = 0
+            failing_since = None
         except LogFormatError as exc:
-            if exc.code in (ErrorCode.FILE_NOT_FOUND, ErrorCode.NO_SHARDS, ErrorCode.NO_ROWS,
-                            ErrorCode.FILE_EMPTY) and not w.last and not once:
-                pass  # nothing written yet: wait for the first rows
-            elif once or failures >= 3:
+            waiting = exc.code in (ErrorCode.FILE_NOT_FOUND, ErrorCode.NO_SHARDS,
+                                   ErrorCode.NO_ROWS, ErrorCode.FILE_EMPTY,
+                                   ErrorCode.FORMAT_MISMATCH)
+            if once:
                 raise
-            else:
-                failures += 1
-                if note is not None:
-                    note(f"read failed ({safe(str(exc))}); retrying in {interval:g} s")
+            now = w.clock()
+            failing_since = now if failing_since is None else failing_since
+            if not waiting and now - failing_since >= max(idle, interval):
+                raise
+            say(f"waiting for {', '.join(safe(p) for p in paths)}: {safe(str(exc))}" if waiting
+                else f"read failed ({safe(str(exc))}); retrying every {interval:g} s")
         if once or w.done or (max_polls is not None and polls >= max_polls):
+            missing = w.missing_columns() if w.done else []
+            if missing:
+                raise LogFormatError(
+                    f"column(s) {', '.join(repr(safe(c)) for c in missing)} named by --metric "
+                    f"or --grok-on never appeared; columns read: "
+                    f"{', '.join(sorted(safe(c) for c in w.columns))}", column=missing[0],
+                    path=", ".join(paths), code=ErrorCode.METRIC_NOT_FOUND)
             return w
         sleep(interval)

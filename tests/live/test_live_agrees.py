@@ -38,9 +38,12 @@ def _settled(r) -> bool:
 
 
 def _live_final(df: pd.DataFrame, run: str, cfg) -> LiveRun:
+    """The run fed row by row, as a training loop logs it (its per-step columns only)."""
     live = LiveRun(run, config=cfg)
     g = df[df["run"] == run].sort_values("step", kind="stable")
-    cols = [c for c in g.columns if c not in ("run", "step") and g[c].dtype.kind in "fiub"]
+    cols = [c for c in g.columns if c not in ("run", "step") and g[c].dtype.kind in "fi"
+            and (is_known_metric(c) or c in ("test_acc", "train_acc", cfg.grok_on)
+                 or g[c].nunique(dropna=True) > 1)]
     for rec in g[["step", *cols]].to_dict("records"):
         step = rec.pop("step")
         live.log(step, **rec)
@@ -79,7 +82,12 @@ def _compare(df: pd.DataFrame, cfg) -> int:
                 assert st.grok_sustained == (st.grokked and r.grok_sustained)
                 assert ms.settled == _settled(r), (r.run, study.metric)
                 if len(st.metrics) == 1:  # defined: grokked, held, and the metric settled
-                    assert st.defined == (st.grok_sustained and _settled(r)), r.run
+                    lo, _ = ms.window
+                    tg = r.t_grok
+                    want = (st.grok_sustained and _settled(r) and not tg.left_censored
+                            and not (r.t_compress is not None and r.t_compress.left_censored)
+                            and (r.floor is None or lo >= tg.upper))
+                    assert st.defined == want, r.run
             compared += 1
     return compared
 
