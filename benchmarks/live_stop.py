@@ -45,9 +45,14 @@ class Replay:
 def replay(df: pd.DataFrame, metric: str) -> list[Replay]:
     from grokaudit.live import LiveRun
 
-    num = [c for c in df.columns if c not in ("run", "step") and df[c].dtype.kind in "fiub"]
+    from grokaudit.schema import is_known_metric
+
     out = []
     for run, g in df.groupby("run", sort=True):
+        # the per-step values a training loop logs (conditions are the run's, not rows)
+        num = [c for c in g.columns if c not in ("run", "step") and g[c].dtype.kind in "fi"
+               and (is_known_metric(c) or c in ("test_acc", "train_acc")
+                    or g[c].nunique(dropna=True) > 1)]
         live = LiveRun(str(run), metrics=[metric])
         steps, since = [], []
         for rec in g.sort_values("step")[["step", *num]].to_dict("records"):
