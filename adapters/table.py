@@ -105,14 +105,14 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
-    """The conditions a hive-partitioned dataset writes in its folder names, from ``root``
-    down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
+    """The conditions a hive-partitioned Parquet dataset writes in its folder names, from
+    ``root`` down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
     number when it reads as a finite decimal, else text (percent-escapes decoded, as pyarrow
     and Spark write them); ``__HIVE_DEFAULT_PARTITION__`` is a missing value."""
     import urllib.parse
 
-    if not root.is_dir():
-        return []
+    if not root.is_dir() or log.suffix.lower() not in (".parquet", ".pq"):
+        return []  # a Parquet dataset's layout; other logs name folders as they like
     out: list[Sidecar] = []
     rel = log.parent.relative_to(root)
     d = root

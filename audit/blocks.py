@@ -102,7 +102,8 @@ def ray_cpus() -> int:
         import logging
 
         address = os.environ.get("RAY_ADDRESS") or None
-        kw: dict[str, Any] = {"address": address, "include_dashboard": False,
+        # without RAY_ADDRESS a new local instance: never a cluster that happens to run here
+        kw: dict[str, Any] = {"address": address or "local", "include_dashboard": False,
                               "log_to_driver": False, "logging_level": logging.ERROR,
                               "configure_logging": False}
         if address is None:

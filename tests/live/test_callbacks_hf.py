@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -99,7 +100,17 @@ def quiet_env(tmp_path_factory):
         mp.setenv("MLFLOW_TRACKING_URI", (root / "mlruns").as_uri())
         mp.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
         mp.setenv("MLFLOW_EXPERIMENT_NAME", "grokaudit-callbacks")
+        before = {k: v for k, v in os.environ.items() if k.startswith(("MLFLOW_", "HF_"))}
         yield root
+        # the libraries set variables of their own (MLFLOW_EXPERIMENT_ID…): none may leak into
+        # later tests, which would then point at this module's deleted store
+        for k in [k for k in os.environ if k.startswith(("MLFLOW_", "HF_"))]:
+            if k not in before:
+                del os.environ[k]
+        if _has("mlflow"):
+            import mlflow
+
+            mlflow.end_run()
     torch.set_num_threads(n)
 
 
