@@ -44,7 +44,6 @@ class Replay:
 
 def replay(df: pd.DataFrame, metric: str) -> list[Replay]:
     from grokaudit.live import LiveRun
-
     from grokaudit.schema import is_known_metric
 
     out = []

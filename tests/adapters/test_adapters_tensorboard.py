@@ -208,7 +208,7 @@ def test_hparams_yaml_beside_the_events_gives_the_conditions(tmp_path: Path,
     from grokaudit import audit_path
 
     root = tmp_path / "lightning_logs"
-    for k, (run, g) in enumerate(sweep.groupby("run", sort=True)):
+    for k, (_run, g) in enumerate(sweep.groupby("run", sort=True)):
         d = root / f"version_{k}"
         write_scalars(d, {"val_acc": (g["step"].to_numpy(), g["test_acc"].to_numpy()),
                           "train_acc": (g["step"].to_numpy(), g["train_acc"].to_numpy()),

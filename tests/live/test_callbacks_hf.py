@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ./scripts/test --quick leaves it out
+
 transformers = pytest.importorskip("transformers", reason="the transformers callback needs the "
                                    "[hf] extra: pip install 'grokaudit[hf]'")
 pytest.importorskip("accelerate", reason="transformers.Trainer needs accelerate")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ./scripts/test --quick leaves it out
+
 pl = pytest.importorskip("lightning.pytorch", reason="the Lightning callback needs the "
                          "[lightning] extra: pip install 'grokaudit[lightning]'")
 torch = pytest.importorskip("torch", reason="Lightning needs torch")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # ./scripts/test --quick leaves it out
+
 torch = pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402

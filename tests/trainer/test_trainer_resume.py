@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # ./scripts/test --quick leaves it out
+
 torch = pytest.importorskip("torch")
 
 SWEEP = """
@@ -22,7 +24,7 @@ p = 11
 alpha = 0.5
 d_emb = 8
 lr = 0.01
-steps = 3000
+steps = 1200
 log_every = 100
 [grid]
 hidden = [16, 24]   # two shapes: two groups, so resume crosses a finished group
