@@ -70,6 +70,7 @@ def _rows(buf: np.ndarray, ends: np.ndarray, width: int, pad: np.ndarray) -> np.
     bytes zeroed (and bytes before the start of ``buf`` zero)."""
     starts = ends - width
     m = ends.size
+    rows: np.ndarray
     if buf.size >= width:
         rows = sliding_window_view(buf, width)[np.maximum(starts, 0)]
     else:
@@ -146,8 +147,9 @@ def _long(buf: np.ndarray, start: int, length: int) -> int:
     ends = start + first + _PIECE * np.arange(q, dtype=np.int64)
     pad = np.zeros(q, dtype=np.int64)
     pad[0] = _PIECE - first
-    raws = np.concatenate([_raw(_rows(buf, ends[lo:lo + 256], _PIECE, pad[lo:lo + 256]))
-                           for lo in range(0, q, 256)]).tolist()
+    raws: list[int] = np.concatenate([_raw(_rows(buf, ends[lo:lo + 256], _PIECE,
+                                                 pad[lo:lo + 256]))
+                                      for lo in range(0, q, 256)]).tolist()
     reg = int(_Z[first]) ^ raws[0]
     for r in raws[1:]:
         reg = _shift(reg) ^ r

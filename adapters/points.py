@@ -119,9 +119,9 @@ class Finding:
             raise ValueError(f"unknown finding code {self.code!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"code": self.code, "severity": "warning", "run": self.run,
-               "detail": self.detail, "file": self.file, "offset": self.offset,
-               "count": self.count}
+        out: dict[str, Any] = {"code": self.code, "severity": "warning", "run": self.run,
+                               "detail": self.detail, "file": self.file, "offset": self.offset,
+                               "count": self.count}
         if self.runs is not None:
             out["runs"] = list(self.runs)
         return out

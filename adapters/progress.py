@@ -27,7 +27,8 @@ INTERVAL_S = 2.0
 
 def enabled() -> bool:
     """True when progress may be shown (:func:`grokaudit.text.progress_enabled`)."""
-    return progress_enabled()
+    shown: bool = progress_enabled()
+    return shown
 
 
 class _Progress:

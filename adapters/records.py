@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -404,9 +404,10 @@ def _lists_table(lists: Mapping[str, list[Any]], rename: Mapping[str, str] | Non
         s, names = cadences[i]
         n = len(lists[names[0]])
         for name in ([s] if s else []) + names:
-            target = step_name if (s is not None and name == s) else name
-            col = cols_out.setdefault(target, [None] * total)
-            col[offset:offset + n] = lists[name]
+            # either every cadence has a step list or none has: with s set, step_name is a str
+            target = cast(str, step_name) if (s is not None and name == s) else name
+            column = cols_out.setdefault(target, [None] * total)
+            column[offset:offset + n] = lists[name]
         offset += n
     out: dict[str, pa.Array] = {}
     for name, vals in cols_out.items():
@@ -432,6 +433,7 @@ def _find_step(names: list[str], *, lists: bool = False) -> str | None:
     """The step column among ``names``: the first of :data:`STEP_NAMES`, by full name, then by
     the last component of a flattened name (``history.steps``); among the lists of a JSON
     document (``lists``), also a name ending in one of them (``eval_epochs``)."""
+    s: str
     for s in STEP_NAMES:
         if s in names:
             return s

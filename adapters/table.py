@@ -21,10 +21,10 @@ from typing import Any
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
-from .files import TABLE_SUFFIXES, check_tail, melt_wide, table_files
+from .files import check_tail, melt_wide, table_files
 from .merge import ReadOptions
 from .points import Points
-from .records import SIDECAR_NAMES, Sidecar, config_like, load, read_sidecar
+from .records import SIDECAR_NAMES, TABLE_SUFFIXES, Sidecar, config_like, load, read_sidecar
 from .registry import Reader
 
 

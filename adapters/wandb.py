@@ -42,10 +42,10 @@ from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import STEP_MAX
 from grokaudit.text import safe
 
-from .files import TABLE_SUFFIXES, check_tail, header_of, melt_wide, read_file, table_files
+from .files import check_tail, header_of, melt_wide, read_file, table_files
 from .merge import ReadOptions
 from .points import Points, as_steps
-from .records import load
+from .records import TABLE_SUFFIXES, load
 from .registry import Reader, import_extra
 from .tensorboard import _tag_codes, _varint
 
@@ -896,7 +896,7 @@ def _decode_fast(bufx: bytes, starts: np.ndarray, ends: np.ndarray, file: str,
         for part in (np.flatnonzero(ks < n_main), np.flatnonzero(ks >= n_main)):
             if not part.size:
                 continue
-            bounds = np.empty((part.size, 4), dtype=np.int64)
+            bounds: np.ndarray = np.empty((part.size, 4), dtype=np.int64)
             bounds[:, 0], bounds[:, 1], bounds[:, 2], bounds[:, 3] = (ks[part], ke[part],
                                                                       vs[part], ve[part])
             bounds = bounds.ravel()

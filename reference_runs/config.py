@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from grokaudit.errors import ConfigError, ErrorCode
 
@@ -132,9 +132,11 @@ class TrainConfig:
             raise bad("alpha", "train fraction must lie in (0, 1)")
         if self.depth not in (1, 2):
             raise bad("depth", "must be 1 or 2")
-        if self.arch == "transformer" and self.d_model % self.n_heads:
+        # the recipe's fields are set by __post_init__ (None only before it)
+        d_model, n_heads = cast(int, self.d_model), cast(int, self.n_heads)
+        if self.arch == "transformer" and d_model % n_heads:
             raise bad("d_model", "must be divisible by n_heads")
-        if self.pos == "rope" and (self.d_model // max(self.n_heads, 1)) % 2:
+        if self.pos == "rope" and (d_model // max(n_heads, 1)) % 2:
             raise bad("pos", "rope needs an even head width d_model/n_heads")
         for name, allowed in (("act", ACTS), ("weight_init", WEIGHT_INITS),
                               ("bias_init", BIAS_INITS), ("decay", PARAM_SETS),
@@ -151,9 +153,10 @@ class TrainConfig:
         for name in ("beta1", "beta2"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise bad(name, "must lie in [0, 1)")
-        if self.log_grid == "linear" and self.log_every <= 0:
+        log_every, log_points = cast(int, self.log_every), cast(int, self.log_points)
+        if self.log_grid == "linear" and log_every <= 0:
             raise bad("log_every", "must be > 0 with log_grid = \"linear\"")
-        if self.log_grid == "geometric" and self.log_points < 2:
+        if self.log_grid == "geometric" and log_points < 2:
             raise bad("log_points", "must be ≥ 2 with log_grid = \"geometric\"")
         if self.rho is not None and not self.rho > 0:
             raise bad("rho", "must be > 0, or absent for no clamp")

@@ -58,7 +58,7 @@ class ZScoreDecay:
         self.z = z.clone()  #: the last Z_t (0 before any velocity)
         self.wd = self.wd_base.clone()  #: the last λ_t
 
-    @torch.no_grad()
+    @torch.no_grad()  # type: ignore[untyped-decorator]  # untyped torch
     def update(self, cv: float | torch.Tensor, train_acc: float | torch.Tensor) -> torch.Tensor:
         """Report ``C_v(t)`` and ``train_acc``; return ``λ_t`` (same shape as the controller)."""
         cv_t = torch.as_tensor(cv, dtype=self.mu.dtype).expand(self.mu.shape)
@@ -92,7 +92,7 @@ class ZScoreDecay:
             setattr(self, k, v.clone())
 
 
-class CvAdamW(torch.optim.Optimizer):
+class CvAdamW(torch.optim.Optimizer):  # type: ignore[misc]  # untyped base
     """AdamW with the weight decay of each step set by :class:`ZScoreDecay`.
 
     Call :meth:`observe` with the step's ``C_v`` and ``train_acc`` before :meth:`step`; without
@@ -122,8 +122,8 @@ class CvAdamW(torch.optim.Optimizer):
         """Report this step's ``C_v`` and ``train_acc``; returns the new ``λ_t``."""
         return float(self.controller.update(cv, train_acc))
 
-    @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+    @torch.no_grad()  # type: ignore[untyped-decorator]  # untyped torch
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -154,7 +154,7 @@ class CvAdamW(torch.optim.Optimizer):
         return loss
 
     def state_dict(self) -> dict[str, Any]:
-        sd = super().state_dict()
+        sd: dict[str, Any] = super().state_dict()
         sd["cv_controller"] = self.controller.state_dict()
         return sd
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +21,7 @@ from .config import TrainConfig
 from .tasks import Dataset
 
 InitFn = Callable[[torch.Generator], torch.Tensor]
+Activation = Callable[[torch.Tensor], torch.Tensor]
 
 
 def _uniform(shape: tuple[int, ...], fan_in: int) -> InitFn:
@@ -58,11 +60,11 @@ def emb_std(cfg: TrainConfig, width: int) -> float:
     return float(cfg.emb_std) if cfg.emb_std else 1.0 / math.sqrt(width)
 
 
-def activation(cfg: TrainConfig) -> Callable[[torch.Tensor], torch.Tensor]:
+def activation(cfg: TrainConfig) -> Activation:
     """GELU or ReLU (``act``); ``auto``: ReLU for a two-hidden-layer MLP, else GELU."""
     if cfg.act == "relu" or (cfg.act == "auto" and cfg.arch == "mlp" and cfg.depth == 2):
-        return F.relu
-    return F.gelu
+        return cast(Activation, F.relu)
+    return cast(Activation, F.gelu)
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Forward:
     attn_scores: list[torch.Tensor] | None = None  # per layer QKᵀ/√d_k, [R, n, heads, T, T]
 
 
-class BatchedModel(nn.Module):
+class BatchedModel(nn.Module):  # type: ignore[misc]  # untyped base
     """Base: parameters in a fixed order, each tagged as weight matrix or not."""
 
     #: names of weight matrices (per-matrix norms ``norm_<name>`` are logged for these).
@@ -114,7 +116,7 @@ class BatchedModel(nn.Module):
         raise NotImplementedError
 
     def _w(self, name: str, runs: slice) -> torch.Tensor:
-        return getattr(self, name)[runs]  # type: ignore[no-any-return]
+        return getattr(self, name)[runs]
 
     def emb_matrix(self) -> torch.Tensor:
         """The input embedding as ``[R, rows = tokens, cols = width]``."""
@@ -137,7 +139,8 @@ class BatchedMLP(BatchedModel):
 
     def __init__(self, cfg: TrainConfig, seeds: list[int], n_classes: int,
                  dtype: torch.dtype, device: torch.device) -> None:
-        d, h = cfg.d_emb, cfg.hidden
+        # the recipe's fields are set by TrainConfig.__post_init__ (None only before it)
+        d, h = cast(int, cfg.d_emb), cast(int, cfg.hidden)
         self.parity = cfg.task == "parity"
         self.depth = cfg.depth
         self.biases = bool(cfg.biases)
@@ -225,7 +228,9 @@ class BatchedTransformer(BatchedModel):
 
     def __init__(self, cfg: TrainConfig, seeds: list[int], n_classes: int,
                  dtype: torch.dtype, device: torch.device) -> None:
-        d, L, m = cfg.d_model, cfg.n_layers, cfg.mlp_ratio * cfg.d_model
+        # the recipe's fields are set by TrainConfig.__post_init__ (None only before it)
+        d, L = cast(int, cfg.d_model), cast(int, cfg.n_layers)
+        m = cast(int, cfg.mlp_ratio) * d
         self.p, self.L, self.n_heads, self.ln = cfg.p, L, cfg.n_heads, cfg.layernorm
         self.affine = bool(cfg.layernorm and cfg.ln_affine)  # LayerNorm gains/biases trained
         self.biases = bool(cfg.biases)

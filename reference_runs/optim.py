@@ -31,7 +31,7 @@ class BatchedAdamW:
         self.m = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
         self.v = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
 
-    @torch.no_grad()
+    @torch.no_grad()  # type: ignore[untyped-decorator]  # untyped torch
     def step(self) -> None:
         self.t += 1
         bc1 = 1 - self.beta1 ** self.t
@@ -78,7 +78,7 @@ def weight_norm_sq(model: BatchedModel) -> torch.Tensor:
     return total
 
 
-@torch.no_grad()
+@torch.no_grad()  # type: ignore[untyped-decorator]  # untyped torch
 def clamp_norm(model: BatchedModel, target: torch.Tensor, active: torch.Tensor) -> None:
     """Rescale the norm set of each active run by one scalar so ``‖W‖ = target``.
 

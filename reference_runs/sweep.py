@@ -186,7 +186,8 @@ def rows_to_frame(specs: list[RunSpec], rows: list[dict[str, np.ndarray]]) -> pd
         frame[c] = np.stack([r[c] for r in rows], axis=1).reshape(-1).astype(np.float64)
     for k in specs[0].conditions:
         frame[k] = np.repeat([s.conditions[k] for s in specs], T)
-    return pd.DataFrame(frame)
+    out: pd.DataFrame = pd.DataFrame(frame)
+    return out
 
 
 @dataclass

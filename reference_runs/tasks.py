@@ -40,6 +40,8 @@ class Dataset:
 
 def modular_pairs(task: str, p: int) -> tuple[np.ndarray, np.ndarray]:
     """All operand pairs and labels of ``a ∘ b mod p``; ``div`` skips b = 0 (p(p−1) pairs)."""
+    a: np.ndarray
+    b: np.ndarray
     a, b = np.meshgrid(np.arange(p), np.arange(p), indexing="ij")
     a, b = a.ravel(), b.ravel()
     if task == "div":

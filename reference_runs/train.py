@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
@@ -118,7 +119,7 @@ class GroupTrainer:
         # Minibatches (batch_size > 0) come from one CPU generator per run, seeded by that run's
         # seed alone, so a run draws the same batches alone or in a batch.
         self.gens: list[torch.Generator] | None = None
-        if c0.batch_size > 0:
+        if cast(int, c0.batch_size) > 0:  # set by TrainConfig.__post_init__ (from the recipe)
             self.gens = [torch.Generator().manual_seed(
                 int(np.random.default_rng([c.seed, BATCH_STREAM]).integers(2 ** 62)))
                 for c in cfgs]
@@ -171,7 +172,9 @@ class GroupTrainer:
         if self.device.type != "cpu" or self.chunk_elems <= 0:
             return [slice(0, R)]
         c = self.cfg
-        width = c.hidden if c.arch == "mlp" else 3 * c.mlp_ratio * c.d_model
+        # the recipe's fields are set by TrainConfig.__post_init__ (None only before it)
+        width = (cast(int, c.hidden) if c.arch == "mlp"
+                 else 3 * cast(int, c.mlp_ratio) * cast(int, c.d_model))
         n = min(self.data.n_train, c.batch_size or self.data.n_train)
         per_run = n * max(width, self.data.n_classes)
         k = max(1, min(R, self.chunk_elems // max(per_run, 1)))
@@ -210,7 +213,7 @@ class GroupTrainer:
             clamp_norm(self.model, self.target, self._active)
 
     # ---- logging ----------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.no_grad()  # type: ignore[untyped-decorator]  # untyped torch
     def evaluate(self) -> dict[str, np.ndarray]:
         """One log row per run: every quantity of ``docs/metrics.md`` at the current step."""
         internals = self.cfg.arch == "transformer"
@@ -318,15 +321,17 @@ def flops_per_step(cfg: TrainConfig, n_train: int) -> float:
     """Approximate multiply-add FLOPs (×2) of one training step of one run (forward+backward ≈
     3× forward), for the benchmark's achieved-FLOP-rate column."""
     if cfg.arch == "mlp" and cfg.task != "parity":
-        p, d, h = cfg.p, cfg.d_emb, cfg.hidden
+        # the recipe's fields are set by TrainConfig.__post_init__ (None only before it)
+        p, d, h = cfg.p, cast(int, cfg.d_emb), cast(int, cfg.hidden)
         fwd = 2 * (2 * p * d * h) + 2 * n_train * h * p + (2 * n_train * h * h if cfg.depth == 2
                                                               else 0)
         return 3.0 * fwd
     if cfg.arch == "mlp":
-        h = cfg.hidden
+        h = cast(int, cfg.hidden)
         return 3.0 * 2 * n_train * (cfg.parity_bits * h + h * 2)
-    d, m = cfg.d_model, cfg.mlp_ratio * cfg.d_model
-    per_tok = 2 * (4 * d * d + 2 * d * m) * cfg.n_layers
+    d = cast(int, cfg.d_model)
+    m = cast(int, cfg.mlp_ratio) * d
+    per_tok = 2 * (4 * d * d + 2 * d * m) * cast(int, cfg.n_layers)
     return 3.0 * (n_train * 3 * per_tok + 2 * n_train * d * cfg.p)
 
 

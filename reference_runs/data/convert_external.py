@@ -39,7 +39,8 @@ def convert(src: Path = SRC, seeds: int = SEEDS) -> pd.DataFrame:
                 "run": f"alpha{alpha:.2f}_s{s}", "step": steps, **cols,
                 "alpha": alpha, "seed": s, "p": int(d["p"]),
             }))
-    return pd.concat(frames, ignore_index=True)
+    out: pd.DataFrame = pd.concat(frames, ignore_index=True)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
