@@ -136,7 +136,7 @@ class K:
         if c.min_rel_drop > 0.85:
             raise Unsupported(("min_rel_drop",), "a compression that large leaves no room for "
                               "the case's floors")
-        need = max(floor / (1.0 - c.min_rel_drop - 0.1), floor + 1.25 * c.min_abs_drop)
+        need: float = max(floor / (1.0 - c.min_rel_drop - 0.1), floor + 1.25 * c.min_abs_drop)
         return max(nominal, need)
 
     def base(self, **changes: Any) -> RunSpec:
@@ -197,7 +197,8 @@ class K:
             if len(_SOLVED) > 4096:
                 _SOLVED.clear()
             _SOLVED[key] = self._search(spec, want, fld, floor)
-        return replace(spec, **{fld: _SOLVED[key]})
+        change: dict[str, Any] = {fld: _SOLVED[key]}  # a field named at run time
+        return replace(spec, **change)
 
     def _search(self, spec: RunSpec, want: tuple[int, int], fld: str,
                 floor: float | None) -> float:
@@ -209,7 +210,8 @@ class K:
 
         def at(v: float) -> float:
             if v not in seen:
-                st = self.settle(replace(spec, **{fld: v}), floor)
+                change: dict[str, Any] = {fld: v}  # a field named at run time
+                st = self.settle(replace(spec, **change), floor)
                 seen[v] = math.inf if st is None else float(st[0])
             return seen[v]
 
@@ -227,7 +229,8 @@ class K:
             b_lo, b_hi = (m, b_hi) if at(m) <= want[0] else (b_lo, m)
         best, best_m = None, MIN_MARGIN
         for v in np.linspace(a_hi, b_lo, 17) if b_lo >= a_hi else ():
-            s2 = replace(spec, **{fld: float(v)})
+            change: dict[str, Any] = {fld: float(v)}  # a field named at run time
+            s2 = replace(spec, **change)
             if self.settle(s2, floor) == want:
                 m = self._margin(s2, floor)
                 if m > best_m:

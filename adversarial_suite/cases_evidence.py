@@ -18,7 +18,6 @@ import pandas as pd
 from .cases import (
     CLEAN_TC,
     CLOCK_VERDICTS,
-    LOW_POWER,
     Case,
     K,
     R,
@@ -30,7 +29,7 @@ from .cases import (
     _runs,
     _settle_all,
 )
-from .expect import Expect, OneOf, StudyExpect
+from .expect import LOW_POWER, Expect, OneOf, StudyExpect
 from .generators import table
 
 # ------------------------------------------------------------------------------------------
@@ -359,7 +358,7 @@ FLOAT32_SPELLING = Case(
 
 def _copy(k: K, run_id: str) -> pd.DataFrame:
     df, _ = _clean(k)
-    copy = df[df["run"] == _rid(1.0, 0)].copy()
+    copy: pd.DataFrame = df[df["run"] == _rid(1.0, 0)].copy()
     copy["run"] = run_id
     copy["seed"] = 9
     return pd.concat([df, copy], ignore_index=True)

@@ -1231,8 +1231,12 @@ def _precursor_noise(k: CK) -> tuple[pd.DataFrame, tuple[ClaimCheck, ...]]:
     runs = []
     for s in range(24):
         noise = rng.random(steps.size)
+
+        def attn_cv(x: np.ndarray, v: np.ndarray = noise) -> np.ndarray:
+            return v
+
         runs.append(SimRun(f"r{s}", {"seed": s}, 20000.0, 20.0, steps,
-                           series={"attn_cv": lambda x, v=noise: v}))
+                           series={"attn_cv": attn_cv}))
     return log_table(runs, k), (ClaimCheck(
         "precursor", {"signal": "attn_cv", "n_perm": 199}, present=_fs(R.PRECURSOR_NOT_SPECIFIC),
         exit_code=1, evidence={R.PRECURSOR_NOT_SPECIFIC: {"failed": ["permutation"]}}),)

@@ -106,7 +106,7 @@ class StudyExpect:
     with that severity (``"warning"`` where a careless audit would say ``"critical"``).
     """
 
-    verdict: Reason | str | None
+    verdict: Reason | str | OneOf | None
     key: Mapping[str, Any] = field(default_factory=dict)
     runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cells: Mapping[Any, Mapping[str, Any]] = field(default_factory=dict)
@@ -144,7 +144,8 @@ def verdict_label(v: Any) -> str:
 
 def error_label(exc: LogFormatError) -> str:
     """The error's code (an ``ErrorCode`` value), e.g. ``ACCURACY_OUT_OF_RANGE``."""
-    return exc.code.value
+    code: str = exc.code.value
+    return code
 
 
 def compare(expect: Expect, result: AuditResult | None, error: LogFormatError | None

@@ -37,10 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from grokaudit.config import AuditConfig
 
 ACC_LOW = 0.05
 #: Metric shapes with no settling time: no compression, a floor that keeps moving, or a fall
@@ -168,7 +171,7 @@ class RunSpec:
         if self.noise > 0:
             rng = np.random.default_rng(self.noise_seed)
             m = m + rng.normal(0.0, self.noise, size=m.shape)
-        df = pd.DataFrame({
+        df: pd.DataFrame = pd.DataFrame({
             "run": self.run,
             "step": g.astype(np.int64),
             "test_acc": np.where(acc_on, self.test_acc(g), np.nan),
@@ -180,7 +183,7 @@ class RunSpec:
         return df
 
     # ----------------------------------------------------------------------------------------
-    def truth(self, cfg: Any = None) -> RunTruth:
+    def truth(self, cfg: AuditConfig | None = None) -> RunTruth:
         """What the log says by construction under the thresholds of ``cfg`` (an
         ``AuditConfig``; None = the defaults).
 
@@ -323,7 +326,7 @@ def step_of(steps: np.ndarray, t: float) -> int:
     return int(steps[i])
 
 
-def _config(cfg: Any = None) -> Any:
+def _config(cfg: AuditConfig | None = None) -> AuditConfig:
     """``cfg``, or the default config when None (imported late: nothing here runs the audit)."""
     if cfg is not None:
         return cfg
@@ -339,7 +342,7 @@ def _below(nominal: float, *thresholds: float) -> float:
     return nominal if nominal <= t / 1.5 else t / 2
 
 
-def acc_levels(cfg: Any = None) -> dict[str, float]:
+def acc_levels(cfg: AuditConfig | None = None) -> dict[str, float]:
     """The accuracy levels of the shapes, placed relative to ``cfg``'s thresholds.
 
     Each low level keeps its design value (test_acc 0.05 before grok, 0.30 for ``never``, 0.5
@@ -360,15 +363,17 @@ def acc_levels(cfg: Any = None) -> dict[str, float]:
             "acc_fall": _below(0.5, g), "acc_partial": partial, "train_low": _below(0.5, m)}
 
 
-def with_levels(spec: RunSpec, cfg: Any = None) -> RunSpec:
+def with_levels(spec: RunSpec, cfg: AuditConfig | None = None) -> RunSpec:
     """``spec`` with its accuracy levels placed relative to ``cfg``'s thresholds."""
-    return replace(spec, **acc_levels(cfg))
+    levels: dict[str, Any] = acc_levels(cfg)  # RunSpec fields by name: replace cannot check them
+    return replace(spec, **levels)
 
 
-def band_delta(floor: float, cfg: Any = None) -> float:
+def band_delta(floor: float, cfg: AuditConfig | None = None) -> float:
     """The band half-width δ = max(abs_tol, rel_tol·|floor|) of ``cfg``."""
     cfg = _config(cfg)
-    return max(cfg.abs_tol, cfg.rel_tol * abs(floor))
+    delta: float = max(cfg.abs_tol, cfg.rel_tol * abs(floor))
+    return delta
 
 
 def metric_points(spec: RunSpec, noise: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -394,7 +399,7 @@ def _median(xs: Sequence[float]) -> float:
     return w[n // 2] if n % 2 else 0.5 * (w[n // 2 - 1] + w[n // 2])
 
 
-def trailing_median(values: Sequence[float], smooth: int) -> list[float]:
+def trailing_median(values: Iterable[float], smooth: int) -> list[float]:
     """Trailing median of ``smooth`` points (fewer at the start), as a plain loop."""
     vals = [float(v) for v in values]
     return [_median(vals[max(0, i - smooth + 1): i + 1]) for i in range(len(vals))]
@@ -411,8 +416,8 @@ class Windows:
     n_w2: int
 
 
-def final_windows(steps: Sequence[float], values: Sequence[float], first: float, last: float,
-                  cfg: Any = None) -> Windows | None:
+def final_windows(steps: Iterable[float], values: Iterable[float], first: float, last: float,
+                  cfg: AuditConfig | None = None) -> Windows | None:
     """W2 (the last ``floor_frac`` of the step span ``[first, last]``, widened to the last
     ``min_floor_points`` points when it holds fewer, if those lie within ``max_floor_frac``) and
     W1 (the window as long just before it); None when the run has no floor. A plain loop that
@@ -440,14 +445,15 @@ def final_windows(steps: Sequence[float], values: Sequence[float], first: float,
                    w1_median=_median(vs[i1:i0]), n_w2=n - i0)
 
 
-def spec_windows(spec: RunSpec, cfg: Any = None, noise: bool = False) -> Windows | None:
+def spec_windows(spec: RunSpec, cfg: AuditConfig | None = None, noise: bool = False
+                 ) -> Windows | None:
     """:func:`final_windows` of ``spec``'s logged metric."""
     steps, vals = metric_points(spec, noise)
     g = spec.grid()
     return final_windows(steps, vals, float(g[0]), float(g[-1]), cfg)
 
 
-def drop_ratio(spec: RunSpec, cfg: Any = None, t_grok: float | None = None
+def drop_ratio(spec: RunSpec, cfg: AuditConfig | None = None, t_grok: float | None = None
                ) -> tuple[float, float]:
     """How much the noise-free metric compresses, as the spec judges it: ``(drop / peak,
     drop)`` with peak the largest smoothed value up to the logged grok step and drop = peak −

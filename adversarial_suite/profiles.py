@@ -12,6 +12,7 @@ Select one with the ``GROKAUDIT_HYPOTHESIS_PROFILE`` environment variable (defau
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from hypothesis import HealthCheck, settings
 
@@ -41,10 +42,10 @@ def current() -> str:
 def load(name: str | None = None) -> settings:
     """Load and return the profile ``name`` (default: :func:`current`)."""
     settings.load_profile(name or current())
-    return settings.default
+    return cast(settings, settings.default)  # set: a profile was just loaded
 
 
 def scaled(share: float) -> settings:
     """The current profile with ``share`` of its examples (at least 5)."""
-    base = settings.default
+    base = cast(settings, settings.default)  # never None: hypothesis loads "default" lazily
     return settings(base, max_examples=max(5, int(base.max_examples * share)))

@@ -12,7 +12,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import grokaudit
 import pandas as pd
@@ -21,7 +21,7 @@ from grokaudit.config import replace as replace_config
 from grokaudit.results import CellSummary, Interval, StudyResult
 from hypothesis import HealthCheck, Phase, given, settings
 
-from .strategies import Study, clock_studies, expected_clock_study, studies
+from .strategies import ExpectedStudy, Study, clock_studies, expected_clock_study, studies
 
 CLAIMS = (Reason.TWO_CLOCKS, Reason.ONE_CLOCK_LARGE_LAG, Reason.PARTIALLY_SEPARATED)
 TIME_QS = ("t_grok", "t_compress", "lag")
@@ -354,7 +354,8 @@ def check_deterministic(study: Study, cfg: AuditConfig) -> None:
     assert a == b, "two audits of the same log differ"
 
 
-def check_expected_verdict(drawn: tuple[Study, Any], cfg: AuditConfig) -> None:
+def check_expected_verdict(drawn: tuple[Study, ExpectedStudy | None],
+                           cfg: AuditConfig) -> None:
     """A :func:`~.strategies.clock_studies` log gets exactly the cell times, pair counts and
     verdict worked out from its construction under ``cfg``'s thresholds
     (:func:`~.strategies.expected_clock_study`; nothing is said when the construction does not
@@ -386,7 +387,12 @@ def check_expected_verdict(drawn: tuple[Study, Any], cfg: AuditConfig) -> None:
 # running them outside pytest (``grokaudit suite``)
 # ------------------------------------------------------------------------------------------
 
-PROPERTIES: tuple[tuple[str, Callable[[Study, AuditConfig], None], float], ...] = (
+#: A property run by :func:`run_property`: it checks one drawn :func:`~.strategies.studies`
+#: log, or (:func:`check_expected_verdict`) one :func:`~.strategies.clock_studies` draw.
+PropertyFn: TypeAlias = (Callable[[Study, AuditConfig], None]
+                         | Callable[[tuple[Study, ExpectedStudy | None], AuditConfig], None])
+
+PROPERTIES: tuple[tuple[str, PropertyFn, float], ...] = (
     ("single-result properties", check_one_result, 1.0),
     ("metamorphic invariances", check_metamorphic, 0.4),
     ("determinism", check_deterministic, 0.2),
@@ -394,7 +400,7 @@ PROPERTIES: tuple[tuple[str, Callable[[Study, AuditConfig], None], float], ...] 
 )
 
 
-def run_property(name: str, fn: Callable[[Study, AuditConfig], None], cfg: AuditConfig,
+def run_property(name: str, fn: PropertyFn, cfg: AuditConfig,
                  max_examples: int, shrink: bool = False) -> dict[str, Any]:
     """Run one property for ``max_examples`` drawn studies; report pass or the first failure
     (not shrunk unless ``shrink``: shrinking is unbounded in time)."""

@@ -12,7 +12,8 @@ from .runner import CaseOutcome, SuiteReport
 
 
 def _rows(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    return text_table([head, *rows])
+    lines: list[str] = text_table([head, *rows])
+    return lines
 
 
 def _failures(outcomes: tuple[CaseOutcome, ...]) -> list[str]:
