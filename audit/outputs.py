@@ -225,7 +225,9 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], obje
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        dfd = os.open(p.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        # O_PATH where there is one: a folder one may write but not list opens too
+        dfd = os.open(p.parent, getattr(os, "O_PATH", os.O_RDONLY)
+                      | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None

@@ -1,8 +1,8 @@
 """Fixtures of the hostile-input suite (issue 10, item 6).
 
 Helpers live in ``hostile_helpers.py`` beside this file (importable because this folder is put
-on ``sys.path``, as tests/core does). The hypothesis profile is the project's: ``ci`` unless
-GROKAUDIT_HYPOTHESIS_PROFILE says otherwise (adversarial_suite/profiles.py).
+on ``sys.path``, as tests/core does). The hypothesis profile is loaded once, by the root
+``tests/conftest.py``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from grokaudit.adversarial_suite import profiles  # noqa: E402
 from hostile_helpers import REFERENCE, sweep_df, write_parquet  # noqa: E402
-
-profiles.load()
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ from grokaudit.adversarial_suite import properties as P
 from grokaudit.adversarial_suite.strategies import clock_studies, studies
 from hypothesis import given
 
-profiles.load()
 CFG = grokaudit.make_config()
 
 pytestmark = pytest.mark.filterwarnings("ignore")
