@@ -12,12 +12,11 @@ See ``docs/`` for the definitions (AUDIT_SPEC).
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .config import AuditConfig, make_config
 from .errors import ConfigError, GrokauditError, LogFormatError, MissingExtraError
 from .reasons import Reason, Severity
 from .schema import read_table, write_table
+from .version import __version__
 
 __all__ = [
     "AuditConfig",

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import __version__
 from .cells import apply_high_floor_gate, build_runs, summarize_cell
 from .clocks import (
     TC_CENSORED,
@@ -54,6 +53,7 @@ from .study import (
     snapshot_findings,
 )
 from .text import cell_label, format_value, safe
+from .version import __version__
 
 _CENSORED_TC = TC_CENSORED
 

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import click
 
-from . import __version__
 from .errors import ErrorCode, GrokauditError
 from .options import (
     acc_scale_options,
@@ -30,6 +29,7 @@ from .options import (
     split_list,
 )
 from .text import safe
+from .version import __version__
 
 #: Commands that live outside the core: name -> ("module:attribute", one-line help).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
@@ -270,8 +270,8 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
            config_file: str | None) -> Any:
     """The audit trail of a command's result: the config file read (or where discovery looked),
     every changed setting, the input mapping, each input file's size and sha256, the command."""
-    from . import __version__
     from .trail import command_line, make_trail
+    from .version import __version__
 
     ctx = click.get_current_context(silent=True)
     argv = ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None

@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import __version__
 from .config import AuditConfig
 from .errors import GrokauditError
 from .roles import is_epoch_name, name_tokens, nearly_unique
 from .schema import ACCURACY_COLUMNS, SEED_COLUMNS, LogTable, _provenance_of
 from .text import format_value, safe
+from .version import __version__
 
 SCHEMA = "grokaudit.inspect/1"
 

@@ -453,7 +453,7 @@ class RunLogger:
             typ = pa.string() if isinstance(v, str) else pa.bool_() if isinstance(v, bool) \
                 else pa.float64()
             cols[k] = pa.array([v] * n, type=typ)
-        from . import __version__
+        from .version import __version__
 
         prov = {"schema_version": 1, "producer": f"grokaudit {__version__} RunLogger"}
         state = {"format": LOGGER_FORMAT, "run": self.run, "segment": self._seq,

@@ -232,7 +232,7 @@ def write_table(df: pd.DataFrame, path: str | Path,
 
 
 def _version() -> str:
-    from . import __version__
+    from .version import __version__
 
     return __version__
 

@@ -222,7 +222,7 @@ def make_result(command: str, *, params: Mapping[str, Any], config: Mapping[str,
                 ) -> ClaimResult:
     """Assemble a result from ``(study key, body, findings)`` triples; each study's findings
     are stamped with its key."""
-    from .. import __version__
+    from ..version import __version__
 
     all_f = list(findings)
     out = []
