@@ -28,7 +28,7 @@ import pandas as pd
 
 from .config import AuditConfig
 from .errors import ConfigError, ErrorCode, LogFormatError
-from .results import Interval, RunResult, format_number
+from .results import Interval, RunResult, _num, _plain, format_number
 from .schema import is_known_metric
 
 #: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
@@ -490,18 +490,6 @@ def _metric_value(name: str, value: Any) -> float:
     from .logger import _metric_value as value_of
 
     return value_of(name, value)
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else float(x)
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, float):
-        return _num(v)
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
 
 
 def _with(st: LiveState, **changes: Any) -> LiveState:
