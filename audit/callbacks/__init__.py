@@ -339,3 +339,27 @@ def _scalar(v: Any) -> float | None:
         return None
     x = float(v)
     return x if math.isfinite(x) else None
+
+
+class LiveAccess:
+    """What callers read from either callback: its live audit, the state at the last
+    evaluation and the step it stopped the run at."""
+
+    audit: LiveAudit
+
+    @property
+    def live(self) -> LiveRun:
+        """The live audit of the run (:class:`grokaudit.live.LiveRun`)."""
+        return self.audit.live
+
+    @property
+    def state(self) -> LiveState | None:
+        """The run's state at the last evaluation (None before the first)."""
+        return self.audit.state
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The logged step at which this callback first asked the run to stop (None: it did
+        not; the trainer stops there unless its minimum steps or epochs are not reached)."""
+        return self.audit.stopped_at
+

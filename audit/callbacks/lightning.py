@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import AuditConfig
-from ..live import DEFAULT_MARGIN, LiveRun, LiveState
-from . import DEFAULT_METRICS, GrokauditBudgetWarning, LiveAudit, missing_extra
+from ..live import DEFAULT_MARGIN
+from . import DEFAULT_METRICS, GrokauditBudgetWarning, LiveAccess, LiveAudit, missing_extra
 
 try:
     import lightning.pytorch as pl
@@ -40,7 +40,7 @@ except ImportError as _exc:  # pragma: no cover - exercised without the extra
 __all__ = ["GrokauditCallback"]
 
 
-class GrokauditCallback(pl.Callback):  # type: ignore[misc]  # untyped base
+class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyped base
     """Spectral metrics of named parameters at each validation, logged through the trainer's
     loggers, audited live, and (``stop_when="settled"``) a stop once the run's numbers held.
 
@@ -67,23 +67,6 @@ class GrokauditCallback(pl.Callback):  # type: ignore[misc]  # untyped base
                                budget=budget, test_acc=test_acc, train_acc=train_acc, run=run,
                                config=config, **options)
         self._budget: int | None = None
-
-    # -- what callers read -----------------------------------------------------------------
-    @property
-    def live(self) -> LiveRun:
-        """The live audit of the run (:class:`grokaudit.live.LiveRun`)."""
-        return self.audit.live
-
-    @property
-    def state(self) -> LiveState | None:
-        """The run's state at the last validation (None before the first)."""
-        return self.audit.state
-
-    @property
-    def stopped_at(self) -> int | None:
-        """The logged step at which this callback first asked the run to stop (None: it did
-        not; Lightning stops there unless ``min_steps``/``min_epochs`` are not reached)."""
-        return self.audit.stopped_at
 
     @property
     def state_key(self) -> str:

@@ -31,8 +31,8 @@ from typing import Any
 
 from ..config import AuditConfig
 from ..errors import ConfigError, ErrorCode
-from ..live import DEFAULT_MARGIN, LiveRun, LiveState
-from . import DEFAULT_METRICS, GrokauditBudgetWarning, LiveAudit, missing_extra
+from ..live import DEFAULT_MARGIN
+from . import DEFAULT_METRICS, GrokauditBudgetWarning, LiveAccess, LiveAudit, missing_extra
 
 try:
     # an absolute import: the library, not this module
@@ -47,7 +47,7 @@ _log = logging.getLogger(__name__)
 _NOT_VALUES = frozenset({"step", "epoch"})
 
 
-class GrokauditCallback(TrainerCallback):  # type: ignore[misc]  # untyped base
+class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # untyped base
     """Spectral metrics of named parameters at each evaluation, logged through the trainer,
     audited live, and (``stop_when="settled"``) a stop once the run's numbers held.
 
@@ -96,22 +96,6 @@ class GrokauditCallback(TrainerCallback):  # type: ignore[misc]  # untyped base
         if not any(cb is self for cb in trainer.callback_handler.callbacks):
             trainer.add_callback(self)
         return self
-
-    # -- what callers read -----------------------------------------------------------------
-    @property
-    def live(self) -> LiveRun:
-        """The live audit of the run (:class:`grokaudit.live.LiveRun`)."""
-        return self.audit.live
-
-    @property
-    def state(self) -> LiveState | None:
-        """The run's state at the last evaluation (None before the first)."""
-        return self.audit.state
-
-    @property
-    def stopped_at(self) -> int | None:
-        """The step at which this callback stopped the run (None: it did not)."""
-        return self.audit.stopped_at
 
     # -- hooks -----------------------------------------------------------------------------
     def on_train_begin(self, args: TrainingArguments, state: TrainerState,
