@@ -147,19 +147,24 @@ def _success(peak_step: np.ndarray, tg: np.ndarray, interior: np.ndarray | None 
     return ok
 
 
+def _window_draws(pk: dict[str, np.ndarray], rows: np.ndarray, n_perm: int, seed: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What both nulls draw from: the rows' steps, where each run's window begins and how many
+    points it holds, and ``n_perm`` uniform draws per run (the same for both nulls)."""
+    rng = np.random.default_rng(seed)
+    inwin = pk["in_window"][rows]
+    first = np.argmax(inwin, axis=1)  # the window's points are contiguous
+    return pk["steps"][rows], first, inwin.sum(axis=1), rng.random((n_perm, rows.size))
+
+
 def _null_points(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: int,
                  seed: int) -> np.ndarray:
     """Null fractions: each run's peak at a uniformly random logged point of its window (the
     values permuted)."""
-    rng = np.random.default_rng(seed)
     rows = np.flatnonzero(use)
     if rows.size == 0:
         return np.array([])
-    inwin = pk["in_window"][rows]
-    steps = pk["steps"][rows]
-    first = np.argmax(inwin, axis=1)  # the window's points are contiguous
-    nw = inwin.sum(axis=1)
-    u = rng.random((n_perm, rows.size))
+    steps, first, nw, u = _window_draws(pk, rows, n_perm, seed)
     k = np.floor(u * nw[None, :]).astype(np.int64)
     st = steps[np.arange(rows.size)[None, :], first[None, :] + k]
     interior = (k > 0) & (k < nw[None, :] - 1)
@@ -172,15 +177,10 @@ def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: in
     """Null fractions: each run's peak at a time drawn uniformly over its window's step span,
     read at the first logged point at or after it (the logging grid's density does not weigh
     the draw)."""
-    rng = np.random.default_rng(seed)
     rows = np.flatnonzero(use)
     if rows.size == 0:
         return np.array([])
-    inwin = pk["in_window"][rows]
-    steps = pk["steps"][rows]
-    first = np.argmax(inwin, axis=1)  # the window's points are contiguous
-    nw = inwin.sum(axis=1)
-    u = rng.random((n_perm, rows.size))
+    steps, first, nw, u = _window_draws(pk, rows, n_perm, seed)
     hit = np.zeros((n_perm, rows.size), dtype=bool)
     for j in range(rows.size):
         w = steps[j, first[j]:first[j] + nw[j]].astype(float)
