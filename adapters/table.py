@@ -108,7 +108,7 @@ def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
     """The conditions a hive-partitioned Parquet dataset writes in its folder names, from
     ``root`` down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
     number when it reads as a finite decimal, else text (percent-escapes decoded, as pyarrow
-    and Spark write them); ``__HIVE_DEFAULT_PARTITION__`` is a missing value."""
+    and Spark write them); ``__HIVE_DEFAULT_PARTITION__`` and ``nan`` are a missing value."""
     import urllib.parse
 
     if not root.is_dir() or log.suffix.lower() not in (".parquet", ".pq"):
@@ -123,7 +123,9 @@ def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
             continue
         key = urllib.parse.unquote(key)
         text = urllib.parse.unquote(raw)
-        value: Any = None if text == HIVE_NULL else _number_or_text(text)
+        # pyarrow writes a NaN partition value as "nan": missing, like the hive null
+        value: Any = (None if text == HIVE_NULL or text.lower() == "nan"
+                      else _number_or_text(text))
         out.append(Sidecar(d, {key: value}, set()))
     return out
 

@@ -54,3 +54,16 @@ def test_a_missing_partition_value_is_a_missing_condition(sweep: pd.DataFrame,
     with pytest.raises(LogFormatError) as exc:
         audit_path(tmp_path / "ds", by="wd")
     assert exc.value.code is ErrorCode.CONDITION_MISSING
+
+
+def test_a_nan_partition_value_is_a_missing_condition(sweep: pd.DataFrame,
+                                                      tmp_path: Path) -> None:
+    """A folder ``wd=NaN`` (a NaN condition, as Spark names it) is a run without its wd,
+    refused as such, never "wd is not numeric"."""
+    pq.write_to_dataset(pa.Table.from_pandas(sweep, preserve_index=False), tmp_path / "ds",
+                        partition_cols=["wd"])
+    first = sorted((tmp_path / "ds").iterdir())[0]
+    first.rename(first.with_name("wd=NaN"))
+    with pytest.raises(LogFormatError) as exc:
+        audit_path(tmp_path / "ds", by="wd")
+    assert exc.value.code is ErrorCode.CONDITION_MISSING
