@@ -362,7 +362,10 @@ class LiveRun:
         groups = np.zeros(1, dtype=np.int64) if cfg.floor_window == "grid" else None
         for m in metrics:
             if m not in log.series:
-                gaps.append(Gap(Missing.METRIC_MISSING, f"{m} not logged yet", m))
+                why = (f"{m} logged but constant so far: a name that is not a known metric "
+                       "is read as one once it changes (check, too, refuses a metric that is "
+                       "constant within every run)" if m in flat else f"{m} not logged yet")
+                gaps.append(Gap(Missing.METRIC_MISSING, why, m, {"constant": m in flat}))
                 continue
             mc = metric_clocks(log, acc, m, cfg, groups=groups)
             r = build_run(self.run, None, acc, mc, 0)

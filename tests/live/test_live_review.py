@@ -209,3 +209,15 @@ def test_ctrl_c_exits_130_with_the_summary(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "Aborted" not in err
     assert json.loads(out.splitlines()[-1])["event"] == "summary"
+
+
+def test_a_named_metric_constant_so_far_is_not_called_unlogged() -> None:
+    """A metric with a name check does not know (``paramnorm_embedding.weight``), logged but
+    constant so far: missing as a metric, and said to be constant, never "not logged"."""
+    live = LiveRun("r", metrics=["paramnorm_embedding.weight"])
+    cols = _cols(STEPS)
+    for k, step in enumerate(STEPS[:40]):
+        live.log(int(step), test_acc=float(cols["test_acc"][k]),
+                 **{"paramnorm_embedding.weight": 3.0})
+    gap = next(g for g in live.state().missing if g.code is Missing.METRIC_MISSING)
+    assert gap.evidence["constant"] is True and gap.metric == "paramnorm_embedding.weight"
