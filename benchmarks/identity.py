@@ -167,9 +167,70 @@ def external() -> Iterator[tuple[str, Any]]:
         yield f"external/{f.name}", _audit(str(f), make_config())
 
 
+class _Output:
+    """What a CLI command printed (stdout, stderr, exit code), hashed as one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def to_json(self) -> str:
+        return self.text
+
+
+def _examples() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_claims_examples", ROOT / "docs" / "examples" / "make_claims_examples.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def commands() -> Iterator[tuple[str, Any]]:
+    """What the commands print: check's text and JSON (with --sensitivity), every claim's text
+    and JSON on the docs' examples, and the suite's named cases — the renderers, not only
+    ``to_json``."""
+    import os
+    import shlex
+    import tempfile
+
+    from click.testing import CliRunner
+    from grokaudit.cli import cli
+
+    ex = _examples()
+    mlp = str(DATA / "mlp_wd_sweep_p59.parquet")
+    tf = str(DATA / "transformer_ln_p23.parquet")
+    alpha = str(DATA / "external_alpha_sweep.parquet")
+    lines = [f"check {mlp} --by wd --cell arch", f"check {mlp} --by wd --cell arch --json -",
+             f"check {tf} --by layernorm", f"check {alpha} --by alpha --json -",
+             f"check {mlp} --by wd --cell arch --profile reference",
+             f"check {mlp} --by wd --cell arch --sensitivity",
+             f"check {mlp} --by wd --cell arch --sensitivity --json -",
+             "suite --max-examples 0", "suite --max-examples 0 --json -"]
+    for _name, (where, line) in ex.EXAMPLES.items():
+        if where == "synthetic":
+            lines += [line, line + " --json -"]
+    with tempfile.TemporaryDirectory() as d:
+        for name, fn in ex.LOGS.items():
+            fn(np.random.default_rng(2026)).to_parquet(Path(d) / f"{name}.parquet", index=False)
+        old = Path.cwd()
+        os.chdir(d)
+        try:
+            for line in lines:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = CliRunner().invoke(cli, shlex.split(line))
+                text = f"{res.exit_code}\n{res.stdout}\n{res.stderr}"
+                yield f"cli/{line.replace(str(DATA) + '/', '')}", _Output(text)
+        finally:
+            os.chdir(old)
+
+
 def collect(args: argparse.Namespace) -> dict[str, str]:
     out: dict[str, str] = {}
-    sources = [bundled(), suite_cases(), randoms(args.random)]
+    sources = [bundled(), suite_cases(), randoms(args.random), commands()]
     if args.external:
         sources.append(external())
     for src in sources:
