@@ -4,14 +4,14 @@ suite's tests."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import grokaudit
 from grokaudit import AuditConfig, AuditResult, LogFormatError
+from grokaudit.results import Result
 
 from .cases import CASES, DESIGN_DEFAULTS, Case, Instance  # noqa: F401 (re-exported)
 from .claim_cases import CLAIM_CASES, ClaimCase, compare_check, run_check
@@ -44,7 +44,7 @@ class CaseOutcome:
 
 
 @dataclass(frozen=True)
-class SuiteReport:
+class SuiteReport(Result):
     """The outcome of a suite run: cases, and the property run (None when skipped)."""
 
     profile: str
@@ -62,29 +62,16 @@ class SuiteReport:
         return (all(c.passed for c in self.cases) and all(c.passed for c in self.claims)
                 and props_ok)
 
-    # -- the result protocol every command's result offers (``grokaudit.cli.emit``) ------------
-    @property
-    def findings(self) -> tuple[Any, ...]:
-        """A suite run raises no reason-code finding; its outcome is the cases'."""
-        return ()
+    # -- the result kernel (grokaudit.results.Result): a suite run raises no reason-code
+    # finding; what fails it is its failed cases and properties
+    findings: ClassVar[tuple[Any, ...]] = ()
+    fail_on: ClassVar[tuple[str, ...]] = ("default",)
 
     @property
     def failing(self) -> tuple[Any, ...]:
         """The failed cases (core and claims) and failed properties."""
         props = tuple(p for p in self.properties or () if not p["pass"])
         return tuple(c for c in (*self.cases, *self.claims) if not c.passed) + props
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every case and property passes, 1 otherwise."""
-        return 0 if self.passed else 1
-
-    @property
-    def codes(self) -> frozenset[Any]:
-        return frozenset()
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "grokaudit.suite/1", "profile": self.profile, "passed": self.passed,

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -37,12 +36,12 @@ from .results import (
     CellSummary,
     Finding,
     StudyResult,
-    fails,
     format_number,
     sort_findings,
 )
 from .roles import name_tokens, nearly_unique
-from .schema import SEED_COLUMNS, LogTable, Owned, build_log_table
+from .runtable import RunTable
+from .schema import SEED_COLUMNS, InputSummary, LogTable, Owned, build_log_table
 from .study import (
     QUANTITIES,
     clock_verdict,
@@ -268,10 +267,9 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     for s in studies:
         findings.extend(s.findings)
     findings_t = sort_findings(findings)
-    failing = tuple(f for f in findings_t if fails(f, cfg.fail_on))
     return AuditResult(version=__version__, config=cfg.to_dict() | {"axis": axis},
                        input=log.summary.to_dict(), studies=tuple(studies), findings=findings_t,
-                       failing=failing)
+                       fail_on=tuple(cfg.fail_on))
 
 
 def _nothing_auditable(study_key: Mapping[str, Any], studies: Sequence[StudyResult]
@@ -402,6 +400,46 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
+class _StudyRuns(NamedTuple):
+    """A study's runs in its order (cells in axis order, runs by id within a cell)."""
+
+    cells: tuple[CellSummary, ...]  #: with every gate (the high-floor one included)
+    runs: RunTable
+    bounds: np.ndarray  #: cell k holds runs ``bounds[k]:bounds[k+1]``
+    rows: np.ndarray  #: each run's row in the clock arrays
+    cell_rows: list[np.ndarray]  #: each cell's rows in the clock arrays
+    run_names: np.ndarray  #: each run's id by its row in the clock arrays (object array)
+
+
+def _study_runs(axis: str | None, sframe: pd.DataFrame, acc: AccuracyClocks,
+                mc: MetricClocks, cfg: AuditConfig, horizon: HorizonCheck | None) -> _StudyRuns:
+    """The study's cells and run table: one lexsort, no per-cell pandas work."""
+    axis_vals = sframe[axis].to_numpy() if axis is not None else np.zeros(len(sframe))
+    names = sframe["__run"].to_numpy(dtype=object)
+    order = np.lexsort((names, axis_vals))
+    av_sorted = axis_vals[order]
+    bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
+    run_rows = sframe["__i"].to_numpy()[order].astype(np.int64)
+    run_ids = names[order].tolist()
+    cells: list[CellSummary] = []
+    cell_values: list[Any] = []  # the cells' axis values, in order
+    cell_rows: list[np.ndarray] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        av_py = _py(av_sorted[lo]) if axis is not None else None
+        rr = run_rows[lo:hi]
+        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
+                                    None if horizon is None else horizon.short[rr]))
+        cell_values.append(av_py)
+        cell_rows.append(rr)
+    runs = build_runs(run_ids, cell_values,
+                      np.repeat(np.arange(bounds.size - 1), np.diff(bounds)), acc, mc,
+                      run_rows, reference=cfg.profile == "reference")
+    run_names = np.empty(log_rows(mc), dtype=object)
+    run_names[run_rows] = names[order]
+    return _StudyRuns(apply_high_floor_gate(cells, cfg), runs, bounds, run_rows, cell_rows,
+                      run_names)
+
+
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                  sframe: pd.DataFrame, acc: AccuracyClocks, mc: MetricClocks,
                  cfg: AuditConfig, outcomes: Sequence[str] = (),
@@ -409,66 +447,59 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
     """One study: its cells along ``axis`` (None: no condition varies, one cell of every run),
     their gates, the orderings and the clock verdict, and the findings."""
     base = {"study": study_key, "metric": metric}
-    cells: list[CellSummary] = []
-    # cells in axis order, runs by id within a cell: one lexsort, no per-cell pandas work
-    axis_vals = sframe[axis].to_numpy() if axis is not None else np.zeros(len(sframe))
-    names = sframe["__run"].to_numpy(dtype=object)
-    rows_all = sframe["__i"].to_numpy()
-    order = np.lexsort((names, axis_vals))
-    av_sorted = axis_vals[order]
-    bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
-    run_rows = rows_all[order].astype(np.int64)  # each run's row in the clock arrays
-    run_ids = names[order].tolist()
-    run_cells: list[Any] = []  # each run's cell (axis value), parallel to run_ids
-    cell_rows: list[np.ndarray] = []  # each cell's rows in the clock arrays
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        av_py = _py(av_sorted[lo]) if axis is not None else None
-        rr = run_rows[lo:hi]
-        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
-                                    None if horizon is None else horizon.short[rr]))
-        run_cells.extend(repeat(av_py, hi - lo))
-        cell_rows.append(rr)
-    if cfg.profile == "reference":
-        runs = build_runs(run_ids, run_cells, acc, mc, run_rows, reference=True)
-    else:
-        runs = build_runs(run_ids, run_cells, acc, mc, run_rows)
-    cells_t = apply_high_floor_gate(cells, cfg)
+    sr = _study_runs(axis, sframe, acc, mc, cfg, horizon)
+    cells_t = sr.cells
     passing = [c for c in cells_t if c.passes]
-    findings: list[Finding] = []
+    findings = _cell_findings(sr, axis, base, mc, horizon)
+    missing = _metric_missing(sr.cell_rows, mc, base, sr.run_names)
+    if missing is not None:
+        findings.append(missing)
+    orderings = ({q: ordering(passing, q, cfg) for q in QUANTITIES} if axis is not None
+                 else {})
+    evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
+                                "gated_cells": [c.axis_value for c in cells_t if not c.passes]}
+    verdict: Reason | None = None
+    if axis is None:
+        findings.append(_single_condition(base, cells_t, passing, sr, sframe, outcomes))
+    elif len(passing) < 2:
+        findings.append(make_finding(
+            Reason.LOW_POWER_DESCRIPTIVE, "study", base,
+            evidence={"passing_cells": len(passing), "cells": len(cells_t)},
+            message=(f"{len(passing)} of {len(cells_t)} cells pass every gate: descriptive only,"
+                     " nothing comparative")))
+    else:
+        verdict, vev, found = _clock_verdict(base, axis, cells_t, passing, orderings, sr, mc,
+                                             cfg)
+        evidence.update(vev)
+        findings.extend(found)
+    if cfg.profile == "reference":  # v1.5's study numbers, with or without a verdict
+        evidence.update(reference_evidence(cells_t, passing, orderings))
+    findings.extend(snapshot_findings(cells_t, orderings, base, cfg))
+    return StudyResult(study=dict(study_key), metric=metric, axis=axis, cells=cells_t,
+                       runs=sr.runs, orderings=tuple(orderings.values()), verdict=verdict,
+                       verdict_evidence=evidence, findings=tuple(findings))
 
-    # per-run codes, one finding per cell and code
-    by_cell: dict[Any, dict[Reason, list[str]]] = {}
-    unstable_by_cell: dict[Any, list[str]] = {}
-    # runs share their reasons tuples (one per distinct combination): filter each tuple once
-    run_codes: dict[int, tuple[Reason, ...]] = {}
-    for r in runs:
-        codes = run_codes.get(id(r.reasons))
-        if codes is None:
-            codes = run_codes[id(r.reasons)] = tuple(c for c in r.reasons if c in _RUN_CODES)
-        if codes:
-            per_code = by_cell.setdefault(r.cell, {})
-            for code in codes:
-                per_code.setdefault(code, []).append(r.run)
-        if r.floor_stability == "unstable" and not r.t_grok.censored:
-            unstable_by_cell.setdefault(r.cell, []).append(r.run)
-    cell_pass = {c.axis_value: c.passes for c in cells_t}
-    # each run's id by its row in the clock arrays (an object array: no Python pass per run)
-    run_names = np.empty(log_rows(mc), dtype=object)
-    run_names[run_rows] = names[order]
+
+def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
+                   mc: MetricClocks, horizon: HorizonCheck | None) -> list[Finding]:
+    """Per cell: one finding per run-scoped code, unstable floors, gates, censored clocks and
+    short horizons, and the notes (a censored median)."""
+    findings: list[Finding] = []
+    by_cell, unstable_by_cell = _run_codes_by_cell(sr.runs, sr.bounds)
     left_any = mc.grok.left_censored | (mc.tc_status == TC_LEFT_CENSORED)
-    for k_c, c in enumerate(cells_t):
-        for code, rs in by_cell.get(c.axis_value, {}).items():
+    for k_c, c in enumerate(sr.cells):
+        for code, rs in by_cell[k_c].items():
             findings.append(make_finding(
                 code, "run", base, cell=c.axis_value, runs=rs,
                 evidence={"n_runs": len(rs), "of": c.n_runs},
                 message=f"{len(rs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)}"))
-        unstable = unstable_by_cell.get(c.axis_value, [])
+        unstable = unstable_by_cell[k_c]
         if unstable:
-            sev = Severity.CRITICAL if cell_pass[c.axis_value] else Severity.WARNING
+            sev = Severity.CRITICAL if c.passes else Severity.WARNING
             findings.append(make_finding(
                 Reason.FLOOR_UNSTABLE, "cell", base, cell=c.axis_value, runs=unstable,
                 severity=sev, evidence={"n_runs": len(unstable), "of": c.n_runs,
-                                        "passing_cell": cell_pass[c.axis_value]},
+                                        "passing_cell": c.passes},
                 message=(f"{len(unstable)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)} have "
                          "a floor that is still moving at the end of the log")))
         for g in c.gates:
@@ -479,91 +510,107 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                           "n_no_compression": c.n_no_compression,
                           "n_established": c.n_established, "floor": c.floor},
                 message=f"cell {cell_label(axis, c.axis_value)} is gated out of every ordering"))
-        if c.short_horizon_runs or left_any[cell_rows[k_c]].any():
-            findings.extend(_cell_evidence_findings(c, cell_rows[k_c], axis, base, mc, horizon,
-                                                    run_names))
+        if c.short_horizon_runs or left_any[sr.cell_rows[k_c]].any():
+            findings.extend(_cell_evidence_findings(c, sr.cell_rows[k_c], axis, base, mc,
+                                                    horizon, sr.run_names))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
                 evidence={"t_grok": c.t_grok, "t_compress": c.t_compress, "lag": c.lag},
                 message=(f"cell {cell_label(axis, c.axis_value)}: half or more runs censored; only a "
                          "lower bound of the median is known")))
+    return findings
 
-    missing = _metric_missing(cell_rows, mc, base, run_names)
-    if missing is not None:
-        findings.append(missing)
 
-    orderings = ({q: ordering(passing, q, cfg) for q in QUANTITIES} if axis is not None
-                 else {})
-    verdict: Reason | None
-    evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
-                                "gated_cells": [c.axis_value for c in cells_t if not c.passes]}
-    if axis is None:
-        verdict = None
-        n = cells_t[0].n_runs if cells_t else 0
-        tokens = name_tokens(run_ids)
-        hint = ""
-        if tokens:  # a condition the log may hold only in its run names
-            t = tokens[0]
-            hint = (f"; but the run names differ in {t.key} ({', '.join(t.values[:4])}): if it "
-                    f"is a condition, take it with --cond {t.key}='{t.regex}'")
-        varying = _varying_outcomes(sframe, outcomes)
-        if varying:  # a value kept as a result of the run may be a setting
-            hint += (f"; the outcome(s) {', '.join(varying)} vary across the runs: if one is "
-                     f"a setting, name it with --by {varying[0]}")
-        findings.append(make_finding(
-            Reason.SINGLE_CONDITION, "study", base,
-            severity=Severity.WARNING if tokens or varying else None,
-            evidence={"runs": n, "passing": bool(passing),
-                      "name_tokens": {t.key: list(t.values) for t in tokens},
-                      "varying_outcomes": varying},
-            message=(f"no condition varies across the {n} run(s): each run's clocks, floor and "
-                     "snapshot are audited, the runs pooled as replicates; orderings and a "
-                     f"clock verdict need an axis (--by){hint}")))
-    elif len(passing) < 2:
-        verdict = None
-        findings.append(make_finding(
-            Reason.LOW_POWER_DESCRIPTIVE, "study", base,
-            evidence={"passing_cells": len(passing), "cells": len(cells_t)},
-            message=(f"{len(passing)} of {len(cells_t)} cells pass every gate: descriptive only,"
-                     " nothing comparative")))
-    else:
-        for o in orderings.values():
-            if not o.identified:
-                findings.append(make_finding(
-                    Reason.ORDERING_UNDEFINED, "study", base,
-                    evidence={"quantity": o.quantity, "sub_reason": o.sub_reason,
-                              "concordant": o.concordant, "discordant": o.discordant,
-                              "unidentified": o.unidentified, "n_cells": o.n_cells},
-                    message=(f"the ordering of {o.quantity} along {axis} is undefined "
-                             f"({o.sub_reason.value if o.sub_reason else ''})")))
-        # the censoring fraction's runs: those of the passing cells, or of every cell (v1.5)
-        scope = passing if cfg.censor_scope == "passing" else cells_t
-        passing_values = {c.axis_value for c in scope}
-        sel = np.fromiter((r.cell in passing_values and not r.t_grok.censored
-                           for r in runs), dtype=bool, count=len(runs))
-        elig = run_rows[sel]
-        tcs = mc.tc_status[elig]
-        # a compression before logging began is a censored t_compress (known on one side of
-        # the first logged step only); a grok before it widens rel_lag's bounds instead
-        timed = np.isin(tcs, (TC_OK, TC_LEFT_CENSORED, *_CENSORED_TC))
-        n_cens = int(np.isin(tcs, (TC_LEFT_CENSORED, *_CENSORED_TC)).sum())
-        n_elig = int(timed.sum())
-        verdict, vev = clock_verdict(passing, orderings, mc.rel_lag_low[elig],
-                                     mc.rel_lag_high[elig], n_elig, n_cens, cfg)
-        evidence.update(vev)
-        findings.append(make_finding(
-            verdict, "study", base, evidence=vev,
-            message=_verdict_text(verdict, cfg)))
-        ep = endpoint_finding(passing, base, cfg)
-        if ep:
-            findings.append(ep)
-    if cfg.profile == "reference":  # v1.5's study numbers, with or without a verdict
-        evidence.update(reference_evidence(cells_t, passing, orderings))
-    findings.extend(snapshot_findings(cells_t, orderings, base, cfg))
-    return StudyResult(study=dict(study_key), metric=metric, axis=axis, cells=cells_t,
-                       runs=tuple(runs), orderings=tuple(orderings.values()), verdict=verdict,
-                       verdict_evidence=evidence, findings=tuple(findings))
+def _single_condition(base: Mapping[str, Any], cells_t: Sequence[CellSummary],
+                      passing: Sequence[CellSummary], sr: _StudyRuns, sframe: pd.DataFrame,
+                      outcomes: Sequence[str]) -> Finding:
+    """SINGLE_CONDITION: no axis; a warning when the run names or the outcomes hint at one."""
+    n = cells_t[0].n_runs if cells_t else 0
+    tokens = name_tokens(sr.runs.run.tolist())
+    hint = ""
+    if tokens:  # a condition the log may hold only in its run names
+        t = tokens[0]
+        hint = (f"; but the run names differ in {t.key} ({', '.join(t.values[:4])}): if it "
+                f"is a condition, take it with --cond {t.key}='{t.regex}'")
+    varying = _varying_outcomes(sframe, outcomes)
+    if varying:  # a value kept as a result of the run may be a setting
+        hint += (f"; the outcome(s) {', '.join(varying)} vary across the runs: if one is "
+                 f"a setting, name it with --by {varying[0]}")
+    return make_finding(
+        Reason.SINGLE_CONDITION, "study", base,
+        severity=Severity.WARNING if tokens or varying else None,
+        evidence={"runs": n, "passing": bool(passing),
+                  "name_tokens": {t.key: list(t.values) for t in tokens},
+                  "varying_outcomes": varying},
+        message=(f"no condition varies across the {n} run(s): each run's clocks, floor and "
+                 "snapshot are audited, the runs pooled as replicates; orderings and a "
+                 f"clock verdict need an axis (--by){hint}"))
+
+
+def _clock_verdict(base: Mapping[str, Any], axis: str, cells_t: Sequence[CellSummary],
+                   passing: Sequence[CellSummary], orderings: Mapping[str, Any],
+                   sr: _StudyRuns, mc: MetricClocks, cfg: AuditConfig
+                   ) -> tuple[Reason, dict[str, Any], list[Finding]]:
+    """The clock verdict of a study with two or more passing cells, its evidence, and its
+    findings (undefined orderings, the verdict, the endpoint)."""
+    findings: list[Finding] = []
+    for o in orderings.values():
+        if not o.identified:
+            findings.append(make_finding(
+                Reason.ORDERING_UNDEFINED, "study", base,
+                evidence={"quantity": o.quantity, "sub_reason": o.sub_reason,
+                          "concordant": o.concordant, "discordant": o.discordant,
+                          "unidentified": o.unidentified, "n_cells": o.n_cells},
+                message=(f"the ordering of {o.quantity} along {axis} is undefined "
+                         f"({o.sub_reason.value if o.sub_reason else ''})")))
+    # the censoring fraction's runs: those of the passing cells, or of every cell (v1.5)
+    scope = passing if cfg.censor_scope == "passing" else cells_t
+    in_scope = np.array([any(c is d for d in scope) for c in cells_t], dtype=bool)
+    elig = sr.rows[in_scope[sr.runs.cell] & ~mc.grok.censored[sr.rows]]
+    tcs = mc.tc_status[elig]
+    # a compression before logging began is a censored t_compress (known on one side of
+    # the first logged step only); a grok before it widens rel_lag's bounds instead
+    timed = np.isin(tcs, (TC_OK, TC_LEFT_CENSORED, *_CENSORED_TC))
+    n_cens = int(np.isin(tcs, (TC_LEFT_CENSORED, *_CENSORED_TC)).sum())
+    verdict, vev = clock_verdict(list(passing), orderings, mc.rel_lag_low[elig],
+                                 mc.rel_lag_high[elig], int(timed.sum()), n_cens, cfg)
+    findings.append(make_finding(verdict, "study", base, evidence=vev,
+                                 message=_verdict_text(verdict, cfg)))
+    ep = endpoint_finding(list(passing), base, cfg)
+    if ep:
+        findings.append(ep)
+    return verdict, vev, findings
+
+
+def _run_codes_by_cell(runs: RunTable, bounds: np.ndarray
+                       ) -> tuple[list[dict[Reason, list[str]]], list[list[str]]]:
+    """Per cell (runs ``bounds[k]:bounds[k+1]`` of ``runs``): the runs of each run-scoped code
+    (codes in order of first appearance, runs in table order), and the runs whose floor is
+    unstable although they grokked."""
+    codes_of = [tuple(c for c in s if c in _RUN_CODES) for s in runs.reason_sets]
+    unstable = (runs.words["floor_stability"].code
+                == runs.words["floor_stability"].names.index("unstable")) \
+        if "unstable" in runs.words["floor_stability"].names else np.zeros(len(runs), bool)
+    t_grok = runs.intervals["t_grok"]
+    assert t_grok.upper is not None
+    unstable = unstable & ~np.isinf(t_grok.upper)
+    names = runs.run
+    by_cell: list[dict[Reason, list[str]]] = []
+    unstable_by_cell: list[list[str]] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        which = runs.reasons[lo:hi]
+        seen, first = np.unique(which, return_index=True)
+        per_code: dict[Reason, list[str]] = {}
+        for j in seen[np.argsort(first)].tolist():
+            for code in codes_of[j]:
+                per_code.setdefault(code, [])
+        for code in per_code:
+            has = np.array([code in cs for cs in codes_of], dtype=bool)
+            per_code[code] = names[lo:hi][has[which]].tolist()
+        by_cell.append(per_code)
+        unstable_by_cell.append(names[lo:hi][unstable[lo:hi]].tolist())
+    return by_cell, unstable_by_cell
 
 
 _VERDICT_TEXT = {
@@ -708,9 +755,18 @@ def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[
 
 
 def _input_findings(log: LogTable) -> list[Finding]:
+    """The findings about the input itself: what was set aside or repaired, how accuracy was
+    read, and what the reader noted."""
     s = log.summary
-    out: list[Finding] = []
     base: dict[str, Any] = {"study": {}, "metric": None}
+    return (_set_aside_findings(s, base) + _accuracy_read_findings(s, base)
+            + _reader_findings(s, base))
+
+
+def _set_aside_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Finding]:
+    """Runs and rows set aside or repaired: too short, without accuracy, duplicated, empty,
+    missing values, unsorted steps."""
+    out: list[Finding] = []
     if s.runs_too_short:
         out.append(make_finding(
             Reason.TOO_SHORT, "input", base, runs=s.runs_too_short,
@@ -751,6 +807,12 @@ def _input_findings(log: LogTable) -> list[Finding]:
     if not s.sorted_input:
         out.append(make_finding(Reason.UNSORTED_STEPS, "input", base,
                                 message="rows were not sorted by run and step: sorted"))
+    return out
+
+
+def _accuracy_read_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Finding]:
+    """How the accuracy columns were read: percent columns, the column chosen for a role."""
+    out: list[Finding] = []
     for col, d in sorted(s.accuracy_scale.items()):
         low = int(d.get("n_runs_at_most_1") or 0)
         sibling = d.get("why") == "like_sibling"
@@ -778,6 +840,12 @@ def _input_findings(log: LogTable) -> list[Finding]:
             Reason.ACCURACY_COLUMN_CHOSEN, "input", base, evidence={"target": target, **d},
             message=(f"{target} read from the column {safe(d.get('column'))!r} "
                      f"({d.get('points')} points){also}; choose with --map NAME={target}")))
+    return out
+
+
+def _reader_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Finding]:
+    """What the reader noted, set aside, or found some runs never logged."""
+    out: list[Finding] = []
     notes = s.provenance.get("notes") or []
     if notes:
         first = "; ".join(safe(n) for n in notes[:2])

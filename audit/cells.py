@@ -7,11 +7,8 @@ censored the median is censored too (``MEDIAN_CENSORED``) and only its lower bou
 
 from __future__ import annotations
 
-import gc
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from itertools import repeat
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +39,8 @@ from .clocks import (
 )
 from .config import AuditConfig
 from .reasons import Reason
-from .results import CellSummary, Interval, ReferenceCell, ReferenceRun, RunResult, make_many
+from .results import CellSummary, Interval, ReferenceCell, RunResult
+from .runtable import Intervals, RunTable, Words
 
 _TC_REASON = {
     TC_NO_GROK: Reason.NO_GROK,
@@ -137,14 +135,16 @@ def _reason_flags(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
 
 def run_reasons(acc: AccuracyClocks, mc: MetricClocks, i: int) -> tuple[Reason, ...]:
     """The reason codes that describe run ``i`` (in a fixed order)."""
-    return run_reasons_many(acc, mc, np.array([i], dtype=np.int64))[0]
+    sets, which = reason_codes(acc, mc, np.array([i], dtype=np.int64))
+    return sets[int(which[0])]
 
 
-def run_reasons_many(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
-                     ) -> list[tuple[Reason, ...]]:
-    """:func:`run_reasons` of each run in ``idx``, without a Python pass per run over the
-    clock arrays: the runs' facts are packed into one integer key per run, and the codes are
-    built once per distinct key (a handful) and shared."""
+def reason_codes(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
+                 ) -> tuple[tuple[tuple[Reason, ...], ...], np.ndarray]:
+    """:func:`run_reasons` of each run in ``idx`` as ``(sets, which)``: run ``idx[k]`` has the
+    codes ``sets[which[k]]``. No Python pass per run over the clock arrays: the runs' facts are
+    packed into one integer key per run, and the codes are built once per distinct key (a
+    handful)."""
     idx = np.asarray(idx, dtype=np.int64)
     flags, stab, tcs = _reason_flags(acc, mc, idx)
     key = np.zeros(idx.size, dtype=np.int64)
@@ -158,84 +158,24 @@ def run_reasons_many(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
     for k in uniq.tolist():
         bits = [bool((k >> b) & 1) for b in range(nb)]
         table.append(_reasons(bits, (k >> nb) & 0xFF, k >> (nb + 8)))
-    return [table[j] for j in inv.ravel().tolist()]
+    return tuple(table), inv.ravel().astype(np.int64)
 
 
-def _floats(a: np.ndarray) -> list[float | None]:
-    """The values of ``a`` as Python floats, None for NaN."""
-    return [None if v != v else v for v in np.asarray(a, dtype=np.float64).tolist()]
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64)
 
 
-def _intervals(ev: Event, idx: np.ndarray, keep: np.ndarray | None = None
-               ) -> list[Interval | None]:
-    """``Interval.make(value, lower, upper)`` of each run in ``idx`` (None where ``keep`` is
-    False).
-
-    Runs logged at the same steps share their intervals: one immutable :class:`Interval` is
-    made per distinct ``(value, lower, upper)`` and shared by every run that has it (one sort,
-    no Python work per run; this saves most of the time and memory per run). Rows are told
-    apart by their float64 bit patterns, so ``0.0`` and ``-0.0`` never share an Interval."""
-    n = idx.size
-    rows = idx if keep is None else idx[keep]
-    if rows.size == 0:
-        return [None] * n
-    sub = np.stack([np.asarray(a[rows], dtype=np.float64)
-                    for a in (ev.value, ev.lower, ev.upper)], axis=1)
-    bits = sub.view(np.int64)
-    order = np.lexsort((bits[:, 2], bits[:, 1], bits[:, 0]))
-    sb = bits[order]
-    first = np.r_[True, (sb[1:] != sb[:-1]).any(axis=1)]
-    group = np.empty(rows.size, dtype=np.int64)
-    group[order] = np.cumsum(first) - 1
-    make = Interval.make
-    distinct = np.empty(int(first.sum()), dtype=object)
-    for j, (v, lo, u) in enumerate(sub[order[first]].tolist()):
-        distinct[j] = make(v, lo, u)
-    if keep is None:
-        out: list[Interval | None] = distinct[group].tolist()
-        return out
-    full = np.full(n, None, dtype=object)
-    full[keep] = distinct[group]
-    kept: list[Interval | None] = full.tolist()
-    return kept
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many acyclic result objects are made.
-
-    Each collection scans every tracked object of its generations, so collections triggered
-    while a million RunResults are built cost time in proportion to what already exists (about
-    40 % of the audit at a million runs). The objects made here hold no reference cycles:
-    reference counting frees them either way. The collector's previous state is restored."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+def _intervals(ev: Event, idx: np.ndarray, keep: np.ndarray | None = None) -> Intervals:
+    """The intervals ``(value, lower, upper]`` of runs ``idx`` (None where ``keep`` is
+    False)."""
+    return Intervals(_f64(ev.value[idx]), _f64(ev.lower[idx]), _f64(ev.upper[idx]), keep)
 
 
 def build_run(run_id: str, cell: Any, acc: AccuracyClocks, mc: MetricClocks, i: int,
               reference: bool = False) -> RunResult:
     """The :class:`RunResult` of run ``i``."""
-    return build_runs([run_id], [cell], acc, mc, np.array([i], dtype=np.int64),
-                      reference=reference)[0]
-
-
-def build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
-               mc: MetricClocks, idx: np.ndarray, reference: bool = False) -> list[RunResult]:
-    """The :class:`RunResult` of each run ``idx[k]``, named ``run_ids[k]``, of cell
-    ``cells[k]`` (one call for a whole study). ``reference`` adds each run's v1.5 numbers
-    (:class:`ReferenceRun`; ``--profile reference``).
-
-    Every quantity is read from the clock arrays once for all the runs (array slices turned
-    into Python lists), so the work per run is the construction of its objects (issue 10)."""
-    with gc_paused():
-        return _build_runs(run_ids, cells, acc, mc, np.asarray(idx, dtype=np.int64),
-                           reference)
+    return build_runs([run_id], (cell,), np.zeros(1, dtype=np.int64), acc, mc,
+                      np.array([i], dtype=np.int64), reference=reference)[0]
 
 
 def seed_values(mc: MetricClocks, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -262,18 +202,24 @@ def seed_values(mc: MetricClocks, idx: np.ndarray) -> dict[str, np.ndarray]:
             "m_compress": np.where(valid, mc.m_compress[idx], np.nan), "rate": rate}
 
 
-def _reference_runs(mc: MetricClocks, idx: np.ndarray) -> list[ReferenceRun]:
+def _reference_columns(mc: MetricClocks, idx: np.ndarray) -> dict[str, np.ndarray]:
     v = seed_values(mc, idx)
-    return make_many(ReferenceRun, {
-        "kept": v["kept"].tolist(), "drop": _floats(v["drop"]),
-        "valid_comp": v["valid"].tolist(), "censored": v["censored"].tolist(),
-        "t_compress": _floats(v["t_compress"]), "m_compress": _floats(v["m_compress"]),
-        "gap": _floats(v["gap"]), "rel_gap": _floats(v["rel_gap"]), "rate": _floats(v["rate"]),
-    })
+    out = {k: np.asarray(v[src], dtype=bool) for k, src in
+           (("kept", "kept"), ("valid_comp", "valid"), ("censored", "censored"))}
+    out.update({k: _f64(v[k]) for k in ("drop", "t_compress", "m_compress", "gap",
+                                         "rel_gap", "rate")})
+    return out
 
 
-def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClocks,
-                mc: MetricClocks, idx: np.ndarray, reference: bool = False) -> list[RunResult]:
+def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: np.ndarray,
+               acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray,
+               reference: bool = False) -> RunTable:
+    """The :class:`RunTable` of runs ``idx[k]`` (rows of the clock arrays), named
+    ``run_ids[k]``, of cell ``cell_values[cell_index[k]]``. ``reference`` adds each run's v1.5
+    numbers (:class:`ReferenceRun`; ``--profile reference``).
+
+    Every quantity is a slice of the clock arrays: no Python work per run (issue 22)."""
+    idx = np.asarray(idx, dtype=np.int64)
     grokked = ~mc.grok.censored[idx]
     floor = mc.floor[idx]
     drop = mc.drop[idx]
@@ -282,38 +228,42 @@ def _build_runs(run_ids: Sequence[str], cells: Iterable[Any], acc: AccuracyClock
     inflation = mc.inflation[idx]
     compression = np.select(
         [~grokked | np.isnan(floor) | np.isnan(drop), mc.no_compression[idx],
-         mc.compression_unknown[idx]], ["n/a", "none", "unknown"], "compressed").tolist()
-    snap = np.select([transient, converged, np.isnan(inflation)],
-                     ["transient", "converged", "n/a"], "between").tolist()
+         mc.compression_unknown[idx]], [3, 1, 2], 0)
+    snap = np.select([transient, converged, np.isnan(inflation)], [0, 1, 3], 2)
     lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
     with np.errstate(invalid="ignore"):
         rel = np.where(lo == hi, lo, np.nan)
-    n = idx.size
-    t_mem = _intervals(acc.t_mem, idx) if acc.t_mem is not None else [None] * n
-    t_grok = _intervals(mc.grok, idx)
-    assert all(tg is not None for tg in t_grok)
-    t_comp = _intervals(mc.t_compress, idx, grokked)
-    lag = _intervals(mc.lag, idx, grokked)
-    stab = [STABILITY_NAMES[s] for s in np.asarray(mc.stability[idx], dtype=np.int64).tolist()]
-    reasons = run_reasons_many(acc, mc, idx)
-    return make_many(RunResult, {
-        "run": run_ids, "cell": cells, "t_mem": t_mem, "t_grok": t_grok,
-        "grok_sustained": acc.sustained[idx].astype(bool).tolist(),
-        "grok_fell_at": _floats(acc.fell_at[idx]),
-        "final_test_acc": _floats(acc.final_test_acc[idx]),
-        "fully_generalized": acc.fully_generalized[idx].astype(bool).tolist(),
-        "m_start": _floats(mc.m_start[idx]), "m_grok": _floats(mc.m_grok[idx]),
-        "m_peak": _floats(mc.m_peak[idx]), "floor": _floats(floor),
-        "delta": _floats(mc.delta[idx]), "floor_stability": stab,
-        "w1_median": _floats(mc.w1_median[idx]), "drift": _floats(mc.drift[idx]),
-        "drift_interval": zip(_floats(mc.drift_low[idx]), _floats(mc.drift_high[idx])),
-        "mad": _floats(mc.mad[idx]), "compression": compression, "t_compress": t_comp,
-        "undershoot": _floats(mc.undershoot[idx]), "lag": lag, "rel_lag": _floats(rel),
-        "frac_pre": _floats(mc.frac_pre[idx]), "inflation": _floats(inflation),
-        "inflation_is_lower_bound": mc.inflation_lower_bound[idx].astype(bool).tolist(),
-        "snapshot": snap, "reasons": reasons,
-        "reference": _reference_runs(mc, idx) if reference else repeat(None, n),
-    })
+    stab_codes = sorted(STABILITY_NAMES)
+    stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int64)
+    stab_pos[stab_codes] = np.arange(len(stab_codes))
+    sets, which = reason_codes(acc, mc, idx)
+    floats = {"grok_fell_at": acc.fell_at[idx], "final_test_acc": acc.final_test_acc[idx],
+              "m_start": mc.m_start[idx], "m_grok": mc.m_grok[idx], "m_peak": mc.m_peak[idx],
+              "floor": floor, "delta": mc.delta[idx], "w1_median": mc.w1_median[idx],
+              "drift": mc.drift[idx], "mad": mc.mad[idx], "undershoot": mc.undershoot[idx],
+              "rel_lag": rel, "frac_pre": mc.frac_pre[idx], "inflation": inflation}
+    no_clock = Intervals(None, None, None)
+    return RunTable(
+        run=np.array(list(run_ids), dtype=object), cell_values=tuple(cell_values),
+        cell=np.asarray(cell_index, dtype=np.int64),
+        floats={k: _f64(v) for k, v in floats.items()},
+        flags={"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
+               "fully_generalized": np.asarray(acc.fully_generalized[idx], dtype=bool),
+               "inflation_is_lower_bound": np.asarray(mc.inflation_lower_bound[idx],
+                                                      dtype=bool)},
+        intervals={"t_mem": _intervals(acc.t_mem, idx) if acc.t_mem is not None else no_clock,
+                   "t_grok": _intervals(mc.grok, idx),
+                   "t_compress": _intervals(mc.t_compress, idx, grokked),
+                   "lag": _intervals(mc.lag, idx, grokked)},
+        words={"floor_stability": Words(tuple(STABILITY_NAMES[c] for c in stab_codes),
+                                        stab_pos[np.asarray(mc.stability[idx], dtype=np.int64)]),
+               "compression": Words(("compressed", "none", "unknown", "n/a"),
+                                    compression.astype(np.int64)),
+               "snapshot": Words(("transient", "converged", "between", "n/a"),
+                                 snap.astype(np.int64))},
+        drift_interval=(_f64(mc.drift_low[idx]), _f64(mc.drift_high[idx])),
+        reason_sets=sets, reasons=which,
+        reference=_reference_columns(mc, idx) if reference else None)
 
 
 def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True

@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> Any:
 # ------------------------------------------------------------------------------------------
 
 class Result(Protocol):
-    """What every result type offers the CLI (AuditResult, ClaimResult, SensitivityResult…)."""
+    """What :func:`emit` needs of a result: every :class:`grokaudit.results.Result` (the audit,
+    the claims, the sensitivity grid, the suite) and ``inspect``'s description."""
 
     @property
     def exit_code(self) -> int: ...
@@ -572,18 +573,9 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
                                  trail=_trail(cfg, paths, params, config_file))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress_printer("report"))
-    from .report import unaudited_words
+    from .report import written_line
 
-    where = unaudited_words(result)
-    if result.failing:
-        codes = sorted({f.code.value for f in result.failing})
-        line = f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"
-    elif where:  # never "no failing finding" alone where nothing could be assessed
-        line = f"NOTHING_AUDITABLE in {where}: nothing there could be assessed (exit 0)"
-    else:
-        line = "no failing finding (exit 0)"
-    click.echo(f"wrote {safe(out)} · {line}")
-    sys.exit(result.exit_code)
+    emit(result, lambda: f"wrote {safe(out)} · {written_line(result)}\n")
 
 
 # ------------------------------------------------------------------------------------------

@@ -29,7 +29,15 @@ from .errors import ErrorCode, OutputError
 from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
 from .report import unaudited_words
-from .results import AuditResult, Finding, Interval, Ordering, StudyResult, format_number
+from .results import (
+    AuditResult,
+    Finding,
+    Interval,
+    Ordering,
+    StudyResult,
+    format_interval,
+    format_number,
+)
 from .schema import LogTable
 from .text import cell_label, format_value, safe
 
@@ -120,18 +128,8 @@ _n = format_number
 
 
 def _iv(iv: Interval | None) -> str:
-    """A censoring-aware median as text: ``1400 (1300–1400]`` or ``> 20000 (censored)``."""
-    if iv is None:
-        return "—"
-    if iv.censored:
-        return f"&gt; {_n(iv.lower)} <span class='muted'>(censored)</span>"
-    if iv.left_censored:  # only the interval is known
-        why = "before logging began" if iv.lower == 0 else "only its bounds are known"
-        return (f"{_e(iv.describe())} <span class='muted'>({why}: "
-                f"({_n(iv.lower)}, {_n(iv.upper)}])</span>")
-    if iv.lower is not None and iv.upper is not None and iv.lower != iv.upper:
-        return f"{_n(iv.value)} <span class='muted'>({_n(iv.lower)}, {_n(iv.upper)}]</span>"
-    return _n(iv.value)
+    """A censoring-aware median as HTML: ``1400 (1300–1400]`` or ``> 20000 (censored)``."""
+    return format_interval(iv, "html")
 
 
 def _study_key(s: StudyResult) -> str:

@@ -41,7 +41,7 @@ class ColumnRole:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "role": self.role, "why": self.why, "values": self.values,
-                "example": _plain(self.example)}
+                "example": _as_stored(self.example)}
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,9 @@ class Inspection:
             "runs": {"n": len(self.runs), "ids": list(self.runs)}, "rows": self.rows,
             "step": {"column": self.step_column, "unit": self.step_unit, **dict(self.steps)},
             "columns": [c.to_dict() for c in self.columns],
-            "percent": _plain(dict(self.percent)), "set_aside": dict(self.set_aside),
+            "percent": _as_stored(dict(self.percent)), "set_aside": dict(self.set_aside),
             "config_files": list(self.config_files), "notes": list(self.notes),
-            "findings": _plain(list(self.findings)),
+            "findings": _as_stored(list(self.findings)),
             "axis": {"column": self.axis, "why": self.axis_why},
             "refused": dict(self.refused) if self.refused else None,
             "flags": [{"flag": f, "effect": e} for f, e in self.flags],
@@ -91,11 +91,14 @@ class Inspection:
                           ensure_ascii=False) + "\n"
 
 
-def _plain(x: Any) -> Any:
+def _as_stored(x: Any) -> Any:
+    """A value read from the log as JSON, as stored: unlike :func:`grokaudit.results.plain`
+    a whole float stays a float (``1.0``: the column is float), so that ``inspect`` shows what
+    the file holds. NaN and ±inf become None."""
     if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): _as_stored(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [_as_stored(v) for v in x]
     if hasattr(x, "item") and not isinstance(x, (str, bytes)):
         x = x.item()
     if isinstance(x, float) and not math.isfinite(x):
@@ -200,7 +203,7 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
     outcomes = set(summary.outcomes)
     for name in cond.columns:
         vals = cond[name].tolist()
-        distinct = len({json.dumps(_plain(v), default=str) for v in vals})
+        distinct = len({json.dumps(_as_stored(v), default=str) for v in vals})
         ex = vals[0] if vals else None
         if name in SEED_COLUMNS or "seed" in str(name).lower():
             out.append(ColumnRole(name, "seed", "a replicate id: never an axis or a cell",

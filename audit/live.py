@@ -28,7 +28,7 @@ import pandas as pd
 
 from .config import AuditConfig
 from .errors import ConfigError, ErrorCode, LogFormatError
-from .results import Interval, RunResult, _num, _plain, format_number
+from .results import Interval, RunResult, format_number, number, plain
 from .schema import is_known_metric
 
 #: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
@@ -71,7 +71,7 @@ class Gap:
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code.value, "metric": self.metric, "message": self.message,
-                "evidence": {k: _plain(v) for k, v in sorted(self.evidence.items())}}
+                "evidence": {k: plain(v) for k, v in sorted(self.evidence.items())}}
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,11 @@ class MetricState:
     run: RunResult | None  #: the audit's own per-run result (None before it can be computed)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "settled": self.settled, "floor": _num(self.floor),
+        return {"metric": self.metric, "settled": self.settled, "floor": number(self.floor),
                 "floor_stability": self.floor_stability,
-                "slope_per_1000": _num(self.slope_per_1000),
-                "slope_interval": [_num(v) for v in self.slope_interval],
-                "window": [_num(v) for v in self.window], "compression": self.compression,
+                "slope_per_1000": number(self.slope_per_1000),
+                "slope_interval": [number(v) for v in self.slope_interval],
+                "window": [number(v) for v in self.window], "compression": self.compression,
                 "t_compress": self.t_compress.to_dict() if self.t_compress else None}
 
 
@@ -131,8 +131,8 @@ class LiveState:
         return max(ends)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "step": _num(self.step), "n_points": self.n_points,
-                "defined": self.defined, "defined_from": _num(self.defined_from),
+        return {"run": self.run, "step": number(self.step), "n_points": self.n_points,
+                "defined": self.defined, "defined_from": number(self.defined_from),
                 "grokked": self.grokked, "grok_sustained": self.grok_sustained,
                 "t_grok": self.t_grok.to_dict() if self.t_grok else None,
                 "metrics": [m.to_dict() for m in self.metrics],
@@ -143,10 +143,10 @@ class LiveState:
         5200)`` or ``run r1 @ 4000: not defined: floor still moving …``."""
         head = f"run {self.run} @ {format_number(self.step)}"
         if self.defined:
-            tcs = ", ".join(f"{m.metric} {m.t_compress.describe()}" if m.t_compress else
+            tcs = ", ".join(f"{m.metric} {m.t_compress.format()}" if m.t_compress else
                             f"{m.metric} none (no compression)" for m in self.metrics)
             since = format_number(self.defined_from)
-            tg = self.t_grok.describe() if self.t_grok else "—"
+            tg = self.t_grok.format() if self.t_grok else "—"
             return f"{head}: defined since {since} (t_grok {tg}; t_compress {tcs})"
         return f"{head}: not defined: " + "; ".join(g.message for g in self.missing)
 
@@ -392,7 +392,7 @@ class LiveRun:
                             f"grok not sustained: {cfg.grok_on} fell back below the threshold "
                             f"at step {format_number(fell)}", evidence={"fell_at": fell}))
         elif t_grok is not None and t_grok.left_censored:
-            head.append(Gap(Missing.LEFT_CENSORED, f"t_grok is only a bound ({t_grok.describe()}"
+            head.append(Gap(Missing.LEFT_CENSORED, f"t_grok is only a bound ({t_grok.format()}"
                             "): the run grokked before its first logged step",
                             evidence={"lower": t_grok.lower, "upper": t_grok.upper}))
         if not grokked or not sustained:  # the metric's gaps follow from the grok's
@@ -404,7 +404,7 @@ class LiveRun:
                     gaps.append(Gap(Missing.FLOOR_BEFORE_GROK, (
                         f"{ms.metric}: the final window (steps {format_number(lo)}–"
                         f"{format_number(hi)}) begins before the grok (t_grok "
-                        f"{t_grok.describe()}): no floor read after the run generalized yet"),
+                        f"{t_grok.format()}): no floor read after the run generalized yet"),
                         ms.metric, {"window": [lo, hi], "t_grok_upper": t_grok.upper}))
         n = int(log.step.size)
         return LiveState(self.run, self._last, n, grokked, sustained, t_grok,
@@ -449,7 +449,7 @@ def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
     tc = r.t_compress
     if floor_ok and tc is not None and tc.left_censored:
         gaps.append(Gap(Missing.LEFT_CENSORED, f"{m}: t_compress is only a bound "
-                        f"({tc.describe()})", m, {"lower": tc.lower, "upper": tc.upper}))
+                        f"({tc.format()})", m, {"lower": tc.lower, "upper": tc.upper}))
     elif floor_ok and r.compression == "unknown":
         gaps.append(Gap(Missing.COMPRESSION_UNKNOWN, f"{m}: cannot tell yet whether it "
                         "compresses", m))

@@ -14,6 +14,7 @@ from .results import (
     Ordering,
     RunResult,
     StudyResult,
+    format_interval,
     format_number,
 )
 from .text import cell_label, format_value, safe
@@ -26,13 +27,7 @@ _n = format_number
 
 
 def _iv(iv: Interval | None) -> str:
-    if iv is None:
-        return "—"
-    if iv.censored:
-        return f">{_n(iv.lower)} (cens)"
-    if iv.left_censored:  # before logging began: only its interval is known
-        return iv.describe()
-    return _n(iv.value)
+    return format_interval(iv, "table")
 
 
 def _floor(c: CellSummary) -> str:
@@ -169,6 +164,18 @@ def result_line(failing: Sequence[Finding], fail_on: Sequence[str],
             f"{fail_on_words(fail_on)} (exit 1)")
 
 
+def written_line(result: AuditResult) -> str:
+    """The one line ``grokaudit report`` prints after the page is written: the failing
+    codes, else where nothing could be assessed, else that nothing fails; and the exit code."""
+    where = unaudited_words(result)
+    if result.failing:
+        codes = sorted({f.code.value for f in result.failing})
+        return f"{len(result.failing)} failing finding(s): {', '.join(codes)} (exit 1)"
+    if where:  # never "no failing finding" alone where nothing could be assessed
+        return f"NOTHING_AUDITABLE in {where}: nothing there could be assessed (exit 0)"
+    return "no failing finding (exit 0)"
+
+
 def _study_label(study: Any, metric: str | None) -> str:
     parts = [f"{k}={format_value(v)}" for k, v in dict(study).items()]
     if metric:
@@ -207,8 +214,20 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     for a single study or with ``verbose``, per study its table, orderings, verdict and
     remaining findings (grouped by code; informational ones only with ``verbose``); the result
     line."""
+    failing = set(id(f) for f in result.failing)
+    details = verbose or len(result.studies) <= 1
+    out = (_header_lines(result) + _summary_lines(result, failing)
+           + _accuracy_lines(result, failing) + _detail_lines(result, failing, verbose)
+           + _input_lines(result, failing, details and not verbose))
+    out += ["", result_line(result.failing, result.fail_on, unaudited_words(result))]
+    # every line is one logical line: a control character from the log (a run id, a cell
+    # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
+    return "\n".join(safe(line) for line in out) + "\n"
+
+
+def _header_lines(result: AuditResult) -> list[str]:
+    """The version and profile, the effective config, the trail, the input accounting."""
     cfg = result.config
-    fail_on = tuple(cfg.get("fail_on") or ("default",))
     trail = result.trail
     out: list[str] = [f"grokaudit {result.version} · profile "
                       f"{trail.profile if trail is not None else cfg.get('profile')}"]
@@ -238,12 +257,15 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
         shown = ", ".join(configs[:3]) + (f", … ({len(configs)} in all)" if len(configs) > 3
                                           else "")
         out.append(f"config files read with the log: {shown}")
-    failing = set(id(f) for f in result.failing)
-    nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
+    return out
 
+
+def _summary_lines(result: AuditResult, failing: set[int]) -> list[str]:
+    """Each study's verdict and failing codes, the failing findings, NOTHING_AUDITABLE."""
+    nothing = [f for f in result.findings if f.code is Reason.NOTHING_AUDITABLE]
     # -- summary --------------------------------------------------------------------------
-    out += ["", f"summary ({len(result.studies)} stud{'y' if len(result.studies) == 1 else 'ies'};"
-            f" {fail_on_words(fail_on)}):"]
+    out = ["", f"summary ({len(result.studies)} stud{'y' if len(result.studies) == 1 else 'ies'};"
+            f" {fail_on_words(result.fail_on)}):"]
     rows: list[tuple[str, ...]] = [("study", "verdict", "failing")]
     for s in result.studies:
         fs = [f for f in s.findings if id(f) in failing]
@@ -263,6 +285,12 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
             out.append(f"  [{f.severity.value:<8}] {f.code.value:<34} "
                        f"{_where(f.study, f.metric, f.cell)}{f.message}")
 
+    return out
+
+
+def _accuracy_lines(result: AuditResult, failing: set[int]) -> list[str]:
+    """Findings about accuracy alone, once per run group (the same for every metric)."""
+    out: list[str] = []
     # -- accuracy: once per run group -----------------------------------------------------
     acc_seen: dict[tuple[str, str, str], Finding] = {}
     for f in result.findings:
@@ -286,6 +314,13 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
             out.append(f"  [{fs[0].severity.value:<8}] {code:<34} ({label}) cells "
                        f"{', '.join(cells)}")
 
+    return out
+
+
+def _detail_lines(result: AuditResult, failing: set[int], verbose: bool) -> list[str]:
+    """Per study (one study, or every one with ``verbose``): its table, orderings, verdict and
+    the remaining findings."""
+    out: list[str] = []
     # -- details per study: shown for one study, or for several with --verbose ------------
     details = verbose or len(result.studies) <= 1
     for s in result.studies if details else ():
@@ -299,18 +334,22 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     if not details:
         out += ["", f"(the {len(result.studies)} studies' tables, orderings and other findings: "
                 "--verbose, or --metric COL for one)"]
+    return out
+
+
+def _input_lines(result: AuditResult, failing: set[int], count_hidden: bool) -> list[str]:
+    """The input findings that do not fail, and how many informational findings are hidden
+    (``count_hidden``)."""
+    out: list[str] = []
     inputs = [f for f in result.findings if f.scope == "input" and id(f) not in failing]
     if inputs:
         out += ["", "input findings:"]
         out += [f"  [{f.severity.value:<8}] {f.code.value:<34} {f.message}" for f in inputs]
     hidden = sum(1 for f in result.findings if f.severity is Severity.INFO
                  and f.scope != "study" and f.scope != "input" and id(f) not in failing)
-    if hidden and details and not verbose:
+    if hidden and count_hidden:
         out.append(f"  ({hidden} informational findings not shown; --verbose shows them)")
-    out += ["", result_line(result.failing, fail_on, unaudited_words(result))]
-    # every line is one logical line: a control character from the log (a run id, a cell
-    # value, a metric name) is escaped, so it can neither move the cursor nor forge a line
-    return "\n".join(safe(line) for line in out) + "\n"
+    return out
 
 
 def _where(study: dict[str, Any] | Any, metric: str | None, cell: Any) -> str:

@@ -7,19 +7,27 @@ A value that could not be computed is ``None`` next to a :class:`~grokaudit.reas
 
 from __future__ import annotations
 
+import enum
+import html
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .reasons import Reason, Severity
+
+if TYPE_CHECKING:
+    from .runtable import RunTable
 
 SCHEMA = "grokaudit.audit/1"
 
 
-def _num(x: float | int | None) -> float | int | None:
-    """A JSON-safe number: NaN → None, ±inf → None (the interval's ``censored`` says why)."""
+def number(x: float | int | None, digits: int | None = None) -> float | int | None:
+    """A JSON-safe number: NaN → None, ±inf → None (the interval's ``censored`` says why), a
+    whole float → int, else the float (rounded to ``digits`` decimals when given)."""
     if x is None:
         return None
     if isinstance(x, bool):
@@ -31,7 +39,9 @@ def _num(x: float | int | None) -> float | int | None:
         return None
     if xf.is_integer() and abs(xf) < 2**53:
         return int(xf)
-    return xf
+    return xf if digits is None else round(xf, digits)
+
+
 
 
 @dataclass(frozen=True)
@@ -75,20 +85,48 @@ class Interval:
                 and self.lower is not None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": _num(self.value), "lower": _num(self.lower),
-                "upper": _num(self.upper), "censored": self.censored,
+        return {"value": number(self.value), "lower": number(self.lower),
+                "upper": number(self.upper), "censored": self.censored,
                 "left_censored": self.left_censored}
 
-    def describe(self) -> str:
-        """Compact text: ``1200``, ``>5400`` (right-censored), ``≤2000`` (left-censored: before
-        the first logged step 2000) or ``1400–3400`` (only bounds known)."""
+    def format(self, style: str = "compact") -> str:
+        """The interval for people, never a point where only a bound is known; one method
+        for every printer (the JSON form is :meth:`to_dict`):
+
+        * ``compact``: ``1200``, ``>5400`` (right-censored), ``≤2000`` (left-censored: before
+          the first logged step 2000) or ``1400–3400`` (only bounds known);
+        * ``table`` (the text report's tables): as compact, a censored one ``>5400 (cens)``;
+        * ``html`` (the HTML report): ``&gt; 5400 (censored)``, a left-censored one with why
+          only its bounds are known, a point with the interval it was read in."""
+        if style not in _STYLES:
+            raise ValueError(f"style {style!r}: one of {', '.join(_STYLES)}")
+        n = format_number
         if self.censored:
-            return f">{_fmt(self.lower)}"
+            if style == "table":
+                return f">{n(self.lower)} (cens)"
+            if style == "html":
+                return f"&gt; {n(self.lower)} <span class='muted'>(censored)</span>"
+            return f">{n(self.lower)}"
         if self.left_censored:
-            if self.lower == 0:
-                return f"≤{_fmt(self.upper)}"
-            return f"{_fmt(self.lower)}–{_fmt(self.upper)}"
-        return _fmt(self.value)
+            text = f"≤{n(self.upper)}" if self.lower == 0 else f"{n(self.lower)}–{n(self.upper)}"
+            if style == "html":
+                why = "before logging began" if self.lower == 0 else "only its bounds are known"
+                return (f"{html.escape(text)} <span class='muted'>({why}: "
+                        f"({n(self.lower)}, {n(self.upper)}])</span>")
+            return text
+        if (style == "html" and self.lower is not None and self.upper is not None
+                and self.lower != self.upper):
+            return (f"{n(self.value)} <span class='muted'>({n(self.lower)}, "
+                    f"{n(self.upper)}]</span>")
+        return n(self.value)
+
+
+_STYLES = ("compact", "table", "html")
+
+
+def format_interval(iv: Interval | None, style: str = "compact") -> str:
+    """:meth:`Interval.format`, ``—`` for a value that could not be computed (None)."""
+    return "—" if iv is None else iv.format(style)
 
 
 def format_number(x: float | None, digits: int = 3) -> str:
@@ -101,8 +139,6 @@ def format_number(x: float | None, digits: int = 3) -> str:
         return f"{x:.0f}"
     return f"{x:.{digits}g}"
 
-
-_fmt = format_number
 
 
 @dataclass(frozen=True)
@@ -122,27 +158,42 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code.value, "severity": self.severity.value, "scope": self.scope,
-            "study": _plain(dict(self.study)), "metric": self.metric, "cell": _plain(self.cell),
-            "runs": list(self.runs), "evidence": _plain(dict(self.evidence)),
+            "study": plain(dict(self.study)), "metric": self.metric, "cell": plain(self.cell),
+            "runs": list(self.runs), "evidence": plain(dict(self.evidence)),
             "message": self.message,
         }
 
 
-def _plain(x: Any) -> Any:
-    """Convert numpy scalars and containers to JSON-safe Python values."""
+def plain(x: Any, digits: int | None = None) -> Any:
+    """Any result value as a JSON-safe Python value: the one converter of every result.
+
+    Mappings (keys as text), sequences and arrays become dicts and lists, intervals and
+    records their ``to_dict()``, enums their value, numpy scalars Python ones, numbers go
+    through :func:`number` (NaN and ±inf become None; ``digits`` rounds floats, as the claim
+    results do), anything else its text."""
     if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): plain(v, digits) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [plain(v, digits) for v in x]
     if isinstance(x, Interval):
         return x.to_dict()
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        x = x.item()
-    if isinstance(x, float):
-        return _num(x)
-    if isinstance(x, Reason):
-        return x.value
-    return x
+    if isinstance(x, np.ndarray):
+        return [plain(v, digits) for v in x.tolist()]
+    if hasattr(x, "to_dict") and callable(x.to_dict):
+        return plain(x.to_dict(), digits)
+    if isinstance(x, enum.Enum):
+        return plain(x.value, digits)
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return number(float(x), digits)
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
 
 
 @dataclass(frozen=True)
@@ -165,10 +216,10 @@ class ReferenceRun:
     rate: float | None  #: drop / gap (None unless gap > 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kept": self.kept, "drop": _num(self.drop), "valid_comp": self.valid_comp,
-                "censored": self.censored, "t_compress": _num(self.t_compress),
-                "m_compress": _num(self.m_compress), "gap": _num(self.gap),
-                "rel_gap": _num(self.rel_gap), "rate": _num(self.rate)}
+        return {"kept": self.kept, "drop": number(self.drop), "valid_comp": self.valid_comp,
+                "censored": self.censored, "t_compress": number(self.t_compress),
+                "m_compress": number(self.m_compress), "gap": number(self.gap),
+                "rel_gap": number(self.rel_gap), "rate": number(self.rate)}
 
 
 @dataclass(frozen=True)
@@ -192,9 +243,9 @@ class ReferenceCell:
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "n_valid": self.n_valid, "n_censored": self.n_censored,
-                "censor_frac": _num(self.censor_frac),
-                "amp_invalid_frac": _num(self.amp_invalid_frac), "drop": _num(self.drop),
-                "rate": _num(self.rate), "comp_ratio": _num(self.comp_ratio),
+                "censor_frac": number(self.censor_frac),
+                "amp_invalid_frac": number(self.amp_invalid_frac), "drop": number(self.drop),
+                "rate": number(self.rate), "comp_ratio": number(self.comp_ratio),
                 "tiny_drop": self.tiny_drop, "high_floor": self.high_floor,
                 "boundary": self.boundary}
 
@@ -237,20 +288,20 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "run": self.run, "cell": _plain(self.cell),
+            "run": self.run, "cell": plain(self.cell),
             "t_mem": self.t_mem.to_dict() if self.t_mem else None,
             "t_grok": self.t_grok.to_dict(), "grok_sustained": self.grok_sustained,
-            "grok_fell_at": _num(self.grok_fell_at), "final_test_acc": _num(self.final_test_acc),
-            "fully_generalized": self.fully_generalized, "m_start": _num(self.m_start),
-            "m_grok": _num(self.m_grok), "m_peak": _num(self.m_peak), "floor": _num(self.floor),
-            "delta": _num(self.delta), "floor_stability": self.floor_stability,
-            "w1_median": _num(self.w1_median), "drift": _num(self.drift),
-            "drift_interval": [_num(v) for v in self.drift_interval], "mad": _num(self.mad),
+            "grok_fell_at": number(self.grok_fell_at), "final_test_acc": number(self.final_test_acc),
+            "fully_generalized": self.fully_generalized, "m_start": number(self.m_start),
+            "m_grok": number(self.m_grok), "m_peak": number(self.m_peak), "floor": number(self.floor),
+            "delta": number(self.delta), "floor_stability": self.floor_stability,
+            "w1_median": number(self.w1_median), "drift": number(self.drift),
+            "drift_interval": [number(v) for v in self.drift_interval], "mad": number(self.mad),
             "compression": self.compression,
             "t_compress": self.t_compress.to_dict() if self.t_compress else None,
-            "undershoot": _num(self.undershoot),
-            "lag": self.lag.to_dict() if self.lag else None, "rel_lag": _num(self.rel_lag),
-            "frac_pre": _num(self.frac_pre), "inflation": _num(self.inflation),
+            "undershoot": number(self.undershoot),
+            "lag": self.lag.to_dict() if self.lag else None, "rel_lag": number(self.rel_lag),
+            "frac_pre": number(self.frac_pre), "inflation": number(self.inflation),
             "inflation_is_lower_bound": self.inflation_is_lower_bound,
             "snapshot": self.snapshot, "reasons": [r.value for r in self.reasons],
         }
@@ -306,7 +357,7 @@ class CellSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "axis_value": _plain(self.axis_value), "runs": list(self.runs),
+            "axis_value": plain(self.axis_value), "runs": list(self.runs),
             "n_runs": self.n_runs, "n_grokked": self.n_grokked,
             "n_fully_generalized": self.n_fully_generalized,
             "n_no_compression": self.n_no_compression, "n_established": self.n_established,
@@ -314,9 +365,9 @@ class CellSummary:
             "t_grok": self.t_grok.to_dict() if self.t_grok else None,
             "t_compress": self.t_compress.to_dict() if self.t_compress else None,
             "lag": self.lag.to_dict() if self.lag else None,
-            "floor": _num(self.floor), "delta": _num(self.delta), "m_grok": _num(self.m_grok),
-            "rel_lag": _num(self.rel_lag), "frac_pre": _num(self.frac_pre),
-            "inflation": _num(self.inflation),
+            "floor": number(self.floor), "delta": number(self.delta), "m_grok": number(self.m_grok),
+            "rel_lag": number(self.rel_lag), "frac_pre": number(self.frac_pre),
+            "inflation": number(self.inflation),
             "floor_stability": dict(sorted(self.floor_stability.items())),
             "n_transient": self.n_transient, "n_judged": self.n_judged,
             "n_transient_sustained": self.n_transient_sustained,
@@ -362,10 +413,10 @@ class Ordering:
             "quantity": self.quantity, "n_cells": self.n_cells, "concordant": self.concordant,
             "discordant": self.discordant, "unidentified": self.unidentified,
             "identified": self.identified, "direction": self.direction, "shape": self.shape,
-            "tau_bounds": [_num(t) for t in self.tau_bounds] if self.tau_bounds else None,
-            "spearman": _num(self.spearman), "reason": self.reason.value,
+            "tau_bounds": [number(t) for t in self.tau_bounds] if self.tau_bounds else None,
+            "spearman": number(self.spearman), "reason": self.reason.value,
             "sub_reason": self.sub_reason.value if self.sub_reason else None,
-            "axis_values": _plain(list(self.axis_values)),
+            "axis_values": plain(list(self.axis_values)),
         }
 
 
@@ -377,7 +428,9 @@ class StudyResult:
     metric: str
     axis: str | None  #: None: no condition varies (one cell of every run, no orderings)
     cells: tuple[CellSummary, ...]
-    runs: tuple[RunResult, ...]
+    #: every run's results, as columns (:class:`~grokaudit.runtable.RunTable`, a read-only
+    #: sequence of :class:`RunResult` made on demand)
+    runs: RunTable
     orderings: tuple[Ordering, ...]
     verdict: Reason | None  #: the clock verdict; None with LOW_POWER_DESCRIPTIVE
     verdict_evidence: Mapping[str, Any]
@@ -403,18 +456,53 @@ class StudyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "study": _plain(dict(self.study)), "metric": self.metric, "axis": self.axis,
+            "study": plain(dict(self.study)), "metric": self.metric, "axis": self.axis,
             "verdict": self.verdict.value if self.verdict else None,
-            "verdict_evidence": _plain(dict(self.verdict_evidence)),
+            "verdict_evidence": plain(dict(self.verdict_evidence)),
             "cells": [c.to_dict() for c in self.cells],
             "orderings": [o.to_dict() for o in self.orderings],
             "findings": [f.to_dict() for f in self.findings],
-            "runs": [r.to_dict() for r in self.runs],
+            "runs": self.runs.to_dicts(),
         }
 
 
+class Result:
+    """What every command's result offers (the audit, each claim, the sensitivity grid, the
+    suite): its ``findings``, the ``fail_on`` they are judged under, and derived from those
+    once, here, ``failing`` (the findings that make the command exit 1), ``exit_code`` (1 when
+    any fails, else 0), ``codes`` and ``to_json``. A subclass is a frozen dataclass with
+    ``findings`` and ``fail_on`` fields (or properties) and a ``to_dict``."""
+
+    findings: tuple[Finding, ...]
+    fail_on: tuple[str, ...]
+
+    @property
+    def failing(self) -> tuple[Any, ...]:
+        """The findings that fail under ``fail_on`` (:func:`fails`)."""
+        return tuple(f for f in self.findings if fails(f, self.fail_on))
+
+    @property
+    def exit_code(self) -> int:
+        """What the command exits with: 1 when something fails, else 0."""
+        return 1 if self.failing else 0
+
+    @property
+    def codes(self) -> frozenset[Reason]:
+        """Every reason code among the findings (convenient in tests and scripts)."""
+        return frozenset(f.code for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The versioned JSON form: strict JSON (no NaN), UTF-8 text, byte-identical for
+        identical input and options."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
+                          ensure_ascii=False) + "\n"
+
+
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Result):
     """The whole audit: config, input accounting, one StudyResult per study and metric, and
     every finding. ``exit_code`` is what ``grokaudit check`` exits with."""
 
@@ -423,19 +511,11 @@ class AuditResult:
     input: Mapping[str, Any]
     studies: tuple[StudyResult, ...]
     findings: tuple[Finding, ...]
-    failing: tuple[Finding, ...]  #: the findings that make the audit fail under ``fail_on``
     #: how the result was made (:class:`~grokaudit.trail.Trail`): version, config file,
     #: changed settings, input mapping, input files, command
     trail: Any = None
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.failing else 0
-
-    @property
-    def codes(self) -> frozenset[Reason]:
-        """Every reason code among the findings (convenient in tests and scripts)."""
-        return frozenset(f.code for f in self.findings)
+    #: which findings fail the audit (``default``: the critical ones; :func:`fails`)
+    fail_on: tuple[str, ...] = ("default",)
 
     def study(self, metric: str | None = None, **key: Any) -> StudyResult:
         """The study for ``metric`` (default: the first) whose split matches ``key``."""
@@ -449,15 +529,15 @@ class AuditResult:
         return {
             "schema": SCHEMA,
             "grokaudit_version": self.version,
-            "config": _plain(dict(self.config)),
-            "input": _plain(dict(self.input)),
+            "config": plain(dict(self.config)),
+            "input": plain(dict(self.input)),
             "summary": {
                 "exit_code": self.exit_code,
                 "n_findings": len(self.findings),
                 "n_failing": len(self.failing),
                 "failing_codes": sorted({f.code.value for f in self.failing}),
                 "verdicts": [
-                    {"study": _plain(dict(s.study)), "metric": s.metric,
+                    {"study": plain(dict(s.study)), "metric": s.metric,
                      "verdict": s.verdict.value if s.verdict else None}
                     for s in self.studies
                 ],
@@ -466,43 +546,6 @@ class AuditResult:
             "findings": [f.to_dict() for f in self.findings],
             "trail": None if self.trail is None else self.trail.to_dict(),
         }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """The versioned JSON form; byte-identical for identical input and config."""
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, allow_nan=False,
-                          ensure_ascii=False) + "\n"
-
-
-_T = TypeVar("_T")
-
-
-def make_many(cls: type[_T], columns: Mapping[str, Iterable[Any]]) -> list[_T]:
-    """``[cls(**row) for row in rows]`` where ``columns`` maps every field name of the frozen
-    dataclass ``cls`` to an iterable of that field's values, one per object.
-
-    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, about
-    3 µs for the 29 fields of a :class:`RunResult`: at a million runs, a third of the audit.
-    Objects made here get the same fields as ``__init__`` would give them (so they compare
-    equal, hash, print and pickle alike) in a quarter of the time. A class with a
-    ``__post_init__``, ``__slots__`` or a field outside ``__init__`` is made with its
-    constructor instead."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if set(columns) != set(names):
-        missing = sorted(set(names) - set(columns))
-        extra = sorted(set(columns) - set(names))
-        raise ValueError(f"make_many({cls.__name__}): missing fields {missing}, unknown {extra}")
-    rows = zip(*(columns[n] for n in names), strict=True)
-    if hasattr(cls, "__post_init__") or hasattr(cls, "__slots__") \
-            or not all(f.init for f in fields(cls)):  # type: ignore[arg-type]
-        return [cls(**dict(zip(names, row))) for row in rows]
-    new = object.__new__
-
-    def make(row: tuple[Any, ...]) -> _T:
-        obj = new(cls)
-        obj.__dict__.update(zip(names, row))
-        return obj
-
-    return [make(row) for row in rows]
 
 
 def fails(f: Finding, fail_on: Sequence[str]) -> bool:
@@ -530,9 +573,9 @@ def sort_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
         k = tuple((str(name), type(v).__qualname__, repr(v)) for name, v in study.items())
         out = study_json.get(k)
         if out is None:
-            out = study_json[k] = json.dumps(_plain(dict(study)), sort_keys=True)
+            out = study_json[k] = json.dumps(plain(dict(study)), sort_keys=True)
         return out
 
     return tuple(sorted(findings, key=lambda f: (
         sev[f.severity], scope.get(f.scope, 9), study_key(f.study), f.metric or "",
-        str(_plain(f.cell)), f.code.value, f.runs)))
+        str(plain(f.cell)), f.code.value, f.runs)))

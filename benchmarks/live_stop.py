@@ -93,7 +93,7 @@ def compare(df: pd.DataFrame, reps: list[Replay], margin: float, axis: str, metr
 
 def _tc(r: object) -> str | None:
     tc = getattr(r, "t_compress", None)
-    return None if tc is None else tc.describe()
+    return None if tc is None else tc.format()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,53 +16,28 @@ layer cannot write. The exit code follows ``check`` (1 when a finding fails unde
 from __future__ import annotations
 
 import dataclasses
-import enum
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..reasons import Reason, Severity
-from ..results import Finding, Interval, fails, format_number, sort_findings
+from ..results import Finding, Result, format_number, sort_findings
+from ..results import plain as _plain
 from ..study import severity_of
 
 #: 2: typed bodies, one entry per study under ``studies`` (issue 11).
 SCHEMA_VERSION = 2
 
 
-def plain(x: Any) -> Any:
-    """Convert records, numpy values and containers to JSON-safe Python values.
+#: Claim results round their floats to 12 decimals (fits of a few seeds are not reproducible
+#: beyond that across BLAS builds).
+DIGITS = 12
 
-    NaN and ±inf become ``None`` (a censored bound says so in its own field)."""
-    if isinstance(x, Interval):
-        return x.to_dict()
-    if hasattr(x, "to_dict") and callable(x.to_dict):
-        return plain(x.to_dict())
-    if isinstance(x, Mapping):
-        return {str(k): plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return [plain(v) for v in x.tolist()]
-    if isinstance(x, enum.Enum):
-        return plain(x.value)
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        xf = float(x)
-        if math.isnan(xf) or math.isinf(xf):
-            return None
-        if xf.is_integer() and abs(xf) < 2**53:
-            return int(xf)
-        return round(xf, 12)
-    if x is None or isinstance(x, str):
-        return x
-    return str(x)
+
+def plain(x: Any) -> Any:
+    """:func:`grokaudit.results.plain` with the claims' rounding (:data:`DIGITS`)."""
+    return _plain(x, DIGITS)
 
 
 def outward(x: float | None, digits: int = 3, *, down: bool) -> str:
@@ -151,7 +126,7 @@ class ClaimStudy:
 
 
 @dataclass(frozen=True)
-class ClaimResult:
+class ClaimResult(Result):
     """One claim audit: what was asked (``params``), the effective config, the input
     accounting, one :class:`ClaimStudy` per study, and the findings."""
 
@@ -176,19 +151,6 @@ class ClaimResult:
             raise ValueError(f"{len(self.studies)} studies: use .studies[i].body")
         return self.studies[0].body
 
-    @property
-    def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if fails(f, self.fail_on))
-
-    @property
-    def exit_code(self) -> int:
-        """0 no failing finding, 1 failing findings (as ``grokaudit check``)."""
-        return 1 if self.failing else 0
-
-    @property
-    def codes(self) -> frozenset[Reason]:
-        return frozenset(f.code for f in self.findings)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
@@ -208,11 +170,6 @@ class ClaimResult:
             "findings": [f.to_dict() for f in self.findings],
             "trail": None if self.trail is None else self.trail.to_dict(),
         }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """The versioned JSON form; byte-identical for identical input and options."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
-                          ensure_ascii=False) + "\n"
 
 
 def make_result(command: str, *, params: Mapping[str, Any], config: Mapping[str, Any],

@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..config import AuditConfig, replace
 from ..errors import GrokauditError
 from ..reasons import Reason
-from ..results import AuditResult, Finding, fails, sort_findings
+from ..results import AuditResult, Finding, Result, sort_findings
 from ..text import format_value, safe
 from .results import finding, plain
 
@@ -73,7 +73,7 @@ class Variant:
 
 
 @dataclass(frozen=True)
-class SensitivityResult:
+class SensitivityResult(Result):
     """The baseline audit, every variant, and the per-study list of what moved."""
 
     baseline: AuditResult
@@ -82,22 +82,16 @@ class SensitivityResult:
     findings: tuple[Finding, ...]
 
     @property
+    def fail_on(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The baseline audit's ``fail_on`` (``VERDICT_FRAGILE`` is critical: it fails under
+        ``default``)."""
+        return tuple(self.baseline.fail_on)
+
+    @property
     def failing(self) -> tuple[Finding, ...]:
-        """The baseline audit's failing findings and the grid's findings that fail under the
-        same ``fail_on`` (``VERDICT_FRAGILE`` is critical: it fails under ``default``)."""
-        fail_on = tuple(self.baseline.config.get("fail_on") or ("default",))
-        return tuple(self.baseline.failing) + tuple(
-            f for f in self.findings if fails(f, fail_on))
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a finding fails under ``fail_on`` (by default: a fragile verdict or a
-        critical finding of the baseline audit); else 0."""
-        return 1 if self.failing else 0
-
-    @property
-    def codes(self) -> frozenset[Reason]:
-        return frozenset(f.code for f in self.findings)
+        """The baseline audit's failing findings, then the grid's that fail under the same
+        ``fail_on``."""
+        return tuple(self.baseline.failing) + super().failing
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,10 +110,6 @@ class SensitivityResult:
             "findings": [f.to_dict() for f in self.findings],
             "audit": self.baseline.to_dict(),  #: the full audit at the given config
         }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
-                          ensure_ascii=False) + "\n"
 
 
 def run_sensitivity(table: pa.Table | pd.DataFrame, config: AuditConfig,

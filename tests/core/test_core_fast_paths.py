@@ -3,16 +3,12 @@
 * ``study._pair_counts`` (a dominance count in O(n log² n)) against ``study._pair_counts_loop``
   (every pair visited), on random interval sets with ties, censored cells, single points and
   NaN values; and ``study.ordering`` with and without the fast path.
-* ``results.make_many`` (objects made without ``__init__``) against the dataclass
-  constructor: equality, hash, repr, pickle, ``dataclasses.replace`` and frozenness.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
-import pickle
 from typing import Any
 
 import grokaudit
@@ -21,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
-from grokaudit.results import CellSummary, Interval, ReferenceRun, RunResult, make_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,94 +145,3 @@ def test_ordering_is_the_same_with_the_pair_loop(monkeypatch, q):
     fast = study.ordering(cells, q, cfg)
     monkeypatch.setattr(study, "_pair_counts", lambda ivs, time: None)
     assert study.ordering(cells, q, cfg) == fast
-
-
-# ------------------------------------------------------------------------------------------
-# results.make_many == the constructor
-# ------------------------------------------------------------------------------------------
-
-def _runs() -> list[RunResult]:
-    """RunResults as the audit makes them (through make_many), default and reference."""
-    df = _study_with_censoring()
-    out: list[RunResult] = []
-    for prof in ("default", "reference"):
-        res = grokaudit.audit_table(df, by="rho", profile=prof, fail_on=("none",))
-        out.extend(res.studies[0].runs)
-    return out
-
-
-def _rebuilt(obj: Any) -> Any:
-    cls = type(obj)
-    return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
-
-
-def test_make_many_runs_equal_constructed_runs():
-    runs = _runs()
-    assert any(r.reference is not None for r in runs) and any(r.reference is None for r in runs)
-    assert any(r.t_compress is not None and r.t_compress.censored for r in runs)
-    for r in runs:
-        c = _rebuilt(r)
-        assert type(r) is RunResult
-        assert r == c and c == r
-        assert hash(r) == hash(c)
-        assert repr(r) == repr(c)
-        assert list(vars(r)) == list(vars(c))  # the same fields, in the same order
-        assert r.to_dict() == c.to_dict()
-        back = pickle.loads(pickle.dumps(r))
-        assert back == c and type(back) is RunResult and hash(back) == hash(c)
-        assert dataclasses.replace(r, run="other") == dataclasses.replace(c, run="other")
-        assert dataclasses.replace(r) == c
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            r.run = "changed"  # type: ignore[misc]
-
-
-def test_make_many_from_columns_equals_the_constructor():
-    """Arbitrary field values, column by column: the same objects as ``cls(**row)``."""
-    rows = [dict(kept=k, drop=d, valid_comp=v, censored=c, t_compress=t, m_compress=m,
-                 gap=g, rel_gap=rg, rate=ra)
-            for k, d, v, c, t, m, g, rg, ra in [
-                (True, 2.5, True, False, 3000.0, 10.0, 1000.0, 0.5, 0.0025),
-                (False, None, False, False, None, None, None, None, None),
-                (True, -0.0, False, False, None, None, None, None, None),
-                (True, 1.0, True, True, 19_900.0, 30.0, 900.0, math.inf, None)]]
-    cols = {k: [r[k] for r in rows] for k in rows[0]}
-    made = make_many(ReferenceRun, cols)
-    for obj, row in zip(made, rows):
-        want = ReferenceRun(**row)
-        assert obj == want and hash(obj) == hash(want) and repr(obj) == repr(want)
-        assert pickle.loads(pickle.dumps(obj)) == want
-    # -0.0 and 0.0 compare equal in a dataclass, as in the constructor's objects
-    assert made[2] == dataclasses.replace(made[2], drop=0.0)
-
-
-def test_make_many_checks_its_columns():
-    with pytest.raises(ValueError, match="missing fields"):
-        make_many(ReferenceRun, {"kept": [True]})
-    cols = {f.name: [None] for f in dataclasses.fields(ReferenceRun)}
-    with pytest.raises(ValueError):  # columns of different lengths
-        make_many(ReferenceRun, cols | {"kept": [True, False]})
-
-
-def test_make_many_uses_the_constructor_when_the_class_needs_it():
-    @dataclasses.dataclass(frozen=True)
-    class Checked:
-        x: int
-
-        def __post_init__(self) -> None:
-            if self.x < 0:
-                raise ValueError("negative")
-
-    assert make_many(Checked, {"x": [1, 2]}) == [Checked(1), Checked(2)]
-    with pytest.raises(ValueError, match="negative"):
-        make_many(Checked, {"x": [1, -1]})
-
-
-def test_cells_and_intervals_shared_by_runs_are_equal_to_fresh_ones():
-    """``_intervals`` shares one Interval among runs with the same bounds: equal to a fresh
-    one, and never shared between 0.0 and -0.0."""
-    for r in _runs():
-        iv = r.t_grok
-        assert iv == Interval(iv.value, iv.lower, iv.upper, iv.censored)
-    cells = [c for c in grokaudit.audit_table(_study_with_censoring(), by="rho",
-                                              fail_on=("none",)).studies[0].cells]
-    assert all(isinstance(c, CellSummary) for c in cells)

@@ -1,0 +1,141 @@
+"""Run results as columns (issue 22): ``StudyResult.runs`` is a :class:`RunTable` from which
+the audit reduces its findings without making a RunResult; a RunResult is made on demand and
+equals the one the constructor makes; the Arrow form holds the same values."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+from typing import Any
+
+import grokaudit
+import pandas as pd
+import pytest
+from core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
+from grokaudit.reasons import Reason
+from grokaudit.results import Interval, RunResult
+from grokaudit.runtable import RunTable
+
+
+def _log() -> pd.DataFrame:
+    """Cells that grok and compress, one that never compresses, one whose floor still moves
+    (t_compress censored)."""
+    frames = [cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000),
+                          (1.3, 2500, 8000)])]
+    frames += [flat_run(f"f{s}", 3000, level=40.0, rho=1.4, seed=s) for s in range(3)]
+    s = grid()
+    late = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])
+    frames += [run_frame(f"c{k}", s, step_acc(s, 2600), late, rho=1.5, seed=k)
+               for k in range(3)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _runs(profile: str = "default") -> RunTable:
+    res = grokaudit.audit_table(_log(), by="rho", profile=profile, fail_on=("none",))
+    runs = res.studies[0].runs
+    assert isinstance(runs, RunTable)
+    return runs
+
+
+def _rebuilt(obj: Any) -> Any:
+    cls = type(obj)
+    return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
+
+
+@pytest.mark.parametrize("profile", ["default", "reference"])
+def test_rows_are_the_runresults_the_constructor_makes(profile):
+    runs = list(_runs(profile))
+    if profile == "default":
+        assert any(r.t_compress is not None and r.t_compress.censored for r in runs)
+    assert all((r.reference is not None) == (profile == "reference") for r in runs)
+    for r in runs:
+        c = _rebuilt(r)
+        assert type(r) is RunResult
+        assert r == c and hash(r) == hash(c) and repr(r) == repr(c)
+        assert r.to_dict() == c.to_dict()
+        assert pickle.loads(pickle.dumps(r)) == c
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.run = "changed"  # type: ignore[misc]
+
+
+def test_a_runtable_is_the_sequence_of_its_runs():
+    t = _runs()
+    rows = tuple(t)
+    assert len(t) == len(rows) == _log()["run"].nunique()
+    assert t == rows and t[-1] == rows[-1] and t[0] == rows[0]
+    assert t[2:5] == rows[2:5] and isinstance(t[2:5], RunTable)
+    assert t[::-1] == rows[::-1]
+    with pytest.raises(IndexError):
+        t[len(t)]
+    assert [r.run for r in t] == t.run.tolist()
+    assert pickle.loads(pickle.dumps(t)) == t
+    assert hash(t) == hash(pickle.loads(pickle.dumps(t)))
+
+
+def test_the_audit_reduces_from_columns_without_making_runresults(monkeypatch):
+    """With row construction broken, the audit still gives the same findings and verdicts;
+    only rendering the runs (JSON) needs the rows."""
+    want = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+
+    def no_rows(self: RunTable, k: int) -> RunResult:
+        raise AssertionError("a RunResult was made while auditing")
+
+    monkeypatch.setattr(RunTable, "_row", no_rows)
+    got = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    assert [f.to_dict() for f in got.findings] == [f.to_dict() for f in want.findings]
+    assert [s.verdict for s in got.studies] == [s.verdict for s in want.studies]
+    assert got.studies[0].cells == want.studies[0].cells
+    with pytest.raises(AssertionError):
+        got.to_json()
+
+
+def test_the_json_runs_are_the_rows_to_dict():
+    res = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    s = res.studies[0]
+    assert s.to_dict()["runs"] == [r.to_dict() for r in s.runs]
+
+
+def test_run_scoped_findings_name_the_runs_that_carry_the_code():
+    """The per-cell run findings, reduced from the reason columns, list exactly the runs whose
+    reasons hold the code (checked against the rows)."""
+    res = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    s = res.studies[0]
+    run_findings = [f for f in s.findings if f.scope == "run"]
+    assert run_findings
+    for f in run_findings:
+        want = [r.run for r in s.runs if r.cell == f.cell and f.code in r.reasons]
+        assert list(f.runs) == want
+    unstable = [f for f in s.findings if f.code is Reason.FLOOR_UNSTABLE]
+    for f in unstable:
+        want = [r.run for r in s.runs if r.cell == f.cell and r.floor_stability == "unstable"
+                and not r.t_grok.censored]
+        assert list(f.runs) == want
+
+
+def _iv(tab: Any, name: str, k: int) -> Interval | None:
+    row = {p: tab.column(f"{name}.{p}")[k].as_py() for p in ("value", "lower", "upper",
+                                                            "censored")}
+    if row["censored"] is None:
+        return None
+    return Interval(row["value"], row["lower"], row["upper"], row["censored"])
+
+
+@pytest.mark.parametrize("profile", ["default", "reference"])
+def test_the_arrow_table_holds_the_rows_values(profile):
+    t = _runs(profile)
+    tab = t.to_arrow()
+    assert tab.num_rows == len(t)
+    for k, r in enumerate(t):
+        assert tab.column("run")[k].as_py() == r.run
+        assert tab.column("cell")[k].as_py() == pytest.approx(r.cell)
+        assert tab.column("reasons")[k].as_py() == [c.value for c in r.reasons]
+        for name in ("floor", "m_grok", "inflation", "rel_lag"):
+            v = tab.column(name)[k].as_py()
+            want = getattr(r, name)
+            assert (v is None or math.isnan(v)) if want is None else v == want
+        for name in ("floor_stability", "compression", "snapshot"):
+            assert tab.column(name)[k].as_py() == getattr(r, name)
+        assert tab.column("grok_sustained")[k].as_py() == r.grok_sustained
+        for name in ("t_grok", "t_compress", "lag", "t_mem"):
+            assert _iv(tab, name, k) == getattr(r, name)
