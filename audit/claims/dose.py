@@ -44,7 +44,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -269,7 +269,7 @@ def predict(fits: Mapping[str, Mapping[str, Any]], model: str, x: float) -> floa
 
 
 def _beyond(x: np.ndarray, meds: np.ndarray, best: str, xc: Sequence[float]) -> Split:
-    """The statistic of :func:`_study`'s bootstrap for a resample in which some fitted cells
+    """The statistic of :func:`_bootstrap_laws` for a resample in which some fitted cells
     have a censored median (``meds`` infinite there: ln T beyond every finite value): the
     best law's key parameter and each law's prediction at the censored cells ``xc``, each as
     the limit its fit reaches as those cells' ln T grows without bound.
@@ -491,8 +491,39 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
 
 
 # ------------------------------------------------------------------------------------------
-# one study
+# one study: the cells, the three laws fitted and compared, each tested, with its findings
 # ------------------------------------------------------------------------------------------
+
+class _Cells(NamedTuple):
+    """The dose cells and which of them each step reads."""
+
+    cells: list[DoseCell]
+    rows: list[np.ndarray]  #: each cell's rows of the frame
+    fit_idx: list[int]  #: the cells in the fit
+    cens_idx: list[int]  #: the censored cells inside the fit range: the laws' checks
+    outside: list[Any]  #: the doses outside the fit range
+
+
+class _Fitted(NamedTuple):
+    """The three laws fitted to the cells in the fit."""
+
+    x: np.ndarray  #: the fitted cells' doses
+    xc: list[float]  #: the censored cells' doses (``_Cells.cens_idx``)
+    bounds: list[float]  #: the bound each of those cells' median exceeds
+    fits: dict[str, dict[str, Any]]  #: :func:`fit_laws` (empty with fewer than 3 cells)
+    scored: list[str]  #: the laws with an AICc, the smallest first
+
+
+class _Laws(NamedTuple):
+    """The laws compared: ΔAICc, the best and the runner-up, the best law's key parameter
+    and every law's checks against the censored cells."""
+
+    delta: tuple[DeltaAicc, ...]
+    best: str | None
+    runner_up: str | None
+    key_parameter: KeyParameter | None
+    checks: dict[str, list[CensoredCheck]]
+
 
 def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level: float,
            seed: int, n_resamples: int, mediator: str | None,
@@ -510,135 +541,191 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
         rc = rc.subset(_match(rc.frame, others))
     f = rc.frame
     tv = _t_values(f)
+    cs = _dose_cells(rc, by, fit_range, tv, level, seed, n_resamples)
+    findings += _outside_findings(cs.outside, fit_range)
+    fitted = _fit(cs)
+    laws, fs = _compare_laws(f, by, cs, fitted, tv, level, seed, n_resamples)
+    findings += fs
+    findings += _censored_findings(cs.cells, laws.checks)
+    fits, checks, best = fitted.fits, laws.checks, laws.best
+    law_fits = tuple(
+        LawFit(m, fits[m]["params"], fits[m]["rss"], fits[m]["aicc"], fits[m].get("refused"),
+               tuple(checks[m])) for m in MODELS if m in fits)
+    body = DoseBody(
+        step_unit=rc.step_unit, by=by, n_runs=len(f), cells=tuple(cs.cells),
+        fit_range=fit_range, fit_cells=tuple(cs.cells[i].x for i in cs.fit_idx),
+        fits=law_fits, delta_aicc=laws.delta, best=best, runner_up=laws.runner_up,
+        identified=bool(best and not any(fd.code is Reason.MODELS_INDISTINGUISHABLE
+                                         for fd in findings)
+                        and not any(c.contradicted for c in checks[best])),
+        key_parameter=laws.key_parameter, mediation=mediation)
+    return body, findings
+
+
+def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
+                tv: np.ndarray, level: float, seed: int, B: int) -> _Cells:
+    """Each dose's cell: its median t_grok (with a bootstrap CI when not censored), and
+    whether it enters the fits (not censored, inside ``fit_range``)."""
+    f = rc.frame
     rows_by_x = _cell_rows(rc, by)
     cells: list[DoseCell] = []
-    censored, outside = [], []
-    for x, rows in rows_by_x:
+    cens_idx, outside = [], []
+    for i, (x, rows) in enumerate(rows_by_x):
         med = rc.median("t_grok", rows)
         cens = med is None or med.censored
         out_range = fit_range is not None and not (fit_range[0] <= x <= fit_range[1])
         why = "censored" if cens else ("outside_fit_range" if out_range else None)
         if cens and not out_range:
-            censored.append(x)
+            cens_idx.append(i)
         if out_range:
             outside.append(x)
         cells.append(DoseCell(
             x=x, runs=tuple(sorted(f["run"].iloc[rows].tolist())), n_runs=int(rows.size),
             n_grokked=int(f["grokked"].iloc[rows].sum()), median_t_grok=med,
-            median_ci=None if cens else _median_ci(tv, rows, level, seed, n_resamples),
+            median_ci=None if cens else _median_ci(tv, rows, level, seed, B),
             in_fit=why is None, left_out=why))
-    if outside:
-        assert fit_range is not None
-        findings.append(finding(
-            Reason.OUTSIDE_FIT_RANGE, "cell",
-            f"{len(outside)} cells lie outside the fit range [{fit_range[0]:g}, "
-            f"{fit_range[1]:g}]",
-            evidence={"cells": outside, "fit_range": list(fit_range)}))
     fit_idx = [i for i, c in enumerate(cells) if c.in_fit]
-    cens_idx = [i for i, c in enumerate(cells) if c.x in censored]
-    x = np.array([cells[i].x for i in fit_idx], dtype=float)
-    lnT = np.log([max(_med_value(cells[i]), 1.0) for i in fit_idx]) if fit_idx else \
+    return _Cells(cells, [rows for _, rows in rows_by_x], fit_idx, cens_idx, outside)
+
+
+def _outside_findings(outside: Sequence[Any], fit_range: tuple[float, float] | None
+                      ) -> list[Finding]:
+    if not outside:
+        return []
+    assert fit_range is not None
+    return [finding(
+        Reason.OUTSIDE_FIT_RANGE, "cell",
+        f"{len(outside)} cells lie outside the fit range [{fit_range[0]:g}, "
+        f"{fit_range[1]:g}]",
+        evidence={"cells": list(outside), "fit_range": list(fit_range)})]
+
+
+def _fit(cs: _Cells) -> _Fitted:
+    """The three laws on ``ln`` of the fitted cells' medians (with at least 3 cells)."""
+    cells = cs.cells
+    x = np.array([cells[i].x for i in cs.fit_idx], dtype=float)
+    lnT = np.log([max(_med_value(cells[i]), 1.0) for i in cs.fit_idx]) if cs.fit_idx else \
         np.array([])
-    xc = [float(cells[i].x) for i in cens_idx]
-    bounds = [_med_lower(cells[i]) for i in cens_idx]
-    fits: dict[str, dict[str, Any]] = fit_laws(x, lnT) if len(fit_idx) >= 3 else {}
+    fits: dict[str, dict[str, Any]] = fit_laws(x, lnT) if len(cs.fit_idx) >= 3 else {}
     scored = sorted((m for m in MODELS if fits.get(m, {}).get("aicc") is not None),
                     key=lambda m: fits[m]["aicc"])
-    delta: list[DeltaAicc] = []
-    best = runner = None
-    key_ci = None
-    checks: dict[str, list[CensoredCheck]] = {m: [] for m in MODELS}
+    return _Fitted(x, [float(cells[i].x) for i in cs.cens_idx],
+                   [_med_lower(cells[i]) for i in cs.cens_idx], fits, scored)
+
+
+def _compare_laws(f: pd.DataFrame, by: str, cs: _Cells, fitted: _Fitted, tv: np.ndarray,
+                  level: float, seed: int, n_resamples: int) -> tuple[_Laws, list[Finding]]:
+    """ΔAICc for every pair, the best law (``MODELS_INDISTINGUISHABLE`` by a margin under 2),
+    the bootstrap, and every law against the censored cells (``LAW_CONTRADICTED`` for the
+    best); ``TOO_FEW_CELLS`` when fewer than two laws could be scored."""
+    fits, scored = fitted.fits, fitted.scored
     if len(scored) < 2:
-        findings.append(finding(
+        return _Laws((), None, None, None, {m: [] for m in MODELS}), [finding(
             Reason.TOO_FEW_CELLS, "study",
-            f"{len(fit_idx)} cells in the fit: AICc needs at least {K_PARAMS + 2} to compare "
-            "three-parameter laws",
-            evidence={"n_cells": len(fit_idx), "needed": K_PARAMS + 2}))
-    else:
-        for a, b in itertools.combinations(MODELS, 2):
-            if fits[a].get("aicc") is not None and fits[b].get("aicc") is not None:
-                delta.append(DeltaAicc((a, b), fits[a]["aicc"] - fits[b]["aicc"]))
-        best, runner = scored[0], scored[1]
-        gap = fits[runner]["aicc"] - fits[best]["aicc"]
-        if gap < 2:
-            findings.append(finding(
-                Reason.MODELS_INDISTINGUISHABLE, "study",
-                f"{best} beats {runner} by ΔAICc = {gap:.2f} < 2: no law is identified",
-                evidence={"best": best, "runner_up": runner, "delta_aicc": gap,
-                          "n_cells": len(fit_idx)}))
-        # one bootstrap: seeds resampled within each fitted cell, every law refitted; the
-        # key parameter of the best law and each law's prediction at the censored cells
-        strata = [rows_by_x[i][1] for i in fit_idx]
-        sizes = [s.size for s in strata]
-        turned = [0, 0]  # resamples with a fitted cell's median censored; of them, both ends
-
-        def stat(ix: np.ndarray) -> np.ndarray | Split:
-            parts = np.split(ix, np.cumsum(sizes)[:-1])
-            meds = np.array([np.median(tv[p]) for p in parts])
-            if not np.all(np.isfinite(meds)):
-                # a fitted cell's median turned censored: it lies beyond every value the
-                # resample can give it. Never dropped (that would close the interval on the
-                # side those resamples hold): each quantity is counted at the limit its fit
-                # reaches as that cell's ln T grows, or at both ends where the way is unknown
-                turned[0] += 1
-                sp = _beyond(x, meds, best, xc)
-                if isinstance(sp, Split):
-                    turned[1] += int(np.asarray(sp.low)[0] != np.asarray(sp.high)[0])
-                return sp
-            fb = fit_laws(x, np.log(np.maximum(meds, 1.0)))
-            return np.array([_key(fb, best)] + [predict(fb, m, xv) for m in MODELS
-                                                for xv in xc])
-
-        cis = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
-                        label="seeds within cells")
-        key_ci = KeyParameter(KEY_PARAM[best], cis[0], turned[0], turned[1],
-                              cis[0].n_resamples - cis[0].n_valid)
-        # each censored cell against each law, run by run (the module docstring)
-        resid_rows = np.concatenate(strata) if strata else np.zeros(0, dtype=np.int64)
-        for mi, m in enumerate(MODELS):
-            if fits[m]["params"] is None:
-                continue
-            cis_m = [cis[1 + mi * len(xc) + j] for j in range(len(xc))]
-            n_checked = sum(1 for c in cis_m if c.identified)
-            alpha = (1.0 - level) / max(n_checked, 1)
-            for j, (xv, bd) in enumerate(zip(xc, bounds)):
-                checks[m].append(_check_cell(
-                    f, by, fits, m, cells[cens_idx[j]], rows_by_x[cens_idx[j]][1], xv, bd,
-                    cis_m[j], resid_rows, tv, alpha))
-        bad = [c for c in checks[best] if c.contradicted]
-        if bad:
-            findings.append(finding(
-                Reason.LAW_CONTRADICTED, "study",
-                f"the {best} law is contradicted by {len(bad)} censored cell(s) it left out: "
-                + "; ".join(f"{by}={c.x}, {_situation(cells, c.x)}: " + _check_words(c)
-                            for c in bad),
-                severity=Severity.CRITICAL,
-                evidence={"law": best, "checks": bad}))
-    n_cens_all = [c.x for c in cells if c.left_out == "censored"]
-    if n_cens_all:
-        checked = any(c.p_value is not None for m in MODELS for c in checks[m])
-        unchecked = any(c.p_value is None for m in MODELS for c in checks[m])
+            f"{len(cs.fit_idx)} cells in the fit: AICc needs at least {K_PARAMS + 2} to "
+            "compare three-parameter laws",
+            evidence={"n_cells": len(cs.fit_idx), "needed": K_PARAMS + 2})]
+    findings = []
+    delta = tuple(DeltaAicc((a, b), fits[a]["aicc"] - fits[b]["aicc"])
+                  for a, b in itertools.combinations(MODELS, 2)
+                  if fits[a].get("aicc") is not None and fits[b].get("aicc") is not None)
+    best, runner = scored[0], scored[1]
+    gap = fits[runner]["aicc"] - fits[best]["aicc"]
+    if gap < 2:
         findings.append(finding(
-            Reason.MEDIAN_CENSORED, "cell",
-            f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
-            "out of every fit" + ("; the fitted laws are checked against those inside the "
-                                  "fit range, run by run" if checked else "")
-            + ("; some of these checks were not made (no bootstrap interval of the law's "
-               "prediction)" if unchecked else ""),
-            runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
-            evidence={"cells": n_cens_all, "checked_against_laws": checked}))
-    law_fits = tuple(
-        LawFit(m, fits[m]["params"], fits[m]["rss"], fits[m]["aicc"], fits[m].get("refused"),
-               tuple(checks[m])) for m in MODELS if m in fits)
-    body = DoseBody(
-        step_unit=rc.step_unit, by=by, n_runs=len(f), cells=tuple(cells),
-        fit_range=fit_range, fit_cells=tuple(cells[i].x for i in fit_idx), fits=law_fits,
-        delta_aicc=tuple(delta), best=best, runner_up=runner,
-        identified=bool(best and not any(fd.code is Reason.MODELS_INDISTINGUISHABLE
-                                         for fd in findings)
-                        and not any(c.contradicted for c in checks[best])),
-        key_parameter=key_ci, mediation=mediation)
-    return body, findings
+            Reason.MODELS_INDISTINGUISHABLE, "study",
+            f"{best} beats {runner} by ΔAICc = {gap:.2f} < 2: no law is identified",
+            evidence={"best": best, "runner_up": runner, "delta_aicc": gap,
+                      "n_cells": len(cs.fit_idx)}))
+    key_ci, cis = _bootstrap_laws(cs, fitted, best, tv, level, seed, n_resamples)
+    checks = _censored_checks(f, by, cs, fitted, cis, tv, level)
+    bad = [c for c in checks[best] if c.contradicted]
+    if bad:
+        findings.append(finding(
+            Reason.LAW_CONTRADICTED, "study",
+            f"the {best} law is contradicted by {len(bad)} censored cell(s) it left out: "
+            + "; ".join(f"{by}={c.x}, {_situation(cs.cells, c.x)}: " + _check_words(c)
+                        for c in bad),
+            severity=Severity.CRITICAL,
+            evidence={"law": best, "checks": bad}))
+    return _Laws(delta, best, runner, key_ci, checks), findings
+
+
+def _bootstrap_laws(cs: _Cells, fitted: _Fitted, best: str, tv: np.ndarray, level: float,
+                    seed: int, n_resamples: int
+                    ) -> tuple[KeyParameter, tuple[BootstrapCI, ...]]:
+    """One bootstrap: seeds resampled within each fitted cell, every law refitted; the key
+    parameter of the best law, then each law's prediction at each censored cell (law by law,
+    cell by cell)."""
+    x, xc = fitted.x, fitted.xc
+    strata = [cs.rows[i] for i in cs.fit_idx]
+    sizes = [s.size for s in strata]
+    turned = [0, 0]  # resamples with a fitted cell's median censored; of them, both ends
+
+    def stat(ix: np.ndarray) -> np.ndarray | Split:
+        parts = np.split(ix, np.cumsum(sizes)[:-1])
+        meds = np.array([np.median(tv[p]) for p in parts])
+        if not np.all(np.isfinite(meds)):
+            # a fitted cell's median turned censored: it lies beyond every value the
+            # resample can give it. Never dropped (that would close the interval on the
+            # side those resamples hold): each quantity is counted at the limit its fit
+            # reaches as that cell's ln T grows, or at both ends where the way is unknown
+            turned[0] += 1
+            sp = _beyond(x, meds, best, xc)
+            if isinstance(sp, Split):
+                turned[1] += int(np.asarray(sp.low)[0] != np.asarray(sp.high)[0])
+            return sp
+        fb = fit_laws(x, np.log(np.maximum(meds, 1.0)))
+        return np.array([_key(fb, best)] + [predict(fb, m, xv) for m in MODELS
+                                            for xv in xc])
+
+    cis = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
+                    label="seeds within cells")
+    key_ci = KeyParameter(KEY_PARAM[best], cis[0], turned[0], turned[1],
+                          cis[0].n_resamples - cis[0].n_valid)
+    return key_ci, tuple(cis)
+
+
+def _censored_checks(f: pd.DataFrame, by: str, cs: _Cells, fitted: _Fitted,
+                     cis: Sequence[BootstrapCI], tv: np.ndarray, level: float
+                     ) -> dict[str, list[CensoredCheck]]:
+    """Each censored cell against each law, run by run (the module docstring), Bonferroni
+    over the cells whose prediction has a bootstrap interval."""
+    strata = [cs.rows[i] for i in cs.fit_idx]
+    resid_rows = np.concatenate(strata) if strata else np.zeros(0, dtype=np.int64)
+    xc = fitted.xc
+    checks: dict[str, list[CensoredCheck]] = {m: [] for m in MODELS}
+    for mi, m in enumerate(MODELS):
+        if fitted.fits[m]["params"] is None:
+            continue
+        cis_m = [cis[1 + mi * len(xc) + j] for j in range(len(xc))]
+        n_checked = sum(1 for c in cis_m if c.identified)
+        alpha = (1.0 - level) / max(n_checked, 1)
+        for j, (xv, bd) in enumerate(zip(xc, fitted.bounds)):
+            i = cs.cens_idx[j]
+            checks[m].append(_check_cell(f, by, fitted.fits, m, cs.cells[i], cs.rows[i], xv,
+                                         bd, cis_m[j], resid_rows, tv, alpha))
+    return checks
+
+
+def _censored_findings(cells: Sequence[DoseCell], checks: Mapping[str, list[CensoredCheck]]
+                       ) -> list[Finding]:
+    """``MEDIAN_CENSORED`` for the cells left out of every fit, saying whether the laws were
+    checked against them."""
+    n_cens_all = [c.x for c in cells if c.left_out == "censored"]
+    if not n_cens_all:
+        return []
+    checked = any(c.p_value is not None for m in MODELS for c in checks[m])
+    unchecked = any(c.p_value is None for m in MODELS for c in checks[m])
+    return [finding(
+        Reason.MEDIAN_CENSORED, "cell",
+        f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
+        "out of every fit" + ("; the fitted laws are checked against those inside the "
+                              "fit range, run by run" if checked else "")
+        + ("; some of these checks were not made (no bootstrap interval of the law's "
+           "prediction)" if unchecked else ""),
+        runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
+        evidence={"cells": n_cens_all, "checked_against_laws": checked})]
 
 
 def _check_cell(f: pd.DataFrame, by: str, fits: Mapping[str, Mapping[str, Any]], model: str,

@@ -35,6 +35,7 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
+from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, require_columns, run_clocks, stopped_early, studies
 from .stats import (
@@ -515,147 +516,232 @@ def _phase_map(rc: RunClocks, axes: Sequence[str], by: Sequence[str], level: flo
 
 
 # ------------------------------------------------------------------------------------------
-# one study
+# one study: the fits, then each test of them, each with its findings
 # ------------------------------------------------------------------------------------------
 
 def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: bool,
            thresholds: Sequence[float], axes: Sequence[str], level: float, seed: int,
            n_resamples: int, source: str | None) -> tuple[OnsetBody, list[Finding]]:
     f = rc.frame
-    findings: list[Finding] = []
     cells = _cells(rc, by, level)
     fit = _fits(f, by, interactions, level)
-    names = fit.names
     left_out = ~f["grokked"].to_numpy(dtype=bool)
-    n_left_out = int(left_out.sum())
     lo_words = _left_out(f, by)
+    findings = _censoring_findings(f, by) + _refusal_findings(f, fit)
+    comparison, fs = _comparison(f, by, interactions, fit, lo_words, level, seed, n_resamples)
+    findings += fs
+    sens, fs = _threshold_sensitivity(rc, config, source, by, interactions, thresholds,
+                                      level, fit, cells)
+    findings += fs
+    checks, fs = _law_findings(f, by, interactions, fit, level)
+    findings += fs
+    n_left_out = int(left_out.sum())
+    body = OnsetBody(
+        step_unit=rc.step_unit, by=tuple(by), n_runs=len(f), cells=cells,
+        phase_map=_phase_map(rc, axes, by, level),
+        ols=OlsSummary(fit.ols, fit.ols_why, int((~left_out).sum()), n_left_out),
+        aft=AftSummary(fit.family, fit.aft, fit.aft_why, len(f), fit.aic, fit.aft_cause,
+                       fit.exact_set),
+        comparison=comparison, threshold_sensitivity=sens, runs=_runs(f, by),
+        left_out=lo_words, law_checks=checks)
+    return body, findings
+
+
+def _censoring_findings(f: pd.DataFrame, by: Sequence[str]) -> list[Finding]:
+    """The runs each fit reads differently: stopped early (out of the rate, censored in the
+    AFT) and grokked before logging began (an upper bound for OLS, an interval for the AFT)."""
+    findings = []
     early = stopped_early(f, by)
     if early.any():
-        findings.append(finding(
-            Reason.INSUFFICIENT_BUDGET, "run",
+        findings.append(flag_runs(
+            Reason.INSUFFICIENT_BUDGET, f, early,
             f"{int(early.sum())} runs stopped before their cell's median grok step without "
             "grokking: left out of the grok rate, not counted as failures; the AFT keeps them "
-            "censored at their last step",
-            runs=sorted(f.loc[early, "run"]), evidence={"n_runs": int(early.sum())}))
+            "censored at their last step"))
     left_g = f["tg_left"].to_numpy(dtype=bool) if "tg_left" in f.columns else \
         np.zeros(len(f), dtype=bool)
     if left_g.any():
-        findings.append(finding(
-            Reason.LEFT_CENSORED, "run",
+        findings.append(flag_runs(
+            Reason.LEFT_CENSORED, f, left_g,
             f"{int(left_g.sum())} runs grokked before logging began: OLS reads t_grok at their "
             "first logged step (only an upper bound of it); the AFT keeps their interval "
-            "(0, first step]",
-            runs=sorted(f.loc[left_g, "run"]), evidence={"n_runs": int(left_g.sum())}))
-    for why, which in ((fit.ols_why, "ols"), (fit.aft_why, "aft")):
-        if why is not None:
-            cause = fit.aft_cause if which == "aft" else "too_few_runs"
-            msg = f"the {which} scaling fit was refused: " + _REFUSALS.get(
-                cause or "", "see the evidence")
-            ev: dict[str, Any] = {"fit": which, "cause": cause, "n_runs": len(f),
-                                  "n_grokked": int(f["grokked"].sum()),
-                                  "n_parameters": len(names)}
-            if which == "aft" and cause == "degenerate":
-                msg += "; the exponents the data allow (every law that hits every run): " + \
-                    ", ".join(f"{e.term} {_range_words(e)}" for e in fit.exact_set)
-                ev["exact_set"] = fit.exact_set
-            findings.append(finding(why, "study", msg, evidence=ev))
+            "(0, first step]"))
+    return findings
 
-    # -- the two fits, exponent by exponent, and the survivorship test ---------------------
-    diffs: tuple[BootstrapCI, ...] = ()
+
+def _refusal_findings(f: pd.DataFrame, fit: _Fits) -> list[Finding]:
+    """One finding per scaling fit refused, its cause in words and in the evidence."""
+    findings = []
+    for why, which in ((fit.ols_why, "ols"), (fit.aft_why, "aft")):
+        if why is None:
+            continue
+        cause = fit.aft_cause if which == "aft" else "too_few_runs"
+        msg = f"the {which} scaling fit was refused: " + _REFUSALS.get(
+            cause or "", "see the evidence")
+        ev: dict[str, Any] = {"fit": which, "cause": cause, "n_runs": len(f),
+                              "n_grokked": int(f["grokked"].sum()),
+                              "n_parameters": len(fit.names)}
+        if which == "aft" and cause == "degenerate":
+            msg += "; the exponents the data allow (every law that hits every run): " + \
+                ", ".join(f"{e.term} {_range_words(e)}" for e in fit.exact_set)
+            ev["exact_set"] = fit.exact_set
+        findings.append(finding(why, "study", msg, evidence=ev))
+    return findings
+
+
+def _comparison(f: pd.DataFrame, by: Sequence[str], interactions: bool, fit: _Fits,
+                lo_words: LeftOut, level: float, seed: int, n_resamples: int
+                ) -> tuple[tuple[TermComparison, ...], list[Finding]]:
+    """The two fits exponent by exponent, and the survivorship test: the bootstrap (only when
+    both fits stand and OLS left runs out) and a ``SURVIVORSHIP_BIAS`` per biased term."""
+    left_out = ~f["grokked"].to_numpy(dtype=bool)
+    n_left_out = int(left_out.sum())
+    names = fit.names
     testable = fit.ols is not None and fit.aft is not None and fit.family is not None
+    diffs: tuple[BootstrapCI, ...] = ()
     if testable and n_left_out > 0:
         assert fit.family is not None
         diffs = _bootstrap_terms(f, by, interactions, names, fit.family, level, seed,
                                  n_resamples)
-    comparison = []
     k = len(names) - 1
+    comparison, findings = [], []
     for i, nm in enumerate(names[1:]):
-        o = a = None
-        if fit.ols is not None:
-            o = Estimate(*fit.ols.get(nm))
-        if fit.aft is not None:
-            a = Estimate(*fit.aft.get(nm))
-        diff = left = None
-        biased: bool | None = None
-        note = None
-        if not testable:
-            note = "a fit was refused: nothing to compare"
-        elif n_left_out == 0:
-            note = "no run was left out of OLS: a gap is an estimator difference, not survivorship"
-        else:
-            diff, left = diffs[i], diffs[k + i]
-            if not (diff.identified and left.identified):
-                note = "the bootstrap gave no interval: " + (diff.note or left.note or "")
-            else:
-                biased = diff.excludes(0.0) and left.excludes(0.0)
-                if diff.excludes(0.0) and not left.excludes(0.0):
-                    note = ("OLS differs from the AFT, but leaving the censored runs out does "
-                            "not explain it (estimator or error-shape difference)")
-        comparison.append(TermComparison(nm, o, a, diff, left, biased, note))
-        if biased:
-            assert diff is not None and left is not None
-            findings.append(finding(
-                Reason.SURVIVORSHIP_BIAS, "study",
-                f"the exponent of {nm} fitted by OLS on the grokked runs only differs from the "
-                f"censored {fit.family} AFT's beyond the {level:.0%} CI of the difference, and "
-                f"the {n_left_out} runs OLS left out account for it ({lo_words.words()})",
-                runs=f.loc[left_out, "run"].tolist(),
-                evidence={"term": nm, "ols": o, "aft": a, "family": fit.family,
-                          "difference": diff, "left_out_effect": left,
-                          "n_left_out": n_left_out, "n_runs": len(f)}))
+        tc = _term(nm, fit, (diffs[i], diffs[k + i]) if diffs else None, testable,
+                   n_left_out)
+        comparison.append(tc)
+        if tc.survivorship_bias:
+            findings.append(_survivorship(f, tc, fit.family, lo_words, level))
+    return tuple(comparison), findings
 
-    # -- threshold sensitivity --------------------------------------------------------------
-    sens: list[ThresholdRow] = []
-    if thresholds:
-        signs: dict[str, set[int]] = {nm: set() for nm in names[1:]}
-        orders_by_t = []
-        for t in thresholds:
-            rct = run_clocks(rc.log, replace(config, grok_threshold=float(t)), source,
-                             rc.step_unit)
-            rct = rct.subset(np.isin(rct.frame["run"], f["run"]))
-            cells_t = _cells(rct, by, level)
-            ft = _fits(rct.frame, by, interactions, level, family=fit.family)
-            ex = {}
-            if ft.aft is not None:
-                for nm in names[1:]:
-                    e = ft.aft.get(nm)[0]
-                    ex[nm] = e
-                    if e != 0:
-                        signs[nm].add(1 if e > 0 else -1)
-            for er in ft.exact_set:  # degenerate: the sign is known when the range excludes 0
-                if er.low is not None and er.low > 0:
-                    signs[er.term].add(1)
-                elif er.high is not None and er.high < 0:
-                    signs[er.term].add(-1)
-            orders_by_t.append(_pair_orders(cells_t))
-            sens.append(ThresholdRow(float(t), int(rct.frame["grokked"].sum()), ex, cells_t,
-                                     ft.exact_set))
-        flips = []
-        for ij in (orders_by_t[0] if orders_by_t else {}):
-            seen = {o[ij] for o in orders_by_t} - {0}
-            if seen == {1, -1}:
-                flips.append({"cells": [cells[ij[0]].cell, cells[ij[1]].cell]})
-        sign_flips = [nm for nm, s in signs.items() if len(s) > 1]
-        if sign_flips or flips:
-            findings.append(finding(
-                Reason.THRESHOLD_SENSITIVE, "study",
-                "an exponent's sign or a cell ordering changes with the grok threshold",
-                evidence={"thresholds": [float(t) for t in thresholds],
-                          "exponent_sign_changes": sign_flips, "ordering_flips": flips}))
 
-    # -- the chosen law against the runs it never saw grok ---------------------------------
-    checks: tuple[LawCheck, ...] = ()
-    if fit.aft is not None:
-        checks = _law_checks(f, by, interactions, fit.aft, level)
-        bad = [c for c in checks if c.contradicted]
-        if bad:
-            findings.append(finding(
-                Reason.LAW_CONTRADICTED, "study",
-                f"the {fit.family} AFT law is contradicted by {len(bad)} cell(s) it could not see "
-                "grok: " + "; ".join(_check_words(c) for c in bad) + "; its exponents describe "
-                "the cells that grokked, not the sweep",
-                evidence={"law": fit.family, "checks": bad}))
+def _term(nm: str, fit: _Fits, diffs: tuple[BootstrapCI, BootstrapCI] | None,
+          testable: bool, n_left_out: int) -> TermComparison:
+    """One exponent both ways; ``diffs``: the CIs of OLS − AFT and of the left-out runs'
+    effect. Biased only when both exclude 0 (the module docstring)."""
+    o = None if fit.ols is None else Estimate(*fit.ols.get(nm))
+    a = None if fit.aft is None else Estimate(*fit.aft.get(nm))
+    if not testable:
+        return TermComparison(nm, o, a, None, None, None,
+                              "a fit was refused: nothing to compare")
+    if n_left_out == 0:
+        return TermComparison(nm, o, a, None, None, None, "no run was left out of OLS: a gap "
+                              "is an estimator difference, not survivorship")
+    assert diffs is not None
+    diff, left = diffs
+    if not (diff.identified and left.identified):
+        return TermComparison(nm, o, a, diff, left, None, "the bootstrap gave no interval: "
+                              + (diff.note or left.note or ""))
+    note = None
+    if diff.excludes(0.0) and not left.excludes(0.0):
+        note = ("OLS differs from the AFT, but leaving the censored runs out does "
+                "not explain it (estimator or error-shape difference)")
+    return TermComparison(nm, o, a, diff, left, diff.excludes(0.0) and left.excludes(0.0),
+                          note)
 
+
+def _survivorship(f: pd.DataFrame, tc: TermComparison, family: str | None,
+                  lo_words: LeftOut, level: float) -> Finding:
+    left_out = ~f["grokked"].to_numpy(dtype=bool)
+    n_left_out = int(left_out.sum())
+    return finding(
+        Reason.SURVIVORSHIP_BIAS, "study",
+        f"the exponent of {tc.term} fitted by OLS on the grokked runs only differs from the "
+        f"censored {family} AFT's beyond the {level:.0%} CI of the difference, and "
+        f"the {n_left_out} runs OLS left out account for it ({lo_words.words()})",
+        runs=f.loc[left_out, "run"].tolist(),
+        evidence={"term": tc.term, "ols": tc.ols, "aft": tc.aft, "family": family,
+                  "difference": tc.difference, "left_out_effect": tc.left_out_effect,
+                  "n_left_out": n_left_out, "n_runs": len(f)})
+
+
+def _threshold_sensitivity(rc: RunClocks, config: AuditConfig, source: str | None,
+                           by: Sequence[str], interactions: bool,
+                           thresholds: Sequence[float], level: float, fit: _Fits,
+                           cells: Sequence[OnsetCell]
+                           ) -> tuple[tuple[ThresholdRow, ...], list[Finding]]:
+    """The study redone at each grok threshold (the AFT in the family ``fit`` chose), and
+    ``THRESHOLD_SENSITIVE`` when an exponent's sign or a cell ordering changes."""
+    if not thresholds:
+        return (), []
+    rows, orders = [], []
+    for t in thresholds:
+        row, order = _at_threshold(rc, config, source, by, interactions, level, fit.family,
+                                   float(t))
+        rows.append(row)
+        orders.append(order)
+    signs = _signs_seen(rows, fit.names[1:])
+    sign_flips = [nm for nm, s in signs.items() if len(s) > 1]
+    flips = _ordering_flips(orders, cells)
+    if not (sign_flips or flips):
+        return tuple(rows), []
+    return tuple(rows), [finding(
+        Reason.THRESHOLD_SENSITIVE, "study",
+        "an exponent's sign or a cell ordering changes with the grok threshold",
+        evidence={"thresholds": [float(t) for t in thresholds],
+                  "exponent_sign_changes": sign_flips, "ordering_flips": flips})]
+
+
+def _at_threshold(rc: RunClocks, config: AuditConfig, source: str | None, by: Sequence[str],
+                  interactions: bool, level: float, family: str | None, t: float
+                  ) -> tuple[ThresholdRow, dict[tuple[int, int], int]]:
+    """The study's runs re-clocked at grok threshold ``t``: their cells and fits, and the
+    ordering of the cells' median t_grok."""
+    rct = run_clocks(rc.log, replace(config, grok_threshold=t), source, rc.step_unit)
+    rct = rct.subset(np.isin(rct.frame["run"], rc.frame["run"]))
+    cells_t = _cells(rct, by, level)
+    ft = _fits(rct.frame, by, interactions, level, family=family)
+    ex = {} if ft.aft is None else {nm: ft.aft.get(nm)[0] for nm in ft.names[1:]}
+    row = ThresholdRow(t, int(rct.frame["grokked"].sum()), ex, cells_t, ft.exact_set)
+    return row, _pair_orders(cells_t)
+
+
+def _signs_seen(rows: Sequence[ThresholdRow], terms: Sequence[str]) -> dict[str, set[int]]:
+    """Each exponent's signs over the thresholds: the AFT's value where it was fitted, or,
+    where it is degenerate, its range's sign when the range excludes 0."""
+    signs: dict[str, set[int]] = {nm: set() for nm in terms}
+    for row in rows:
+        for nm, e in row.aft_exponents.items():
+            if e != 0:
+                signs[nm].add(1 if e > 0 else -1)
+        for er in row.exact_set:
+            if er.low is not None and er.low > 0:
+                signs[er.term].add(1)
+            elif er.high is not None and er.high < 0:
+                signs[er.term].add(-1)
+    return signs
+
+
+def _ordering_flips(orders: Sequence[Mapping[tuple[int, int], int]],
+                    cells: Sequence[OnsetCell]) -> list[dict[str, Any]]:
+    """The pairs of cells ordered one way at one threshold and the other way at another."""
+    flips = []
+    for ij in (orders[0] if orders else {}):
+        seen = {o[ij] for o in orders} - {0}
+        if seen == {1, -1}:
+            flips.append({"cells": [cells[ij[0]].cell, cells[ij[1]].cell]})
+    return flips
+
+
+def _law_findings(f: pd.DataFrame, by: Sequence[str], interactions: bool, fit: _Fits,
+                  level: float) -> tuple[tuple[LawCheck, ...], list[Finding]]:
+    """The chosen law against the runs it never saw grok, and ``LAW_CONTRADICTED`` when a
+    cell contradicts it."""
+    if fit.aft is None:
+        return (), []
+    checks = _law_checks(f, by, interactions, fit.aft, level)
+    bad = [c for c in checks if c.contradicted]
+    if not bad:
+        return checks, []
+    return checks, [finding(
+        Reason.LAW_CONTRADICTED, "study",
+        f"the {fit.family} AFT law is contradicted by {len(bad)} cell(s) it could not see "
+        "grok: " + "; ".join(_check_words(c) for c in bad) + "; its exponents describe "
+        "the cells that grokked, not the sweep",
+        evidence={"law": fit.family, "checks": bad})]
+
+
+def _runs(f: pd.DataFrame, by: Sequence[str]) -> tuple[OnsetRun, ...]:
+    """Each run's clocks, by run name; the gap only where ``t_mem`` is not censored."""
     runs = []
     for r in f.sort_values("run").itertuples(index=False):
         rd = r._asdict()
@@ -666,15 +752,7 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
                                 r.tg_upper - r.tm_lower)
         runs.append(OnsetRun(r.run, {c: py(rd[c]) for c in by},
                              tm, Interval.make(r.tg_value, r.tg_lower, r.tg_upper), gap))
-    body = OnsetBody(
-        step_unit=rc.step_unit, by=tuple(by), n_runs=len(f), cells=cells,
-        phase_map=_phase_map(rc, axes, by, level),
-        ols=OlsSummary(fit.ols, fit.ols_why, int((~left_out).sum()), n_left_out),
-        aft=AftSummary(fit.family, fit.aft, fit.aft_why, len(f), fit.aic, fit.aft_cause,
-                       fit.exact_set),
-        comparison=tuple(comparison), threshold_sensitivity=tuple(sens), runs=tuple(runs),
-        left_out=lo_words, law_checks=checks)
-    return body, findings
+    return tuple(runs)
 
 
 #: Why a scaling fit was refused, by cause (the evidence's ``cause``).

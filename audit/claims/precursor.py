@@ -30,9 +30,9 @@ Validity checks:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
+from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result
 from .runs import RunClocks, require_series, run_clocks, studies
 from .stats import BootstrapCI, TestResult, bootstrap, mcnemar_exact
@@ -218,45 +219,84 @@ def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[s
 
 
 # ------------------------------------------------------------------------------------------
-# one study
+# one study: the signal scored, the runs it could not score, its tests, its lead
 # ------------------------------------------------------------------------------------------
+
+class _Outcomes(NamedTuple):
+    """Which runs the signal can be scored on (per run of the study)."""
+
+    memorized: np.ndarray
+    grokked: np.ndarray
+    no_signal: np.ndarray  #: memorized and grokked, with no value of the signal in the window
+
 
 def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: float,
            level: float, seed: int) -> tuple[PrecursorBody, list[Finding]]:
     f = rc.frame
-    findings: list[Finding] = []
     s = _score(rc, signal, "--signal", n_perm, seed)
+    memorized = f["memorized"].to_numpy(dtype=bool)
+    grokked = f["grokked"].to_numpy(dtype=bool)
+    oc = _Outcomes(memorized, grokked, memorized & grokked & (s["pk"]["n_window"] == 0))
+    lead = np.where(s["use"], f["tg_value"].to_numpy(dtype=float) - s["pk"]["peak_step"],
+                    np.nan)
+    findings = _unscored_findings(f, signal, s, oc) + _edge_findings(f, s["pk"])
+    plc = _placebo(rc, placebo, s, n_perm, seed) if placebo else None
+    findings += _specificity_findings(signal, placebo, s, plc, alpha)
+    leads = lead[s["use"]]
+    lead_ci = None
+    if leads.size:
+        (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])), seed=seed,
+                               level=level, n_resamples=999, label="runs")
+    body = PrecursorBody(
+        step_unit=rc.step_unit, signal=signal, n_runs=len(f),
+        n_memorized=int(memorized.sum()), n_grokked=int(grokked.sum()),
+        n_scored=int(s["use"].sum()), n_no_grok=int((memorized & ~grokked).sum()),
+        n_no_memorization=int((~memorized).sum()),
+        fraction_preceding=s["fraction_raw"], fraction_preceding_interior=s["fraction"],
+        lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
+        null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
+        null_time=PermutationNull(n_perm, seed, s["null_time_mean"], s["p_time"]),
+        placebo=plc, runs=_runs(f, s, oc, lead), n_no_signal=int(oc.no_signal.sum()))
+    return body, findings
+
+
+def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray
+          ) -> tuple[PrecursorRun, ...]:
+    """Each run's window, peak and lead, by run name."""
     pk = s["pk"]
     tg = f["tg_value"].to_numpy(dtype=float)
-    grokked = f["grokked"].to_numpy(dtype=bool)
-    memorized = f["memorized"].to_numpy(dtype=bool)
-    lead = np.where(s["use"], tg - pk["peak_step"], np.nan)
     tm = f["tm_value"].to_numpy(dtype=float)
     runs = []
     for i, r in enumerate(f.itertuples(index=False)):
         runs.append(PrecursorRun(
-            run=str(r.run), gate_step=float(tm[i]) if memorized[i] else None,
-            t_grok=float(tg[i]) if grokked[i] else None, grokked=bool(grokked[i]),
+            run=str(r.run), gate_step=float(tm[i]) if oc.memorized[i] else None,
+            t_grok=float(tg[i]) if oc.grokked[i] else None, grokked=bool(oc.grokked[i]),
             peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
             window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
             lead=None if np.isnan(lead[i]) else float(lead[i]),
             precedes=bool(pk["peak_step"][i] < tg[i]) if s["use"][i] else None))
     runs.sort(key=lambda d: d.run)
-    no_mem = f.loc[~memorized, "run"].tolist()
-    if no_mem:
-        findings.append(finding(Reason.NO_MEMORIZATION, "run",
-                                f"{len(no_mem)} runs never reach the memorization gate: no "
-                                "window", runs=sorted(no_mem),
-                                evidence={"n_runs": len(no_mem), "of": len(f)}))
-    no_grok = f.loc[memorized & ~grokked, "run"].tolist()
-    if no_grok:
-        findings.append(finding(Reason.NO_GROK, "run",
-                                f"{len(no_grok)} memorized runs never grok: counted apart",
-                                runs=sorted(no_grok),
-                                evidence={"n_runs": len(no_grok), "of": len(f)}))
+    return tuple(runs)
+
+
+def _unscored_findings(f: pd.DataFrame, signal: str, s: Mapping[str, Any], oc: _Outcomes
+                       ) -> list[Finding]:
+    """The runs counted apart (never memorized, never grokked, no value of the signal in
+    their window), and ``NOTHING_AUDITABLE`` when no run is left to score."""
+    memorized, grokked, no_signal = oc
+    findings = []
+    if not memorized.all():
+        findings.append(flag_runs(
+            Reason.NO_MEMORIZATION, f, ~memorized,
+            f"{int((~memorized).sum())} runs never reach the memorization gate: no window",
+            of=len(f)))
+    if (memorized & ~grokked).any():
+        findings.append(flag_runs(
+            Reason.NO_GROK, f, memorized & ~grokked,
+            f"{int((memorized & ~grokked).sum())} memorized runs never grok: counted apart",
+            of=len(f)))
     # runs the signal says nothing about: memorized and grokked, yet no value of the signal in
     # their window (or none at all). Counted and named: fewer scored runs never read as a pass
-    no_signal = memorized & grokked & (pk["n_window"] == 0)
     if no_signal.any():
         findings.append(finding(
             Reason.METRIC_MISSING, "run",
@@ -267,82 +307,88 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
                       "of": int((memorized & grokked).sum()),
                       "no_points": sorted(f.loc[no_signal, "run"].astype(str))}))
     if not s["use"].any():
-        why = []
-        if not grokked.any():
-            why.append("no run grokked")
-        elif not (memorized & grokked).any():
-            why.append("no grokked run reached the memorization gate")
-        if no_signal.any():
-            why.append(f"{int(no_signal.sum())} grokked runs have no value of {signal} in "
-                       "their window")
-        findings.append(finding(
-            Reason.NOTHING_AUDITABLE, "study",
-            f"no run could be scored ({'; '.join(why) or 'no window'}): the claim that "
-            f"{signal} announces grokking is not tested",
-            evidence={"signal": signal, "n_runs": len(f), "n_grokked": int(grokked.sum()),
-                      "n_memorized": int(memorized.sum()),
-                      "n_without_signal": int(no_signal.sum())}))
+        findings.append(_nothing_auditable(f, signal, oc))
+    return findings
+
+
+def _nothing_auditable(f: pd.DataFrame, signal: str, oc: _Outcomes) -> Finding:
+    memorized, grokked, no_signal = oc
+    why = []
+    if not grokked.any():
+        why.append("no run grokked")
+    elif not (memorized & grokked).any():
+        why.append("no grokked run reached the memorization gate")
+    if no_signal.any():
+        why.append(f"{int(no_signal.sum())} grokked runs have no value of {signal} in "
+                   "their window")
+    return finding(
+        Reason.NOTHING_AUDITABLE, "study",
+        f"no run could be scored ({'; '.join(why) or 'no window'}): the claim that "
+        f"{signal} announces grokking is not tested",
+        evidence={"signal": signal, "n_runs": len(f), "n_grokked": int(grokked.sum()),
+                  "n_memorized": int(memorized.sum()),
+                  "n_without_signal": int(no_signal.sum())})
+
+
+def _edge_findings(f: pd.DataFrame, pk: Mapping[str, np.ndarray]) -> list[Finding]:
+    """``PEAK_AT_WINDOW_EDGE`` for the runs whose peak is the window's first or last point."""
     edge_runs = f.loc[pk["edge"], "run"].tolist()
     n_with = int((pk["n_window"] > 0).sum())
-    if edge_runs:
-        findings.append(finding(
-            Reason.PEAK_AT_WINDOW_EDGE, "study",
-            f"{len(edge_runs)}/{n_with} runs peak on the gate or at the log end",
-            runs=sorted(edge_runs),
-            evidence={"n_runs": len(edge_runs), "of": n_with,
-                      "majority": len(edge_runs) * 2 >= max(n_with, 1)}))
-    plc = None
-    if placebo:
-        ps = _score(rc, placebo, "--placebo", n_perm, seed)
-        # the same runs: grokked, with a window for the signal and for the placebo (a run
-        # without placebo values is no failure of the placebo: it is left out, and counted)
-        both = s["use"] & (ps["pk"]["n_window"] > 0)
-        a, b = s["ok"][both], ps["ok"][both]
-        plc = PlaceboComparison(
-            signal=placebo, fraction_preceding=ps["fraction_raw"],
-            fraction_preceding_interior=ps["fraction"],
-            n_peak_at_edge=int(ps["pk"]["edge"].sum()),
-            n_signal_only=int(np.sum(a & ~b)), n_placebo_only=int(np.sum(~a & b)),
-            test=mcnemar_exact(a, b), n_compared=int(both.sum()),
-            n_without_placebo=int((s["use"] & ~both).sum()))
+    if not edge_runs:
+        return []
+    return [finding(
+        Reason.PEAK_AT_WINDOW_EDGE, "study",
+        f"{len(edge_runs)}/{n_with} runs peak on the gate or at the log end",
+        runs=sorted(edge_runs),
+        evidence={"n_runs": len(edge_runs), "of": n_with,
+                  "majority": len(edge_runs) * 2 >= max(n_with, 1)})]
+
+
+def _placebo(rc: RunClocks, placebo: str, s: Mapping[str, Any], n_perm: int, seed: int
+             ) -> PlaceboComparison:
+    """The placebo scored on the same runs: grokked, with a window for the signal and for the
+    placebo (a run without placebo values is no failure of the placebo: it is left out, and
+    counted); the exact McNemar test of the signal against it."""
+    ps = _score(rc, placebo, "--placebo", n_perm, seed)
+    both = s["use"] & (ps["pk"]["n_window"] > 0)
+    a, b = s["ok"][both], ps["ok"][both]
+    return PlaceboComparison(
+        signal=placebo, fraction_preceding=ps["fraction_raw"],
+        fraction_preceding_interior=ps["fraction"],
+        n_peak_at_edge=int(ps["pk"]["edge"].sum()),
+        n_signal_only=int(np.sum(a & ~b)), n_placebo_only=int(np.sum(~a & b)),
+        test=mcnemar_exact(a, b), n_compared=int(both.sum()),
+        n_without_placebo=int((s["use"] & ~both).sum()))
+
+
+def _specificity_findings(signal: str, placebo: str | None, s: Mapping[str, Any],
+                          plc: PlaceboComparison | None, alpha: float) -> list[Finding]:
+    """``PRECURSOR_NOT_SPECIFIC`` when the signal does not beat a null or the placebo."""
     obs = s["fraction"]
-    if obs is not None:
-        failed = []
-        if s["p_perm"] is not None and s["p_perm"] >= alpha:
-            failed.append("permutation")
-        if s["p_time"] is not None and s["p_time"] >= alpha:
-            failed.append("time")
-        if plc is not None and plc.test.p_value is not None and plc.test.p_value >= alpha:
-            failed.append("placebo")
-        if failed:
-            findings.append(finding(
-                Reason.PRECURSOR_NOT_SPECIFIC, "study",
-                f"{signal} does no better than "
-                + " or ".join({"permutation": "its own values permuted within runs",
-                               "time": "its peak placed uniformly in time",
-                               "placebo": f"the placebo {placebo} (exact McNemar p = "
-                                          f"{plc.test.p_value:.3g})" if plc else ""}[x]
-                              for x in failed) + f" at α = {alpha}",
-                evidence={"fraction": obs, "p_perm": s["p_perm"], "p_time": s["p_time"],
-                          "alpha": alpha,
-                          "placebo": placebo, "placebo_test": plc.test if plc else None,
-                          "placebo_fraction": plc.fraction_preceding_interior if plc else None,
-                          "failed": failed}))
-    leads = lead[s["use"]]
-    lead_ci = None
-    if leads.size:
-        (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])), seed=seed,
-                               level=level, n_resamples=999, label="runs")
-    body = PrecursorBody(
-        step_unit=rc.step_unit, signal=signal, n_runs=len(f),
-        n_memorized=int(memorized.sum()), n_grokked=int(grokked.sum()),
-        n_scored=int(s["use"].sum()), n_no_grok=len(no_grok), n_no_memorization=len(no_mem),
-        fraction_preceding=s["fraction_raw"], fraction_preceding_interior=obs,
-        lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
-        null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
-        null_time=PermutationNull(n_perm, seed, s["null_time_mean"], s["p_time"]),
-        placebo=plc, runs=tuple(runs), n_no_signal=int(no_signal.sum()))
-    return body, findings
+    if obs is None:
+        return []
+    failed = []
+    if s["p_perm"] is not None and s["p_perm"] >= alpha:
+        failed.append("permutation")
+    if s["p_time"] is not None and s["p_time"] >= alpha:
+        failed.append("time")
+    if plc is not None and plc.test.p_value is not None and plc.test.p_value >= alpha:
+        failed.append("placebo")
+    if not failed:
+        return []
+    return [finding(
+        Reason.PRECURSOR_NOT_SPECIFIC, "study",
+        f"{signal} does no better than "
+        + " or ".join({"permutation": "its own values permuted within runs",
+                       "time": "its peak placed uniformly in time",
+                       "placebo": f"the placebo {placebo} (exact McNemar p = "
+                                  f"{plc.test.p_value:.3g})" if plc else ""}[x]
+                      for x in failed) + f" at α = {alpha}",
+        evidence={"fraction": obs, "p_perm": s["p_perm"], "p_time": s["p_time"],
+                  "alpha": alpha,
+                  "placebo": placebo, "placebo_test": plc.test if plc else None,
+                  "placebo_fraction": plc.fraction_preceding_interior if plc else None,
+                  "failed": failed})]
 
 
 def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,

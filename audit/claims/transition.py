@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,7 @@ from ..config import AuditConfig
 from ..reasons import Reason
 from ..results import Finding, Interval, format_number
 from ..schema import LogTable
+from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, require_columns, run_clocks, studies
 from .stats import BootstrapCI, Proportion, bootstrap, wilson
@@ -368,133 +369,188 @@ def _levels(rc: RunClocks, by: str, levels: np.ndarray, short: np.ndarray, level
     return cells, medT
 
 
+class _Sweep(NamedTuple):
+    """The study's runs along λ, as the boundary's fits read them."""
+
+    frame: pd.DataFrame
+    by: str
+    levels: np.ndarray  #: the distinct values of λ, ascending
+    lam: np.ndarray  #: each run's λ
+    u: np.ndarray  #: each run's ln λ
+    y: np.ndarray  #: each run's outcome (1.0: grokked)
+    use: np.ndarray  #: the scored runs (not cut short by their budget)
+    medT: np.ndarray  #: each level's median t_grok (``inf``: censored)
+
+
 def _study(rc: RunClocks, by: str, level: float, seed: int, n_resamples: int
            ) -> tuple[TransitionBody, list[Finding]]:
     f = rc.frame
     levels = np.sort(f[by].unique().astype(float))
     short = _budget(f, by, levels)
-    use = ~short
-    lam = f[by].to_numpy(dtype=float)
-    y = f["grokked"].to_numpy(dtype=float)
-    u = np.log(lam)
     findings: list[Finding] = []
     if short.any():
-        findings.append(finding(
-            Reason.INSUFFICIENT_BUDGET, "run",
+        findings.append(flag_runs(
+            Reason.INSUFFICIENT_BUDGET, f, short,
             f"{int(short.sum())} runs stopped before their neighbours' median time to grok: "
-            "left out of the fit, not counted as failures",
-            runs=sorted(f.loc[short, "run"]), evidence={"n_runs": int(short.sum())}))
+            "left out of the fit, not counted as failures"))
     cells, medT = _levels(rc, by, levels, short, level)
-    kind = separation(u[use], y[use])
+    lam = f[by].to_numpy(dtype=float)
+    sw = _Sweep(f, by, levels, lam, np.log(lam), f["grokked"].to_numpy(dtype=float), ~short,
+                medT)
+    kind = separation(sw.u[sw.use], sw.y[sw.use])
     boundary: Boundary | None = None
     power_law: PowerLaw | None = None
     if kind == "constant":
         findings.append(finding(
             Reason.NO_TRANSITION, "study",
             "every scored run is on the same side (all grok or none): no transition point",
-            evidence={"n_scored": int(use.sum()), "n_grokked": int(y[use].sum())}))
+            evidence={"n_scored": int(sw.use.sum()), "n_grokked": int(sw.y[sw.use].sum())}))
     elif kind != "none":
-        lo, hi, side, shared = _bracket(levels, lam[use], y[use], kind)
-        below = int(np.sum(levels <= lo)) if lo is not None else 0
-        above = int(np.sum(levels >= hi)) if hi is not None else 0
-        prof = profile_set(levels, u[use], y[use], side == "above", level)
-        boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above, prof,
-                            shared_level=shared)
-        # where λ_c may lie: the profile set (under quasi-separation narrower than the bracket)
-        p_lo = (prof.low if prof is not None and prof.low is not None else lo)
-        p_hi = (prof.high if prof is not None and prof.high is not None else hi)
-        where = (f"; the profile-likelihood {level:.0%} set of λ_c is "
-                 f"{_set_words(prof)}" if prof is not None else
-                 f"; any λ_c between {outward(lo, 4, down=True)} and "
-                 f"{outward(hi, 4, down=False)} fits as well"
-                 if lo is not None and hi is not None else "")
-        findings.append(finding(
-            Reason.TRANSITION_SEPARATED, "study",
-            f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'}"
-            f"{' ' if kind == 'complete' else ''}separated: "
-            f"{jump_words(by, lo, hi, shared)} and the logistic slope has no maximum{where}: "
-            "no point estimate, no bootstrap interval, ν not identified",
-            evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side,
-                      "shared_level": shared, "profile_set": prof}))
-        _bracketing(findings, levels, below, above)
-        if p_lo is not None and p_hi is not None and p_lo < p_hi:
-            rng = _nu_range(levels, medT, p_lo, p_hi, side == "above")
-            if rng is not None:
-                power_law = PowerLaw(None, None, 0, None, rng)
+        boundary, power_law, fs = _separated(sw, kind, level)
+        findings += fs
     else:
-        ab = logistic_fit(u[use], y[use])
-        u_c = _boundary(ab)
-        assert ab is not None
-        if u_c is None:
-            findings.append(finding(
-                Reason.NO_TRANSITION, "study",
-                "the logistic fit puts the boundary far outside the sweep: no transition point",
-                evidence={"intercept": ab[0], "slope": ab[1]}))
-        else:
-            lam_c = math.exp(u_c)
-            above_side = ab[1] > 0
-            below = int(np.sum(levels < lam_c))
-            above = int(np.sum(levels > lam_c))
-            _bracketing(findings, levels, below, above)
-            extrapolated = below == 0 or above == 0
-            prof = profile_set(levels, u[use], y[use], above_side, level)
-            power = _power(levels, medT, lam_c, above_side)
-            if power is None:
-                findings.append(finding(
-                    Reason.TOO_FEW_LEVELS, "study",
-                    f"fewer than {MIN_POWER_CELLS} grokking levels with an uncensored median: "
-                    "no power law", evidence={"what": "power_law", "needed": MIN_POWER_CELLS}))
-            # one resample of runs within levels serves both: the logistic on its scored runs,
-            # the medians on all of its runs (budget-short ones too, as in the table)
-            strata = [np.flatnonzero(lam == lv) for lv in levels]
-            cuts = np.cumsum([s.size for s in strata])[:-1]
-            tv = np.where(y == 1, f["tg_value"].to_numpy(dtype=float), np.inf)
-
-            def stat(ix: np.ndarray) -> list[float]:
-                sel = ix[use[ix]]
-                if separation(u[sel], y[sel]) != "none":
-                    return [math.nan, math.nan]  # no maximum-likelihood boundary here
-                ucb = _boundary(logistic_fit(u[sel], y[sel]))
-                if ucb is None:
-                    return [math.nan, math.nan]
-                nu = math.nan
-                if power is not None:
-                    med_b = np.array([np.median(tv[p]) for p in np.split(ix, cuts)])
-                    pw = _power(levels, med_b, math.exp(ucb), above_side)
-                    nu = math.nan if pw is None else pw[0]
-                return [math.exp(ucb), nu]
-
-            ci_c, ci_nu = bootstrap(strata, stat, seed=seed, level=level,
-                                    n_resamples=n_resamples, label="runs within levels")
-            if extrapolated:  # beyond the levels no resample places λ_c: no interval
-                ci_c = BootstrapCI(ci_c.estimate, None, None, level, ci_c.method,
-                                   ci_c.n_resamples, ci_c.n_valid, ci_c.seed,
-                                   f"λ_c lies {'below' if below == 0 else 'above'} every level: "
-                                   "an extrapolation, no interval")
-            boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
-                                ab[0], ab[1], below, above, prof, extrapolated)
-            if power is not None:
-                # ν < 0 contradicts critical slowing down only when its interval says so: a
-                # negative point value with an interval reaching 0, or with none, is noise
-                nu_below = bool(power[0] < 0 and ci_nu.identified and ci_nu.high is not None
-                                and ci_nu.high < 0)
-                power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None, nu_below)
-                if nu_below:
-                    assert ci_nu.high is not None
-                    findings.append(finding(
-                        Reason.LAW_CONTRADICTED, "study",
-                        f"ν = {format_number(power[0])} < 0, its {level:.0%} interval "
-                        f"below 0 (upper end {outward(ci_nu.high, down=False)}): the time to "
-                        "grok rises away from λ_c, the opposite of the critical-slowing-down "
-                        "form T ∝ |λ − λ_c|^(−ν) (ν > 0); the power law does not describe "
-                        "these levels",
-                        evidence={"nu": power[0], "nu_ci": ci_nu, "lambda_c": lam_c,
-                                  "extrapolated": extrapolated}))
+        boundary, power_law, fs = _logistic(sw, level, seed, n_resamples)
+        findings += fs
     body = TransitionBody(
         step_unit=rc.step_unit, by=by, n_runs=len(f), levels=tuple(cells), boundary=boundary,
         power_law=power_law,
         note="exponents are empirical, with CIs; no universality class is implied")
     return body, findings
+
+
+def _separated(sw: _Sweep, kind: str, level: float
+               ) -> tuple[Boundary, PowerLaw | None, list[Finding]]:
+    """Under separation: the bracket and the profile-likelihood set of λ_c (no point, no
+    CI), and ν only as its range over where λ_c may lie."""
+    levels, use = sw.levels, sw.use
+    lo, hi, side, shared = _bracket(levels, sw.lam[use], sw.y[use], kind)
+    below = int(np.sum(levels <= lo)) if lo is not None else 0
+    above = int(np.sum(levels >= hi)) if hi is not None else 0
+    prof = profile_set(levels, sw.u[use], sw.y[use], side == "above", level)
+    boundary = Boundary(kind, None, None, (lo, hi), side, None, None, below, above, prof,
+                        shared_level=shared)
+    findings = [_separation_finding(sw.by, kind, lo, hi, side, shared, prof, level)]
+    _bracketing(findings, levels, below, above)
+    # where λ_c may lie: the profile set (under quasi-separation narrower than the bracket)
+    p_lo = (prof.low if prof is not None and prof.low is not None else lo)
+    p_hi = (prof.high if prof is not None and prof.high is not None else hi)
+    power_law = None
+    if p_lo is not None and p_hi is not None and p_lo < p_hi:
+        rng = _nu_range(levels, sw.medT, p_lo, p_hi, side == "above")
+        if rng is not None:
+            power_law = PowerLaw(None, None, 0, None, rng)
+    return boundary, power_law, findings
+
+
+def _separation_finding(by: str, kind: str, lo: float | None, hi: float | None, side: str,
+                        shared: float | None, prof: ProfileSet | None, level: float
+                        ) -> Finding:
+    where = (f"; the profile-likelihood {level:.0%} set of λ_c is "
+             f"{_set_words(prof)}" if prof is not None else
+             f"; any λ_c between {outward(lo, 4, down=True)} and "
+             f"{outward(hi, 4, down=False)} fits as well"
+             if lo is not None and hi is not None else "")
+    return finding(
+        Reason.TRANSITION_SEPARATED, "study",
+        f"the levels are {'perfectly' if kind == 'complete' else 'quasi-'}"
+        f"{' ' if kind == 'complete' else ''}separated: "
+        f"{jump_words(by, lo, hi, shared)} and the logistic slope has no maximum{where}: "
+        "no point estimate, no bootstrap interval, ν not identified",
+        evidence={"separation": kind, "bracket": [lo, hi], "grok_side": side,
+                  "shared_level": shared, "profile_set": prof})
+
+
+def _logistic(sw: _Sweep, level: float, seed: int, n_resamples: int
+              ) -> tuple[Boundary | None, PowerLaw | None, list[Finding]]:
+    """Without separation: the logistic λ_c (None far outside the sweep), the power law on
+    the grokking side, and one bootstrap for both intervals."""
+    levels, u, y, use = sw.levels, sw.u, sw.y, sw.use
+    ab = logistic_fit(u[use], y[use])
+    u_c = _boundary(ab)
+    assert ab is not None
+    if u_c is None:
+        return None, None, [finding(
+            Reason.NO_TRANSITION, "study",
+            "the logistic fit puts the boundary far outside the sweep: no transition point",
+            evidence={"intercept": ab[0], "slope": ab[1]})]
+    findings: list[Finding] = []
+    lam_c = math.exp(u_c)
+    above_side = ab[1] > 0
+    below = int(np.sum(levels < lam_c))
+    above = int(np.sum(levels > lam_c))
+    _bracketing(findings, levels, below, above)
+    extrapolated = below == 0 or above == 0
+    prof = profile_set(levels, u[use], y[use], above_side, level)
+    power = _power(levels, sw.medT, lam_c, above_side)
+    if power is None:
+        findings.append(finding(
+            Reason.TOO_FEW_LEVELS, "study",
+            f"fewer than {MIN_POWER_CELLS} grokking levels with an uncensored median: "
+            "no power law", evidence={"what": "power_law", "needed": MIN_POWER_CELLS}))
+    ci_c, ci_nu = _bootstrap_boundary(sw, power is not None, above_side, level, seed,
+                                      n_resamples)
+    if extrapolated:  # beyond the levels no resample places λ_c: no interval
+        ci_c = BootstrapCI(ci_c.estimate, None, None, level, ci_c.method,
+                           ci_c.n_resamples, ci_c.n_valid, ci_c.seed,
+                           f"λ_c lies {'below' if below == 0 else 'above'} every level: "
+                           "an extrapolation, no interval")
+    boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
+                        ab[0], ab[1], below, above, prof, extrapolated)
+    if power is None:
+        return boundary, None, findings
+    power_law, fs = _power_law(power, ci_nu, lam_c, extrapolated, level)
+    return boundary, power_law, findings + fs
+
+
+def _bootstrap_boundary(sw: _Sweep, with_power: bool, above_side: bool, level: float,
+                        seed: int, n_resamples: int) -> tuple[BootstrapCI, BootstrapCI]:
+    """The CIs of λ_c and (``with_power``) ν: one resample of runs within levels serves both,
+    the logistic on its scored runs, the medians on all of its runs (budget-short ones too,
+    as in the table). A separated resample has no boundary: a failed draw."""
+    levels, u, y, use = sw.levels, sw.u, sw.y, sw.use
+    strata = [np.flatnonzero(sw.lam == lv) for lv in levels]
+    cuts = np.cumsum([s.size for s in strata])[:-1]
+    tv = np.where(y == 1, sw.frame["tg_value"].to_numpy(dtype=float), np.inf)
+
+    def stat(ix: np.ndarray) -> list[float]:
+        sel = ix[use[ix]]
+        if separation(u[sel], y[sel]) != "none":
+            return [math.nan, math.nan]  # no maximum-likelihood boundary here
+        ucb = _boundary(logistic_fit(u[sel], y[sel]))
+        if ucb is None:
+            return [math.nan, math.nan]
+        nu = math.nan
+        if with_power:
+            med_b = np.array([np.median(tv[p]) for p in np.split(ix, cuts)])
+            pw = _power(levels, med_b, math.exp(ucb), above_side)
+            nu = math.nan if pw is None else pw[0]
+        return [math.exp(ucb), nu]
+
+    ci_c, ci_nu = bootstrap(strata, stat, seed=seed, level=level, n_resamples=n_resamples,
+                            label="runs within levels")
+    return ci_c, ci_nu
+
+
+def _power_law(power: tuple[float, float, int], ci_nu: BootstrapCI, lam_c: float,
+               extrapolated: bool, level: float) -> tuple[PowerLaw, list[Finding]]:
+    """The power law with ν's interval; ``LAW_CONTRADICTED`` when that interval lies below 0."""
+    # ν < 0 contradicts critical slowing down only when its interval says so: a
+    # negative point value with an interval reaching 0, or with none, is noise
+    nu_below = bool(power[0] < 0 and ci_nu.identified and ci_nu.high is not None
+                    and ci_nu.high < 0)
+    power_law = PowerLaw(power[0], power[1], power[2], ci_nu, None, nu_below)
+    if not nu_below:
+        return power_law, []
+    assert ci_nu.high is not None
+    return power_law, [finding(
+        Reason.LAW_CONTRADICTED, "study",
+        f"ν = {format_number(power[0])} < 0, its {level:.0%} interval "
+        f"below 0 (upper end {outward(ci_nu.high, down=False)}): the time to "
+        "grok rises away from λ_c, the opposite of the critical-slowing-down "
+        "form T ∝ |λ − λ_c|^(−ν) (ν > 0); the power law does not describe "
+        "these levels",
+        evidence={"nu": power[0], "nu_ci": ci_nu, "lambda_c": lam_c,
+                  "extrapolated": extrapolated})]
 
 
 def _set_words(prof: ProfileSet) -> str:
