@@ -67,6 +67,12 @@ class SuiteReport(Result):
     findings: ClassVar[tuple[Any, ...]] = ()
     fail_on: ClassVar[tuple[str, ...]] = ("default",)
 
+    def render(self, *, verbose: bool = False) -> str:
+        """The suite's table (:func:`grokaudit.adversarial_suite.render.render_table`)."""
+        from .render import render_table
+
+        return render_table(self) + "\n"
+
     @property
     def failing(self) -> tuple[Any, ...]:
         """The failed cases (core and claims) and failed properties."""

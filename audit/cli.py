@@ -190,6 +190,8 @@ class Result(Protocol):
 
     def to_json(self, indent: int | None = 2) -> str: ...
 
+    def render(self, *, verbose: bool = False) -> str: ...
+
 
 def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, Any]]
                     ) -> dict[str, Any]:
@@ -209,7 +211,7 @@ def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, 
     return done
 
 
-def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
+def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: Any = None,
          quiet: bool = False) -> None:
     """Print ``result`` and exit with its exit code: the JSON (built only when asked) to its
     checked output, the text from ``render()`` unless the JSON went to stdout; ``quiet``
@@ -220,7 +222,7 @@ def emit(result: Result, render: Callable[[], str], *, json_out: Any = None,
         json_out.write_text(safe_json(result.to_json()))
         if json_out.is_stdout:
             sys.exit(result.exit_code)
-    text = render()
+    text = render() if render is not None else result.render()
     click.echo(text.rstrip("\n").splitlines()[-1] if quiet else text, nl=quiet)
     sys.exit(result.exit_code)
 
@@ -338,7 +340,6 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     from .api import audit_log, validated_log
     from .blocks import engine
     from .config import build_config
-    from .report import render_text
     from .schema import Owned
 
     cfg = build_config(profile, config_file, audit_overrides(params))
@@ -373,11 +374,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         write_report(result, log, outs["report"], progress=progress_printer("report"))
 
     def render() -> str:
-        text = render_text(result, verbose=verbose)
-        if sens is not None:
-            from .claims.sensitivity import render_sensitivity
-
-            text += "\n" + render_sensitivity(sens)
+        text = (sens if sens is not None else result).render(verbose=verbose)
         if outs["report"] is not None:
             # said on the result line itself, so that -q (which prints only that line) says it
             lines = text.rstrip("\n").split("\n")
@@ -415,7 +412,7 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
     2 when it cannot be read.
     """
     from .config import build_config
-    from .inspect import inspect_paths, render_inspection
+    from .inspect import inspect_paths
 
     cfg = build_config(None, config_file, {
         **acc_scale_options(params.get("acc_scale")),
@@ -427,7 +424,7 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
                         mapping=parse_pairs(params.get("maps"), "--map") or None,
                         run_from=params.get("run_from"),
                         cond=parse_pairs(params.get("conds"), "--cond") or None)
-    emit(ins, lambda: render_inspection(ins), json_out=outs["json"])
+    emit(ins, json_out=outs["json"])
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -601,7 +598,6 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
     import warnings
 
-    from .adversarial_suite.render import render_table
     from .adversarial_suite.runner import run_suite
     from .config import build_config
 
@@ -610,7 +606,7 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = run_suite(cfg, max_examples=max_examples)
-    emit(report, lambda: render_table(report) + "\n", json_out=outs["json"])
+    emit(report, json_out=outs["json"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -676,7 +672,6 @@ def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None:
     """Configure, check outputs, load, compute, print, exit."""
-    from .claims.render import render_text
     from .config import build_config
 
     path = common["path"]
@@ -692,7 +687,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     result = call(table, cfg, _source(path))
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
                                                        common["config_file"]))
-    emit(result, lambda: render_text(result, verbose=common["verbose"]),
+    emit(result, lambda: result.render(verbose=common["verbose"]),
          json_out=outs["json"], quiet=common["quiet"])
 
 

@@ -494,6 +494,12 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def render(self, *, verbose: bool = False) -> str:
+        """The result as the command prints it (text, ending in its result line). Each result
+        renders itself through its own printer module, imported only when asked: computing
+        never imports printing."""
+        raise NotImplementedError
+
     def to_json(self, indent: int | None = 2) -> str:
         """The versioned JSON form: strict JSON (no NaN), UTF-8 text, byte-identical for
         identical input and options."""
@@ -516,6 +522,12 @@ class AuditResult(Result):
     trail: Any = None
     #: which findings fail the audit (``default``: the critical ones; :func:`fails`)
     fail_on: tuple[str, ...] = ("default",)
+
+    def render(self, *, verbose: bool = False) -> str:
+        """``grokaudit check``'s text report (:func:`grokaudit.report.render_text`)."""
+        from .report import render_text
+
+        return render_text(self, verbose=verbose)
 
     def study(self, metric: str | None = None, **key: Any) -> StudyResult:
         """The study for ``metric`` (default: the first) whose split matches ``key``."""

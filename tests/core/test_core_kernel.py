@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import json
 import math
+import re
 
 import grokaudit
 import numpy as np
@@ -131,3 +132,23 @@ def test_only_the_html_style_shows_the_reading_interval_of_a_point():
 def test_an_unknown_style_is_refused():
     with pytest.raises(ValueError):
         _POINT.format("latex")
+
+
+def test_each_result_renders_itself_ending_in_its_exit_code():
+    """``render()`` is what the command prints: its last line states the exit code the
+    result derives (audit, its sensitivity grid, a claim)."""
+    from grokaudit.claims.sensitivity import run_sensitivity
+    from grokaudit.config import make_config
+
+    df = cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000)])
+    res = grokaudit.audit_table(df, by="rho")
+    sens = run_sensitivity(df, make_config(by="rho"),
+                           grid=(("grok_threshold", (0.85, 0.9)),))
+    claim = ClaimResult(command="onset", version="x", params={}, config={}, input={},
+                        studies=(), findings=(_finding(Reason.FLOOR_UNSTABLE,
+                                                       Severity.CRITICAL),))
+    for r in (res, sens, claim):
+        last = r.render().rstrip("\n").splitlines()[-1]
+        assert re.search(rf"\bexit {r.exit_code}\b", last), (type(r).__name__, last)
+        assert not re.search(rf"\bexit {1 - r.exit_code}\b", last)
+    assert claim.exit_code == 1
