@@ -15,10 +15,10 @@ import grokaudit
 import numpy as np
 import pandas as pd
 from click.testing import CliRunner
-from core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 from grokaudit import Reason
 from grokaudit.cli import cli
 from grokaudit.identity import canonical_values, duplicate_runs
+from helpers.core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 
 R = Reason
 

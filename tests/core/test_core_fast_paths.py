@@ -20,8 +20,8 @@ import grokaudit.study as study
 import numpy as np
 import pandas as pd
 import pytest
-from core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
 from grokaudit.results import CellSummary, Interval, ReferenceRun, RunResult, make_many
+from helpers.core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from grokaudit.errors import ErrorCode, LogFormatError
-from hostile_helpers import (
+from helpers.hostile import (
     Outcome,
     assert_unchanged,
     cli,

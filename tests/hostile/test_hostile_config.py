@@ -14,7 +14,7 @@ from grokaudit.config import INT_MAX, RANGES, AuditConfig, make_config
 from grokaudit.errors import ConfigError, ErrorCode
 from grokaudit.options import THRESHOLD_FLAGS
 from grokaudit.reasons import Reason
-from hostile_helpers import (
+from helpers.hostile import (
     FAILING_ARGS,
     cli,
     expect_audit,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from grokaudit.adversarial_suite import profiles
 from grokaudit.errors import ErrorCode
-from hostile_helpers import (
+from helpers.hostile import (
     FORGED,
     RAW_CONTROL,
     assert_unchanged,

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.limits import Limits, check_declared, declared
-from hostile_helpers import (
+from helpers.hostile import (
     assert_unchanged,
     cli,
     expect_audit,

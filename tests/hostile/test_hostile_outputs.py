@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from grokaudit.errors import ErrorCode
-from hostile_helpers import (
+from helpers.hostile import (
     assert_unchanged,
     cli,
     expect_audit,

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from grokaudit.adversarial_suite import profiles
 from grokaudit.errors import ErrorCode, LogFormatError
-from hostile_helpers import (
+from helpers.hostile import (
     assert_unchanged,
     cli,
     expect_error,
