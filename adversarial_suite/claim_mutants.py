@@ -2,7 +2,8 @@
 
 Like :mod:`.mutants` for the core: a :class:`~.mutants.Mutant` patches a function where the
 claim audit looks it up (``grokaudit.claims.onset._study``, ``grokaudit.claims.runs.
-interval_median``…) with a ``monkeypatch``-like object (pytest's fixture, or
+interval_median``…; a function that module imports is wrapped as its defining module holds it,
+``grokaudit.cells.interval_median``…) with a ``monkeypatch``-like object (pytest's fixture, or
 :class:`~.mutants.Patcher`). Most reproduce what the claim audits did before issue 11, or a
 shortcut a careless implementation would take.
 """
@@ -18,8 +19,11 @@ import grokaudit.claims.dose as dose
 import grokaudit.claims.onset as onset
 import grokaudit.claims.precursor as precursor
 import grokaudit.claims.runs as runs
+import grokaudit.claims.stats as stats
+import grokaudit.claims.survival as survival
 import grokaudit.claims.transition as transition
 import numpy as np
+from grokaudit import cells
 from grokaudit.claims.results import Span, finding
 from grokaudit.claims.stats import TestResult
 from grokaudit.reasons import Reason
@@ -57,7 +61,7 @@ def _survivorship_without_censoring(mp: Any) -> None:
 
 def _aft_always_weibull(mp: Any) -> None:
     """The AFT's error family is always Weibull, never chosen by AIC."""
-    orig = onset.fit_families
+    orig = survival.fit_families
 
     def mutant(*a: Any, **k: Any) -> Any:
         fits, best = orig(*a, **k)
@@ -69,7 +73,7 @@ def _aft_always_weibull(mp: Any) -> None:
 def _median_of_upper_ends(mp: Any) -> None:
     """A claim's cell median reports the median of the runs' upper ends as its value (the
     core's lag bug): right for t_grok, one cadence off for a gap t_grok − t_mem."""
-    orig = runs.interval_median
+    orig = cells.interval_median
 
     def mutant(ev: Any, idx: Any, interval_censoring: bool = True) -> Any:
         med, cens = orig(ev, idx, interval_censoring)
@@ -83,7 +87,7 @@ def _median_of_upper_ends(mp: Any) -> None:
 def _censored_median_as_value(mp: Any) -> None:
     """A censored cell median (half or more runs never grokked) becomes a value: its lower
     bound (the reference analyzer's censored medians as point values)."""
-    orig = runs.interval_median
+    orig = cells.interval_median
 
     def mutant(ev: Any, idx: Any, interval_censoring: bool = True) -> Any:
         med, cens = orig(ev, idx, interval_censoring)
@@ -170,7 +174,7 @@ def _arms_pooled(mp: Any) -> None:
 def _placebo_ignored(mp: Any) -> None:
     """The placebo comparison is computed but never fails the precursor (only the
     permutation null does)."""
-    orig = precursor.mcnemar_exact
+    orig = stats.mcnemar_exact
 
     def mutant(a: Any, b: Any) -> TestResult:
         t = orig(a, b)

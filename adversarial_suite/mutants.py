@@ -1,7 +1,9 @@
 """Deliberate bugs, each a patch over the core, that the suite must catch (the mutation check).
 
 A :class:`Mutant` patches functions where the core looks them up (``grokaudit.api`` imports
-``metric_clocks``, ``ordering``… by name, so those are patched there). Apply one with a
+``metric_clocks``, ``ordering``… by name, so those are patched there); the original it wraps is
+taken from the module that defines it (``grokaudit.clocks.metric_clocks``…), the same function
+``grokaudit.api`` holds (``tests/suite/test_suite_mutations.py`` checks that they are one). Apply one with a
 ``monkeypatch``-like object that has ``setattr(target, name, value)``; pytest's fixture works,
 and so does :class:`Patcher` for use outside pytest.
 """
@@ -17,7 +19,7 @@ import grokaudit.api as api
 import grokaudit.cells as cells
 import grokaudit.schema as schema
 import numpy as np
-from grokaudit import clocks
+from grokaudit import clocks, study
 from grokaudit.reasons import Reason
 
 
@@ -30,7 +32,7 @@ class Mutant:
 
 def _wrap_metric_clocks(mp: Any, post: Callable[..., Any] | None = None,
                         **cfg_changes: Any) -> None:
-    orig = api.metric_clocks
+    orig = clocks.metric_clocks
 
     # the core's own signature, keywords included (groups, not_converged…): a wrapper that
     # refused them would make every audit crash, and a crash is not a catch
@@ -53,7 +55,7 @@ def _no_stability(mp: Any) -> None:
 
 
 def _ordering_without_u(mp: Any) -> None:
-    orig = api.ordering
+    orig = study.ordering
 
     def mutant(cells_: Any, q: str, cfg: Any) -> Any:
         o = orig(cells_, q, cfg)
@@ -132,7 +134,7 @@ def _no_high_floor_gate(mp: Any) -> None:
 
 
 def _t_grok_point(mp: Any) -> None:
-    orig = api.accuracy_clocks
+    orig = clocks.accuracy_clocks
 
     def mutant(table: Any, cfg: Any, *args: Any, **kw: Any) -> Any:
         return orig(table, dataclasses.replace(cfg, interval_censoring=False), *args, **kw)
@@ -158,7 +160,7 @@ def _stale_at_grok(mp: Any) -> None:
 # -- issue 19: verdicts that never overstate -----------------------------------------------
 
 def _snapshot_always_critical(mp: Any) -> None:
-    orig = api.snapshot_findings
+    orig = study.snapshot_findings
 
     def mutant(*args: Any, **kw: Any) -> Any:
         from grokaudit.reasons import Severity

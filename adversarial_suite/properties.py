@@ -115,6 +115,9 @@ def check_lag_not_clipped(study: Study, cfg: AuditConfig, result: AuditResult | 
             if tc is None or tc.value is None or tg.value is None:
                 continue
             assert lag is not None and lag.value is not None, f"{r.run}: no lag"
+            # both clocks are established: each end of both intervals is known
+            assert tc.lower is not None and tc.upper is not None, f"{r.run}: {tc}"
+            assert tg.lower is not None and tg.upper is not None, f"{r.run}: {tg}"
             assert lag.value == tc.value - tg.value, f"{r.run}: lag {lag.value}"
             assert lag.lower == tc.lower - tg.upper, f"{r.run}: lag lower {lag.lower}"
             assert lag.upper == tc.upper - tg.lower, f"{r.run}: lag upper {lag.upper}"
@@ -370,6 +373,7 @@ def check_expected_verdict(drawn: tuple[Study, ExpectedStudy | None],
     s = result.studies[0]
     for c in s.cells:
         assert c.gates == (), f"cell {c.axis_value} gated {c.gates}"
+        assert c.t_grok is not None and c.t_compress is not None, f"cell {c.axis_value}"
         assert (c.t_grok.lower, c.t_grok.value) == exp.t_grok[c.axis_value], (
             f"cell {c.axis_value}: t_grok {c.t_grok}, expected {exp.t_grok[c.axis_value]}")
         assert (c.t_compress.lower, c.t_compress.value) == exp.t_compress[c.axis_value], (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import grokaudit
 from grokaudit import AuditConfig, AuditResult, LogFormatError
@@ -64,8 +64,14 @@ class SuiteReport(Result):
 
     # -- the result kernel (grokaudit.results.Result): a suite run raises no reason-code
     # finding; what fails it is its failed cases and properties
-    findings: ClassVar[tuple[Any, ...]] = ()
-    fail_on: ClassVar[tuple[str, ...]] = ("default",)
+    @property
+    def findings(self) -> tuple[Any, ...]:  # type: ignore[override]
+        """None: the suite's outcome is its cases and properties (see :attr:`failing`)."""
+        return ()
+
+    @property
+    def fail_on(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("default",)
 
     def render(self, *, verbose: bool = False) -> str:
         """The suite's table (:func:`grokaudit.adversarial_suite.render.render_table`)."""

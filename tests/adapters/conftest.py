@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.tables import provenance_of
 
 EXTERNAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "external"
 NPZ_DIR = EXTERNAL / "critical-norm-grokking" / "grokfss_p59"
@@ -74,14 +75,6 @@ def npz_dir() -> Path:
     if not NPZ_DIR.is_dir():
         pytest.skip(f"real NPZ fixtures not found at {NPZ_DIR} (a clone without ../shared)")
     return NPZ_DIR.resolve()
-
-
-def provenance_of(table) -> dict:  # type: ignore[no-untyped-def]
-    import json
-
-    from grokaudit.schema import PROVENANCE_KEY
-
-    return json.loads(table.schema.metadata[PROVENANCE_KEY])
 
 
 @pytest.fixture(scope="session")

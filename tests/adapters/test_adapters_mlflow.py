@@ -12,6 +12,7 @@ import pytest
 from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
+from helpers.tables import read_as_percent
 
 mlflow = pytest.importorskip("mlflow", reason="mlflow(-skinny) is not installed (test fixtures)")
 
@@ -36,14 +37,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
     return client, path, client.create_experiment("sweep")
 
 
-def read_as_percent(t) -> float:  # type: ignore[no-untyped-def]
-    """The reader keeps accuracies as logged; the audit reads them as percent (once, over
-    every input): the largest test_acc it then holds."""
-    from grokaudit.schema import build_log_table
-
-    log = build_log_table(t)
-    assert log.summary.accuracy_scale["test_acc"]["scale"] == 100.0
-    return float(np.nanmax(log.test_acc))
 
 def log_run(client, exp: str, name: str, metrics: dict[str, tuple], params: dict | None = None,
             run_id: str | None = None, t0: int | None = None) -> str:

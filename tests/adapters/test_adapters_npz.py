@@ -9,16 +9,8 @@ import pytest
 from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
+from helpers.tables import read_as_percent
 
-
-def read_as_percent(t) -> float:  # type: ignore[no-untyped-def]
-    """The reader keeps accuracies as logged; the audit reads them as percent (once, over
-    every input): the largest test_acc it then holds."""
-    from grokaudit.schema import build_log_table
-
-    log = build_log_table(t)
-    assert log.summary.accuracy_scale["test_acc"]["scale"] == 100.0
-    return float(np.nanmax(log.test_acc))
 
 def test_real_sweep_reads_every_seed_and_step(npz_dir: Path, prov) -> None:
     files = sorted(npz_dir.glob("*.npz"))

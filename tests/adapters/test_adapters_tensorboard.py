@@ -11,20 +11,13 @@ import pytest
 from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
+from helpers.tables import read_as_percent
 
 tb = pytest.importorskip("tensorboard", reason="the [tensorboard] extra is not installed")
 torch_tb = pytest.importorskip("torch.utils.tensorboard",
                                reason="torch is not installed (fixtures use SummaryWriter)")
 
 
-def read_as_percent(t) -> float:  # type: ignore[no-untyped-def]
-    """The reader keeps accuracies as logged; the audit reads them as percent (once, over
-    every input): the largest test_acc it then holds."""
-    from grokaudit.schema import build_log_table
-
-    log = build_log_table(t)
-    assert log.summary.accuracy_scale["test_acc"]["scale"] == 100.0
-    return float(np.nanmax(log.test_acc))
 
 def write_scalars(logdir: Path, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
     """One SummaryWriter session: ``add_scalar`` for each (tag, (steps, values))."""

@@ -5,8 +5,8 @@ import os
 
 import grokaudit
 from click.testing import CliRunner
-from core_builders import cells_from
 from grokaudit.cli import cli
+from helpers.core_builders import cells_from
 
 
 def log(tmp_path):

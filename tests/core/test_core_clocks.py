@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as st
-from core_builders import CAD, compressing_run, grid, piecewise, run_frame, step_acc
 from grokaudit import Reason
 from grokaudit.clocks import theil_sen
+from helpers.core_builders import CAD, compressing_run, grid, piecewise, run_frame, step_acc
 
 
 def one_run(df: pd.DataFrame, **cfg):

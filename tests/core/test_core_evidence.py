@@ -14,11 +14,12 @@ from pathlib import Path
 import grokaudit
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
-from core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 from grokaudit import Reason
 from grokaudit.cli import cli
 from grokaudit.identity import canonical_values, duplicate_runs
+from helpers.core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 
 R = Reason
 
@@ -201,6 +202,7 @@ def test_a_replication_that_never_memorized_is_a_finding_in_json_text_and_html(
     f = [f for f in doc["findings"] if f["code"] == "NO_MEMORIZATION"]
     assert len(f) == 1 and f[0]["cell"] == 4 and len(f[0]["runs"]) == 3
     assert "NO_MEMORIZATION" in out
+    pytest.importorskip("matplotlib", reason="the HTML report needs the [report] extra")
     _cli("report", p, "--by", "rho", "-o", tmp_path / "r.html")
     assert "NO_MEMORIZATION" in (tmp_path / "r.html").read_text()
 
@@ -226,6 +228,7 @@ def test_nothing_grokked_is_nothing_auditable_and_never_a_pass(tmp_path: Path) -
     code, out, _ = _cli("check", p, "--by", "rho", "--fail-on", "none")
     last = out.strip().splitlines()[-1]
     assert code == 0 and "NOTHING_AUDITABLE" in last and "no failing finding" not in last
+    pytest.importorskip("matplotlib", reason="the HTML report needs the [report] extra")
     _cli("report", p, "--by", "rho", "--fail-on", "none", "-o", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "NOTHING AUDITABLE" in page and "PASS" not in page
@@ -408,6 +411,7 @@ def test_nothing_auditable_in_one_study_names_it(tmp_path: Path) -> None:
     assert code == 0 and "NOTHING_AUDITABLE in the study arch=tf" in last
     rows = [line.split() for line in out.splitlines() if "· emb_erank" in line]
     assert [r[3] for r in rows[:2]] == ["ONE_CLOCK_LARGE_LAG", "NOTHING_AUDITABLE"]
+    pytest.importorskip("matplotlib", reason="the HTML report needs the [report] extra")
     _cli("report", p, "--by", "rho", "--cell", "arch", "--fail-on", "none", "-o",
          tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()

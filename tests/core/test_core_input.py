@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from core_builders import cells_from
 from grokaudit import LogFormatError, Reason
 from grokaudit.cli import cli
+from helpers.core_builders import cells_from
 
 
 def run_cli(*args):

@@ -13,7 +13,6 @@ import re
 import grokaudit
 import numpy as np
 import pytest
-from core_builders import cells_from
 from grokaudit.claims.results import ClaimResult
 from grokaudit.claims.results import plain as claim_plain
 from grokaudit.claims.sensitivity import SensitivityResult
@@ -26,6 +25,7 @@ from grokaudit.results import (
     format_interval,
     plain,
 )
+from helpers.core_builders import cells_from
 
 
 def _finding(code: Reason, severity: Severity) -> Finding:

@@ -8,8 +8,8 @@ import grokaudit
 import numpy as np
 import pandas as pd
 import pytest
-from core_builders import cells_from, compressing_run, grid, piecewise, run_frame, step_acc
 from grokaudit import Reason
+from helpers.core_builders import cells_from, compressing_run, grid, piecewise, run_frame, step_acc
 
 
 def both(df, **cfg):

@@ -12,10 +12,10 @@ from typing import Any
 import grokaudit
 import pandas as pd
 import pytest
-from core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
 from grokaudit.reasons import Reason
 from grokaudit.results import Interval, RunResult
 from grokaudit.runtable import RunTable
+from helpers.core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
 
 
 def _log() -> pd.DataFrame:

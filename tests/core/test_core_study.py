@@ -3,8 +3,8 @@
 import grokaudit
 import pandas as pd
 import pytest
-from core_builders import cells_from, compressing_run, flat_run
 from grokaudit import Reason, Severity
+from helpers.core_builders import cells_from, compressing_run, flat_run
 
 
 def audit(df, **cfg):
@@ -264,7 +264,7 @@ def test_shared_endpoint_is_informational():
 
 def test_floor_unstable_on_a_passing_cell_is_critical():
     import numpy as np
-    from core_builders import grid, piecewise, run_frame, step_acc
+    from helpers.core_builders import grid, piecewise, run_frame, step_acc
 
     s = grid()
     frames = [base_cells()]

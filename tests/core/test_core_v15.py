@@ -9,9 +9,7 @@ equality.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +17,10 @@ import grokaudit
 import numpy as np
 import pandas as pd
 import pytest
+import v15_loop as v15  # benchmarks/, on the tests' path (pyproject pythonpath)
 from grokaudit import Reason
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("v15_loop", ROOT / "benchmarks" / "v15_loop.py")
-assert _spec is not None and _spec.loader is not None
-v15 = importlib.util.module_from_spec(_spec)
-sys.modules["v15_loop"] = v15  # dataclasses look their module up by name
-_spec.loader.exec_module(v15)
 
 METRIC = "emb_erank"
 VERDICT = {

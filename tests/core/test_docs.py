@@ -1,19 +1,16 @@
 """The docs match the code: every command documented from its --help, every reason code
 explained, the README's commands real."""
 
-import importlib.util
 import re
 from pathlib import Path
 
 import click
+import gen_cli_docs as gen  # scripts/, on the tests' path (pyproject pythonpath)
 import pytest
 from grokaudit import Reason
 from grokaudit.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("gen_cli_docs", ROOT / "scripts" / "gen_cli_docs.py")
-gen = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gen)
 
 
 def section(doc: str, name: str) -> str | None:

@@ -1,22 +1,17 @@
 """Fixtures of the hostile-input suite (issue 10, item 6).
 
-Helpers live in ``hostile_helpers.py`` beside this file (importable because this folder is put
-on ``sys.path``, as tests/core does). The hypothesis profile is loaded once, by the root
-``tests/conftest.py``.
+Helpers live in ``tests/helpers/hostile.py`` (``helpers`` is importable because pytest puts
+``tests/`` on ``sys.path``: ``pythonpath`` in pyproject.toml). The hypothesis profile and the
+``umask`` fixture are in the root ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from hostile_helpers import REFERENCE, sweep_df, write_parquet  # noqa: E402
+from helpers.hostile import REFERENCE, sweep_df, write_parquet
 
 
 @pytest.fixture(scope="session")
@@ -41,13 +36,3 @@ def good_log(tmp_path: Path) -> Path:
     d.mkdir()
     return write_parquet(sweep_df(), d / "log.parquet")
 
-
-@pytest.fixture
-def umask() -> Iterator[object]:
-    """``umask(m)`` sets the process umask for the test; the old one comes back after."""
-    import os
-
-    old = os.umask(0o022)
-    os.umask(old)
-    yield os.umask
-    os.umask(old)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from grokaudit.errors import ErrorCode
-from hostile_helpers import (
+from helpers.hostile import (
     STEPS,
     Outcome,
     cli,
@@ -276,7 +276,7 @@ def test_report_on_a_single_cell(tmp_path: Path) -> None:
 def test_one_run_under_the_reference_profile_is_audited(tmp_path) -> None:
     """One run (no axis, no ordering) under --profile reference: an audit, never an internal
     error (the v1.5 study numbers read orderings that a study without an axis has none of)."""
-    from hostile_helpers import cli, expect_audit, sweep_df, write_parquet
+    from helpers.hostile import cli, expect_audit, sweep_df, write_parquet
 
     df = sweep_df()
     p = write_parquet(df[df["run"] == df["run"].iloc[0]], tmp_path / "one.parquet")

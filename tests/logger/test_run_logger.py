@@ -22,16 +22,13 @@ import pytest
 from grokaudit.errors import ConfigError, ErrorCode, GrokauditError, LogFormatError, OutputError
 from grokaudit.logger import RunLogger, is_run_folder, read_run_folder, run_file_stem
 from grokaudit.schema import build_log_table, read_arrow
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import writer  # noqa: E402
+from helpers import writer
+from helpers.tables import provenance_of as prov
 
 READER = "grokaudit.logger.read_run_folder"
 
 
-def prov(table) -> dict:
-    return json.loads(table.schema.metadata[b"grokaudit"])
+
 
 
 def frame(folder: Path) -> pd.DataFrame:
@@ -343,7 +340,7 @@ def test_an_unreadable_claim_is_a_warning(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------
 
 def spawn(folder: Path, run: str, wd: float, seed: int, mode: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(HERE / "writer.py"), str(folder), run, str(wd),
+    return subprocess.Popen([sys.executable, writer.__file__, str(folder), run, str(wd),
                              str(seed), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import grokaudit
 import pytest
-import report_builders as rb
 from click.testing import CliRunner
 from grokaudit.errors import MissingExtraError
+from helpers import report_builders as rb
 
 
 def test_core_and_report_module_do_not_import_matplotlib() -> None:

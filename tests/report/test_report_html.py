@@ -20,8 +20,6 @@ import pytest
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'grokaudit[report]'")
 
 import grokaudit  # noqa: E402
-import report_builders as rb  # noqa: E402
-import report_dom as dom  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from grokaudit.api import audit_log  # noqa: E402
 from grokaudit.cli import cli  # noqa: E402
@@ -31,6 +29,8 @@ from grokaudit.loader import read_any  # noqa: E402
 from grokaudit.options import audit_overrides  # noqa: E402
 from grokaudit.results import AuditResult  # noqa: E402
 from grokaudit.schema import build_log_table  # noqa: E402
+from helpers import report_builders as rb
+from helpers import report_dom as dom
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "reference_runs" / "data").glob("*.parquet"))
@@ -112,14 +112,9 @@ def bundled_case(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any
 def _bundled_args(log: Path) -> list[str]:
     """The options the docs figures use for this log (``scripts/make_figures.py``): the
     ``Audit:`` line of its sweep, else ``--cell`` for each varying text condition."""
-    import importlib.util
+    import make_figures  # scripts/, on the tests' path (pyproject pythonpath)
 
-    spec = importlib.util.spec_from_file_location("make_figures",
-                                                  ROOT / "scripts" / "make_figures.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    args: list[str] = mod.audit_args(log)
+    args: list[str] = make_figures.audit_args(log)
     return args
 
 

@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'grokaudit[report]'")
 
 import pandas as pd  # noqa: E402
-import report_builders as rb  # noqa: E402
 from grokaudit.api import audit_log  # noqa: E402
 from grokaudit.config import make_config  # noqa: E402
 from grokaudit.schema import build_log_table  # noqa: E402
+from helpers import report_builders as rb
 
 
 @pytest.fixture(scope="module")

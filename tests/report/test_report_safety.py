@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,6 @@ pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip insta
 
 import grokaudit  # noqa: E402
 import pandas as pd  # noqa: E402
-import report_builders as rb  # noqa: E402
-import report_dom as dom  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from grokaudit.api import audit_log  # noqa: E402
 from grokaudit.cli import cli  # noqa: E402
@@ -35,6 +32,8 @@ from grokaudit.figures import dashboard, figure_svg, save_png  # noqa: E402
 from grokaudit.html_report import write_report  # noqa: E402
 from grokaudit.schema import build_log_table  # noqa: E402
 from grokaudit.text import safe  # noqa: E402
+from helpers import report_builders as rb
+from helpers import report_dom as dom
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_MLP = ROOT / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
@@ -191,18 +190,6 @@ def test_source_truncated_names_the_file(tmp_path: Path) -> None:
 def small_audit() -> tuple[Any, Any]:
     log = build_log_table(rb.study(TWO_CELLS, seeds=2))
     return audit_log(log, make_config(by="rho")), log
-
-
-@pytest.fixture
-def umask() -> Iterator[Any]:
-    old = os.umask(0o022)
-    os.umask(old)
-
-    def set_mask(mask: int) -> None:
-        os.umask(mask)
-
-    yield set_mask
-    os.umask(old)
 
 
 def test_png_and_page_permissions_follow_the_umask(tmp_path: Path, small_audit: Any,

@@ -64,3 +64,27 @@ def test_properties_alone_also_catch(name, monkeypatch):
     next(m for m in MUTANTS if m.name == name).apply(monkeypatch)
     out = P.run_property("single", P.check_one_result, grokaudit.make_config(), 60)
     assert not out["pass"], f"{name} passed 60 generated logs"
+
+
+def test_each_mutant_wraps_the_function_its_patch_site_looks_up():
+    """A mutant wraps the original as the module that defines it holds it, and patches the
+    module that looks it up by name: the two must be one function, or the patch would also
+    drop whatever the looking-up module had put in its place."""
+    import grokaudit.api as api
+    import grokaudit.claims.onset as onset
+    import grokaudit.claims.precursor as precursor
+    import grokaudit.claims.runs as runs
+    import grokaudit.claims.stats as stats
+    import grokaudit.claims.survival as survival
+    from grokaudit import cells, clocks, study
+
+    site_and_home = {
+        "api.metric_clocks": (api.metric_clocks, clocks.metric_clocks),
+        "api.accuracy_clocks": (api.accuracy_clocks, clocks.accuracy_clocks),
+        "api.ordering": (api.ordering, study.ordering),
+        "api.snapshot_findings": (api.snapshot_findings, study.snapshot_findings),
+        "onset.fit_families": (onset.fit_families, survival.fit_families),
+        "runs.interval_median": (runs.interval_median, cells.interval_median),
+        "precursor.mcnemar_exact": (precursor.mcnemar_exact, stats.mcnemar_exact),
+    }
+    assert [k for k, (site, home) in site_and_home.items() if site is not home] == []

@@ -10,7 +10,6 @@ tests/trainer/test_trainer_reproduction.py``. The table it checks is docs/traine
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -30,13 +29,6 @@ pytestmark = [
 ]
 
 
-def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "reproduce_recipes", ROOT / "benchmarks" / "reproduce_recipes.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_critical_norm_reproduces_the_public_p59_alpha_half_cell(tmp_path: Path) -> None:
@@ -49,7 +41,7 @@ def test_critical_norm_reproduces_the_public_p59_alpha_half_cell(tmp_path: Path)
     res = run_sweep(specs, device="cpu", progress="none")
     log = tmp_path / "cn.parquet"
     res.table.to_parquet(log)
-    bench = _bench()
+    import reproduce_recipes as bench  # benchmarks/, on the tests' path (pyproject pythonpath)
     wide, tg = bench.trainer_runs(log, "emb_erank2", 0.9)
     lines, ok = bench.compare(bench.load_public_npz(Path(NPZ)), wide, tg)
     assert ok, "\n".join(lines)

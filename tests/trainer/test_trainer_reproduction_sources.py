@@ -5,7 +5,6 @@ and T_grok, and the comparison bands and checks behave as documented (docs/train
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -19,12 +18,9 @@ EXTRACT = ROOT / "benchmarks" / "public" / "compression_clock_mlp_p59_wd2.json"
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "reproduce_recipes", ROOT / "benchmarks" / "reproduce_recipes.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    import reproduce_recipes  # benchmarks/, on the tests' path (pyproject pythonpath)
+
+    return reproduce_recipes
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, float]]) -> Path:
