@@ -10,8 +10,8 @@ accuracies, an axis ``rho`` with 8 values, ``seed``), written once as one file a
 dataset folder partitioned by ``rho``. Each measurement runs in a fresh subprocess (best of
 ``--repeat``), timing ``grokaudit.audit_path`` and, for Ray, separately the start of the local
 Ray instance (``ray.init``, paid once per command). Every measurement's JSON is hashed: the
-table says whether it is byte-identical to the thread engine's on the single file (the trail
-aside, which names the input). Prints a Markdown table with the machine and its load.
+table says whether it is identical to the thread engine's on the single file (the trail and the
+input's provenance aside: they name the input and how it was read). Prints a Markdown table with the machine and its load.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def child(kind: str, path: str, workers: int) -> dict[str, float | str]:
     secs = time.perf_counter() - t0
     d = res.to_dict()
     d["input"].pop("source", None)
+    d["input"].pop("provenance", None)  # how it was read: a dataset folder lists its files
     d["trail"] = None
     digest = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
     return {"seconds": secs, "start": start, "digest": digest}
