@@ -207,12 +207,13 @@ class Range:
         return above and below
 
     def __str__(self) -> str:
-        hi = "∞" if math.isinf(self.hi) else _g(self.hi)
-        return (f"{'(' if self.lo_open else '['}{_g(self.lo)}, {hi}"
+        hi = "∞" if math.isinf(self.hi) else _bound_text(self.hi)
+        return (f"{'(' if self.lo_open else '['}{_bound_text(self.lo)}, {hi}"
                 f"{')' if self.hi_open or math.isinf(self.hi) else ']'}")
 
 
-def _g(x: float) -> str:
+def _bound_text(x: float) -> str:
+    """A range bound as ``--help`` states it: ``1``, ``0.05``, ``1e+06``."""
     return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
 
 

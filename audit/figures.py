@@ -40,8 +40,7 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from .errors import MissingExtraError
-from .results import AuditResult, CellSummary, Interval, StudyResult
-from .results import format_number as _fmt
+from .results import AuditResult, CellSummary, Interval, StudyResult, format_number
 from .schema import LogTable
 from .text import format_value, safe
 
@@ -189,7 +188,7 @@ def _mark_time(ax: Any, iv: Interval | None, color: str, ls: str, name: str, cel
         arrow.set_gid(_gid("censored-median", name, cell))
         ax.add_patch(arrow)
         if label:  # under the arrow, inside the panel: it never runs into the next panel
-            ax.text(0.98, y - 0.03, f"{name} > {_fmt(iv.lower)}\n(censored)",
+            ax.text(0.98, y - 0.03, f"{name} > {format_number(iv.lower)}\n(censored)",
                     transform=ax.transAxes, color=color, fontsize=6.5, va="top", ha="right",
                     linespacing=1.1, zorder=5,
                     bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.75,
@@ -613,7 +612,7 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, cd: CellData, title: st
         ax.set_xlim(*xlim)
     if log_steps:
         # plain step numbers: the default log labels are mathtext, which is off
-        axa.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _fmt(v)))
+        axa.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_number(v)))
         axa.xaxis.set_minor_formatter(NullFormatter())
     else:
         axa.xaxis.set_major_locator(_InView(4))
@@ -730,7 +729,7 @@ def _interval_marks(ax: Any, study: StudyResult, quantity: str, color: str, mark
             arrow.set_gid(_gid("censored-median", quantity, c.axis_value))
             ax.add_patch(arrow)
             left = offset < 0  # beside the arrow, a few points clear of its stem
-            ax.annotate(f">{_fmt(iv.lower)}", (x, (iv.lower + top) / 2),
+            ax.annotate(f">{format_number(iv.lower)}", (x, (iv.lower + top) / 2),
                         xytext=(-4 if left else 4, 0), textcoords="offset points",
                         color=color, fontsize=6.5, va="center", ha="right" if left else "left",
                         rotation=90)

@@ -124,7 +124,6 @@ def _e(x: Any) -> str:
     return html.escape(safe(x), quote=True)
 
 
-_n = format_number
 
 
 def _iv(iv: Interval | None) -> str:
@@ -285,14 +284,14 @@ def _gate_table(s: StudyResult) -> str:
         if c.notes:
             gate += "<br><span class='muted'>" + "; ".join(
                 f"{n.value}: {_e(WORDS.get(n.value, ''))}" for n in c.notes) + "</span>"
-        fl = "—" if c.floor is None else f"{_n(c.floor)} ± {_n(c.delta)}"
+        fl = "—" if c.floor is None else f"{format_number(c.floor)} ± {format_number(c.delta)}"
         stab = ", ".join(f"{v} {k}" for k, v in sorted(c.floor_stability.items())) or "—"
         rows.append((_e(c.axis_value if s.axis is not None else 'all runs'), str(c.n_runs), str(c.n_grokked),
                      str(c.n_fully_generalized), str(c.n_tc_censored), _iv(c.t_grok),
-                     _n(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
-                     _n(c.rel_lag), ("&ge; " if c.inflation is not None
+                     format_number(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
+                     format_number(c.rel_lag), ("&ge; " if c.inflation is not None
                                      and c.inflation_is_lower_bound else "")
-                     + _n(c.inflation), gate))
+                     + format_number(c.inflation), gate))
         classes.append("gated" if not c.passes else "passes")
     return _table(head, rows, cls="gate-table", row_classes=classes)
 

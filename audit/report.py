@@ -23,7 +23,6 @@ _HEAD = ("cell", "runs", "grok", "cens", "t_grok", "m_grok", "F", "floor", "t_co
          "rel_lag", "frac_pre", "infl", "gate")
 
 
-_n = format_number
 
 
 def _iv(iv: Interval | None) -> str:
@@ -33,13 +32,13 @@ def _iv(iv: Interval | None) -> str:
 def _floor(c: CellSummary) -> str:
     """The cell's median floor; ``*`` when it rests on runs that stopped before their
     siblings' floor window (HORIZON_MISMATCH)."""
-    return f"{_n(c.floor)}*" if c.floor_rests_on_short_runs else _n(c.floor)
+    return f"{format_number(c.floor)}*" if c.floor_rests_on_short_runs else format_number(c.floor)
 
 
 def _infl(c: CellSummary) -> str:
     """The cell's median inflation; ``≥`` when it rests on a floor some run never reached."""
-    return f"≥{_n(c.inflation)}" if c.inflation is not None and c.inflation_is_lower_bound \
-        else _n(c.inflation)
+    return f"≥{format_number(c.inflation)}" if c.inflation is not None and c.inflation_is_lower_bound \
+        else format_number(c.inflation)
 
 
 def _stab(c: CellSummary) -> str:
@@ -79,8 +78,8 @@ def study_lines(s: StudyResult) -> list[str]:
         gate = ",".join(g.value for g in c.gates) or "pass"
         rows.append((
             cell_label(s.axis, c.axis_value), str(c.n_runs), str(c.n_grokked),
-            str(c.n_tc_censored), _iv(c.t_grok), _n(c.m_grok), _floor(c), _stab(c),
-            _iv(c.t_compress), _iv(c.lag), _n(c.rel_lag), _n(c.frac_pre), _infl(c), gate,
+            str(c.n_tc_censored), _iv(c.t_grok), format_number(c.m_grok), _floor(c), _stab(c),
+            _iv(c.t_compress), _iv(c.lag), format_number(c.rel_lag), format_number(c.frac_pre), _infl(c), gate,
         ))
     lines += _table(rows)
     if any(c.floor_stability for c in s.cells):  # none under the reference profile
@@ -110,11 +109,11 @@ _RUN_HEAD = ("run", "t_grok", "sustained", "m_grok", "floor", "stability", "t_co
 
 
 def _run_row(r: RunResult) -> tuple[str, ...]:
-    infl = _n(r.inflation)
+    infl = format_number(r.inflation)
     if r.inflation is not None and r.inflation_is_lower_bound:
         infl = f"≥{infl}"
-    return (safe(r.run), _iv(r.t_grok), "yes" if r.grok_sustained else "no", _n(r.m_grok),
-            _n(r.floor), r.floor_stability, _iv(r.t_compress), _iv(r.lag), infl, r.snapshot)
+    return (safe(r.run), _iv(r.t_grok), "yes" if r.grok_sustained else "no", format_number(r.m_grok),
+            format_number(r.floor), r.floor_stability, _iv(r.t_compress), _iv(r.lag), infl, r.snapshot)
 
 
 #: Findings about accuracy alone: the same for every metric of a run group, shown once.

@@ -436,10 +436,10 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
         judged = c.n_judged  # runs with a ratio: a finding resting on one run still counts
         if judged and 2 * c.n_transient > judged:
             why = _undefined_at_grok(c)
-            ratio = (f"≥ ×{_g(c.inflation)}, floor not reached: {_stab_words(c)}"
-                     if c.inflation_is_lower_bound else f"×{_g(c.inflation)}")
+            ratio = (f"≥ ×{_sig3(c.inflation)}, floor not reached: {_stab_words(c)}"
+                     if c.inflation_is_lower_bound else f"×{_sig3(c.inflation)}")
             message = (f"{c.n_transient}/{judged} runs read at grok are transients: median "
-                       f"m_grok {_g(c.m_grok)} vs floor {_g(c.floor)} ({ratio})"
+                       f"m_grok {_sig3(c.m_grok)} vs floor {_sig3(c.floor)} ({ratio})"
                        if c.m_grok is not None and c.inflation is not None else
                        f"{c.n_transient}/{judged} runs read at grok are transients (the cell's "
                        "median m_grok is not known: some runs grokked before logging began)")
@@ -484,10 +484,10 @@ def snapshot_findings(cells: Sequence[CellSummary], orderings: Mapping[str, Orde
                               "m_grok": c.m_grok, "neighbour_m_grok": nb.m_grok,
                               "floor": c.floor, "neighbour_floor": nb.floor,
                               "m_grok_tolerance": at_grok_tol, "delta": nb.delta},
-                    message=(f"boundary cell {format_value(c.axis_value)} reads {_g(c.m_grok)} at "
+                    message=(f"boundary cell {format_value(c.axis_value)} reads {_sig3(c.m_grok)} at "
                              f"grok, like its neighbour {format_value(nb.axis_value)} "
-                             f"({_g(nb.m_grok)}), but their floors "
-                             f"differ ({_g(c.floor)} vs {_g(nb.floor)})"
+                             f"({_sig3(nb.m_grok)}), but their floors "
+                             f"differ ({_sig3(c.floor)} vs {_sig3(nb.floor)})"
                              + (f"; not critical: the boundary cell's value at grok is not "
                                 f"defined ({why})" if why else ""))))
     return out
@@ -527,7 +527,9 @@ def endpoint_finding(passing: Sequence[CellSummary], base: Mapping[str, Any],
                     message=f"passing cells share one converged floor (CV {cv:.3f})")
 
 
-def _g(x: float | None) -> str:
+def _sig3(x: float | None) -> str:
+    """Three significant digits (``1.23e+03``): the findings' messages quote values so, not as
+    :func:`~grokaudit.results.format_number` does (its ``1235``)."""
     return "—" if x is None else f"{x:.3g}"
 
 
