@@ -97,7 +97,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
         raise LogFormatError("no such file or directory; check the path", path=str(p),
                              code=ErrorCode.FILE_NOT_FOUND)
     if p.is_dir():
-        from .logger import is_run_folder, read_run_folder
+        from .runfolder import is_run_folder, read_run_folder
 
         if is_run_folder(p):  # a RunLogger folder: also reports what a kill cut short
             return read_run_folder(p)
