@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -161,39 +162,97 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
         loaded = Loaded(table=loaded, step=find_step_column(list(loaded.column_names)))
     table = loaded.table
     names = list(table.column_names)
+    _refuse_repeated_columns(names, path)
+    step_col = loaded.step
+    if step_col is None:
+        raise _no_step(table, path)
+    _note_step_column(points, step_col)
+    step = _step_column(table.column(step_col), step_col, path)
+    _note_set_aside(points, loaded, path)
+    points.warnings.extend(loaded.notes)
+    wall_col = next((c for c in WALL_COLUMNS if c in names and _numeric(table.column(c).type)),
+                    None)
+    run_names, groups = _run_groups(table, run, run_column, path)
+    m = _Melt(points=points, path=path, run_names=run_names, groups=groups,
+              step=step,
+              wall=_floats(table.column(wall_col)) if wall_col else None,
+              run_column=run_column, numeric_conditions=numeric_conditions,
+              strict_duplicates=strict_duplicates)
+    _add_run_values(m, loaded, names, origin)
+    skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
+    logged_any = np.zeros(table.num_rows, dtype=bool)
+    metric_names: list[str] = []
+    non_scalar: list[str] = []
+    for name in names:
+        if name in skip or name.startswith("__index_level_"):
+            continue
+        col = table.column(name)
+        if _numeric(col.type) or pa.types.is_boolean(col.type):  # booleans read as 0/1
+            a = _melt_numeric(m, name, col)
+            if a is not None:
+                logged_any |= ~np.isnan(a)
+                metric_names.append(name)
+        elif _nested(col) or not _melt_text(m, name, col):
+            non_scalar.append(name)
+    _note_non_scalar(points, path, non_scalar)
+    _keep_empty_rows(m, metric_names, logged_any)
+
+
+@dataclass(frozen=True)
+class _Melt:
+    """One wide table being melted: where its points go, its runs (names and the row indices
+    of each), its steps and wall times per row, and how its columns are read."""
+
+    points: Points
+    path: Path
+    run_names: list[str]
+    groups: list[np.ndarray]
+    step: np.ndarray
+    wall: np.ndarray | None
+    run_column: str | None
+    numeric_conditions: bool
+    strict_duplicates: bool
+
+
+def _refuse_repeated_columns(names: list[str], path: Path) -> None:
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise LogFormatError(f"column {safe(twice[0])!r} appears more than once; rename one of "
                              "them", path=str(path), column=twice[0],
                              code=ErrorCode.DUPLICATE_COLUMN)
-    step_col = loaded.step
-    if step_col is None:
-        raise _no_step(table, path)
+
+
+def _note_step_column(points: Points, step_col: str) -> None:
+    """The step's unit (epochs when the column says so) and the step column(s) read."""
     if is_epoch_name(step_col):
         points.extra["step_unit"] = "epoch"
     known = points.extra.get("step_column")
     points.extra["step_column"] = (step_col if known in (None, step_col)
                                    else ", ".join(sorted({*str(known).split(", "), step_col})))
-    step = _step_column(table.column(step_col), step_col, path)
-    if loaded.aside:
-        points.set_aside["record_without_step"] = (
-            points.set_aside.get("record_without_step", 0) + loaded.aside)
-        shown = ", ".join(loaded.aside_where[:4]) + (", …" if len(loaded.aside_where) > 4
-                                                     else "")
-        held = sorted(loaded.run_values)
-        what = (f"; their fields became run values: {', '.join(held[:6])}"
-                f"{', …' if len(held) > 6 else ''}" if held else "")
-        note = (f"{safe(path.name)}: {loaded.aside} record(s) without a step set aside "
-                f"({shown}){what}")
-        points.warnings.append(note)
-        points.shown.add(note)
-    points.warnings.extend(loaded.notes)
-    wall_col = next((c for c in WALL_COLUMNS if c in names and _numeric(table.column(c).type)),
-                    None)
-    wall = _floats(table.column(wall_col)) if wall_col else None
 
+
+def _note_set_aside(points: Points, loaded: Loaded, path: Path) -> None:
+    """The file's records without a step: counted as set aside, and said where they were."""
+    if not loaded.aside:
+        return
+    points.set_aside["record_without_step"] = (
+        points.set_aside.get("record_without_step", 0) + loaded.aside)
+    shown = ", ".join(loaded.aside_where[:4]) + (", …" if len(loaded.aside_where) > 4 else "")
+    held = sorted(loaded.run_values)
+    what = (f"; their fields became run values: {', '.join(held[:6])}"
+            f"{', …' if len(held) > 6 else ''}" if held else "")
+    note = (f"{safe(path.name)}: {loaded.aside} record(s) without a step set aside "
+            f"({shown}){what}")
+    points.warnings.append(note)
+    points.shown.add(note)
+
+
+def _run_groups(table: pa.Table, run: str | None, run_column: str | None,
+                path: Path) -> tuple[list[str], list[np.ndarray]]:
+    """The run ids (``run``, or the values of ``run_column`` in order of appearance) and the
+    row indices of each run, in row order."""
     if run_column is not None:
-        if run_column not in names:
+        if run_column not in table.column_names:
             raise LogFormatError(f"no column {safe(run_column)!r} to take run ids from; use "
                                  "--run-from path or name the column", path=str(path),
                                  column=run_column, code=ErrorCode.MISSING_COLUMN)
@@ -210,110 +269,123 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
         run_names = [str(run)]
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(run_names) + 1))
-    groups = [order[bounds[i]:bounds[i + 1]] for i in range(len(run_names))]
-    for r in run_names:
+    return run_names, [order[bounds[i]:bounds[i + 1]] for i in range(len(run_names))]
+
+
+def _add_run_values(m: _Melt, loaded: Loaded, names: list[str], origin: str) -> None:
+    """Each run's origin and the file's run values (config records, top-level scalars) as its
+    conditions; run values naming runs without step rows are said to be unread."""
+    points = m.points
+    for r in m.run_names:
         points.origins.setdefault(r, origin)
         for k, v in {**loaded.run_values, **loaded.by_run.get(r, {})}.items():
             if k in names:
                 continue  # a column of the same name wins (load noted it)
             points.add_condition(r, k, v)
-    strays = sorted(set(loaded.by_run) - set(run_names))
+    strays = sorted(set(loaded.by_run) - set(m.run_names))
     if strays:
-        points.warnings.append(f"{safe(path.name)}: records without a step name run(s) with no "
-                               f"step rows, not read: {', '.join(map(safe, strays[:3]))}"
+        points.warnings.append(f"{safe(m.path.name)}: records without a step name run(s) with "
+                               f"no step rows, not read: {', '.join(map(safe, strays[:3]))}"
                                f"{', …' if len(strays) > 3 else ''}")
     points.outcomes.update(k for k in loaded.outcomes if k not in names)
 
-    skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
-    logged_any = np.zeros(table.num_rows, dtype=bool)
-    metric_names: list[str] = []
-    non_scalar: list[str] = []
-    for name in names:
-        if name in skip or name.startswith("__index_level_"):
-            continue
-        col = table.column(name)
+
+def _melt_numeric(m: _Melt, name: str, col: pa.ChunkedArray) -> np.ndarray | None:
+    """A numeric (or boolean) column as a condition, a per-run value or a metric; returns its
+    values when it was read as a metric, else None."""
+    a = _floats(col)
+    if m.numeric_conditions and _is_condition(name, a, m.groups):
         boolean = pa.types.is_boolean(col.type)
-        if _numeric(col.type) or boolean:  # booleans are read as 0/1 (as `check` reads them)
-            a = _floats(col)
-            if numeric_conditions and _is_condition(name, a, groups):
-                for r, g in zip(run_names, groups):
-                    v = a[g[0]]
-                    points.add_condition(r, name, bool(v) if boolean else
-                                         int(v) if v.is_integer() and
-                                         pa.types.is_integer(col.type) else float(v))
-                continue
-            kind = _per_run_value(name, a, groups)
-            if kind is not None:  # a config logged at one step, a final summary record
-                for r, g in zip(run_names, groups):
-                    logged = a[g][~np.isnan(a[g])]
-                    if logged.size:
-                        points.add_condition(r, name, float(logged[0]))
-                if kind == "outcome":
-                    points.outcomes.add(name)
-                continue
-            if run_column is None and _RUN_ID.match(name) and np.unique(
-                    a[~np.isnan(a)]).size > 1:
-                raise LogFormatError(
-                    f"the column {safe(name)!r} names runs and takes several values: this file "
-                    f"holds several runs; read them with --run-from {safe(name)}",
-                    path=str(path), column=name, code=ErrorCode.MISSING_COLUMN)
-            logged_any |= ~np.isnan(a)
-            metric_names.append(name)
-            for r, g in zip(run_names, groups):
-                v = a[g]
-                ok = ~np.isnan(v)
-                if ok.any():
-                    sel = _once(step[g], v, ok)
-                    if run_column is None:
-                        _one_run_or_refuse(step[g][sel], name, path)
-                    elif strict_duplicates:
-                        _once_per_step_or_refuse(step[g][sel], name, r, path)
-                    points.add(r, name, step[g][sel], v[sel],
-                               None if wall is None else wall[g][sel])
-        elif _nested(col):
-            non_scalar.append(name)
-        else:
-            # text: a condition when its logged (non-null) value is constant within every run
-            vals = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-            varies = next((r for r, g in zip(run_names, groups)
-                           if len({_key(x) for x in vals[g]} - {None}) > 1), None)
-            if varies is not None and _json_cells(col):
-                non_scalar.append(name)  # serialized media/tables (W&B CSV exports)
-                continue
-            for r, g in zip(run_names, groups):
-                seen = {_key(x) for x in vals[g]} - {None}
-                if len(seen) > 1 and _looks_numeric(name, seen):
-                    two = sorted(map(str, seen))[:2]
-                    raise LogFormatError(
-                        f"column {safe(name)!r} holds text in some rows of run {safe(r)!r} "
-                        f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): a per-step value is "
-                        "a number; fix the logger (or quote nothing)", path=str(path),
-                        column=name, code=ErrorCode.BAD_COLUMN_TYPE)
-                if len(seen) > 1:
-                    two = sorted(map(str, seen))[:2]
-                    raise LogFormatError(
-                        f"text column {safe(name)!r} changes within run {safe(r)!r} "
-                        f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
-                        "metric (numbers) nor a condition (constant in a run), and grokaudit "
-                        "drops nothing silently; remove the column from the file, or name the "
-                        f"runs by it with --run-from {safe(name)}", path=str(path),
-                        column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
-            for r, g in zip(run_names, groups):
-                logged = [x for x in vals[g] if _key(x) is not None]
-                points.add_condition(r, name, logged[0] if logged else None)
+        for r, g in zip(m.run_names, m.groups):
+            v = a[g[0]]
+            m.points.add_condition(r, name, bool(v) if boolean else
+                                   int(v) if v.is_integer() and
+                                   pa.types.is_integer(col.type) else float(v))
+        return None
+    kind = _per_run_value(name, a, m.groups)
+    if kind is not None:  # a config logged at one step, a final summary record
+        for r, g in zip(m.run_names, m.groups):
+            logged = a[g][~np.isnan(a[g])]
+            if logged.size:
+                m.points.add_condition(r, name, float(logged[0]))
+        if kind == "outcome":
+            m.points.outcomes.add(name)
+        return None
+    if m.run_column is None and _RUN_ID.match(name) and np.unique(a[~np.isnan(a)]).size > 1:
+        raise LogFormatError(
+            f"the column {safe(name)!r} names runs and takes several values: this file "
+            f"holds several runs; read them with --run-from {safe(name)}",
+            path=str(m.path), column=name, code=ErrorCode.MISSING_COLUMN)
+    for r, g in zip(m.run_names, m.groups):
+        v = a[g]
+        ok = ~np.isnan(v)
+        if ok.any():
+            sel = _once(m.step[g], v, ok)
+            if m.run_column is None:
+                _one_run_or_refuse(m.step[g][sel], name, m.path)
+            elif m.strict_duplicates:
+                _once_per_step_or_refuse(m.step[g][sel], name, r, m.path)
+            m.points.add(r, name, m.step[g][sel], v[sel],
+                         None if m.wall is None else m.wall[g][sel])
+    return a
+
+
+def _melt_text(m: _Melt, name: str, col: pa.ChunkedArray) -> bool:
+    """A text column as a condition (its logged value constant within every run); returns
+    False for serialized media or tables (W&B CSV exports), which are not read."""
+    vals = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+    varies = next((r for r, g in zip(m.run_names, m.groups)
+                   if len({_key(x) for x in vals[g]} - {None}) > 1), None)
+    if varies is not None and _json_cells(col):
+        return False
+    for r, g in zip(m.run_names, m.groups):
+        _refuse_varying_text(name, r, {_key(x) for x in vals[g]} - {None}, m.path)
+    for r, g in zip(m.run_names, m.groups):
+        logged = [x for x in vals[g] if _key(x) is not None]
+        m.points.add_condition(r, name, logged[0] if logged else None)
+    return True
+
+
+def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path) -> None:
+    """Text that changes within a run is neither a metric nor a condition: refused, as a
+    number written as text (``BAD_COLUMN_TYPE``) or as a changing text (``NOT_CONSTANT_IN_RUN``)."""
+    if len(seen) <= 1:
+        return
+    two = sorted(map(str, seen))[:2]
+    if _looks_numeric(name, seen):
+        raise LogFormatError(
+            f"column {safe(name)!r} holds text in some rows of run {safe(r)!r} "
+            f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): a per-step value is "
+            "a number; fix the logger (or quote nothing)", path=str(path),
+            column=name, code=ErrorCode.BAD_COLUMN_TYPE)
+    raise LogFormatError(
+        f"text column {safe(name)!r} changes within run {safe(r)!r} "
+        f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
+        "metric (numbers) nor a condition (constant in a run), and grokaudit "
+        "drops nothing silently; remove the column from the file, or name the "
+        f"runs by it with --run-from {safe(name)}", path=str(path),
+        column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
+
+
+def _note_non_scalar(points: Points, path: Path, non_scalar: list[str]) -> None:
     if non_scalar:
         shown = ", ".join(repr(safe(n)) for n in non_scalar[:5])
         points.warnings.append(f"{safe(path.name)}: {len(non_scalar)} column(s) of non-scalar "
                                f"values (objects or lists: media, tables, histograms) not read: "
                                f"{shown}{', …' if len(non_scalar) > 5 else ''}")
-    # a row whose every value is NaN was still logged: keep it (as a NaN test accuracy)
-    if metric_names and not logged_any.all():
-        keep_in = "test_acc" if "test_acc" in metric_names else metric_names[0]
-        for r, g in zip(run_names, groups):
-            empty = g[~logged_any[g]]
-            if empty.size:
-                points.add(r, keep_in, step[empty],
-                           np.full(empty.size, np.nan), None if wall is None else wall[empty])
+
+
+def _keep_empty_rows(m: _Melt, metric_names: list[str], logged_any: np.ndarray) -> None:
+    """A row whose every value is NaN was still logged: kept, as a NaN test accuracy (or a NaN
+    of the first metric)."""
+    if not metric_names or logged_any.all():
+        return
+    keep_in = "test_acc" if "test_acc" in metric_names else metric_names[0]
+    for r, g in zip(m.run_names, m.groups):
+        empty = g[~logged_any[g]]
+        if empty.size:
+            m.points.add(r, keep_in, m.step[empty], np.full(empty.size, np.nan),
+                         None if m.wall is None else m.wall[empty])
 
 
 def _once(step: np.ndarray, value: np.ndarray, ok: np.ndarray) -> np.ndarray:

@@ -166,8 +166,29 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
                              "the right path and format (`--format`)", path=path,
                              code=ErrorCode.NO_ROWS)
     runs = _runs(points)
-    run_code = {r: i for i, r in enumerate(runs)}
     metric_names = sorted({c.metric for c in points.chunks})
+    _check_metric_names(points, metric_names, require_test_acc, path)
+    ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
+    ordered += [m for m in metric_names if m not in ordered]
+    per_run, n_read, n_replaced = _last_writer_wins(points, runs, ordered)
+    _check_step_range(per_run, path)
+    row_step, row_run, columns = _join_on_steps(per_run, ordered)
+    _infinities_as_missing(columns, points, path)
+    # accuracies are kept as logged: percent or fraction is decided once, by the audit, over
+    # every input and under --acc-scale (grokaudit.roles.decide_percent)
+    table = _assemble(points, runs, row_run, row_step, columns)
+    run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
+    present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
+    provenance = _provenance(points, adapter=adapter, adapter_version=adapter_version,
+                             n_read=n_read, n_replaced=n_replaced, n_runs=len(present))
+    meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def _check_metric_names(points: Points, metric_names: list[str], require_test_acc: bool,
+                        path: str) -> None:
+    """A test accuracy among the metrics (unless a part of a log), none named like a canonical
+    column (``run``, ``step``)."""
     if "test_acc" not in metric_names and require_test_acc:
         ambiguous = (points.extra.get("accuracy_ambiguous") or {}).get("test_acc")
         if ambiguous:
@@ -187,15 +208,23 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
             f"a metric is called {reserved[0]!r}, the name of a column of the canonical table; "
             f"rename it with --map {reserved[0]}=logged_{reserved[0]}", path=path,
             column=reserved[0], code=ErrorCode.RESERVED_COLUMN)
-    ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
-    ordered += [m for m in metric_names if m not in ordered]
-    metric_code = {m: i for i, m in enumerate(ordered)}
 
-    # -- last writer wins, per (run, metric): by wall time, then read order -----------------
+
+#: Per run (in the order of ``runs``): metric index -> (steps, values), steps increasing.
+_Series = list[dict[int, tuple[np.ndarray, np.ndarray]]]
+
+
+def _last_writer_wins(points: Points, runs: list[str], ordered: list[str]
+                      ) -> tuple[_Series, int, int]:
+    """Each (run, metric)'s points, one per step: the last written (by wall time, then read
+    order) wins, and each run that repeated a step is a ``RESUMED_DUPLICATES`` finding.
+    Returns the series, the points read and the points replaced."""
+    run_code = {r: i for i, r in enumerate(runs)}
+    metric_code = {m: i for i, m in enumerate(ordered)}
     groups: dict[tuple[int, int], list[int]] = {}
     for k, c in enumerate(points.chunks):
         groups.setdefault((run_code[c.run], metric_code[c.metric]), []).append(k)
-    per_run: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in runs]
+    per_run: _Series = [{} for _ in runs]
     n_read = 0
     n_replaced = np.zeros(len(runs), dtype=np.int64)
     for (r, m), ks in groups.items():
@@ -220,7 +249,11 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
             "RESUMED_DUPLICATES",
             f"{n} logged point(s) repeated an earlier (step, metric) of this run (a resumed or "
             "rewound run); the last written value was kept", run=runs[r], count=n))
-    replaced_total = int(n_replaced.sum())
+    return per_run, n_read, int(n_replaced.sum())
+
+
+def _check_step_range(per_run: _Series, path: str) -> None:
+    """Steps are in [0, 2**53] (``NEGATIVE_STEP``, ``STEP_OUT_OF_RANGE``)."""
     lows = [int(st.min()) for d in per_run for st, _ in d.values() if st.size]
     highs = [int(st.max()) for d in per_run for st, _ in d.values() if st.size]
     if lows and min(lows) < 0:
@@ -231,10 +264,14 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
                              f"step {STEP_MAX} (2**53); a corrupted or mis-typed step?",
                              path=path, column="step", code=ErrorCode.STEP_OUT_OF_RANGE)
 
-    # -- join the metrics on (run, step), no interpolation --------------------------------
+
+def _join_on_steps(per_run: _Series, ordered: list[str]
+                   ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The metrics joined on (run, step), no interpolation: the step and run index of every
+    row, and each metric's column (NaN where a run did not log it at that step)."""
     step_parts: list[np.ndarray] = []
     col_parts: dict[str, list[np.ndarray]] = {name: [] for name in ordered}
-    counts = np.zeros(len(runs), dtype=np.int64)
+    counts = np.zeros(len(per_run), dtype=np.int64)
     for r, metrics in enumerate(per_run):
         run_series = list(metrics.values())
         first = run_series[0][0]
@@ -251,8 +288,13 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
                 col[np.searchsorted(rows, st) if st is not rows else slice(None)] = val
             col_parts[name].append(col)
     row_step = np.concatenate(step_parts)
-    row_run = np.repeat(np.arange(len(runs)), counts)
-    columns = {name: np.concatenate(parts) for name, parts in col_parts.items()}
+    row_run = np.repeat(np.arange(len(per_run)), counts)
+    return row_step, row_run, {name: np.concatenate(parts) for name, parts in col_parts.items()}
+
+
+def _infinities_as_missing(columns: dict[str, np.ndarray], points: Points, path: str) -> None:
+    """±inf in a metric is read as missing (NaN, with a warning); in an accuracy it is refused
+    (``INFINITE_VALUE``), as the canonical table refuses it (in place)."""
     inf_cols = [name for name, col in columns.items() if np.isinf(col).any()]
     for acc in ("test_acc", "train_acc"):  # as the canonical table: an accuracy is in [0, 1]
         if acc in inf_cols:
@@ -264,12 +306,11 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
             columns[name][np.isinf(columns[name])] = np.nan
         points.warnings.append(f"{n_inf} infinite value(s) in {inf_cols} read as missing (NaN)")
 
-    run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
-    # accuracies are kept as logged: percent or fraction is decided once, by the audit, over
-    # every input and under --acc-scale (grokaudit.roles.decide_percent)
 
-    # -- assemble ------------------------------------------------------------------------------
-    present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
+def _assemble(points: Points, runs: list[str], row_run: np.ndarray, row_step: np.ndarray,
+              columns: dict[str, np.ndarray]) -> pa.Table:
+    """The canonical table: run, step, the metrics, then each condition on every row of its
+    run (renamed, with a warning, where it has a metric's or a canonical column's name)."""
     run_dict = pa.array(runs, type=pa.string())
     arrays: dict[str, pa.Array] = {
         "run": pa.DictionaryArray.from_arrays(pa.array(row_run.astype(np.int32)), run_dict)
@@ -288,8 +329,13 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
             points.warnings.append(f"condition {key!r} has the name of a logged metric or of a "
                                    f"canonical column; written as column {name!r}")
         arrays[name] = pa.array(values).take(pa.array(row_run))
-    table = pa.table(arrays)
+    return pa.table(arrays)
 
+
+def _provenance(points: Points, *, adapter: str, adapter_version: str, n_read: int,
+                n_replaced: int, n_runs: int) -> dict[str, Any]:
+    """The table's provenance: the reader, its sources, warnings and findings, the points read
+    and replaced, the runs present, what the reader noted (``points.extra``)."""
     provenance: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "adapter": adapter,
@@ -299,8 +345,8 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         "findings": [f.to_dict() for f in points.findings],
         "downsampled_runs": sorted(points.downsampled_runs),
         "points_read": n_read,
-        "points_replaced": replaced_total,
-        "runs": len(present),
+        "points_replaced": n_replaced,
+        "runs": n_runs,
         **points.extra,
     }
     if points.outcomes:
@@ -310,8 +356,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     notes = [w for w in points.warnings if w not in points.shown]
     if notes:
         provenance["notes"] = notes
-    meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
-    return table.replace_schema_metadata(meta)
+    return provenance
 
 
 def _condition_columns(points: Points, runs: list[str]) -> dict[str, list[Any]]:

@@ -294,6 +294,7 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
     column-by-column validation (``loader.read_source``)."""
     from .limits import Limits
     from .loader import read_any, read_source
+    from .readers import ADAPTERS
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # named in an out-of-memory message
@@ -302,7 +303,7 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
                     mapping=parse_pairs(params.get("maps"), "--map"),
                     run_from=params.get("run_from"),
                     cond=parse_pairs(params.get("conds"), "--cond"),
-                    on_duplicate=cfg.on_duplicate, limits=Limits.of(cfg))
+                    on_duplicate=cfg.on_duplicate, limits=Limits.of(cfg), readers=ADAPTERS)
 
 
 # ------------------------------------------------------------------------------------------

@@ -2,13 +2,14 @@
 
 ``read_any`` serves ``audit_path``, ``check``, ``report`` and every claim command, so they all
 read the same things the same way: a canonical table (Parquet, CSV, TSV, JSONL) or a folder of
-Parquet shards directly, anything else through the adapters (imported only then). Several paths
-(files or folders, mixed formats) are read one by one and merged by run (:func:`merge_tables`).
+Parquet shards directly, anything else through the :class:`~grokaudit.readers.LogReader` it is
+passed (``readers``: the adapters' registry, :data:`~grokaudit.readers.ADAPTERS`, by default;
+imported only then). Several paths (files or folders, mixed formats) are read one by one and
+merged by run (:func:`merge_tables`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -22,17 +23,17 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 
 from .errors import ErrorCode, LogFormatError
 from .limits import DEFAULT_LIMITS, Limits, check_declared
+from .readers import ADAPTERS, LogReader
 from .roles import choose_accuracy
 from .schema import (
     ACCURACY_COLUMNS,
     KNOWN_SERIES,
-    PROVENANCE_KEY,
     REQUIRED,
     ParquetSource,
-    _provenance_of,
     is_known_metric,
     read_arrow,
 )
+from .shards import PROVENANCE_KEY, provenance_of
 from .text import safe
 
 PathLike = str | os.PathLike[str]
@@ -43,7 +44,8 @@ CANONICAL_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv", ".jsonl", ".ndjson")
 def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
              mapping: Mapping[str, str] | None = None, run_from: str | None = None,
              cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
-             partial: bool = False, limits: Limits | None = DEFAULT_LIMITS) -> pa.Table:
+             partial: bool = False, limits: Limits | None = DEFAULT_LIMITS,
+             readers: LogReader = ADAPTERS) -> pa.Table:
     """Read the log at ``paths`` (one path, or several to merge) as one canonical Arrow table
     (provenance in its metadata).
 
@@ -52,17 +54,32 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     merged by run with :func:`merge_tables` (``on_duplicate`` resolves conflicting rows).
     ``partial`` reads a log that lacks the test accuracy (``grokaudit inspect`` says so
     instead of refusing). ``limits`` caps the rows and columns each input may declare in its
-    Parquet metadata, checked before it is read (``TOO_LARGE``; ``None``: no cap). Raises
-    :class:`LogFormatError`.
+    Parquet metadata, checked before it is read (``TOO_LARGE``; ``None``: no cap).
+    ``readers`` reads every path that is not a canonical table (the adapters' registry by
+    default). Raises :class:`LogFormatError`.
     """
     if isinstance(paths, (str, os.PathLike)):
-        return _read_one(paths, fmt, mapping, run_from, cond, partial=partial, limits=limits)
+        return _read_one(paths, fmt, mapping, run_from, cond, partial=partial, limits=limits,
+                         readers=readers)
     items = list(paths)
     if not items:
         raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
     if len(items) == 1:
         return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial,
-                         limits=limits)
+                         limits=limits, readers=readers)
+    _refuse_repeated_paths(items)
+    # each path may be a part of the log (one holds the accuracy, another the metric): the
+    # merged table is validated as a whole by the audit
+    for p in items:  # every input's size before any is read
+        check_declared(p, limits)
+    tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None,
+                        readers=readers) for p in items]
+    return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
+
+
+def _refuse_repeated_paths(items: Sequence[PathLike]) -> None:
+    """One file or folder given twice (under two names) is refused: it would merge with
+    itself."""
     seen: dict[tuple[int, int], str] = {}
     for p in items:
         try:
@@ -74,48 +91,45 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
             raise LogFormatError(f"given twice (also as {safe(seen[key])}); name each log once",
                                  path=str(p), code=ErrorCode.INCOMPATIBLE_INPUTS)
         seen[key] = str(p)
-    # each path may be a part of the log (one holds the accuracy, another the metric): the
-    # merged table is validated as a whole by the audit
-    for p in items:  # every input's size before any is read
-        check_declared(p, limits)
-    tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None)
-              for p in items]
-    return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
 
 
 def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
                 mapping: Mapping[str, str] | None = None, run_from: str | None = None,
                 cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
-                limits: Limits | None = DEFAULT_LIMITS) -> pa.Table | ParquetSource:
+                limits: Limits | None = DEFAULT_LIMITS,
+                readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource:
     """:func:`read_any` for an audit that validates the log once and drops the input: a
     single canonical Parquet file comes back as a :class:`ParquetSource`, which validation
     reads column by column (hand it over with :class:`~grokaudit.schema.Owned`); any other
     input is read whole, as by :func:`read_any`."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1:
-        return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True, limits=limits)
+        return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True, limits=limits,
+                         readers=readers)
     return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
-                    on_duplicate=on_duplicate, limits=limits)
+                    on_duplicate=on_duplicate, limits=limits, readers=readers)
 
 
 @overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: Literal[False] = False,
-              limits: Limits | None = None) -> pa.Table: ...
+              limits: Limits | None = None, readers: LogReader = ADAPTERS) -> pa.Table: ...
 
 
 @overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool,
-              limits: Limits | None = None) -> pa.Table | ParquetSource: ...
+              limits: Limits | None = None,
+              readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource: ...
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool = False,
-              limits: Limits | None = None) -> pa.Table | ParquetSource:
+              limits: Limits | None = None,
+              readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource:
     """One path as a canonical table; with ``lazy``, a canonical Parquet file as a
     :class:`ParquetSource` (a folder of shards and every other input are read whole).
     ``limits``: checked from the metadata first (:func:`~grokaudit.limits.check_declared`)."""
@@ -132,18 +146,11 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     if not adapter_opts and is_canonical(p):
         return read_arrow(p, lazy=lazy and p.is_file() and p.suffix.lower() in (".parquet",
                                                                                ".pq"))
-    try:
-        adapters = importlib.import_module("grokaudit.adapters")
-    except ImportError:
-        raise LogFormatError("not a canonical table (run, step, test_acc columns) and the "
-                             "adapters are not installed; reinstall grokaudit", path=str(p),
-                             code=ErrorCode.UNKNOWN_FORMAT) from None
     # every other log, a single file without a run column included (one run named by its
     # path), goes through the same readers in every command
-    table: pa.Table = adapters.read_log(p, fmt, mapping=dict(mapping) if mapping else None,
-                                        run_from=run_from, cond=dict(cond) if cond else None,
-                                        partial=partial, limits=None)  # checked above
-    return table
+    return readers(p, fmt, mapping=dict(mapping) if mapping else None, run_from=run_from,
+                   cond=dict(cond) if cond else None, partial=partial,
+                   limits=None)  # checked above
 
 
 def is_canonical(p: Path) -> bool:
@@ -152,7 +159,7 @@ def is_canonical(p: Path) -> bool:
     shard has them, or a :class:`~grokaudit.RunLogger` folder. Anything else (a file without
     a run column, another step name, another format) is read by the adapters."""
     if p.is_dir():
-        from .logger import is_run_folder
+        from .runfolder import is_run_folder
 
         if is_run_folder(p):
             return True
@@ -295,52 +302,13 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
     the rows read that were joined into another input's row); sources that disagree on the
     step unit are refused (``INCOMPATIBLE_INPUTS``).
     """
-    provs = [_provenance_of(t.schema, src) for t, src in zip(tables, sources)]
-    units = {p.get("step_unit", "steps") for p in provs}
-    if len(units) > 1:
-        raise LogFormatError(f"the inputs count steps in different units ({sorted(units)}); "
-                             "audit them separately or convert one", path=", ".join(sources),
-                             code=ErrorCode.INCOMPATIBLE_INPUTS)
-    frames = []
-    renames = _path_run_ids(tables, sources, provs)
-    for k, t in enumerate(tables):
-        df = t.to_pandas()
-        df["run"] = df["run"].astype(str)
-        if renames[k]:
-            df["run"] = df["run"].map(renames[k])
-        df["__src"] = k
-        frames.append(df)
-    try:
-        df = pd.concat(frames, ignore_index=True, sort=False)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - concat rarely refuses
-        raise LogFormatError(f"the inputs cannot be merged ({exc})", path=", ".join(sources),
-                             code=ErrorCode.INCOMPATIBLE_INPUTS) from None
+    provs = [provenance_of(t.schema, src) for t, src in zip(tables, sources)]
+    _refuse_mixed_step_units(provs, sources)
+    df = _stacked(tables, sources, provs)
     key = ["run", "step"]
     cols = [c for c in df.columns if c not in (*key, "__src")]
-    dup = df.duplicated(key, keep=False).to_numpy()
-    if dup.any():
-        sub = df[dup].sort_values([*key, "__src"], kind="stable")
-        nun = sub.groupby(key, sort=False)[cols].nunique(dropna=True)
-        bad = nun[(nun > 1).any(axis=1)]
-        if len(bad) and on_duplicate == "error":
-            col = next(c for c in cols if (bad[c] > 1).any())
-            ex = ", ".join(f"{safe(r)}@{s}" for r, s in list(bad.index[:3]))
-            raise LogFormatError(
-                f"{len(bad)} (run, step) rows hold different values in different inputs "
-                f"(first: {ex}, column {safe(col)!r}){_collision_hint(sub, bad, sources)}",
-                path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
-        g = sub.groupby(key, sort=False)[cols]
-        joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
-        df = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True, sort=False)
-    else:
-        df = df[[*key, *cols]]
-    # a condition carried by some sources only: fill it for the whole run
-    for c in cols:
-        if _is_series(c) or not df[c].isna().any():
-            continue
-        per_run = df.groupby("run", sort=False)[c]
-        if int(per_run.nunique(dropna=True).max()) <= 1:
-            df[c] = per_run.transform("first")
+    df = _join_rows(df, cols, sources, on_duplicate)
+    _fill_partial_conditions(df, cols)
     df = df.sort_values(key, kind="stable").reset_index(drop=True)
     # rows of one (run, step) in several inputs became one row: they were read all the same
     joined = sum(t.num_rows for t in tables) - len(df)
@@ -351,6 +319,81 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
         raise LogFormatError(f"the inputs cannot be merged into one table ({safe(exc)}); "
                              "convert them to one schema", path=", ".join(sources),
                              code=ErrorCode.INCOMPATIBLE_INPUTS) from None
+    merged = _merged_provenance(provs, sources, joined)
+    meta = {PROVENANCE_KEY: json.dumps(merged, sort_keys=True, default=str).encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def _refuse_mixed_step_units(provs: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> None:
+    units = {p.get("step_unit", "steps") for p in provs}
+    if len(units) > 1:
+        raise LogFormatError(f"the inputs count steps in different units ({sorted(units)}); "
+                             "audit them separately or convert one", path=", ".join(sources),
+                             code=ErrorCode.INCOMPATIBLE_INPUTS)
+
+
+def _stacked(tables: Sequence[pa.Table], sources: Sequence[str],
+             provs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every input's rows in one frame, run ids renamed where two inputs share a file name
+    (:func:`_path_run_ids`), each row's input index in ``__src``."""
+    frames = []
+    renames = _path_run_ids(tables, sources, provs)
+    for k, t in enumerate(tables):
+        df = t.to_pandas()
+        df["run"] = df["run"].astype(str)
+        if renames[k]:
+            df["run"] = df["run"].map(renames[k])
+        df["__src"] = k
+        frames.append(df)
+    try:
+        stacked: pd.DataFrame = pd.concat(frames, ignore_index=True, sort=False)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - concat rarely refuses
+        raise LogFormatError(f"the inputs cannot be merged ({exc})", path=", ".join(sources),
+                             code=ErrorCode.INCOMPATIBLE_INPUTS) from None
+    return stacked
+
+
+def _join_rows(df: pd.DataFrame, cols: list[str], sources: Sequence[str],
+               on_duplicate: str) -> pd.DataFrame:
+    """Rows of one (run, step) joined column by column: a value fills another input's gap;
+    two different values are ``DUPLICATE_ROWS`` unless ``on_duplicate`` chooses ``first`` or
+    ``last``. Returns the frame without ``__src``."""
+    key = ["run", "step"]
+    dup = df.duplicated(key, keep=False).to_numpy()
+    if not dup.any():
+        kept: pd.DataFrame = df[[*key, *cols]]
+        return kept
+    sub = df[dup].sort_values([*key, "__src"], kind="stable")
+    nun = sub.groupby(key, sort=False)[cols].nunique(dropna=True)
+    bad = nun[(nun > 1).any(axis=1)]
+    if len(bad) and on_duplicate == "error":
+        col = next(c for c in cols if (bad[c] > 1).any())
+        ex = ", ".join(f"{safe(r)}@{s}" for r, s in list(bad.index[:3]))
+        raise LogFormatError(
+            f"{len(bad)} (run, step) rows hold different values in different inputs "
+            f"(first: {ex}, column {safe(col)!r}){_collision_hint(sub, bad, sources)}",
+            path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
+    g = sub.groupby(key, sort=False)[cols]
+    joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
+    out: pd.DataFrame = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True,
+                                  sort=False)
+    return out
+
+
+def _fill_partial_conditions(df: pd.DataFrame, cols: list[str]) -> None:
+    """A condition carried by some sources only: filled for the whole run (in place)."""
+    for c in cols:
+        if _is_series(c) or not df[c].isna().any():
+            continue
+        per_run = df.groupby("run", sort=False)[c]
+        if int(per_run.nunique(dropna=True).max()) <= 1:
+            df[c] = per_run.transform("first")
+
+
+def _merged_provenance(provs: Sequence[Mapping[str, Any]], sources: Sequence[str],
+                       joined: int) -> dict[str, Any]:
+    """The inputs' provenance as one: lists joined, the step unit and columns, the
+    accuracy scales and columns, the adapters that read them."""
     merged: dict[str, Any] = {"inputs": list(sources)}
     if joined > 0:
         merged["rows_joined"] = int(joined)
@@ -371,16 +414,7 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
             merged["outcomes"] = sorted(set(merged.get("outcomes", [])) | set(p["outcomes"]))
         for k2, n in (p.get("set_aside") or {}).items():
             merged.setdefault("set_aside", {})[k2] = merged.get("set_aside", {}).get(k2, 0) + n
-        for k2, d in (p.get("accuracy_scale") or {}).items():
-            have = merged.setdefault("accuracy_scale", {}).get(k2)
-            if have is None:
-                merged["accuracy_scale"][k2] = dict(d)
-            else:  # the column over every input: its largest value, all its low runs
-                have["max"] = max(float(have.get("max", 0)), float(d.get("max", 0)))
-                have["n_runs_at_most_1"] = (int(have.get("n_runs_at_most_1", 0))
-                                            + int(d.get("n_runs_at_most_1", 0)))
-                have["runs_at_most_1"] = (list(have.get("runs_at_most_1", []))
-                                          + list(d.get("runs_at_most_1", [])))[:20]
+        _merge_accuracy_scale(merged, p.get("accuracy_scale") or {})
         for k2, d in (p.get("accuracy_columns") or {}).items():
             merged.setdefault("accuracy_columns", {}).setdefault(k2, d)
         if p.get("notes"):
@@ -388,5 +422,18 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
     if "downsampled_runs" in merged:
         merged["downsampled_runs"] = sorted(set(merged["downsampled_runs"]))
     merged["adapters"] = sorted({str(p.get("adapter", "table")) for p in provs})
-    meta = {PROVENANCE_KEY: json.dumps(merged, sort_keys=True, default=str).encode()}
-    return table.replace_schema_metadata(meta)
+    return merged
+
+
+def _merge_accuracy_scale(merged: dict[str, Any], scales: Mapping[str, Any]) -> None:
+    """Each accuracy column over every input: its largest value, all its low runs."""
+    for k2, d in scales.items():
+        have = merged.setdefault("accuracy_scale", {}).get(k2)
+        if have is None:
+            merged["accuracy_scale"][k2] = dict(d)
+        else:
+            have["max"] = max(float(have.get("max", 0)), float(d.get("max", 0)))
+            have["n_runs_at_most_1"] = (int(have.get("n_runs_at_most_1", 0))
+                                        + int(d.get("n_runs_at_most_1", 0)))
+            have["runs_at_most_1"] = (list(have.get("runs_at_most_1", []))
+                                      + list(d.get("runs_at_most_1", [])))[:20]

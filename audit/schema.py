@@ -35,10 +35,19 @@ from .roles import (
     decide_percent,
     is_outcome_name,
 )
+from .shards import PROVENANCE_KEY as PROVENANCE_KEY
+from .shards import (
+    parquet_columns,
+    provenance_of,
+    read_parquet,
+    release_arrow_memory,
+    unreadable,
+)
 from .text import safe
 
 SCHEMA_VERSION = 1
-PROVENANCE_KEY = b"grokaudit"
+#: The provenance reader under its older name (loader, inspect and the tests import it here).
+_provenance_of = provenance_of
 REQUIRED = ("run", "step", "test_acc")
 ACCURACY_COLUMNS = ("test_acc", "train_acc")
 SEED_COLUMNS = ("seed",)
@@ -88,7 +97,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
         raise LogFormatError("no such file or directory; check the path", path=str(p),
                              code=ErrorCode.FILE_NOT_FOUND)
     if p.is_dir():
-        from .logger import is_run_folder, read_run_folder
+        from .runfolder import is_run_folder, read_run_folder
 
         if is_run_folder(p):  # a RunLogger folder: also reports what a kill cut short
             return read_run_folder(p)
@@ -122,21 +131,10 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
                              code=ErrorCode.FILE_EMPTY)
     try:
         if kind == "parquet":
-            names = pq.read_schema(p).names
-            twice = sorted({n for n in names if names.count(n) > 1})
-            if twice:
-                raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
-                                     "once; rename one", path=str(p), column=twice[0],
-                                     code=ErrorCode.DUPLICATE_COLUMN)
-            # run ids repeat on every row: read them dictionary-encoded (about 3x faster);
-            # without pre-buffering, a local file is read faster and with a lower peak (the
-            # compressed column chunks are not all held at once)
+            names = parquet_columns(p)
             if lazy and not any("." in n for n in names):  # dotted names: nested paths
                 return ParquetSource(p, names)
-            table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None,
-                                  pre_buffer=False)
-            release_arrow_memory()  # the decoder's buffers: freed, handed back to the OS
-            return table
+            return read_parquet(p, names)
         if kind in ("csv", "tsv"):
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
@@ -146,44 +144,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
     except LogFormatError:
         raise
     except (pa.ArrowInvalid, ValueError, OSError, TypeError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LogFormatError(f"cannot read as {kind}: {msg}", path=str(p),
-                             code=ErrorCode.FILE_UNREADABLE) from None
-
-
-def _provenance_of(schema: pa.Schema, path: str | None = None) -> dict[str, Any]:
-    """The provenance in the schema metadata (``{}`` when there is none).
-
-    The audit trusts parts of it (which runs a source downsampled, which findings a reader
-    raised), so malformed provenance is an error, never skipped: skipping it would silently
-    narrow the intervals of downsampled runs."""
-    meta = schema.metadata or {}
-    raw = meta.get(PROVENANCE_KEY)
-    if not raw:
-        return {}
-
-    def bad(why: str) -> LogFormatError:
-        return LogFormatError(
-            f"the file's grokaudit provenance metadata is malformed ({why}); rewrite the file "
-            "with `grokaudit convert`, or drop the 'grokaudit' schema metadata", path=path,
-            code=ErrorCode.PROVENANCE_MALFORMED)
-
-    try:
-        val = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise bad("not JSON") from None
-    if not isinstance(val, dict):
-        raise bad("not a JSON object")
-    ds = val.get("downsampled_runs")
-    if ds is not None and not (isinstance(ds, list) and all(isinstance(r, (str, int)) for r in ds)):
-        raise bad("'downsampled_runs' is not a list of run ids")
-    fs = val.get("findings")
-    if fs is not None and not (isinstance(fs, list) and all(isinstance(f, dict) for f in fs)):
-        raise bad("'findings' is not a list of objects")
-    su = val.get("step_unit")
-    if su is not None and not isinstance(su, str):
-        raise bad("'step_unit' is not a string")
-    return val
+        raise unreadable(p, kind, exc) from None
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -344,14 +305,6 @@ def _numeric(col: pa.ChunkedArray) -> bool:
 def _numeric_type(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
                 or pa.types.is_null(t))
-
-
-def release_arrow_memory() -> None:
-    """Hand the memory Arrow has freed back to the OS. Arrow's allocator (mimalloc or jemalloc)
-    keeps freed pages for reuse, and nothing after the read allocates through Arrow: without
-    this, the Parquet decoder's buffers and the casts' temporaries stay in the resident set
-    while numpy allocates the audit's arrays beside them."""
-    pa.default_memory_pool().release_unused()
 
 
 def _float_array(col: pa.ChunkedArray) -> np.ndarray:

@@ -13,13 +13,16 @@ import shlex
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from grokaudit.errors import MissingExtraError
+from grokaudit.errors import ConfigError, ErrorCode, MissingExtraError
 
 from . import config as _config
 from .config import TrainConfig
+
+if TYPE_CHECKING:
+    from .sweep import RunSpec
 
 
 def _field_comments() -> dict[str, str]:
@@ -125,8 +128,6 @@ def _refuse_discarding(out: Path, ckpt: Path, work: Path | None = None) -> None:
     groups' checkpoints and logs an unfinished ``--engine ray`` run left in ``work``: that
     would replace work the previous run saved. ``--resume`` continues it, ``--overwrite``
     replaces it."""
-    from grokaudit.errors import ConfigError, ErrorCode
-
     from .ray_engine import saved_work
 
     what, replaced = None, "the checkpoint and the partial log"
@@ -166,20 +167,77 @@ def _train(config_file: str, output: str, device: str, resume: bool,
            overrides: dict[str, Any], overwrite: bool = False, engine: str = "process",
            max_retries: int = 3) -> None:
     import torch
-    from grokaudit.errors import ConfigError, ErrorCode
     from grokaudit.outputs import resolve_output
-    from grokaudit.schema import write_table
 
-    from .manifest import recipe_echo, write_manifest
-    from .ray_engine import clear, default_work_dir, run_ray, saved_work
-    from .sweep import expand, load_sweep, parse_shard, run_sweep, shard
+    from .manifest import recipe_echo
+    from .sweep import expand, load_sweep
+
+    _check_options(threads=threads, max_retries=max_retries, engine=engine, device=device,
+                   max_minutes=max_minutes, checkpoint_minutes=checkpoint_minutes)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    sw = load_sweep(config_file).with_overrides(overrides)
+    specs, out = _shard(expand(sw), Path(output), shard_text)
+    if out.suffix.lower() not in (".parquet", ".pq"):
+        raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path",
+                          code=ErrorCode.OUTPUT_EXTENSION)
+    # checked before any training: not the sweep file, not a device, a folder or a link
+    resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
+                   suffixes=(".parquet", ".pq"))
+    ray = engine == "ray"
+    ckpt, work = _saved_state_paths(out, checkpoint_path, ray)
+    _check_saved_state(out, ckpt, work, ray=ray, resume=resume, overwrite=overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
+        if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
+        else "grokaudit train " + shlex.quote(config_file) + " -o " + shlex.quote(output)
+    echo = recipe_echo(sw, specs)
+    prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
+            "config_file": str(config_file), "runs": len(specs), "command": command,
+            "recipe": echo["names"]}
+    if ray:
+        from .ray_engine import run_ray
+
+        rres = run_ray(specs, work=work, device=device, resume=resume,
+                       checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                       threads=threads, progress=progress, max_retries=max_retries,
+                       provenance=prov)
+        table, complete, wall, dev = rres.table, rres.complete, rres.wall_seconds, rres.device
+    else:
+        from .sweep import run_sweep
+
+        res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
+                        checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                        progress=progress)
+        table, complete, wall = res.table, res.complete, res.wall_seconds
+        dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                               else ("cpu" if device == "auto" else device)))
+    if table.empty:
+        click.echo("stopped before the first log point; nothing written", err=True)
+        return
+    _write_log(table, out, {**prov, "complete": complete},
+               manifest={"command": command, "sweep_file": str(config_file),
+                         "sweep": {"name": sw.name, "base": sw.base,
+                                   "grid": {k: list(v) for k, v in sw.grid.items()}},
+                         "device": dev, "wall_seconds": wall, "n_runs": len(specs),
+                         "n_rows": len(table), "complete": complete, "recipe": echo}
+               if manifest else None)
+    if complete:  # the log now holds everything the checkpoint (or the groups' files) did
+        _clear_saved_state(ckpt, work, ray)
+    state = "complete" if complete else "partial (resume with --resume)"
+    click.echo(f"wrote {out} ({len(table)} rows, {len(specs)} runs, {state}, "
+               f"{wall:.0f} s)", err=True)
+
+
+def _check_options(*, threads: int | None, max_retries: int, engine: str, device: str,
+                   max_minutes: float | None, checkpoint_minutes: float) -> None:
+    """The options' ranges, and a CUDA device for ``--device cuda`` (process engine)."""
+    import torch
 
     if threads is not None and threads < 1:
         raise ConfigError("--threads must be ≥ 1", code=ErrorCode.OPTION_OUT_OF_RANGE)
     if max_retries < 0:
         raise ConfigError("--max-retries must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
-    if threads is not None:
-        torch.set_num_threads(threads)
     # with Ray the GPUs are the cluster's, not this machine's: checked once connected
     if engine == "process" and device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto", code=ErrorCode.INVALID_OPTION)
@@ -187,29 +245,34 @@ def _train(config_file: str, output: str, device: str, resume: bool,
         raise ConfigError("--max-minutes must be > 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
     if checkpoint_minutes < 0:
         raise ConfigError("--checkpoint-minutes must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
-    sw = load_sweep(config_file).with_overrides(overrides)
-    specs = expand(sw)
-    out = Path(output)
-    if shard_text is not None:
-        i, n = parse_shard(shard_text)
-        specs = shard(specs, i, n)
-        tag = f"{i}-of-{n}"
-        if "{shard}" in out.name:
-            out = out.with_name(out.name.replace("{shard}", tag))
-        elif out.suffix == "" or out.is_dir():
-            out = out / f"shard-{tag}.parquet"
-        if not specs:
-            raise ConfigError(f"--shard {shard_text}: this shard holds no runs "
-                              f"(the sweep has fewer runs than shards)", code=ErrorCode.INVALID_OPTION)
-    if out.suffix.lower() not in (".parquet", ".pq"):
-        raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path",
-                          code=ErrorCode.OUTPUT_EXTENSION)
-    # checked before any training: not the sweep file, not a device, a folder or a link
-    resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
-                   suffixes=(".parquet", ".pq"))
-    # the process engine's checkpoint file and the ray engine's working folder: each engine
-    # takes --checkpoint as its own, and refuses to start over the other's default one
-    ray = engine == "ray"
+
+
+def _shard(specs: list[RunSpec], out: Path, shard_text: str | None
+           ) -> tuple[list[RunSpec], Path]:
+    """With ``--shard I/N``: this shard's runs, and the output named for it (``{shard}`` in
+    the name, or ``shard-I-of-N.parquet`` in a folder)."""
+    from .sweep import parse_shard, shard
+
+    if shard_text is None:
+        return specs, out
+    i, n = parse_shard(shard_text)
+    specs = shard(specs, i, n)
+    tag = f"{i}-of-{n}"
+    if "{shard}" in out.name:
+        out = out.with_name(out.name.replace("{shard}", tag))
+    elif out.suffix == "" or out.is_dir():
+        out = out / f"shard-{tag}.parquet"
+    if not specs:
+        raise ConfigError(f"--shard {shard_text}: this shard holds no runs "
+                          f"(the sweep has fewer runs than shards)", code=ErrorCode.INVALID_OPTION)
+    return specs, out
+
+
+def _saved_state_paths(out: Path, checkpoint_path: str | None, ray: bool) -> tuple[Path, Path]:
+    """The process engine's checkpoint file and the ray engine's working folder: each engine
+    takes ``--checkpoint`` as its own, and refuses to start over the other's default one."""
+    from .ray_engine import default_work_dir
+
     own = Path(checkpoint_path) if checkpoint_path else None
     ckpt = own if own is not None and not ray else out.with_name(out.name + ".ckpt")
     work = own if own is not None and ray else default_work_dir(out)
@@ -217,6 +280,15 @@ def _train(config_file: str, output: str, device: str, resume: bool,
         raise ConfigError(f"--checkpoint {work}: with --engine ray this names a folder (the "
                           "groups' checkpoints and logs), and this is a file",
                           code=ErrorCode.INVALID_OPTION, option="--checkpoint")
+    return ckpt, work
+
+
+def _check_saved_state(out: Path, ckpt: Path, work: Path, *, ray: bool, resume: bool,
+                       overwrite: bool) -> None:
+    """``--resume`` continues this engine's saved state (never the other engine's);
+    ``--overwrite`` clears both; neither refuses to discard a log or saved state."""
+    from .ray_engine import clear, saved_work
+
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite contradict each other: continue the "
                           "checkpoint, or start over", code=ErrorCode.INVALID_OPTION)
@@ -233,43 +305,25 @@ def _train(config_file: str, output: str, device: str, resume: bool,
         clear(work)
         if ray:
             ckpt.unlink(missing_ok=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
-        if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
-        else "grokaudit train " + shlex.quote(config_file) + " -o " + shlex.quote(output)
-    echo = recipe_echo(sw, specs)
-    prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
-            "config_file": str(config_file), "runs": len(specs), "command": command,
-            "recipe": echo["names"]}
+
+
+def _write_log(table: Any, out: Path, provenance: dict[str, Any],
+               manifest: dict[str, Any] | None) -> None:
+    """The log at ``out``, and its manifest beside it (``<stem>.MANIFEST.toml``) when asked."""
+    from grokaudit.schema import write_table
+
+    from .manifest import write_manifest
+
+    write_table(table, out, provenance)
+    if manifest is not None:
+        write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), **manifest)
+
+
+def _clear_saved_state(ckpt: Path, work: Path, ray: bool) -> None:
+    """The engine's checkpoint (or the groups' files), once the log holds all it did."""
+    from .ray_engine import clear
+
     if ray:
-        rres = run_ray(specs, work=work, device=device, resume=resume,
-                       checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
-                       threads=threads, progress=progress, max_retries=max_retries,
-                       provenance=prov)
-        table, complete, wall, dev = rres.table, rres.complete, rres.wall_seconds, rres.device
+        clear(work)
     else:
-        res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
-                        checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
-                        progress=progress)
-        table, complete, wall = res.table, res.complete, res.wall_seconds
-        dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
-                               else ("cpu" if device == "auto" else device)))
-    if table.empty:
-        click.echo("stopped before the first log point; nothing written", err=True)
-        return
-    write_table(table, out, {**prov, "complete": complete})
-    if manifest:
-        write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), command=command,
-                       sweep_file=str(config_file),
-                       sweep={"name": sw.name, "base": sw.base,
-                              "grid": {k: list(v) for k, v in sw.grid.items()}},
-                       device=dev, wall_seconds=wall, n_runs=len(specs),
-                       n_rows=len(table), complete=complete, recipe=echo)
-    if complete:  # the log now holds everything the checkpoint (or the groups' files) did
-        if ray:
-            clear(work)
-        else:
-            ckpt.unlink(missing_ok=True)
-    state = "complete" if complete else "partial (resume with --resume)"
-    click.echo(f"wrote {out} ({len(table)} rows, {len(specs)} runs, {state}, "
-               f"{wall:.0f} s)", err=True)
+        ckpt.unlink(missing_ok=True)

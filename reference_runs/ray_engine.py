@@ -440,8 +440,6 @@ def run_ray(specs: list[Any], *, work: Path, device: str = "auto", resume: bool 
     docstring). Raises :class:`GrokauditError` (``TRAINER_FAILED``) when a group still fails
     after its retries; the other groups' logs and every checkpoint are then kept in ``work``."""
     ray = require_ray()
-    import pandas as pd
-
     from .sweep import groups, sweep_id
 
     t0 = time.monotonic()
@@ -452,29 +450,11 @@ def run_ray(specs: list[Any], *, work: Path, device: str = "auto", resume: bool 
     gids = [sweep_id(g) for g in grouped]
     board = Board(grouped, progress, max_retries)
     kills = [kill_hook(k) for k in range(n)]
-    complete_logs: set[int] = set()
-    if resume:
-        for k in range(n):
-            if group_log(work, k, n).exists() and _read_group(group_log(work, k, n), gids[k])[1]:
-                complete_logs.add(k)
-                board.reused(k)
-        if complete_logs or saved_work(work):
-            board.message(f"resumed from {work}: {len(complete_logs)} of {n} group(s) done")
+    complete_logs = _reused_groups(work, gids, board) if resume else set()
     started = connect(ray)
     try:
-        gpus = float(ray.cluster_resources().get("GPU", 0))
-        cpus = float(ray.cluster_resources().get("CPU", 0))
-        if device == "cuda" and gpus < 1:
-            raise ConfigError("--device cuda: the Ray cluster has no GPU; use --device cpu or "
-                              "auto", code=ErrorCode.INVALID_OPTION, option="--device")
-        use_gpu = device == "cuda" or (device == "auto" and gpus >= 1)
-        per_task = threads or 1
-        if per_task > cpus:
-            raise ConfigError(f"--threads {per_task}: each task asks Ray for {per_task} CPUs, "
-                              f"but the cluster has {cpus:g}", code=ErrorCode.OPTION_OUT_OF_RANGE,
-                              option="--threads")
+        use_gpu, per_task = _task_resources(ray, device, threads)
         todo = [k for k in range(n) if k not in complete_logs]
-        results: dict[int, dict[str, Any]] = {}
         failures: list[str] = []
         if todo:
             work.mkdir(parents=True, exist_ok=True)
@@ -489,35 +469,7 @@ def run_ray(specs: list[Any], *, work: Path, device: str = "auto", resume: bool 
                                    max_retries=max_retries, retry_exceptions=False,
                                    name=f"grokaudit-train-group-{k + 1}-of-{n}").remote(job, hub)
                 refs[ref] = k
-            pending = list(refs)
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1, timeout=poll_seconds)
-                board.absorb(_drain(ray, hub))
-                for ref in ready:
-                    k = refs[ref]
-                    try:
-                        res = ray.get(ref)
-                    except ray.exceptions.RayTaskError as exc:  # a bug or a crash in torch
-                        cause = getattr(exc, "cause", None) or exc
-                        why = f"{type(cause).__name__}: {_first_line(cause)}"
-                        board.lost(k, why)
-                        failures.append(f"{board.label(k)}: {why}")
-                        continue
-                    except ray.exceptions.RayError as exc:  # the worker or its node was lost
-                        tries = board.attempts.get(k, 1)
-                        why = (f"worker lost on {tries} attempt{'s' if tries != 1 else ''} "
-                               f"({type(exc).__name__})")
-                        board.lost(k, why)
-                        failures.append(f"{board.label(k)}: {why}")
-                        continue
-                    if res.get("status") == "error":  # a user error: the same in every group
-                        for other in pending:
-                            ray.cancel(other)
-                        raise GrokauditError(res["message"], code=ErrorCode(res["code"]))
-                    results[k] = res
-                    board.finished(k, res)
-                board.tick()
-            board.absorb(_drain(ray, hub))
+            failures = _wait_for_groups(ray, refs, hub, board, poll_seconds)
         if failures:
             raise GrokauditError(
                 f"{len(failures)} of {n} group(s) failed: {'; '.join(failures)}; the other "
@@ -526,6 +478,83 @@ def run_ray(specs: list[Any], *, work: Path, device: str = "auto", resume: bool 
     finally:
         if started:
             ray.shutdown()
+    table, complete = _merged_logs(work, gids)
+    return RayResult(table, complete, time.monotonic() - t0, "cuda" if use_gpu else "cpu")
+
+
+def _reused_groups(work: Path, gids: list[str], board: Board) -> set[int]:
+    """With ``--resume``: the groups whose log in ``work`` is already complete (not run
+    again)."""
+    n = len(gids)
+    complete_logs: set[int] = set()
+    for k in range(n):
+        if group_log(work, k, n).exists() and _read_group(group_log(work, k, n), gids[k])[1]:
+            complete_logs.add(k)
+            board.reused(k)
+    if complete_logs or saved_work(work):
+        board.message(f"resumed from {work}: {len(complete_logs)} of {n} group(s) done")
+    return complete_logs
+
+
+def _task_resources(ray: Any, device: str, threads: int | None) -> tuple[bool, int]:
+    """Whether each task takes a GPU, and the CPUs it asks for; refused when the cluster has
+    no GPU for ``--device cuda`` or fewer CPUs than ``--threads``."""
+    gpus = float(ray.cluster_resources().get("GPU", 0))
+    cpus = float(ray.cluster_resources().get("CPU", 0))
+    if device == "cuda" and gpus < 1:
+        raise ConfigError("--device cuda: the Ray cluster has no GPU; use --device cpu or "
+                          "auto", code=ErrorCode.INVALID_OPTION, option="--device")
+    use_gpu = device == "cuda" or (device == "auto" and gpus >= 1)
+    per_task = threads or 1
+    if per_task > cpus:
+        raise ConfigError(f"--threads {per_task}: each task asks Ray for {per_task} CPUs, "
+                          f"but the cluster has {cpus:g}", code=ErrorCode.OPTION_OUT_OF_RANGE,
+                          option="--threads")
+    return use_gpu, per_task
+
+
+def _wait_for_groups(ray: Any, refs: dict[Any, int], hub: Any, board: Board,
+                     poll_seconds: float) -> list[str]:
+    """Every group task waited for, progress drained from ``hub`` as it comes; returns the
+    groups that failed (a crash, a lost worker) with why. A user error (the same in every
+    group) cancels the others and is raised."""
+    failures: list[str] = []
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1, timeout=poll_seconds)
+        board.absorb(_drain(ray, hub))
+        for ref in ready:
+            k = refs[ref]
+            try:
+                res = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:  # a bug or a crash in torch
+                cause = getattr(exc, "cause", None) or exc
+                why = f"{type(cause).__name__}: {_first_line(cause)}"
+                board.lost(k, why)
+                failures.append(f"{board.label(k)}: {why}")
+                continue
+            except ray.exceptions.RayError as exc:  # the worker or its node was lost
+                tries = board.attempts.get(k, 1)
+                why = (f"worker lost on {tries} attempt{'s' if tries != 1 else ''} "
+                       f"({type(exc).__name__})")
+                board.lost(k, why)
+                failures.append(f"{board.label(k)}: {why}")
+                continue
+            if res.get("status") == "error":  # a user error: the same in every group
+                for other in pending:
+                    ray.cancel(other)
+                raise GrokauditError(res["message"], code=ErrorCode(res["code"]))
+            board.finished(k, res)
+        board.tick()
+    board.absorb(_drain(ray, hub))
+    return failures
+
+
+def _merged_logs(work: Path, gids: list[str]) -> tuple[Any, bool]:
+    """Every group's log in ``work`` as one frame, and whether every group is complete."""
+    import pandas as pd
+
+    n = len(gids)
     frames = []
     complete = True
     for k in range(n):
@@ -537,4 +566,4 @@ def run_ray(specs: list[Any], *, work: Path, device: str = "auto", resume: bool 
         complete = complete and done
         frames.append(frame)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return RayResult(table, complete, time.monotonic() - t0, "cuda" if use_gpu else "cpu")
+    return table, complete
