@@ -73,12 +73,6 @@ class SuiteReport(Result):
     def fail_on(self) -> tuple[str, ...]:  # type: ignore[override]
         return ("default",)
 
-    def render(self, *, verbose: bool = False) -> str:
-        """The suite's table (:func:`grokaudit.adversarial_suite.render.render_table`)."""
-        from .render import render_table
-
-        return render_table(self) + "\n"
-
     @property
     def failing(self) -> tuple[Any, ...]:
         """The failed cases (core and claims) and failed properties."""

@@ -183,14 +183,13 @@ def main(argv: list[str] | None = None) -> Any:
 
 class Result(Protocol):
     """What :func:`emit` needs of a result: every :class:`grokaudit.results.Result` (the audit,
-    the claims, the sensitivity grid, the suite) and ``inspect``'s description."""
+    the claims, the sensitivity grid, the suite) and ``inspect``'s description; its text comes
+    from :func:`grokaudit.printing.render`."""
 
     @property
     def exit_code(self) -> int: ...
 
     def to_json(self, indent: int | None = 2) -> str: ...
-
-    def render(self, *, verbose: bool = False) -> str: ...
 
 
 def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, Any]]
@@ -222,7 +221,12 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
         json_out.write_text(safe_json(result.to_json()))
         if json_out.is_stdout:
             sys.exit(result.exit_code)
-    text = render() if render is not None else result.render()
+    if render is None:
+        from .printing import render as print_result
+
+        text = print_result(result)
+    else:
+        text = render()
     click.echo(text.rstrip("\n").splitlines()[-1] if quiet else text, nl=quiet)
     sys.exit(result.exit_code)
 
@@ -375,7 +379,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         write_report(result, log, outs["report"], progress=progress_printer("report"))
 
     def render() -> str:
-        text = (sens if sens is not None else result).render(verbose=verbose)
+        from .printing import render as print_result
+
+        text = print_result(sens if sens is not None else result, verbose=verbose)
         if outs["report"] is not None:
             # said on the result line itself, so that -q (which prints only that line) says it
             lines = text.rstrip("\n").split("\n")
@@ -599,6 +605,7 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
     import warnings
 
+    from .adversarial_suite import render as _registers_the_suite_printer  # noqa: F401
     from .adversarial_suite.runner import run_suite
     from .config import build_config
 
@@ -688,7 +695,9 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     result = call(table, cfg, _source(path))
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
                                                        common["config_file"]))
-    emit(result, lambda: result.render(verbose=common["verbose"]),
+    from .printing import render as print_result
+
+    emit(result, lambda: print_result(result, verbose=common["verbose"]),
          json_out=outs["json"], quiet=common["quiet"])
 
 

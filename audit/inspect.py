@@ -71,10 +71,6 @@ class Inspection:
     def exit_code(self) -> int:
         return 0
 
-    def render(self, *, verbose: bool = False) -> str:
-        """What ``grokaudit inspect`` prints (:func:`render_inspection`)."""
-        return render_inspection(self)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "grokaudit_version": __version__, "source": self.source,

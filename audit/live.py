@@ -30,6 +30,7 @@ from .config import AuditConfig
 from .errors import ConfigError, ErrorCode, LogFormatError
 from .results import Interval, RunResult, format_number, number, plain
 from .schema import is_known_metric
+from .values import metric_value, step_value
 
 #: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
 #: ``stop_when="settled"`` stops it: 3, the horizon grown fourfold changed nothing. On the
@@ -205,7 +206,7 @@ class LiveRun:
                                  code=ErrorCode.STEP_DECREASING)
         checked: dict[str, float] = {}
         for k, v in values.items():  # every value checked before the row is touched
-            x = _metric_value(str(k), v)
+            x = metric_value(str(k), v)
             if math.isinf(x):
                 self.nonfinite[str(k)] = self.nonfinite.get(str(k), 0) + 1
                 continue
@@ -479,20 +480,10 @@ def _signed(x: float | None) -> str:
 def _step(step: Any) -> float:
     """A step as RunLogger takes it: an integer ≥ 0 up to 2**53 (a float that is a whole
     number too); anything else refused with its code."""
-    from .logger import _step_value
-
     if isinstance(step, (float, np.floating)) and not isinstance(step, bool) \
             and math.isfinite(float(step)) and float(step).is_integer():
         step = int(step)
-    return float(_step_value(step))
-
-
-def _metric_value(name: str, value: Any) -> float:
-    """A logged value as RunLogger takes it: a real number (NaN or None: not logged);
-    text, booleans, arrays and complex numbers refused with their code."""
-    from .logger import _metric_value as value_of
-
-    return value_of(name, value)
+    return float(step_value(step))
 
 
 def _with(st: LiveState, **changes: Any) -> LiveState:

@@ -66,6 +66,7 @@ import pyarrow.parquet as pq
 from .errors import ConfigError, ErrorCode, LogFormatError, OutputError
 from .runfolder import CLAIM_SUFFIX, SEGMENT_KEY, TMP_SUFFIX, is_run_folder, read_run_folder
 from .shards import PROVENANCE_KEY
+from .values import metric_value, step_value
 
 __all__ = ["LOGGER_FORMAT", "RunLogger", "is_run_folder", "read_run_folder", "run_file_stem"]
 
@@ -128,45 +129,6 @@ def _condition_value(name: str, value: Any) -> str | float | bool:
     raise ConfigError(f"condition {name!r} has type {type(value).__name__}; a condition is a "
                       "number, a bool or a string, constant within the run",
                       code=ErrorCode.BAD_COLUMN_TYPE, option=name)
-
-
-def _step_value(step: Any) -> int:
-    if isinstance(step, (bool, np.bool_)) or not hasattr(step, "__index__"):
-        raise LogFormatError(f"step {step!r} ({type(step).__name__}) is not an integer; steps "
-                             "are integer optimizer steps", column="step",
-                             code=ErrorCode.NON_INTEGER_STEP)
-    try:
-        s = int(step.__index__())
-    except (TypeError, ValueError, RuntimeError):
-        raise LogFormatError(f"step {step!r} is not an integer; steps are integer optimizer "
-                             "steps", column="step", code=ErrorCode.NON_INTEGER_STEP) from None
-    if s < 0:
-        raise LogFormatError(f"step {s} is negative; steps must be ≥ 0", column="step",
-                             code=ErrorCode.NEGATIVE_STEP)
-    if s > STEP_MAX:
-        raise LogFormatError(f"step {s} is beyond the largest supported step {STEP_MAX}",
-                             column="step", code=ErrorCode.STEP_OUT_OF_RANGE)
-    return s
-
-
-def _metric_value(name: str, value: Any) -> float:
-    """A logged value as float64; ``None`` and NaN mean "not logged at this step"."""
-    if value is None:
-        return math.nan
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise LogFormatError(f"value {name!r} = {value!r} is not a number; log numbers (NaN or "
-                             "None = not logged); conditions go in conditions={...}",
-                             column=name, code=ErrorCode.BAD_COLUMN_TYPE)
-    if getattr(value, "ndim", 0) != 0:
-        raise LogFormatError(f"value {name!r} has shape {getattr(value, 'shape', '?')}; log one "
-                             "number per name (for a weight matrix: spectral_metrics(W))",
-                             column=name, code=ErrorCode.BAD_COLUMN_TYPE)
-    try:
-        return float(value)
-    except (TypeError, ValueError, RuntimeError):
-        raise LogFormatError(f"value {name!r} = {value!r} ({type(value).__name__}) is not a "
-                             "real number", column=name,
-                             code=ErrorCode.BAD_COLUMN_TYPE) from None
 
 
 class RunLogger:
@@ -348,7 +310,7 @@ class RunLogger:
     def log(self, step: int, **values: Any) -> None:
         """Log ``values`` (name → number) at ``step``; flushes every ``flush_every`` new rows or
         ``flush_secs`` seconds."""
-        s = _step_value(step)
+        s = step_value(step)
         row: dict[str, float] = {}
         infinite: list[str] = []
         for name, value in values.items():
@@ -356,7 +318,7 @@ class RunLogger:
                 raise LogFormatError(f"value name {name!r} is the run id, the step or a "
                                      "condition; name the value otherwise", column=name,
                                      code=ErrorCode.RESERVED_COLUMN)
-            v = _metric_value(name, value)
+            v = metric_value(name, value)
             if math.isinf(v):
                 infinite.append(name)
                 v = math.nan

@@ -13,14 +13,11 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .reasons import Reason, Severity
-
-if TYPE_CHECKING:
-    from .runtable import RunTable
 
 SCHEMA = "grokaudit.audit/1"
 
@@ -428,9 +425,9 @@ class StudyResult:
     metric: str
     axis: str | None  #: None: no condition varies (one cell of every run, no orderings)
     cells: tuple[CellSummary, ...]
-    #: every run's results, as columns (:class:`~grokaudit.runtable.RunTable`, a read-only
-    #: sequence of :class:`RunResult` made on demand)
-    runs: RunTable
+    #: every run's results: the audit gives a :class:`~grokaudit.runtable.RunTable` (columns;
+    #: a read-only sequence of :class:`RunResult` made on demand, ``to_arrow()``)
+    runs: Sequence[RunResult]
     orderings: tuple[Ordering, ...]
     verdict: Reason | None  #: the clock verdict; None with LOW_POWER_DESCRIPTIVE
     verdict_evidence: Mapping[str, Any]
@@ -462,7 +459,7 @@ class StudyResult:
             "cells": [c.to_dict() for c in self.cells],
             "orderings": [o.to_dict() for o in self.orderings],
             "findings": [f.to_dict() for f in self.findings],
-            "runs": self.runs.to_dicts(),
+            "runs": [r.to_dict() for r in self.runs],
         }
 
 
@@ -494,12 +491,6 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def render(self, *, verbose: bool = False) -> str:
-        """The result as the command prints it (text, ending in its result line). Each result
-        renders itself through its own printer module, imported only when asked: computing
-        never imports printing."""
-        raise NotImplementedError
-
     def to_json(self, indent: int | None = 2) -> str:
         """The versioned JSON form: strict JSON (no NaN), UTF-8 text, byte-identical for
         identical input and options."""
@@ -522,12 +513,6 @@ class AuditResult(Result):
     trail: Any = None
     #: which findings fail the audit (``default``: the critical ones; :func:`fails`)
     fail_on: tuple[str, ...] = ("default",)
-
-    def render(self, *, verbose: bool = False) -> str:
-        """``grokaudit check``'s text report (:func:`grokaudit.report.render_text`)."""
-        from .report import render_text
-
-        return render_text(self, verbose=verbose)
 
     def study(self, metric: str | None = None, **key: Any) -> StudyResult:
         """The study for ``metric`` (default: the first) whose split matches ``key``."""

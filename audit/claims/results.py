@@ -144,12 +144,6 @@ class ClaimResult(Result):
     def schema(self) -> str:
         return f"grokaudit.{self.command}/{SCHEMA_VERSION}"
 
-    def render(self, *, verbose: bool = False) -> str:
-        """The claim command's text report (:func:`grokaudit.claims.render.render_text`)."""
-        from .render import render_text
-
-        return render_text(self, verbose=verbose)
-
     @property
     def body(self) -> Any:
         """The body of the only study (a log audited without ``--cell``)."""

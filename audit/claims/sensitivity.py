@@ -87,10 +87,6 @@ class SensitivityResult(Result):
         ``default``)."""
         return tuple(self.baseline.fail_on)
 
-    def render(self, *, verbose: bool = False) -> str:
-        """The baseline audit's text report, then the grid (:func:`render_sensitivity`)."""
-        return self.baseline.render(verbose=verbose) + "\n" + render_sensitivity(self)
-
     @property
     def failing(self) -> tuple[Finding, ...]:
         """The baseline audit's failing findings, then the grid's that fail under the same

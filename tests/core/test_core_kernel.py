@@ -134,8 +134,8 @@ def test_an_unknown_style_is_refused():
         _POINT.format("latex")
 
 
-def test_each_result_renders_itself_ending_in_its_exit_code():
-    """``render()`` is what the command prints: its last line states the exit code the
+def test_each_result_has_one_printer_ending_in_its_exit_code():
+    """``printing.render`` is what the command prints: its last line states the exit code the
     result derives (audit, its sensitivity grid, a claim)."""
     from grokaudit.claims.sensitivity import run_sensitivity
     from grokaudit.config import make_config
@@ -147,8 +147,25 @@ def test_each_result_renders_itself_ending_in_its_exit_code():
     claim = ClaimResult(command="onset", version="x", params={}, config={}, input={},
                         studies=(), findings=(_finding(Reason.FLOOR_UNSTABLE,
                                                        Severity.CRITICAL),))
+    from grokaudit.printing import render
+
     for r in (res, sens, claim):
-        last = r.render().rstrip("\n").splitlines()[-1]
+        last = render(r).rstrip("\n").splitlines()[-1]
         assert re.search(rf"\bexit {r.exit_code}\b", last), (type(r).__name__, last)
         assert not re.search(rf"\bexit {1 - r.exit_code}\b", last)
     assert claim.exit_code == 1
+
+
+def test_a_result_without_a_printer_is_refused_and_results_never_import_printers():
+    from grokaudit.printing import render
+
+    with pytest.raises(TypeError):
+        render(object())
+    import ast
+    import pathlib
+
+    import grokaudit.results as results_mod
+
+    tree = ast.parse(pathlib.Path(results_mod.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"report", "html_report", "printing", "claims.render"}
