@@ -8,7 +8,7 @@ file.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +27,9 @@ from .clocks import (
     metric_clocks,
 )
 from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
-from .errors import ErrorCode, LogFormatError
+from .design import Axis, Design, cell_value
+from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
+from .errors import ErrorCode, LogFormatError, param_name, param_value
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
 from .reasons import Reason, Severity
@@ -41,7 +43,7 @@ from .results import (
 )
 from .roles import name_tokens, nearly_unique
 from .runtable import RunTable
-from .schema import SEED_COLUMNS, InputSummary, LogTable, Owned, build_log_table
+from .schema import InputSummary, LogTable, Owned, build_log_table
 from .study import (
     QUANTITIES,
     clock_verdict,
@@ -51,7 +53,7 @@ from .study import (
     reference_evidence,
     snapshot_findings,
 )
-from .text import cell_label, format_value, safe
+from .text import cell_label, safe
 from .version import __version__
 
 _CENSORED_TC = TC_CENSORED
@@ -123,102 +125,31 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
     return config
 
 
-def _replicate_id(name: str) -> bool:
-    """A seed-like condition (``seed``, ``data_seed``): it names a replicate, not a setting."""
-    return name in SEED_COLUMNS or "seed" in name.lower()
-
-
-def design_columns(conditions: pd.DataFrame, outcomes: Iterable[str] = ()) -> list[str]:
-    """The conditions a run was trained under: not seeds (replicate ids), not outcomes."""
-    out = set(outcomes)
-    return [str(c) for c in conditions.columns if not _replicate_id(str(c)) and c not in out]
-
-
-def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | None,
-               outcomes: Iterable[str] = ()) -> str | None:
-    """The single numeric design condition with more than one value (besides seeds, outcomes
-    and ``exclude``); None when no design condition varies (every run was trained under the
-    same conditions: replicates, or one run)."""
-    skip = set(exclude)
-    design = [c for c in design_columns(conditions, outcomes) if c not in skip]
-    varying = [c for c in design if conditions[c].nunique(dropna=True) > 1]
-    cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c])]
-    if len(cands) == 1:
-        return str(cands[0])
-    if not varying:
-        return None
-    if not cands:
-        raise LogFormatError(
-            f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
-            f"each value as its own study with --cell {','.join(sorted(varying))}, or pass "
-            "--by COLUMN", path=source, column="--by", code=ErrorCode.NO_AXIS)
-    raise LogFormatError(
-        f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
-        "--by COLUMN and split the others with --cell", path=source, column="--by",
-        code=ErrorCode.AMBIGUOUS_AXIS)
-
-
-def _check_design(cond: pd.DataFrame, axis: str, cell: Sequence[str], source: str | None,
-                  outcomes: Iterable[str] = ()) -> None:
-    """Two runs with the same axis value but different other conditions, and no ``--cell``
-    separating them, would mix arms: refuse (DUPLICATE_AXIS_VALUES). Outcomes and values that
-    differ in (nearly) every run (a per-run id, a measured quantity) cannot split runs into
-    cells of replicates: they are not proposed, and do not refuse."""
-    others = [c for c in design_columns(cond, outcomes) if c not in (axis, *cell)]
-    if not others:
-        return
-    keys = [*cell, axis]
-    g = cond.groupby(keys, dropna=False, sort=True)
-    nun = g[others].nunique(dropna=False)
-    bad = nun[(nun > 1).any(axis=1)]
-    if len(bad):
-        cols = sorted(c for c in others if (bad[c] > 1).any())
-        where = bad.index[0]
-        # a value that differs in (nearly) every run cannot split runs into cells of
-        # replicates: never proposed as --cell; the runs are still not replicates
-        unique = [c for c in cols if nearly_unique(cond[c].tolist())]
-        split = [c for c in cols if c not in unique]
-        fix = (f"pass --cell {','.join(split)} to audit them as separate studies" if split
-               else f"{', '.join(unique)} differ in (nearly) every run (a random search?): the "
-                    f"runs of a cell are not replicates; audit along --by {unique[0]}, or "
-                    "drop the column from the log")
-        raise LogFormatError(
-            f"DUPLICATE_AXIS_VALUES: runs with {axis}="
-            f"{format_value(where if not cell else where[-1])} differ "
-            f"in {cols}; {fix}", path=source, column=cols[0],
-            code=ErrorCode.DUPLICATE_AXIS_VALUES)
-
-
 def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     """Audit a validated :class:`LogTable`."""
     src = log.summary.source
     metrics = list(cfg.metrics) or list(log.summary.metrics)
     if cfg.grok_on != "test_acc":
-        used = {"--metric": cfg.grok_on in metrics, "--by": cfg.grok_on == cfg.by,
-                "--cell": cfg.grok_on in cfg.cell}
-        clash = next((flag for flag, hit in used.items() if hit), None)
+        used = {"metrics": cfg.grok_on in metrics, "by": cfg.grok_on == cfg.by,
+                "cell": cfg.grok_on in cfg.cell}
+        clash = next((param for param, hit in used.items() if hit), None)
         if clash is not None:
             raise LogFormatError(
-                f"--grok-on {cfg.grok_on!r} is also the {clash} column: the grok criterion is a "
-                "held-out loss, distinct from the metric audited, the axis and the study split",
-                path=src, column=cfg.grok_on, code=ErrorCode.INVALID_OPTION)
+                f"{param_name('grok_on')} {cfg.grok_on!r} is also the {param_name(clash)} "
+                "column: the grok criterion is a held-out loss, distinct from the metric "
+                "audited, the axis and the study split",
+                path=src, column=cfg.grok_on, param="grok_on", code=ErrorCode.INVALID_OPTION)
     if not metrics:
         cands = sorted(log.series)
         raise LogFormatError(
-            "no representation metric column found; pass --metric COLUMN (per-step columns "
-            f"present: {cands or 'none'})", path=src, column="--metric",
-            code=ErrorCode.NO_METRIC)
+            f"no representation metric column found; pass {param_value('metrics', 'COLUMN')} "
+            f"(per-step columns present: {cands or 'none'})", path=src, column="--metric",
+            param="metrics", code=ErrorCode.NO_METRIC)
     cond = log.conditions
-    for c in cfg.cell:
-        if c not in cond.columns:
-            raise LogFormatError(f"--cell column {c!r} is not a condition column (constant "
-                                 f"within each run); conditions: {sorted(cond.columns)}",
-                                 path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
-    outcomes = [o for o in log.summary.outcomes if o not in cfg.cell and o != cfg.by]
-    axis = cfg.by or infer_axis(cond, cfg.cell, src, outcomes)
-    if axis is not None:
-        _check_axis(cond, axis, log, src)
-        _check_design(cond, axis, cfg.cell, src, outcomes)
+    design = Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell,
+                             infer=True)
+    design.refuse_pooling(cond)
+    axis, outcomes = design.axis, list(design.outcomes)
 
     study_ids = (cond.reset_index(drop=True).groupby(list(cfg.cell), sort=True, dropna=False)
                  .ngroup().to_numpy(dtype=np.int64) if cfg.cell else None)
@@ -252,7 +183,7 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
                     if cfg.cell else [((), frame)])
     for key, sframe in study_groups:
         key_t = key if isinstance(key, tuple) else (key,)
-        study_key = {c: _py(v) for c, v in zip(cfg.cell, key_t)}
+        study_key = {c: cell_value(v) for c, v in zip(cfg.cell, key_t)}
         these = [_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg, outcomes,
                               horizons[m]) for m in metrics]
         nothing = _nothing_auditable(study_key, these)
@@ -380,29 +311,6 @@ def _varying_outcomes(sframe: pd.DataFrame, outcomes: Sequence[str]) -> list[str
     return sorted(out)
 
 
-def _check_axis(cond: pd.DataFrame, axis: str, log: LogTable, src: str | None) -> None:
-    if axis not in cond.columns:
-        hint = " (it varies within runs: it is a per-step column)" if axis in log.series else ""
-        raise LogFormatError(f"--by column {axis!r} is not a condition column{hint}; conditions:"
-                             f" {sorted(cond.columns)}", path=src, column=axis,
-                             code=ErrorCode.NOT_A_CONDITION)
-    if not pd.api.types.is_numeric_dtype(cond[axis]):
-        raise LogFormatError(f"--by column {axis!r} is not numeric; the axis must be ordered",
-                             path=src, column=axis, code=ErrorCode.NOT_NUMERIC)
-    if cond[axis].isna().any():
-        r = cond.index[cond[axis].isna()][0]
-        raise LogFormatError(f"axis column {axis!r} is missing for run {safe(r)!r}", path=src,
-                             column=axis, code=ErrorCode.CONDITION_MISSING)
-
-
-def _py(v: Any) -> Any:
-    """A numpy scalar as a Python value, except a float32/float16 or boolean, which keeps its
-    type so that it is shown as stored (``0.85``, ``true``; JSON still gets the full value)."""
-    if isinstance(v, (np.float32, np.float16, np.bool_)):
-        return v
-    return v.item() if hasattr(v, "item") else v
-
-
 class _StudyRuns(NamedTuple):
     """A study's runs in its order (cells in axis order, runs by id within a cell)."""
 
@@ -428,7 +336,7 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, acc: AccuracyClocks,
     cell_values: list[Any] = []  # the cells' axis values, in order
     cell_rows: list[np.ndarray] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        av_py = _py(av_sorted[lo]) if axis is not None else None
+        av_py = cell_value(av_sorted[lo]) if axis is not None else None
         rr = run_rows[lo:hi]
         cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
                                     None if horizon is None else horizon.short[rr]))

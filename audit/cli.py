@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import click
 
-from .errors import ErrorCode, GrokauditError
+from .errors import ErrorCode, GrokauditError, flag_spelling
 from .options import (
     acc_scale_options,
     audit_options,
@@ -26,7 +26,9 @@ from .options import (
     input_options,
     limit_overrides,
     parse_pairs,
+    shared_overrides,
     split_list,
+    threshold_option,
 )
 from .text import safe
 from .version import __version__
@@ -72,7 +74,8 @@ class LazyGroup(click.Group):
         line on stderr and exit 2; so does an unexpected exception (a bug), so that a crash can
         never exit 1, which means "critical findings" (``GROKAUDIT_TRACEBACK=1`` re-raises)."""
         try:
-            return super().invoke(ctx)
+            with flag_spelling():  # the library's messages name --by, not by=
+                return super().invoke(ctx)
         except GrokauditError as exc:
             fail(exc)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
@@ -651,16 +654,13 @@ def _assign(value: str | None, flag: str) -> dict[str, Any]:
 
 def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every claim command."""
-    opts = [
+    opts: list[Callable[[Any], Any]] = [
         click.argument("path", nargs=-1, required=True, metavar="PATH..."),
         click.option("--json", "json_out", default=None, metavar="PATH|-",
                      help="write the versioned JSON result to PATH (- for stdout)"),
         click.option("-v", "--verbose", is_flag=True, help="show informational findings too"),
         click.option("-q", "--quiet", is_flag=True, help="print only the result line"),
-        click.option("--grok-threshold", type=float, default=None,
-                     help="test_acc that counts as grokked [default 0.9; valid (0, 1]]"),
-        click.option("--mem-threshold", type=float, default=None,
-                     help="train_acc that counts as memorized [default 0.99; valid (0, 1]]"),
+        threshold_option("grok_threshold"), threshold_option("mem_threshold"),
         click.option("--step-unit", type=click.Choice(["steps", "epochs"]), default=None,
                      help="what the log's step column counts [from provenance, else steps]"),
         click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -683,12 +683,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     from .config import build_config
 
     path = common["path"]
-    cfg = build_config(None, common["config_file"], {
-        "grok_threshold": common["grok_threshold"], "mem_threshold": common["mem_threshold"],
-        **acc_scale_options(common["acc_scale"]), "on_duplicate": common["on_duplicate"],
-        **limit_overrides(common),
-        "fail_on": common["fail_on"], "grok_on": common["grok_on"],
-        "grok_below": common["grok_below"], "full_below": common["full_below"]})
+    cfg = build_config(None, common["config_file"], shared_overrides(common))
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
     table = _read(path, common, cfg)

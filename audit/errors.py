@@ -7,6 +7,9 @@ carries an :class:`ErrorCode` (``exc.code``): scripts and tests test the code, n
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import Enum
 
 
@@ -95,13 +98,16 @@ class GrokauditError(Exception):
 class LogFormatError(GrokauditError, ValueError):
     """The log cannot be read as the canonical table (a missing or invalid column, bad values).
 
-    The message names the file, the column and the fix.
+    The message names the file, the column and the fix. ``param`` names the parameter whose
+    value was refused (``"by"``, ``"cell"``, ``"metrics"``…; None when it is the log itself):
+    the message spells it as the caller does (:func:`param_name`).
     """
 
     def __init__(self, message: str, *, code: ErrorCode, path: str | None = None,
-                 column: str | None = None) -> None:
+                 column: str | None = None, param: str | None = None) -> None:
         self.path = path
         self.column = column
+        self.param = param
         prefix = f"{path}: " if path else ""
         super().__init__(prefix + message, code=code)
 
@@ -128,6 +134,39 @@ class MissingExtraError(GrokauditError, ImportError):
 
     def __init__(self, message: str, *, code: ErrorCode = ErrorCode.MISSING_EXTRA) -> None:
         super().__init__(message, code=code)
+
+
+#: True while the command line runs: messages name a parameter by its flag (``--by``).
+_FLAG_SPELLING: ContextVar[bool] = ContextVar("grokaudit_flag_spelling", default=False)
+
+#: The flags not spelled ``--`` + the parameter's name.
+_FLAGS = {"metrics": "--metric"}
+
+
+def param_name(param: str) -> str:
+    """How a message names the parameter ``param`` (``"by"``; ``"baseline/raised"`` for
+    two): ``by=`` from the Python API, its flag ``--by`` while the command line runs
+    (:func:`flag_spelling`). The library raises with parameter names; only the CLI turns them
+    into flags."""
+    if _FLAG_SPELLING.get():
+        return "/".join(_FLAGS.get(p, "--" + p.replace("_", "-")) for p in param.split("/"))
+    return "/".join(f"{p}=" for p in param.split("/"))
+
+
+def param_value(param: str, value: str) -> str:
+    """``param`` given ``value``, as the caller writes it: ``cell=arch`` or ``--cell arch``."""
+    name = param_name(param)
+    return f"{name} {value}" if _FLAG_SPELLING.get() else f"{name}{value}"
+
+
+@contextmanager
+def flag_spelling() -> Iterator[None]:
+    """Within this block messages name parameters by their flags (the command line's)."""
+    token = _FLAG_SPELLING.set(True)
+    try:
+        yield
+    finally:
+        _FLAG_SPELLING.reset(token)
 
 
 class GrokauditWarning(UserWarning):

@@ -138,8 +138,8 @@ def config_options(f: F) -> F:
 
 def audit_options(f: F) -> F:
     """The options of every command that runs the audit (``check``, ``report``)."""
-    for flag, field, typ, text in reversed(THRESHOLD_FLAGS):
-        f = click.option(flag, field, type=typ, default=None, help=_help(text, field))(f)
+    for _, field, _, _ in reversed(THRESHOLD_FLAGS):
+        f = threshold_option(field)(f)
     f = _stack(f, [
         click.option("--by", "by", default=None, metavar="COL",
                      help="the axis column (default: the single varying numeric condition)"),
@@ -184,17 +184,38 @@ def acc_scale_options(raw: str | None) -> dict[str, Any]:
     return {"acc_scale": raw, "acc_scales": None}
 
 
+def input_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The config overrides named by the parsed options of :func:`input_options`."""
+    return {**acc_scale_options(params.get("acc_scale")),
+            "on_duplicate": params.get("on_duplicate"), **limit_overrides(params)}
+
+
+def grok_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The config overrides named by the parsed options of :func:`grok_options`."""
+    return {"grok_on": params.get("grok_on"), "grok_below": params.get("grok_below"),
+            "full_below": params.get("full_below")}
+
+
+def shared_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The config overrides of the options every command that audits shares (the claims
+    too): the thresholds of :data:`THRESHOLD_FLAGS` it has, :func:`input_options`,
+    :func:`config_options`' ``--fail-on``, :func:`grok_options` (``None``: not given)."""
+    return {**{field: params.get(field) for _, field, _, _ in THRESHOLD_FLAGS},
+            **input_overrides(params), "fail_on": params.get("fail_on"),
+            **grok_overrides(params)}
+
+
+def threshold_option(field: str) -> Callable[[F], F]:
+    """The option of :data:`THRESHOLD_FLAGS` that sets ``field`` (``--grok-threshold``)."""
+    flag, _, typ, text = next(t for t in THRESHOLD_FLAGS if t[1] == field)
+    return click.option(flag, field, type=typ, default=None, help=_help(text, field))
+
+
 def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     """The config overrides named by the parsed options of :func:`audit_options` (``None`` for
     an option not given)."""
-    out: dict[str, Any] = {field: params.get(field) for _, field, _, _ in THRESHOLD_FLAGS}
-    out.update(
-        by=params.get("by"), rule=params.get("rule"),
-        **acc_scale_options(params.get("acc_scale")),
-        on_duplicate=params.get("on_duplicate"), **limit_overrides(params),
-        fail_on=params.get("fail_on"), grok_on=params.get("grok_on"),
-        grok_relative=params.get("grok_relative"),
-        grok_below=params.get("grok_below"), full_below=params.get("full_below"),
-        cell=split_list(params.get("cell")) or None,
-        metrics=split_list(params.get("metrics")) or None)
-    return out
+    return {**shared_overrides(params),
+            "by": params.get("by"), "rule": params.get("rule"),
+            "grok_relative": params.get("grok_relative"),
+            "cell": split_list(params.get("cell")) or None,
+            "metrics": split_list(params.get("metrics")) or None}

@@ -38,13 +38,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ..config import AuditConfig
+from ..design import Axis, Design
 from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe, value_matches
 from .results import ClaimResult, Record, Span, finding, make_result
-from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .runs import RunClocks, py, run_clocks, studies
 from .stats import (
     BootstrapCI,
     Correlation,
@@ -383,15 +384,16 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
     the runs into separate studies; runs of one arm and one pair value that differ in another
     condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
     rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by", numeric=False)
-    require_columns(rc, [pair], "--pair", numeric=False)
+    design = Design.validate(rc.log, axes=[Axis(by, numeric=False),
+                                           Axis(pair, "pair", numeric=False)],
+                             cell=cell, pair=pair, what="the paired comparison")
     keep = np.ones(len(rc.frame), dtype=bool)
     if arms:  # the design check concerns the two arms compared only
         chosen = _arms(rc.frame, by, arms, source)
         keep = rc.frame[by].isin(chosen).to_numpy()
     rc_arms = rc.subset(keep)
     out = []
-    for key, rcs in studies(rc_arms, cell, [by, pair], source, "the paired comparison"):
+    for key, rcs in studies(rc_arms, design):
         body, fs = _study(rcs, by, pair, arms, alpha, level, seed, source)
         out.append((key, body, fs))
     params = {"by": by, "pair": pair, "arms": [str(a) for a in arms], "cell": list(cell),

@@ -52,12 +52,13 @@ import pyarrow as pa
 from scipy import optimize
 
 from ..config import AuditConfig
-from ..errors import ConfigError, ErrorCode, LogFormatError
+from ..design import Axis, Design
+from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
 from .results import ClaimResult, Record, finding, make_result, outward
-from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
 
 MODELS = ("exponential", "power", "saddle_node")
@@ -822,19 +823,18 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
                           "--mediator COL (they are never ignored)",
                           code=ErrorCode.INVALID_OPTION, option="--mediator")
     rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by")
-    axes = [by]
+    axes = [Axis(by)]
     if mediator is not None:
         if not (baseline and raised and sweep):
-            raise LogFormatError("mediation needs --baseline, --raised and --sweep with "
-                                 "--mediator", path=source, column="--mediator",
-                                 code=ErrorCode.INVALID_OPTION)
-        require_columns(rc, list(baseline) + list(raised), "--baseline/--raised",
-                        numeric=False)
-        require_columns(rc, [sweep], "--sweep")
-        axes = list(dict.fromkeys([by, sweep, *baseline, *raised]))
+            raise LogFormatError(f"mediation needs {param_name('baseline')}, "
+                                 f"{param_name('raised')} and {param_name('sweep')} with "
+                                 f"{param_name('mediator')}", path=source, column="--mediator",
+                                 param="mediator", code=ErrorCode.INVALID_OPTION)
+        axes += [Axis(sweep, "sweep"), *(Axis(c, "baseline/raised", numeric=False)
+                                         for c in dict.fromkeys([*baseline, *raised]))]
+    design = Design.validate(rc.log, axes=axes, cell=cell, what="the dose-response fit")
     out = []
-    for key, rcs in studies(rc, cell, axes, source, "the dose-response fit"):
+    for key, rcs in studies(rc, design):
         body, fs = _study(rcs, by, fit_range, level, seed, n_resamples, mediator, baseline,
                           raised, sweep, source)
         out.append((key, body, fs))

@@ -31,13 +31,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ..config import AuditConfig, replace
-from ..errors import ErrorCode, LogFormatError
+from ..design import Axis, Design
+from ..errors import ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
 from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result, outward
-from .runs import RunClocks, py, require_columns, run_clocks, stopped_early, studies
+from .runs import RunClocks, py, run_clocks, stopped_early, studies
 from .stats import (
     BootstrapCI,
     LinearFit,
@@ -801,26 +802,30 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     separate studies (``--cell``); runs sharing the ``by`` values but differing in another
     condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
     if not by:
-        raise LogFormatError("onset needs --by COL[,COL] (the hyperparameters of the scaling "
-                             "fit)", path=source, column="--by", code=ErrorCode.INVALID_OPTION)
+        raise LogFormatError(f"onset needs {param_value('by', 'COL[,COL]')} (the "
+                             "hyperparameters of the scaling fit)", path=source, column="--by",
+                             param="by", code=ErrorCode.INVALID_OPTION)
     rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, by, "--by", positive=True)
+    design = Design.validate(rc.log, axes=[Axis(c, positive=True) for c in by], cell=cell,
+                             what="the scaling fit")
     axes = list(phase_map) or (list(by[:2]) if len(by) >= 2 else [])
     for c in axes:
         if c not in by:
-            raise LogFormatError(f"--phase-map column {c!r} is not a --by column; the map "
-                                 "shows the cells of the fit", path=source, column=c,
+            raise LogFormatError(f"{param_name('phase_map')} column {c!r} is not a "
+                                 f"{param_name('by')} column; the map shows the cells of the "
+                                 "fit", path=source, column=c, param="phase_map",
                                  code=ErrorCode.INVALID_OPTION)
     if axes and len(axes) != 2:
-        raise LogFormatError("--phase-map takes two --by columns: ROW,COL", path=source,
-                             column="--phase-map", code=ErrorCode.INVALID_OPTION)
+        raise LogFormatError(f"{param_name('phase_map')} takes two {param_name('by')} columns: "
+                             "ROW,COL", path=source, column="--phase-map", param="phase_map",
+                             code=ErrorCode.INVALID_OPTION)
     out = []
-    for key, rcs in studies(rc, cell, by, source, "the scaling fit"):
+    for key, rcs in studies(rc, design):
         for c in by:
             if rcs.frame[c].nunique() < 2:
-                raise LogFormatError(f"--by column {c!r} has a single value "
+                raise LogFormatError(f"{param_name('by')} column {c!r} has a single value "
                                      f"({py(rcs.frame[c].iloc[0])!r}){_in(key)}; a scaling fit "
-                                     "needs it to vary", path=source, column=c,
+                                     "needs it to vary", path=source, column=c, param="by",
                                      code=ErrorCode.NO_AXIS)
         body, fs = _study(rcs, config, by, interactions, thresholds, axes, level, seed,
                           n_resamples, source)

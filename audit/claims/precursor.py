@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from ..clocks import pack
 from ..config import AuditConfig
+from ..design import Design
 from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
 from ..results import Finding
@@ -193,8 +194,8 @@ def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: in
     return out
 
 
-def _score(rc: RunClocks, col: str, flag: str, n_perm: int, seed: int) -> dict[str, Any]:
-    vals = require_series(rc, col, flag)
+def _score(rc: RunClocks, col: str, param: str, n_perm: int, seed: int) -> dict[str, Any]:
+    vals = require_series(rc, col, param)
     pk = _peaks(rc, vals)
     f = rc.frame
     tg = f["tg_value"].to_numpy(dtype=float)
@@ -233,7 +234,7 @@ class _Outcomes(NamedTuple):
 def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: float,
            level: float, seed: int) -> tuple[PrecursorBody, list[Finding]]:
     f = rc.frame
-    s = _score(rc, signal, "--signal", n_perm, seed)
+    s = _score(rc, signal, "signal", n_perm, seed)
     memorized = f["memorized"].to_numpy(dtype=bool)
     grokked = f["grokked"].to_numpy(dtype=bool)
     oc = _Outcomes(memorized, grokked, memorized & grokked & (s["pk"]["n_window"] == 0))
@@ -349,7 +350,7 @@ def _placebo(rc: RunClocks, placebo: str, s: Mapping[str, Any], n_perm: int, see
     """The placebo scored on the same runs: grokked, with a window for the signal and for the
     placebo (a run without placebo values is no failure of the placebo: it is left out, and
     counted); the exact McNemar test of the signal against it."""
-    ps = _score(rc, placebo, "--placebo", n_perm, seed)
+    ps = _score(rc, placebo, "placebo", n_perm, seed)
     both = s["use"] & (ps["pk"]["n_window"] > 0)
     a, b = s["ok"][both], ps["ok"][both]
     return PlaceboComparison(
@@ -405,13 +406,14 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
         raise LogFormatError("precursor needs train_acc (the memorization gate); the log has "
                              "none", path=source, column="train_acc",
                              code=ErrorCode.MISSING_COLUMN)
-    require_series(rc, signal, "--signal")
+    require_series(rc, signal, "signal")
     if placebo is not None:
-        require_series(rc, placebo, "--placebo")
+        require_series(rc, placebo, "placebo")
     elif DEFAULT_PLACEBO in rc.log.series and signal != DEFAULT_PLACEBO:
         placebo = DEFAULT_PLACEBO
     out = []
-    for key, rcs in studies(rc, cell, None, source, "the precursor statistic"):
+    design = Design.validate(rc.log, axes=None, cell=cell, what="the precursor statistic")
+    for key, rcs in studies(rc, design):
         body, fs = _study(rcs, signal, placebo, n_perm, alpha, level, seed)
         out.append((key, body, fs))
     params = {"signal": signal, "placebo": placebo, "cell": list(cell), "n_perm": n_perm,

@@ -1,7 +1,7 @@
 """Per-run clocks for the claim audits: the core's ``accuracy_clocks`` (interval- and
 right-censored ``t_mem``, ``t_grok``) joined with each run's conditions in one DataFrame; the
-core's censoring-aware cell median; the design check and the ``--cell`` split every claim
-command shares with ``grokaudit check``.
+core's censoring-aware cell median; the ``cell`` split of a :class:`~grokaudit.design.Design`
+(validated as ``grokaudit check`` validates its own) into studies.
 
 Every claim command starts here, so every claim uses the same clocks, censoring, medians and
 input validation as ``grokaudit check``.
@@ -22,9 +22,10 @@ import pyarrow as pa
 from ..cells import interval_median
 from ..clocks import AccuracyClocks, Event, accuracy_clocks
 from ..config import AuditConfig
-from ..errors import ConfigError, ErrorCode, LogFormatError
+from ..design import Design, cell_value
+from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
 from ..results import Interval
-from ..schema import SEED_COLUMNS, LogTable
+from ..schema import LogTable
 
 #: What a log's ``step`` column may count, as the adapters and the trainer spell it.
 STEP_UNITS = {"step": "steps", "steps": "steps", "epoch": "epochs", "epochs": "epochs"}
@@ -157,83 +158,43 @@ def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
     return RunClocks(log, acc, f, step_unit_of(log, step_unit), cfg.interval_censoring)
 
 
-def require_columns(rc: RunClocks, cols: Sequence[str], flag: str, *, numeric: bool = True,
-                    positive: bool = False) -> None:
-    """Raise :class:`LogFormatError` unless each column is a (numeric, positive) condition."""
-    cond = rc.log.conditions
-    src = rc.log.summary.source
-    for c in cols:
-        if c not in cond.columns:
-            hint = " (it varies within runs: it is a per-step column)" if c in rc.log.series \
-                else ""
-            raise LogFormatError(f"{flag} column {c!r} is not a condition column{hint}; "
-                                 f"conditions present: {sorted(cond.columns) or 'none'}",
-                                 path=src, column=c, code=ErrorCode.NOT_A_CONDITION)
-        if numeric and not pd.api.types.is_numeric_dtype(cond[c]):
-            raise LogFormatError(f"{flag} column {c!r} is not numeric", path=src, column=c,
-                                 code=ErrorCode.NOT_NUMERIC)
-        if numeric and cond[c].isna().any():
-            raise LogFormatError(f"{flag} column {c!r} is missing for some runs", path=src,
-                                 column=c, code=ErrorCode.CONDITION_MISSING)
-        if positive and (cond[c] <= 0).any():
-            raise LogFormatError(f"{flag} column {c!r} has values ≤ 0; its log is undefined "
-                                 "(choose a positive parametrization)", path=src, column=c,
-                                 code=ErrorCode.NOT_POSITIVE)
-
-
-def require_series(rc: RunClocks, col: str, flag: str) -> np.ndarray:
-    """The per-row values of a per-step column, or :class:`LogFormatError`."""
+def require_series(rc: RunClocks, col: str, param: str) -> np.ndarray:
+    """The per-row values of a per-step column, or :class:`LogFormatError` naming ``param``."""
     if col not in rc.log.series:
-        raise LogFormatError(f"{flag} column {col!r} is not a per-step column; per-step columns "
-                             f"present: {sorted(rc.log.series) or 'none'}",
-                             path=rc.log.summary.source, column=col, code=ErrorCode.NOT_A_SERIES)
+        raise LogFormatError(f"{param_name(param)} column {col!r} is not a per-step column; "
+                             f"per-step columns present: {sorted(rc.log.series) or 'none'}",
+                             path=rc.log.summary.source, column=col, param=param,
+                             code=ErrorCode.NOT_A_SERIES)
     return np.asarray(rc.log.series[col], dtype=np.float64)  # float32 as stored: widened
 
 
-def check_design(frame: pd.DataFrame, conditions: Sequence[str], axes: Sequence[str],
-                 cell: Sequence[str], source: str | None, what: str) -> None:
-    """Refuse to pool arms, as ``check`` does: two runs that share every value of ``axes``
-    (and of the ``--cell`` columns) but differ in another condition (the seed aside) would be
-    merged into one cell of ``what``. Raises ``DUPLICATE_AXIS_VALUES`` naming the columns to
-    pass to ``--cell``."""
-    others = [c for c in conditions
-              if c not in (*axes, *cell, *SEED_COLUMNS) and c in frame.columns]
-    if not others or frame.empty:
-        return
-    keys = [*cell, *axes]
-    nun = frame.groupby(keys, dropna=False, sort=True)[others].nunique(dropna=False)
-    bad = nun[(nun > 1).any(axis=1)]
-    if len(bad):
-        cols = sorted(c for c in others if (bad[c] > 1).any())
-        where = bad.index[0] if isinstance(bad.index[0], tuple) else (bad.index[0],)
-        at = ", ".join(f"{k}={py(v)!r}" for k, v in zip(keys, where))
-        raise LogFormatError(
-            f"DUPLICATE_AXIS_VALUES: runs with {at} differ in {cols}; {what} would pool them "
-            f"into one cell. Pass --cell {','.join(cols)} to audit them as separate studies",
-            path=source, column=cols[0], code=ErrorCode.DUPLICATE_AXIS_VALUES)
+def check_design(frame: pd.DataFrame, design: Design) -> None:
+    """Refuse to pool arms, as ``check`` does (:meth:`Design.refuse_pooling` over the runs of
+    ``frame``): ``DUPLICATE_AXIS_VALUES`` naming the columns to split with ``cell``."""
+    design.refuse_pooling(frame)
 
 
-def studies(rc: RunClocks, cell: Sequence[str], axes: Sequence[str] | None,
-            source: str | None, what: str) -> list[tuple[dict[str, Any], RunClocks]]:
-    """Split ``rc`` into studies by the ``--cell`` columns (one study without them), after
-    checking the design along ``axes`` (None: the command has no axis and pools runs)."""
-    require_columns(rc, list(cell), "--cell", numeric=False)
-    conds = list(rc.log.conditions.columns)
-    if axes is not None:
-        check_design(rc.frame, conds, axes, cell, source, what)
+def studies(rc: RunClocks, design: Design) -> list[tuple[dict[str, Any], RunClocks]]:
+    """Split ``rc`` into the studies of ``design`` (one per value of its ``cell`` columns, one
+    study without them), after refusing runs one of its cells would pool (:func:`check_design`;
+    not when the command pools runs). Each study's key holds its cell values as
+    :func:`grokaudit.design.cell_value` shows them, as in ``check``."""
+    check_design(rc.frame, design)
+    cell = list(design.cell)
     if not cell:
         return [({}, rc)]
     out = []
-    for key, idx in rc.frame.groupby(list(cell), sort=True, dropna=False).indices.items():
+    for key, idx in rc.frame.groupby(cell, sort=True, dropna=False).indices.items():
         key_t = key if isinstance(key, tuple) else (key,)
         mask = np.zeros(len(rc.frame), dtype=bool)
         mask[idx] = True
-        out.append(({c: py(v) for c, v in zip(cell, key_t)}, rc.subset(mask)))
+        out.append(({c: cell_value(v) for c, v in zip(cell, key_t)}, rc.subset(mask)))
     return out
 
 
 def py(v: Any) -> Any:
-    """A numpy scalar as a plain Python value."""
+    """A numpy scalar as a plain Python value (a float32 widened: a value computed with; a
+    cell's value as shown is :func:`grokaudit.design.cell_value`)."""
     return v.item() if hasattr(v, "item") else v
 
 

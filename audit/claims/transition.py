@@ -39,12 +39,13 @@ import pyarrow as pa
 
 from ..clocks import pack
 from ..config import AuditConfig
+from ..design import Axis, Design
 from ..reasons import Reason
 from ..results import Finding, Interval, format_number
 from ..schema import LogTable
 from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result, outward
-from .runs import RunClocks, py, require_columns, run_clocks, studies
+from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Proportion, bootstrap, wilson
 
 RIDGE = 1e-6
@@ -585,9 +586,10 @@ def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfi
     another condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates
     them."""
     rc = run_clocks(table, config, source, step_unit)
-    require_columns(rc, [by], "--by", positive=True)
+    design = Design.validate(rc.log, axes=[Axis(by, positive=True)], cell=cell,
+                             what="the transition fit")
     out = []
-    for key, rcs in studies(rc, cell, [by], source, "the transition fit"):
+    for key, rcs in studies(rc, design):
         body, fs = _study(rcs, by, level, seed, n_resamples)
         out.append((key, body, fs))
     params = {"by": by, "cell": list(cell), "level": level, "seed": seed,

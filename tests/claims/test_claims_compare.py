@@ -129,7 +129,7 @@ def test_pairs_across_two_tasks_are_refused_unless_split() -> None:
     with pytest.raises(LogFormatError) as exc:
         run_compare(log, make_config(), by="method", pair="seed")
     assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
-    assert "--cell task" in str(exc.value)
+    assert "cell=task" in str(exc.value) and exc.value.param == "cell"
     r = run_compare(log, make_config(), by="method", pair="seed", cell=["task"])
     assert [s.study for s in r.studies] == [{"task": "add"}, {"task": "mul"}]
     assert all(s.body.n_pairs == 3 for s in r.studies)

@@ -162,7 +162,7 @@ def test_two_arms_sharing_a_dose_are_refused_unless_cell_splits_them() -> None:
     log = pd.concat([a, b], ignore_index=True)
     with pytest.raises(LogFormatError) as exc:
         run_dose(log, make_config(), by="rho", n_resamples=20)
-    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and "--cell opt" in str(exc.value)
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and "cell=opt" in str(exc.value) and exc.value.param == "cell"
     r = run_dose(log, make_config(), by="rho", cell=["opt"], n_resamples=20)
     assert [s.study for s in r.studies] == [{"opt": "adamw"}, {"opt": "sgd"}]
     assert all(s.body.cells[0].n_runs == 3 for s in r.studies)  # not pooled: 3 seeds each

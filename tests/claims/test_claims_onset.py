@@ -181,7 +181,7 @@ def _two_arms() -> pd.DataFrame:
 def test_two_arms_sharing_an_axis_value_are_refused_unless_cell_splits_them() -> None:
     with pytest.raises(LogFormatError) as exc:
         run_onset(_two_arms(), make_config(), by=["H"], n_resamples=10)
-    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and "--cell arch" in str(exc.value)
+    assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and "cell=arch" in str(exc.value) and exc.value.param == "cell"
     r = run_onset(_two_arms(), make_config(), by=["H"], cell=["arch"], n_resamples=10)
     assert [s.study for s in r.studies] == [{"arch": "mlp"}, {"arch": "tf"}]
     slopes = [s.body.comparison[0].ols.estimate for s in r.studies]

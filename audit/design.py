@@ -1,0 +1,197 @@
+"""The study design of a log: the axis (or axes) runs are compared along, the ``cell`` columns
+that split them into separate studies, the pairing column of a paired comparison, and the
+conditions that are neither (replicate ids such as seeds, per-run outcomes).
+
+One :class:`Design` is made and validated by :meth:`Design.validate` for ``check`` and for
+every claim, so that every command refuses the same logs with the same codes (``NO_AXIS``,
+``AMBIGUOUS_AXIS``, ``NOT_A_CONDITION``, ``NOT_NUMERIC``, ``CONDITION_MISSING``,
+``NOT_POSITIVE``); :meth:`Design.refuse_pooling` refuses runs that one cell would pool
+(``DUPLICATE_AXIS_VALUES``). Messages name the parameter (``by=``), or its flag on the
+command line (:func:`grokaudit.errors.param_name`); :func:`cell_value` is the one way a cell's
+value leaves a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import ErrorCode, LogFormatError, param_name, param_value
+from .roles import nearly_unique
+from .schema import SEED_COLUMNS, LogTable
+from .text import format_value, safe
+
+
+def is_replicate_id(name: str) -> bool:
+    """A seed-like condition (``seed``, ``data_seed``): it names a replicate, not a setting."""
+    return name in SEED_COLUMNS or "seed" in name.lower()
+
+
+def design_columns(conditions: pd.DataFrame, outcomes: Iterable[str] = ()) -> list[str]:
+    """The conditions a run was trained under: not seeds (replicate ids), not outcomes."""
+    out = set(outcomes)
+    return [str(c) for c in conditions.columns if not is_replicate_id(str(c)) and c not in out]
+
+
+def cell_value(v: Any) -> Any:
+    """A cell's value as it leaves a table: a numpy scalar as a Python value, except a
+    float32/float16 or boolean, which keeps its type so that it is shown as stored (``0.85``,
+    ``true``; JSON still gets the full value)."""
+    if isinstance(v, (np.float32, np.float16, np.bool_)):
+        return v
+    return v.item() if hasattr(v, "item") else v
+
+
+def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | None,
+               outcomes: Iterable[str] = ()) -> str | None:
+    """The single numeric design condition with more than one value (besides seeds, outcomes
+    and ``exclude``); None when no design condition varies (every run was trained under the
+    same conditions: replicates, or one run). Several candidates: ``AMBIGUOUS_AXIS``; only
+    non-numeric ones: ``NO_AXIS`` (both with ``param="by"``)."""
+    skip = set(exclude)
+    design = [c for c in design_columns(conditions, outcomes) if c not in skip]
+    varying = [c for c in design if conditions[c].nunique(dropna=True) > 1]
+    cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c])]
+    if len(cands) == 1:
+        return str(cands[0])
+    if not varying:
+        return None
+    if not cands:
+        raise LogFormatError(
+            f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
+            f"each value as its own study with {param_value('cell', ','.join(sorted(varying)))}"
+            f", or pass {param_value('by', 'COLUMN')}", path=source, column="--by",
+            param="by", code=ErrorCode.NO_AXIS)
+    raise LogFormatError(
+        f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
+        f"{param_value('by', 'COLUMN')} and split the others with {param_name('cell')}",
+        path=source, column="--by", param="by", code=ErrorCode.AMBIGUOUS_AXIS)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A column the design is laid along, the parameter that named it, and what it must be."""
+
+    column: str
+    param: str = "by"  #: named in messages: ``by=`` (``--by`` on the command line)
+    numeric: bool = True  #: ordered: numeric, and known for every run
+    positive: bool = False  #: > 0 (a log-scale fit)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A validated study design. Cells are the runs sharing a value of every ``axes`` column,
+    within a study (the runs sharing a value of every ``cell`` column).
+
+    ``axes`` is empty when nothing varies (check without an axis) or the command pools runs
+    (``pooled``: the precursor statistic); ``pair`` is the paired comparison's pairing column
+    (also one of ``axes``). ``replicates`` are the seed-like conditions, ``outcomes`` the
+    per-run outcomes, ``design`` the conditions runs were trained under (neither).
+    """
+
+    axes: tuple[str, ...]
+    cell: tuple[str, ...]
+    pair: str | None
+    replicates: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    design: tuple[str, ...]
+    pooled: bool
+    source: str | None
+    what: str  #: what would pool runs, named in DUPLICATE_AXIS_VALUES: "the scaling fit"…
+
+    @property
+    def axis(self) -> str | None:
+        """The single axis of ``check`` (None: no condition varies)."""
+        return self.axes[0] if self.axes else None
+
+    @classmethod
+    def validate(cls, log: LogTable, *, axes: Sequence[Axis] | None, cell: Sequence[str] = (),
+                 infer: bool = False, pair: str | None = None, what: str = "the audit"
+                 ) -> Design:
+        """The design of ``log``, or :class:`LogFormatError`: every ``cell`` column is a
+        condition (``NOT_A_CONDITION``, ``param="cell"``); with ``infer`` and no ``axes``, the
+        axis is the one varying numeric design condition (:func:`infer_axis`); every axis is a
+        condition, numeric and known for every run where it must be ordered, positive where a
+        log is taken (``NOT_NUMERIC``, ``CONDITION_MISSING``, ``NOT_POSITIVE``, each naming
+        the axis's parameter). ``axes=None``: the command pools runs and has no axis."""
+        cond = log.conditions
+        src = log.summary.source
+        for c in cell:
+            _require(log, Axis(c, "cell", numeric=False))
+        given = list(axes or ())
+        named = {a.column for a in given}
+        outcomes = tuple(o for o in log.summary.outcomes if o not in cell and o not in named)
+        if axes is not None and not given and infer:
+            found = infer_axis(cond, cell, src, outcomes)
+            given = [Axis(found)] if found is not None else []
+        for a in given:
+            _require(log, a)
+        cols = tuple(dict.fromkeys(a.column for a in given))
+        outcomes = tuple(o for o in outcomes if o not in cols)
+        return cls(axes=cols, cell=tuple(cell), pair=pair,
+                   replicates=tuple(str(c) for c in cond.columns if is_replicate_id(str(c))),
+                   outcomes=outcomes, design=tuple(design_columns(cond, outcomes)),
+                   pooled=axes is None, source=src, what=what)
+
+    def refuse_pooling(self, conditions: pd.DataFrame) -> None:
+        """Refuse to pool arms: two runs of ``conditions`` (one row per run) that share every
+        ``cell`` and axis value but differ in another design condition would be merged into
+        one cell of ``what``. Raises ``DUPLICATE_AXIS_VALUES`` naming the columns to split
+        with ``cell``; a value that differs in (nearly) every run (a per-run id, a measured
+        quantity) cannot split runs into cells of replicates and is not proposed."""
+        if self.pooled or not self.axes:  # no axis: no cell is taken along one
+            return
+        keys = [*self.cell, *self.axes]
+        others = [c for c in self.design if c not in keys and c in conditions.columns]
+        if not others or conditions.empty:
+            return
+        nun = conditions.groupby(keys, dropna=False, sort=True)[others].nunique(dropna=False)
+        bad = nun[(nun > 1).any(axis=1)]
+        if not len(bad):
+            return
+        cols = sorted(c for c in others if (bad[c] > 1).any())
+        where = bad.index[0] if isinstance(bad.index[0], tuple) else (bad.index[0],)
+        at = ", ".join(f"{k}={format_value(v)}" for k, v in zip(keys, where))
+        unique = [c for c in cols if nearly_unique(conditions[c].tolist())]
+        split = [c for c in cols if c not in unique]
+        fix = (f"pass {param_value('cell', ','.join(split))} to audit them as separate studies"
+               if split else
+               f"{', '.join(unique)} differ in (nearly) every run (a random search?): the runs "
+               f"of a cell are not replicates; audit along {param_value('by', unique[0])}, or "
+               "drop the column from the log")
+        raise LogFormatError(
+            f"DUPLICATE_AXIS_VALUES: runs with {at} differ in {cols}; {self.what} would pool "
+            f"them into one cell: {fix}", path=self.source, column=cols[0],
+            param="cell" if split else "by", code=ErrorCode.DUPLICATE_AXIS_VALUES)
+
+
+def _require(log: LogTable, a: Axis) -> None:
+    """Raise :class:`LogFormatError` unless ``a.column`` is a condition (numeric, known for
+    every run and positive where ``a`` asks)."""
+    cond = log.conditions
+    src = log.summary.source
+    c, name = a.column, param_name(a.param)
+    if c not in cond.columns:
+        hint = " (it varies within runs: it is a per-step column)" if c in log.series else ""
+        raise LogFormatError(f"{name} column {c!r} is not a condition column (constant within "
+                             f"each run){hint}; conditions: {sorted(cond.columns) or 'none'}",
+                             path=src, column=c, param=a.param,
+                             code=ErrorCode.NOT_A_CONDITION)
+    if not a.numeric:
+        return
+    if not pd.api.types.is_numeric_dtype(cond[c]):
+        raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
+                             path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)
+    missing = cond[c].isna()
+    if missing.any():
+        raise LogFormatError(f"{name} column {c!r} is missing for run "
+                             f"{safe(cond.index[missing][0])!r}", path=src, column=c,
+                             param=a.param, code=ErrorCode.CONDITION_MISSING)
+    if a.positive and (cond[c] <= 0).any():
+        raise LogFormatError(f"{name} column {c!r} has values ≤ 0; its log is undefined "
+                             "(choose a positive parametrization)", path=src, column=c,
+                             param=a.param, code=ErrorCode.NOT_POSITIVE)

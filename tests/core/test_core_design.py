@@ -1,0 +1,122 @@
+"""One study design for `check` and every claim (issue 23, grokaudit.design): the library's
+errors name the parameter (``by=``, ``cell=``; ``exc.param``), the command line's the flag
+(``--by``, ``--cell``), with the same code; a float32 cell value is shown as stored by `check`
+and by a claim alike."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from grokaudit import audit_table
+from grokaudit.claims.simulate import make_log
+from grokaudit.claims.transition import run_transition
+from grokaudit.cli import cli
+from grokaudit.config import make_config
+from grokaudit.errors import ErrorCode, LogFormatError
+
+WDS = (0.5, 1.0, 2.0, 4.0)
+
+
+def _runs(**extra: object) -> pd.DataFrame:
+    """Two arms (``arch``) on one wd sweep, three seeds per cell; every run groks, earlier with
+    more weight decay."""
+    rows = [{"run": f"{a}_wd{wd}_s{s}", "t_grok": 4000.0 / wd + 300 * s + (500 if a == "b" else 0),
+             "budget": 20000.0, "wd": wd, "arch": a, "seed": s, **extra}
+            for a in ("a", "b") for wd in WDS for s in range(3)]
+    return pd.DataFrame(rows)
+
+
+def _log(runs: pd.DataFrame) -> pd.DataFrame:
+    return make_log(runs, every=200,
+                    series={"emb_erank": lambda r, s: 10.0 - 5.0 / (1 + np.exp(-(s - r["t_grok"])
+                                                                               / 500.0))})
+
+
+def _write(df: pd.DataFrame, path: Path) -> Path:
+    df.to_parquet(path, index=False)
+    return path
+
+
+def _cli(args: list[str]) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, args)
+    return r.exit_code, r.stderr
+
+
+def _flag_token(text: str, flag: str) -> bool:
+    """``--by`` appears as a flag (not as part of ``--by-x``), and no ``by=`` spelling."""
+    name = flag.lstrip("-")
+    return bool(re.search(rf"(?<![\w-]){re.escape(flag)}\b", text)) and f"{name}=" not in text
+
+
+def test_ambiguous_axis_names_by_in_the_library_and_the_flag_on_the_command_line(
+        tmp_path: Path) -> None:
+    df = _log(_runs())
+    df["lr"] = df["wd"] * 3  # a second varying numeric condition: no single axis
+    df["arch"] = "a"
+    df = df.drop_duplicates(["run", "step"])
+    with pytest.raises(LogFormatError) as exc:
+        audit_table(df, metrics=["emb_erank"])
+    assert exc.value.code is ErrorCode.AMBIGUOUS_AXIS and exc.value.param == "by"
+    assert "by=COLUMN" in str(exc.value) and "--by" not in str(exc.value)
+    code, err = _cli(["check", str(_write(df, tmp_path / "two_axes.parquet")),
+                      "--metric", "emb_erank"])
+    assert code == 2 and "[AMBIGUOUS_AXIS]" in err
+    assert _flag_token(err, "--by")
+
+
+def test_pooled_arms_name_cell_in_the_library_and_the_flag_on_the_command_line(
+        tmp_path: Path) -> None:
+    df = _log(_runs())
+    for call in (lambda: audit_table(df, by="wd", metrics=["emb_erank"]),
+                 lambda: run_transition(df, make_config(), by="wd", n_resamples=9)):
+        with pytest.raises(LogFormatError) as exc:
+            call()
+        assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
+        assert exc.value.param == "cell" and exc.value.column == "arch"
+        assert "cell=arch" in str(exc.value) and "--cell" not in str(exc.value)
+    p = _write(df, tmp_path / "pooled.parquet")
+    for args in (["check", str(p), "--by", "wd", "--metric", "emb_erank"],
+                 ["transition", str(p), "--by", "wd", "--n-resamples", "9"]):
+        code, err = _cli(args)
+        assert code == 2 and "[DUPLICATE_AXIS_VALUES]" in err, (args, err)
+        assert "--cell arch" in err and _flag_token(err, "--cell"), err
+
+
+def test_an_axis_that_is_not_a_condition_names_by_in_both_check_and_a_claim(
+        tmp_path: Path) -> None:
+    df = _log(_runs())
+    for call in (lambda: audit_table(df, by="emb_erank", cell=["arch"]),
+                 lambda: run_transition(df, make_config(), by="emb_erank", cell=["arch"])):
+        with pytest.raises(LogFormatError) as exc:
+            call()
+        assert exc.value.code is ErrorCode.NOT_A_CONDITION
+        assert exc.value.param == "by" and exc.value.column == "emb_erank"
+        assert "by=" in str(exc.value) and "--by" not in str(exc.value)
+    p = _write(df, tmp_path / "series_axis.parquet")
+    for cmd in ("check", "transition"):
+        code, err = _cli([cmd, str(p), "--by", "emb_erank", "--cell", "arch"])
+        assert code == 2 and "[NOT_A_CONDITION]" in err and _flag_token(err, "--by"), err
+
+
+def test_check_and_a_claim_show_a_float32_cell_value_as_stored(tmp_path: Path) -> None:
+    runs = _runs()
+    runs["lr"] = np.where(runs["arch"] == "a", 0.85, 0.3)
+    df = _log(runs.drop(columns="arch"))
+    df["lr"] = df["lr"].astype(np.float32)
+    p = _write(df, tmp_path / "f32_cell.parquet")
+    stored = {str(np.float32(0.85)), str(np.float32(0.3))}
+    widened = {repr(float(np.float32(0.85))), repr(float(np.float32(0.3)))}
+    shown = {}
+    for args in (["check", str(p), "--by", "wd", "--cell", "lr", "--metric", "emb_erank",
+                  "-v"],
+                 ["transition", str(p), "--by", "wd", "--cell", "lr", "--n-resamples", "9"]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code in (0, 1), r.output
+        shown[args[0]] = set(re.findall(r"\blr=([0-9.e+-]+)", r.stdout))
+        assert not any(w in r.stdout for w in widened), r.stdout
+    assert shown["check"] == shown["transition"] == stored
