@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("wandb", reason="wandb is not installed")
 
 from grokaudit.adapters import wandb as wb  # noqa: E402
+from grokaudit.adapters._wandb_values import numbers  # noqa: E402
 from grokaudit.adapters.merge import ReadOptions  # noqa: E402
 from grokaudit.adapters.points import Points  # noqa: E402
 from grokaudit.errors import LogFormatError  # noqa: E402
@@ -146,13 +147,13 @@ def test_numbers_read_at_once_equal_python() -> None:
     buf = np.frombuffer(b"".join(texts) + bytes(16), dtype=np.uint8)
     length = np.array([len(t) for t in texts])
     at = np.cumsum(length) - length
-    got = wb._numbers(buf, at, length)
+    got = numbers(buf, at, length)
     assert got is not None
     assert got.tobytes() == np.array([float(t) for t in texts]).tobytes()
     for odd in (b"1_0", b" 1", b"nan(1)", b"-nan", b"0x10", b"1e", b""):
         buf = np.frombuffer(b"1" + odd + bytes(16), dtype=np.uint8)
-        assert wb._numbers(buf, np.array([0, 1]), np.array([1, len(odd)])) is None
-    assert wb._numbers(np.frombuffer(b"12" + bytes(16), dtype=np.uint8), np.array([0]),
+        assert numbers(buf, np.array([0, 1]), np.array([1, len(odd)])) is None
+    assert numbers(np.frombuffer(b"12" + bytes(16), dtype=np.uint8), np.array([0]),
                        np.array([2]), integers=True).tolist() == [12]
 
 
