@@ -406,6 +406,98 @@ def records(data: bytes, file: str, points: Points) -> list[bytes]:
     return out
 
 
+_Rows = tuple[list[int], list[str], list[int], list[float], list[float]]  #: rec, key, step, value, wall
+
+
+class _Slow:
+    """What protobuf read of the records the numpy pass left (see :func:`_read_slow`)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id  #: the run's id (from its run record, else the file name)
+        self.names: dict[str, str] = {}  #: run id -> display name
+        self.rows: _Rows = ([], [], [], [], [])
+        self.config: dict[str, Any] = {}
+        self.skipped = 0  #: non-numeric history values
+        self.error: tuple[int, LogFormatError] | None = None  #: the first bad record
+
+
+def _history_rows(k: int, history: Any, slow: _Slow, file: str) -> None:
+    """Add the values of history record ``k`` (a protobuf) to ``slow.rows``."""
+    step = None
+    wall = math.nan
+    vals: list[tuple[str, float]] = []
+    for item in history.item:
+        key = item.key or ".".join(item.nested_key)
+        if key == "_step":
+            step = _step_value(item.value_json)
+        elif key == "_timestamp":
+            w = _value(item.value_json)
+            wall = float(w) if isinstance(w, (int, float)) else math.nan
+        elif key.startswith("_"):
+            continue
+        else:
+            v = _value(item.value_json)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                vals.append((key, float(v)))
+            else:
+                slow.skipped += 1
+    if step is None and history.HasField("step"):
+        step = history.step.num
+    if not vals:
+        return
+    istep = _checked_step(k, step, vals[0][0], file)  # raises for a record without a step
+    for key, v in vals:
+        for col, x in zip(slow.rows, (k, key, istep, v, wall)):
+            col.append(x)  # type: ignore[attr-defined]
+
+
+def _read_slow(pb: Any, bufx: bytes, starts: np.ndarray, ends: np.ndarray, fast: _Fast,
+               slow: _Slow, file: str) -> None:
+    """Read the records ``fast.slow`` with wandb's ``Record`` protobuf, in file order, up to
+    the first bad one (``slow.error``), or the numpy pass's first error."""
+    for k in fast.slow.tolist():
+        if fast.error is not None and k > fast.error[0]:
+            break
+        try:
+            rec = pb.Record.FromString(bufx[int(starts[k]):int(ends[k])])
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError
+            slow.error = (k, LogFormatError(f"record {k} passes its CRC but is not a wandb "
+                                            "Record protobuf (a damaged file, or a newer W&B "
+                                            "format?)", path=file,
+                                            code=ErrorCode.CORRUPT_RECORD))
+            return
+        kind = rec.WhichOneof("record_type")
+        if kind == "history":
+            try:
+                _history_rows(k, rec.history, slow, file)
+            except LogFormatError as exc:
+                slow.error = (k, exc)
+                return
+        elif kind == "run":
+            if rec.run.run_id:
+                slow.run_id = rec.run.run_id
+            if rec.run.display_name:
+                slow.names.setdefault(slow.run_id, rec.run.display_name)
+            for item in rec.run.config.update:
+                slow.config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
+        elif kind == "config":
+            for item in rec.config.update:
+                slow.config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
+
+
+def _framed(data: bytes, file: str, points: Points) -> tuple[bytes, np.ndarray, np.ndarray, int]:
+    """The records of one file: (buffer, starts, ends, bytes of the file in the buffer);
+    an intact file is framed at once, a damaged one walked record by record, with findings."""
+    _check_header(data, file)
+    framed = _records_fast(data)
+    if framed is not None:
+        return (*framed, len(data))
+    payloads = records(data, file, points)
+    lens = np.array([len(b) for b in payloads], dtype=np.int64)
+    return (b"".join(payloads) + bytes(16), np.cumsum(lens) - lens, np.cumsum(lens),
+            int(lens.sum()))
+
+
 def read_offline(path: Path, options: ReadOptions) -> Points:
     """Read offline run directories; a resumed run (same id, second directory) is merged.
 
@@ -426,86 +518,20 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
         if not data:
             raise LogFormatError("file is empty; there is nothing to read", path=str(f),
                                  code=ErrorCode.FILE_EMPTY)
-        _check_header(data, str(f))
-        framed = _records_fast(data)
-        n_main = len(data)
-        if framed is None:  # damaged: walked record by record, with findings
-            payloads = records(data, str(f), points)
-            lens = np.array([len(b) for b in payloads], dtype=np.int64)
-            framed = (b"".join(payloads) + bytes(16), np.cumsum(lens) - lens, np.cumsum(lens))
-            n_main = int(lens.sum())
-        bufx, starts, ends = framed
+        bufx, starts, ends, n_main = _framed(data, str(f), points)
         del data
-        run_id = re.sub(r"^run-", "", f.stem)
         fast = _decode_fast(bufx, starts, ends, str(f), n_main)
-        skipped += fast.skipped
-        rows: tuple[list[int], list[str], list[int], list[float], list[float]] = \
-            ([], [], [], [], [])
-        config: dict[str, Any] = {}
-        error: tuple[int, LogFormatError] | None = None
-        for k in fast.slow.tolist():
-            if fast.error is not None and k > fast.error[0]:
-                break
-            try:
-                rec = pb.Record.FromString(bufx[int(starts[k]):int(ends[k])])
-            except Exception:  # noqa: BLE001 - protobuf's DecodeError
-                error = (k, LogFormatError(f"record {k} passes its CRC but is not a wandb "
-                                           "Record protobuf (a damaged file, or a newer W&B "
-                                           "format?)", path=str(f),
-                                           code=ErrorCode.CORRUPT_RECORD))
-                break
-            kind = rec.WhichOneof("record_type")
-            if kind == "history":
-                step = None
-                wall = math.nan
-                vals: list[tuple[str, float]] = []
-                for item in rec.history.item:
-                    key = item.key or ".".join(item.nested_key)
-                    if key == "_step":
-                        step = _step_value(item.value_json)
-                    elif key == "_timestamp":
-                        w = _value(item.value_json)
-                        wall = float(w) if isinstance(w, (int, float)) else math.nan
-                    elif key.startswith("_"):
-                        continue
-                    else:
-                        v = _value(item.value_json)
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            vals.append((key, float(v)))
-                        else:
-                            skipped += 1
-                if step is None and rec.history.HasField("step"):
-                    step = rec.history.step.num
-                if not vals:
-                    continue
-                try:
-                    istep = _checked_step(k, step, vals[0][0], str(f))
-                except LogFormatError as exc:
-                    error = (k, exc)
-                    break
-                for key, v in vals:
-                    rows[0].append(k)
-                    rows[1].append(key)
-                    rows[2].append(istep)
-                    rows[3].append(v)
-                    rows[4].append(wall)
-            elif kind == "run":
-                if rec.run.run_id:
-                    run_id = rec.run.run_id
-                if rec.run.display_name:
-                    names.setdefault(run_id, rec.run.display_name)
-                for item in rec.run.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
-            elif kind == "config":
-                for item in rec.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
-        if fast.error is not None and (error is None or fast.error[0] < error[0]):
+        slow = _Slow(re.sub(r"^run-", "", f.stem))
+        slow.names = names
+        _read_slow(pb, bufx, starts, ends, fast, slow, str(f))
+        skipped += fast.skipped + slow.skipped
+        if fast.error is not None and (slow.error is None or fast.error[0] < slow.error[0]):
             raise fast.error[1]
-        if error is not None:
-            raise error[1]
-        run = names.get(run_id, run_id)
-        _add_series(points, run, fast, rows)
-        for key, v in config.items():
+        if slow.error is not None:
+            raise slow.error[1]
+        run = names.get(slow.run_id, slow.run_id)
+        _add_series(points, run, fast, slow.rows)
+        for key, v in slow.config.items():
             if key.startswith("_") or isinstance(v, (dict, list)) or v is None:
                 continue
             points.add_condition(run, key, v)
@@ -516,8 +542,7 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
     return points
 
 
-def _add_series(points: Points, run: str, fast: _Fast,
-                rows: tuple[list[int], list[str], list[int], list[float], list[float]]) -> None:
+def _add_series(points: Points, run: str, fast: _Fast, rows: _Rows) -> None:
     """One chunk per metric, in order of first appearance, from the values read by numpy and
     by protobuf (merged back into record order)."""
     ids: dict[str, int] = {k: i for i, k in enumerate(fast.key)}
