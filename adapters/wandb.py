@@ -633,9 +633,10 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     length = bufp[at + 4].astype(np.int64) | (bufp[at + 5].astype(np.int64) << 8)
     kind = bufp[at + 6]
     want = _u32_at(head, at)
-    got = list(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
-                                                          (at + REC.size + length).tolist()))))
-    if not np.array_equal(np.array(got, dtype=np.uint32), want):
+    got = np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
+                                                                (at + REC.size + length).tolist()))),
+                      dtype=np.uint32, count=at.size)
+    if not np.array_equal(got, want):
         return None
     # fragments: (FULL | FIRST MIDDLE* LAST)* exactly, else the walk decides what is kept
     prev = np.concatenate(([LAST], kind[:-1]))
@@ -661,7 +662,7 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         rec_ends[w] = extra_at + len(body)
         extra_at += len(body)
         joined.append(body)
-    return data + b"".join(joined) + bytes(16), rec_starts, rec_ends
+    return b"".join([data, *joined, bytes(16)]), rec_starts, rec_ends  # one copy
 
 
 def _u32_at(views: list[np.ndarray], pos: np.ndarray) -> np.ndarray:
