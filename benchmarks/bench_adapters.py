@@ -306,19 +306,23 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def reader_at(rev: str) -> Callable[[Path], int]:
-    """The W&B offline reader of commit ``rev``: its ``adapters/wandb.py`` loaded as a module of
-    the current package (its relative imports resolve to the current modules)."""
+def reader_at(rev: str | None) -> Callable[[Path], int]:
+    """The W&B offline reader (``read_offline``, its points counted) of commit ``rev``: its
+    ``adapters/wandb.py`` loaded as a module of the current package (its relative imports
+    resolve to the current modules); None: the current one."""
     import subprocess
     import types
 
-    src = subprocess.run(["git", "show", f"{rev}:adapters/wandb.py"], capture_output=True,
-                         text=True, check=True, cwd=Path(__file__).resolve().parent).stdout
-    mod = types.ModuleType("grokaudit.adapters._wandb_before")
-    mod.__package__ = "grokaudit.adapters"
-    sys.modules[mod.__name__] = mod
-    exec(compile(src, f"{rev}:adapters/wandb.py", "exec"), mod.__dict__)  # noqa: S102
+    from grokaudit.adapters import wandb as mod
     from grokaudit.adapters.merge import ReadOptions
+
+    if rev is not None:
+        src = subprocess.run(["git", "show", f"{rev}:adapters/wandb.py"], capture_output=True,
+                             text=True, check=True, cwd=Path(__file__).resolve().parent).stdout
+        mod = types.ModuleType("grokaudit.adapters._wandb_before")
+        mod.__package__ = "grokaudit.adapters"
+        sys.modules[mod.__name__] = mod
+        exec(compile(src, f"{rev}:adapters/wandb.py", "exec"), mod.__dict__)  # noqa: S102
 
     def read(root: Path) -> int:
         pts = mod.read_offline(root, ReadOptions())
@@ -373,9 +377,11 @@ def main(argv: list[str] | None = None) -> None:
         if nw and importlib.util.find_spec("wandb") is not None:
             wb = cached(cache, f"wandb-{nw}", lambda d: write_wandb(d, nw)) / "wandb"
             fns = {"grokaudit read_log": lambda: _points(read_log(wb))}
-            if args.wandb_before:
-                before = reader_at(args.wandb_before)
-                fns[f"grokaudit read_log at {args.wandb_before}"] = lambda: before(wb)
+            if args.wandb_before:  # the reader alone (its points), now and at REV, in turn
+                now, before = reader_at(None), reader_at(args.wandb_before)
+                fns["grokaudit read_offline (points only)"] = lambda: now(wb)
+                fns[f"grokaudit read_offline at {args.wandb_before} (points only)"] = \
+                    lambda: before(wb)
             for who, t in side_by_side(fns, args.repeat, nw).items():
                 rows.append(("wandb-offline", who, nw, t))
             rows.append(("wandb-offline", "wandb Record protobuf, record by record", nw,
