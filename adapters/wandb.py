@@ -29,9 +29,7 @@ import json
 import math
 import re
 import struct
-import warnings
 import zlib
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +37,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.schema import STEP_MAX
 from grokaudit.text import safe
 
+from ._wandb_decode import Fast as _Fast
+from ._wandb_decode import decode_fast as _decode_fast
+from ._wandb_values import _checked_step, _json_value, _step_value, _value
 from .files import check_tail, header_of, melt_wide, read_file, table_files
 from .merge import ReadOptions
 from .points import Points, as_steps
 from .records import TABLE_SUFFIXES, load
 from .registry import Reader, import_extra
-from .tensorboard import _tag_codes, _varint
 
 # ------------------------------------------------------------------------------------------
 # panel CSV exports
@@ -328,7 +327,6 @@ MAGIC = (b":W&B", 0xBEE1)
 BLOCK = 32768
 REC = struct.Struct("<IHB")
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-_SPECIAL = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def wandb_files(path: Path) -> list[Path]:
@@ -408,37 +406,96 @@ def records(data: bytes, file: str, points: Points) -> list[bytes]:
     return out
 
 
-def _value(text: str) -> Any:
-    """A history value: float fast path (also reads NaN and Infinity), else JSON."""
-    try:
-        return float(text)
-    except ValueError:
-        return _json_value(text)
+_Rows = tuple[list[int], list[str], list[int], list[float], list[float]]  #: rec, key, step, value, wall
 
 
-def _step_value(text: str) -> int | float | str | None:
-    """A ``_step`` value_json: an int (read exactly, whatever its size), an integral float
-    (``2.0``), None for ``null``, else the text itself (refused by the caller)."""
-    t = text.strip()
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        return float(t)  # non-finite and fractional steps are refused by the caller
-    except ValueError:
-        pass
-    return None if t == "null" else t
+class _Slow:
+    """What protobuf read of the records the numpy pass left (see :func:`_read_slow`)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id  #: the run's id (from its run record, else the file name)
+        self.names: dict[str, str] = {}  #: run id -> display name
+        self.rows: _Rows = ([], [], [], [], [])
+        self.config: dict[str, Any] = {}
+        self.skipped = 0  #: non-numeric history values
+        self.error: tuple[int, LogFormatError] | None = None  #: the first bad record
 
 
-def _json_value(text: str) -> Any:
-    try:
-        v = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(v, str):
-        return _SPECIAL.get(v)
-    return v
+def _history_rows(k: int, history: Any, slow: _Slow, file: str) -> None:
+    """Add the values of history record ``k`` (a protobuf) to ``slow.rows``."""
+    step = None
+    wall = math.nan
+    vals: list[tuple[str, float]] = []
+    for item in history.item:
+        key = item.key or ".".join(item.nested_key)
+        if key == "_step":
+            step = _step_value(item.value_json)
+        elif key == "_timestamp":
+            w = _value(item.value_json)
+            wall = float(w) if isinstance(w, (int, float)) else math.nan
+        elif key.startswith("_"):
+            continue
+        else:
+            v = _value(item.value_json)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                vals.append((key, float(v)))
+            else:
+                slow.skipped += 1
+    if step is None and history.HasField("step"):
+        step = history.step.num
+    if not vals:
+        return
+    istep = _checked_step(k, step, vals[0][0], file)  # raises for a record without a step
+    for key, v in vals:
+        for col, x in zip(slow.rows, (k, key, istep, v, wall)):
+            col.append(x)  # type: ignore[attr-defined]
+
+
+def _read_slow(pb: Any, bufx: bytes, starts: np.ndarray, ends: np.ndarray, fast: _Fast,
+               slow: _Slow, file: str) -> None:
+    """Read the records ``fast.slow`` with wandb's ``Record`` protobuf, in file order, up to
+    the first bad one (``slow.error``), or the numpy pass's first error."""
+    for k in fast.slow.tolist():
+        if fast.error is not None and k > fast.error[0]:
+            break
+        try:
+            rec = pb.Record.FromString(bufx[int(starts[k]):int(ends[k])])
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError
+            slow.error = (k, LogFormatError(f"record {k} passes its CRC but is not a wandb "
+                                            "Record protobuf (a damaged file, or a newer W&B "
+                                            "format?)", path=file,
+                                            code=ErrorCode.CORRUPT_RECORD))
+            return
+        kind = rec.WhichOneof("record_type")
+        if kind == "history":
+            try:
+                _history_rows(k, rec.history, slow, file)
+            except LogFormatError as exc:
+                slow.error = (k, exc)
+                return
+        elif kind == "run":
+            if rec.run.run_id:
+                slow.run_id = rec.run.run_id
+            if rec.run.display_name:
+                slow.names.setdefault(slow.run_id, rec.run.display_name)
+            for item in rec.run.config.update:
+                slow.config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
+        elif kind == "config":
+            for item in rec.config.update:
+                slow.config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
+
+
+def _framed(data: bytes, file: str, points: Points) -> tuple[bytes, np.ndarray, np.ndarray, int]:
+    """The records of one file: (buffer, starts, ends, bytes of the file in the buffer);
+    an intact file is framed at once, a damaged one walked record by record, with findings."""
+    _check_header(data, file)
+    framed = _records_fast(data)
+    if framed is not None:
+        return (*framed, len(data))
+    payloads = records(data, file, points)
+    lens = np.array([len(b) for b in payloads], dtype=np.int64)
+    return (b"".join(payloads) + bytes(16), np.cumsum(lens) - lens, np.cumsum(lens),
+            int(lens.sum()))
 
 
 def read_offline(path: Path, options: ReadOptions) -> Points:
@@ -461,86 +518,20 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
         if not data:
             raise LogFormatError("file is empty; there is nothing to read", path=str(f),
                                  code=ErrorCode.FILE_EMPTY)
-        _check_header(data, str(f))
-        framed = _records_fast(data)
-        n_main = len(data)
-        if framed is None:  # damaged: walked record by record, with findings
-            payloads = records(data, str(f), points)
-            lens = np.array([len(b) for b in payloads], dtype=np.int64)
-            framed = (b"".join(payloads) + bytes(16), np.cumsum(lens) - lens, np.cumsum(lens))
-            n_main = int(lens.sum())
-        bufx, starts, ends = framed
+        bufx, starts, ends, n_main = _framed(data, str(f), points)
         del data
-        run_id = re.sub(r"^run-", "", f.stem)
         fast = _decode_fast(bufx, starts, ends, str(f), n_main)
-        skipped += fast.skipped
-        rows: tuple[list[int], list[str], list[int], list[float], list[float]] = \
-            ([], [], [], [], [])
-        config: dict[str, Any] = {}
-        error: tuple[int, LogFormatError] | None = None
-        for k in fast.slow.tolist():
-            if fast.error is not None and k > fast.error[0]:
-                break
-            try:
-                rec = pb.Record.FromString(bufx[int(starts[k]):int(ends[k])])
-            except Exception:  # noqa: BLE001 - protobuf's DecodeError
-                error = (k, LogFormatError(f"record {k} passes its CRC but is not a wandb "
-                                           "Record protobuf (a damaged file, or a newer W&B "
-                                           "format?)", path=str(f),
-                                           code=ErrorCode.CORRUPT_RECORD))
-                break
-            kind = rec.WhichOneof("record_type")
-            if kind == "history":
-                step = None
-                wall = math.nan
-                vals: list[tuple[str, float]] = []
-                for item in rec.history.item:
-                    key = item.key or ".".join(item.nested_key)
-                    if key == "_step":
-                        step = _step_value(item.value_json)
-                    elif key == "_timestamp":
-                        w = _value(item.value_json)
-                        wall = float(w) if isinstance(w, (int, float)) else math.nan
-                    elif key.startswith("_"):
-                        continue
-                    else:
-                        v = _value(item.value_json)
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            vals.append((key, float(v)))
-                        else:
-                            skipped += 1
-                if step is None and rec.history.HasField("step"):
-                    step = rec.history.step.num
-                if not vals:
-                    continue
-                try:
-                    istep = _checked_step(k, step, vals[0][0], str(f))
-                except LogFormatError as exc:
-                    error = (k, exc)
-                    break
-                for key, v in vals:
-                    rows[0].append(k)
-                    rows[1].append(key)
-                    rows[2].append(istep)
-                    rows[3].append(v)
-                    rows[4].append(wall)
-            elif kind == "run":
-                if rec.run.run_id:
-                    run_id = rec.run.run_id
-                if rec.run.display_name:
-                    names.setdefault(run_id, rec.run.display_name)
-                for item in rec.run.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
-            elif kind == "config":
-                for item in rec.config.update:
-                    config[item.key or ".".join(item.nested_key)] = _json_value(item.value_json)
-        if fast.error is not None and (error is None or fast.error[0] < error[0]):
+        slow = _Slow(re.sub(r"^run-", "", f.stem))
+        slow.names = names
+        _read_slow(pb, bufx, starts, ends, fast, slow, str(f))
+        skipped += fast.skipped + slow.skipped
+        if fast.error is not None and (slow.error is None or fast.error[0] < slow.error[0]):
             raise fast.error[1]
-        if error is not None:
-            raise error[1]
-        run = names.get(run_id, run_id)
-        _add_series(points, run, fast, rows)
-        for key, v in config.items():
+        if slow.error is not None:
+            raise slow.error[1]
+        run = names.get(slow.run_id, slow.run_id)
+        _add_series(points, run, fast, slow.rows)
+        for key, v in slow.config.items():
             if key.startswith("_") or isinstance(v, (dict, list)) or v is None:
                 continue
             points.add_condition(run, key, v)
@@ -551,18 +542,14 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
     return points
 
 
-def _add_series(points: Points, run: str, fast: _Fast,
-                rows: tuple[list[int], list[str], list[int], list[float], list[float]]) -> None:
+def _add_series(points: Points, run: str, fast: _Fast, rows: _Rows) -> None:
     """One chunk per metric, in order of first appearance, from the values read by numpy and
     by protobuf (merged back into record order)."""
     ids: dict[str, int] = {k: i for i, k in enumerate(fast.key)}
-    rec_steps = np.zeros(max(fast.rec_step, default=-1) + 1, dtype=np.int64)
-    if fast.rec_step:
-        rec_steps[list(fast.rec_step)] = list(fast.rec_step.values())
     rec = [fast.rec, np.array(rows[0], dtype=np.int64)]
     key = [fast.key_code, np.array([ids.setdefault(k, len(ids)) for k in rows[1]],
                                    dtype=np.int64)]
-    step = [rec_steps[fast.rec], np.array(rows[2], dtype=np.int64)]
+    step = [fast.step, np.array(rows[2], dtype=np.int64)]
     value = [fast.value, np.array(rows[3], dtype=np.float64)]
     wall = [fast.wall, np.array(rows[4], dtype=np.float64)]
     r, kc, st, val, wt = (np.concatenate(x) for x in (rec, key, step, value, wall))
@@ -646,9 +633,10 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     length = bufp[at + 4].astype(np.int64) | (bufp[at + 5].astype(np.int64) << 8)
     kind = bufp[at + 6]
     want = _u32_at(head, at)
-    got = list(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
-                                                          (at + REC.size + length).tolist()))))
-    if not np.array_equal(np.array(got, dtype=np.uint32), want):
+    got = np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
+                                                                (at + REC.size + length).tolist()))),
+                      dtype=np.uint32, count=at.size)
+    if not np.array_equal(got, want):
         return None
     # fragments: (FULL | FIRST MIDDLE* LAST)* exactly, else the walk decides what is kept
     prev = np.concatenate(([LAST], kind[:-1]))
@@ -674,7 +662,7 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         rec_ends[w] = extra_at + len(body)
         extra_at += len(body)
         joined.append(body)
-    return data + b"".join(joined) + bytes(16), rec_starts, rec_ends
+    return b"".join([data, *joined, bytes(16)]), rec_starts, rec_ends  # one copy
 
 
 def _u32_at(views: list[np.ndarray], pos: np.ndarray) -> np.ndarray:
@@ -683,334 +671,6 @@ def _u32_at(views: list[np.ndarray], pos: np.ndarray) -> np.ndarray:
         sel = np.flatnonzero(pos % 4 == k)
         out[sel] = views[k][(pos[sel] - k) // 4]
     return out
-
-
-def _texts(data: bytes, start: np.ndarray, length: np.ndarray) -> list[bytes]:
-    return list(map(data.__getitem__, map(slice, start.tolist(), (start + length).tolist())))
-
-
-def _joined(bufp: np.ndarray, at: np.ndarray, length: np.ndarray) -> bytes:
-    """The texts ``bufp[at:at+length]``, each followed by a comma, gathered by numpy (the
-    source index of each output byte is a running sum: +1 within a text, a jump between)."""
-    parts = []
-    for lo in range(0, at.size, 1 << 18):  # bounded index arrays
-        a, n = at[lo:lo + (1 << 18)], length[lo:lo + (1 << 18)] + 1  # the byte after: a comma
-        first = np.cumsum(n) - n
-        step = np.ones(int(n.sum()), dtype=np.int32 if bufp.size < 2**31 else np.int64)
-        step[0] = a[0]
-        step[first[1:]] = a[1:] - (a[:-1] + n[:-1] - 1)
-        out = bufp[np.cumsum(step)]
-        out[first + n - 1] = ord(",")
-        parts.append(out.tobytes())
-    return b"".join(parts)
-
-
-_SIGNED_NAN = re.compile(rb"[-+][nN]")
-_NUMBER = b"0123456789+-.eEinfatyINFATY,"
-
-
-def _numbers(bufp: np.ndarray, at: np.ndarray, length: np.ndarray,
-             integers: bool = False) -> np.ndarray | None:
-    """``float()`` (or ``int()``) of every text at once, parsed by numpy (the same correctly
-    rounded conversion), when every text is a plain number (``1``, ``-2.5e-07``, ``NaN``,
-    ``Infinity``); else None, and each text is read by Python as before."""
-    if not at.size:
-        return np.zeros(0, dtype=np.int64 if integers else np.float64)
-    if int(length.min()) == 0 or (integers and int(length.max()) > 15):
-        return None
-    joined = _joined(bufp, at, length)
-    if joined.translate(None, b"0123456789," if integers else _NUMBER):
-        return None  # another character: Python decides (whitespace, "1_0", "nan(1)", ...)
-    if not integers and (b"n" in joined or b"N" in joined) and _SIGNED_NAN.search(joined):
-        return None  # a signed NaN: Python's sign bit
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
-            out = np.fromstring(joined[:-1], sep=",",  # noqa: NPY201
-                                dtype=np.int64 if integers else np.float64)
-        except (ValueError, DeprecationWarning):
-            return None
-    return out if out.size == at.size else None
-
-
-def _floats(texts: list[bytes]) -> list[Any]:
-    """``_value`` of each text (bytes of UTF-8): ``float()`` of the lot at once when it can."""
-    try:
-        return list(map(float, texts))
-    except ValueError:
-        return [_value(t.decode("utf-8")) for t in texts]
-
-
-def _steps(texts: list[bytes]) -> list[int | float | str | None]:
-    try:
-        return list(map(int, texts))
-    except ValueError:
-        return [_step_value(t.decode("utf-8")) for t in texts]
-
-
-class _RecordBatch:
-    """wandb's ``Record`` class, imported once."""
-
-    cls: Any = None
-
-    @classmethod
-    def record(cls) -> Any:
-        if cls.cls is None:
-            cls.cls = import_extra("wandb.proto.wandb_internal_pb2", "wandb").Record
-        return cls.cls
-
-
-class _Fast:
-    """What the numpy pass read of the history records of one file (see :func:`_decode_fast`)."""
-
-    def __init__(self, slow: np.ndarray) -> None:
-        self.slow = slow  #: records left to protobuf (indices)
-        self.rec = np.zeros(0, dtype=np.int64)  #: per value: its record
-        self.key: list[str] = []
-        self.key_code = np.zeros(0, dtype=np.int64)  #: per value: index into ``key``
-        self.value = np.zeros(0, dtype=np.float64)
-        self.rec_step: dict[int, int] = {}
-        self.step = np.zeros(0, dtype=np.int64)  #: per value
-        self.wall = np.zeros(0, dtype=np.float64)  #: per value
-        self.skipped = 0
-        self.error: tuple[int, LogFormatError] | None = None
-
-
-def _len12(bufp: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Varints of one or two bytes at ``q`` (lengths below 16 384): (value, bytes, ok)."""
-    b0 = bufp[q].astype(np.int64)
-    b1 = bufp[q + 1].astype(np.int64)
-    two = b0 >= 0x80
-    return np.where(two, (b0 & 0x7F) | (b1 << 7), b0), 1 + two, ~two | (b1 < 0x80)
-
-
-class _Items:
-    """The items of the history and summary bodies read by :func:`_walk_items`."""
-
-    def __init__(self, n: int) -> None:
-        self.bad = np.zeros(n, dtype=bool)  #: per body: protobuf has to read it
-        self.has_step = np.zeros(n, dtype=bool)  #: per body: a ``step`` field
-        self.step = np.zeros(n, dtype=np.int64)  #: per body: its ``num``
-        self.owner = np.zeros(0, dtype=np.int64)  #: per item: its body, in order
-        self.key_at = self.key_len = self.val_at = self.val_len = self.owner
-
-
-def _walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray) -> _Items:
-    """Walk the history bodies ``bufp[body:end]`` side by side, one field of each per step. A
-    field is an item ``0x0a len {0x12|0x0a klen key, 0x82 0x01 vlen value_json}`` (one key
-    field, then the value), or one ``step`` ``0x12 len {[0x08 num]}``; anything else marks the
-    body bad (protobuf reads it)."""
-    out = _Items(body.size)
-    cur = body.copy()
-    seen_step = np.zeros(body.size, dtype=np.int64)
-    count = np.zeros(body.size, dtype=np.int64)
-    cols: list[list[np.ndarray]] = [[], [], [], [], [], [], []]
-    act = np.flatnonzero(cur < end)
-    while act.size:
-        p = cur[act]
-        pe = end[act]
-        tag = bufp[p]
-        n, k, ok = _len12(bufp, p + 1)
-        b = np.minimum(p + 1 + k, pe)
-        be = b + n
-        ok &= be <= pe
-        # an item: one key field (nested_key or key), then the value
-        key_tag = bufp[b]
-        klen = bufp[b + 1].astype(np.int64)
-        ks = np.minimum(b + 2, pe)
-        ke = np.minimum(ks + klen, pe)
-        vl, kv, okv = _len12(bufp, ke + 2)
-        vs = np.minimum(ke + 2 + kv, pe)
-        item = (ok & (tag == 0x0A) & ((key_tag == 0x12) | (key_tag == 0x0A)) & (klen < 0x80)
-                & (bufp[ke] == 0x82) & (bufp[ke + 1] == 0x01) & okv & (vs + vl == be))
-        # the step (a few records only: read on those)
-        step = np.zeros(act.size, dtype=bool)
-        st = np.flatnonzero(ok & (tag == 0x12))
-        if st.size:
-            num, kn, okn = _varint(bufp, b[st] + 1, 9)
-            step[st] = (n[st] == 0) | ((bufp[b[st]] == 0x08) & okn & (b[st] + 1 + kn == be[st]))
-            sel = st[step[st]]
-            seen_step[act[sel]] += 1
-            out.step[act[sel]] = np.where(n[sel] == 0, 0, num[step[st]].astype(np.int64))
-        good = item | step
-        out.bad[act[~good]] = True
-        i = np.flatnonzero(item)
-        owners = act[i]
-        for col, x in zip(cols, (owners, count[owners], ks[i], ke[i] - ks[i], vs[i], vl[i])):
-            col.append(x)
-        count[owners] += 1
-        cur[act] = be
-        act = act[good & (be < pe)]
-    out.bad |= seen_step > 1
-    out.has_step = seen_step == 1
-    if cols[0]:
-        owner = np.concatenate(cols[0])
-        first = np.concatenate(([0], np.cumsum(count)[:-1]))
-        dest = first[owner] + np.concatenate(cols[1])
-        arrays = []
-        for col in cols[2:6]:
-            arr = np.empty(owner.size, dtype=np.int64)
-            arr[dest] = np.concatenate(col)
-            arrays.append(arr)
-        out.owner = np.empty(owner.size, dtype=np.int64)
-        out.owner[dest] = owner
-        out.key_at, out.key_len, out.val_at, out.val_len = arrays
-    return out
-
-
-def _decode_fast(bufx: bytes, starts: np.ndarray, ends: np.ndarray, file: str,
-                 n_main: int) -> _Fast:
-    """Read the history records laid out as wandb writes them with numpy, and check the summary
-    records with protobuf in batches (they are ignored once parsed), (``bufx``: the records, those at or after ``n_main`` reassembled from fragments):
-    ``Record{[num] history{item{nested_key|key, value_json}*, [step{[num]}]}}`` and
-    ``Record{[num] summary{update{nested_key|key, value_json}*}}``; every other record, or one
-    with any other field, goes to protobuf (:attr:`_Fast.slow`), as all records did before.
-    The numpy pass checks what protobuf would: the wire format, and UTF-8 in every string."""
-    bufp = np.frombuffer(bufx, dtype=np.uint8)
-    nrec = starts.size
-    has_num = bufp[starts] == 0x08
-    _, kn, ok = _varint(bufp, starts + 1, 9)
-    q = np.where(has_num, np.minimum(starts + 1 + kn, ends), starts)
-    ok |= ~has_num
-    tag = bufp[q]
-    n, kl, okl = _varint(bufp, q + 1, 3)
-    body = np.minimum(q + 1 + kl, ends)
-    ok &= okl & ((tag == 0x12) | (tag == 0x1A)) & (body + n.astype(np.int64) == ends)
-    ok &= starts < ends
-    # summary records: only checked (they are parsed, then ignored), by protobuf
-    summary = np.flatnonzero(ok & (tag == 0x1A))
-    parse = _RecordBatch.record().FromString
-    try:
-        deque(map(parse, map(bufx.__getitem__, map(slice, starts[summary].tolist(),
-                                                     ends[summary].tolist()))), maxlen=0)
-    except Exception:  # noqa: BLE001 - protobuf's DecodeError: found again record by record
-        ok[summary] = False
-    sub = np.flatnonzero(ok & (tag == 0x12))
-    hist = np.ones(sub.size, dtype=bool)
-    items = _walk_items(bufp, body[sub], ends[sub])
-    # UTF-8: the largest byte of every string; only those with a byte >= 0x80 are decoded
-    ks, ke = items.key_at, items.key_at + items.key_len
-    vs, ve = items.val_at, items.val_at + items.val_len
-    if items.owner.size:
-        top = np.zeros((items.owner.size, 2), dtype=np.uint8)
-        for part in (np.flatnonzero(ks < n_main), np.flatnonzero(ks >= n_main)):
-            if not part.size:
-                continue
-            bounds: np.ndarray = np.empty((part.size, 4), dtype=np.int64)
-            bounds[:, 0], bounds[:, 1], bounds[:, 2], bounds[:, 3] = (ks[part], ke[part],
-                                                                      vs[part], ve[part])
-            bounds = bounds.ravel()
-            if np.all(np.diff(bounds) >= 0):  # records in order: one pass over the buffer
-                top[part] = np.maximum.reduceat(bufp, bounds).reshape(-1, 4)[:, 0::2]
-            else:
-                top[part] = [(int(bufp[a:b].max(initial=0)), int(bufp[c:d].max(initial=0)))
-                             for a, b, c, d in zip(ks[part].tolist(), ke[part].tolist(),
-                                                   vs[part].tolist(), ve[part].tolist())]
-        top[items.key_len == 0, 0] = 0
-        top[items.val_len == 0, 1] = 0
-        for h in np.flatnonzero(top.max(axis=1) >= 0x80).tolist():
-            try:
-                bufx[ks[h]:ke[h]].decode("utf-8")
-                bufx[vs[h]:ve[h]].decode("utf-8")
-            except UnicodeDecodeError:
-                items.bad[items.owner[h]] = True
-    ok[sub[items.bad]] = False
-    fast = _Fast(np.flatnonzero(~ok))
-    # the history records read here, and their items in order
-    good_hist = hist & ~items.bad
-    keep = np.flatnonzero(good_hist[items.owner])
-    if not keep.size:
-        return fast
-    item_rec = sub[items.owner[keep]]
-    key_at, key_len = items.key_at[keep], items.key_len[keep]
-    val_at, val_len = items.val_at[keep], items.val_len[keep]
-    codes, uniques = _tag_codes(bufp, key_at, key_len)
-    names = [u.decode("utf-8") for u in uniques]
-    kind = np.array([0 if k == "_step" else 1 if k == "_timestamp" else 2 if k.startswith("_")
-                     else 3 for k in names], dtype=np.int64)[codes]
-    last = np.full(nrec, -1, dtype=np.int64)  # per record: its last _step item
-    sel = np.flatnonzero(kind == 0)
-    np.maximum.at(last, item_rec[sel], sel)
-    step_item = last[last >= 0]
-    quick_steps = _numbers(bufp, val_at[step_item], val_len[step_item], integers=True)
-    step_of: dict[int, Any] = dict(zip(
-        item_rec[step_item].tolist(),
-        quick_steps.tolist() if quick_steps is not None
-        else _steps(_texts(bufx, val_at[step_item], val_len[step_item]))))
-    last[:] = -1
-    sel = np.flatnonzero(kind == 1)
-    np.maximum.at(last, item_rec[sel], sel)
-    ts_item = last[last >= 0]
-    wall_of = np.full(nrec, np.nan)
-    if ts_item.size:
-        quick = _numbers(bufp, val_at[ts_item], val_len[ts_item])
-        if quick is not None:
-            wall_of[item_rec[ts_item]] = quick
-        else:
-            walls = _floats(_texts(bufx, val_at[ts_item], val_len[ts_item]))
-            wall_of[item_rec[ts_item]] = [float(w) if isinstance(w, (int, float))
-                                          else math.nan for w in walls]
-    has_step_field = np.zeros(nrec, dtype=bool)
-    step_field = np.zeros(nrec, dtype=np.int64)
-    has_step_field[sub[items.has_step & good_hist]] = True
-    step_field[sub] = items.step
-    # the values
-    met = np.flatnonzero(kind == 3)
-    quick = _numbers(bufp, val_at[met], val_len[met])
-    if quick is not None:
-        numeric = np.ones(quick.size, dtype=bool)
-        value = quick
-    else:
-        vals = _floats(_texts(bufx, val_at[met], val_len[met]))
-        numeric = np.fromiter((isinstance(v, (int, float)) and not isinstance(v, bool)
-                               for v in vals), dtype=bool, count=len(vals))
-        value = np.array([float(v) for v, n in zip(vals, numeric.tolist()) if n],
-                         dtype=np.float64)
-    fast.skipped = int(np.count_nonzero(~numeric))
-    met_rec = item_rec[met][numeric]
-    met_code = codes[met][numeric]
-    # steps of the records holding values, checked in record order (the first error wins)
-    firsts = np.flatnonzero(np.concatenate(([True], met_rec[1:] != met_rec[:-1])))
-    rec_step: dict[int, int] = {}
-    for r, c in zip(met_rec[firsts].tolist(), met_code[firsts].tolist()):
-        s = step_of.get(r)
-        if s is None and has_step_field[r]:
-            s = int(step_field[r])
-        if type(s) is int and 0 <= s <= STEP_MAX:
-            rec_step[r] = s
-            continue
-        try:
-            rec_step[r] = _checked_step(r, s, names[c], file)
-        except LogFormatError as exc:
-            fast.error = (r, exc)
-            break
-    fast.rec = met_rec
-    fast.key = names
-    fast.key_code = met_code
-    fast.value = value
-    fast.wall = wall_of[met_rec]
-    fast.rec_step = rec_step
-    return fast
-
-
-def _checked_step(k: int, step: Any, first_key: str, file: str) -> int:
-    """The step of history record ``k`` (which holds values), or its :class:`LogFormatError`."""
-    if step is None:
-        raise LogFormatError(
-            f"history record {k} ({safe(first_key)!r}, …) has no step; every "
-            "logged value needs its step", path=file, column="_step",
-            code=ErrorCode.MISSING_VALUES)
-    if isinstance(step, str) or (isinstance(step, float) and not step.is_integer()):
-        raise LogFormatError(
-            f"history record {k} has the step {safe(step)[:40]!r}, which is not an "
-            "integer", path=file, column="_step", code=ErrorCode.NON_INTEGER_STEP)
-    istep = int(step)
-    if not 0 <= istep <= STEP_MAX:
-        raise LogFormatError(
-            f"history record {k} has the step {istep}, outside 0..2**53; a damaged "
-            "record?", path=file, column="_step",
-            code=ErrorCode.NEGATIVE_STEP if istep < 0 else ErrorCode.STEP_OUT_OF_RANGE)
-    return istep
 
 
 PANEL_CSV_READER = Reader(

@@ -1,7 +1,8 @@
 """Read time per million points for each adapter, next to the writers' own readers.
 
     python benchmarks/bench_adapters.py [--points 1000000] [--wandb-points 1000000] [--repeat 3]
-                                        [--cache DIR] [--markdown]
+                                        [--cache DIR] [--markdown] [--only wandb]
+                                        [--wandb-before REV]
 
 Writes the fixtures once (into ``--cache DIR`` to reuse them in later runs, else a temporary
 folder), then times, side by side in one run (``read_log`` best of ``--repeat``, the other
@@ -17,6 +18,11 @@ readers once):
   ``pandas.read_sql_query``, which only fetch the rows (no per-metric series, no checks);
 * CSV: ``read_log`` vs ``pandas.read_csv`` on the same file;
 * Parquet, JSONL, NPZ, W&B history CSV and the MLflow file store: ``read_log`` alone.
+
+``--wandb-before REV`` also times the W&B offline reader of an earlier commit (its
+``adapters/wandb.py`` taken from ``git show REV:...`` and loaded beside the current one), the two
+run in turn in this one process, best of ``--repeat`` each, with the ratio; ``--only wandb``
+skips the other formats.
 
 Every reader must return every point; the script checks the counts before it reports a time.
 The load average of the machine is printed before and after.
@@ -300,6 +306,39 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def reader_at(rev: str | None) -> Callable[[Path], int]:
+    """The W&B offline reader (``read_offline``, its points counted) of commit ``rev``: its
+    ``adapters/wandb.py`` loaded as a module of the current package (its relative imports
+    resolve to the current modules); None: the current one."""
+    import subprocess
+    import types
+
+    from grokaudit.adapters import wandb as mod
+    from grokaudit.adapters.merge import ReadOptions
+
+    if rev is not None:
+        src = subprocess.run(["git", "show", f"{rev}:adapters/wandb.py"], capture_output=True,
+                             text=True, check=True, cwd=Path(__file__).resolve().parent).stdout
+        mod = types.ModuleType("grokaudit.adapters._wandb_before")
+        mod.__package__ = "grokaudit.adapters"
+        sys.modules[mod.__name__] = mod
+        exec(compile(src, f"{rev}:adapters/wandb.py", "exec"), mod.__dict__)  # noqa: S102
+
+    def read(root: Path) -> int:
+        pts = mod.read_offline(root, ReadOptions())
+        return int(sum(c.value.size for c in pts.chunks))
+    return read
+
+
+def side_by_side(fns: dict[str, Callable[[], int]], repeat: int, expect: int) -> dict[str, float]:
+    """Best wall time of each reader, the readers run in turn ``repeat`` times."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            times[name].append(best(fn, 1, expect))
+    return {k: min(v) for k, v in times.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=1_000_000)
@@ -309,6 +348,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", type=Path, default=None,
                     help="keep the generated logs here and reuse them in later runs")
     ap.add_argument("--markdown", action="store_true", help="print the docs table only")
+    ap.add_argument("--only", choices=("all", "wandb"), default="all")
+    ap.add_argument("--wandb-before", metavar="REV", default=None,
+                    help="also time the W&B offline reader of this commit, in turn with the "
+                         "current one")
     args = ap.parse_args(argv)
     rows: list[tuple[str, str, int, float]] = []
     load_before = load()
@@ -317,7 +360,8 @@ def main(argv: list[str] | None = None) -> None:
         cache = args.cache or Path(tmp)
         steps, vals = series(args.points)
         n = steps.size * len(TAGS)
-        have_tb = importlib.util.find_spec("tensorboard") is not None
+        have_tb = (importlib.util.find_spec("tensorboard") is not None
+                   and args.only == "all")
         if have_tb:
             tb_dir = cached(cache, f"tb-{args.points}", lambda d: write_events(
                 d / "events.out.tfevents.1700000000.bench", steps, vals))
@@ -332,10 +376,18 @@ def main(argv: list[str] | None = None) -> None:
         nw = (args.wandb_points // len(TAGS)) * len(TAGS)
         if nw and importlib.util.find_spec("wandb") is not None:
             wb = cached(cache, f"wandb-{nw}", lambda d: write_wandb(d, nw)) / "wandb"
-            rows.append(("wandb-offline", "grokaudit read_log", nw,
-                         best(lambda: _points(read_log(wb)), args.repeat, nw)))
+            fns = {"grokaudit read_log": lambda: _points(read_log(wb))}
+            if args.wandb_before:  # the reader alone (its points), now and at REV, in turn
+                now, before = reader_at(None), reader_at(args.wandb_before)
+                fns["grokaudit read_offline (points only)"] = lambda: now(wb)
+                fns[f"grokaudit read_offline at {args.wandb_before} (points only)"] = \
+                    lambda: before(wb)
+            for who, t in side_by_side(fns, args.repeat, nw).items():
+                rows.append(("wandb-offline", who, nw, t))
             rows.append(("wandb-offline", "wandb Record protobuf, record by record", nw,
                          best(lambda: wandb_protobuf_points(wb), 1, nw)))
+        if args.only == "wandb":
+            return report(rows, args.markdown, load_before)
         tables = cached(cache, f"tables-{args.points}", lambda d: write_tables(d, steps, vals))
         files = {k: tables / v for k, v in (("csv", "logs.csv"), ("parquet", "logs.parquet"),
                                              ("jsonl", "logs.jsonl"),
@@ -358,7 +410,11 @@ def main(argv: list[str] | None = None) -> None:
         for fmt in ("parquet", "jsonl", "npz", "wandb-history", "mlflow"):
             rows.append((fmt, "grokaudit read_log", n,
                          best(lambda p=files[fmt]: _points(read_log(p)), args.repeat, n)))
+    report(rows, args.markdown, load_before)
 
+
+def report(rows: list[tuple[str, str, int, float]], markdown: bool, load_before: str) -> None:
+    """Print the table (and, unless ``markdown``, the versions and the machine's load)."""
     lines = ["| format | reader | points | seconds | s per 1M points | time ÷ grokaudit's |",
              "|---|---|---:|---:|---:|---:|"]
     ours = {fmt: t / p * 1e6 for fmt, who, p, t in rows if who == "grokaudit read_log"}
@@ -366,7 +422,7 @@ def main(argv: list[str] | None = None) -> None:
         per_m = t / p * 1e6
         ratio = f"{per_m / ours[fmt]:.1f}" if who != "grokaudit read_log" else "1"
         lines.append(f"| {fmt} | {who} | {p:,} | {t:.2f} | {per_m:.2f} | {ratio} |")
-    if not args.markdown:
+    if not markdown:
         print(versions())
         print(f"load average (1, 5, 15 min): before {load_before}, after {load()}; "
               f"{os.cpu_count()} CPUs")

@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("wandb", reason="wandb is not installed")
 
 from grokaudit.adapters import wandb as wb  # noqa: E402
+from grokaudit.adapters._wandb_values import numbers  # noqa: E402
 from grokaudit.adapters.merge import ReadOptions  # noqa: E402
 from grokaudit.adapters.points import Points  # noqa: E402
 from grokaudit.errors import LogFormatError  # noqa: E402
@@ -146,13 +147,13 @@ def test_numbers_read_at_once_equal_python() -> None:
     buf = np.frombuffer(b"".join(texts) + bytes(16), dtype=np.uint8)
     length = np.array([len(t) for t in texts])
     at = np.cumsum(length) - length
-    got = wb._numbers(buf, at, length)
+    got = numbers(buf, at, length)
     assert got is not None
     assert got.tobytes() == np.array([float(t) for t in texts]).tobytes()
     for odd in (b"1_0", b" 1", b"nan(1)", b"-nan", b"0x10", b"1e", b""):
         buf = np.frombuffer(b"1" + odd + bytes(16), dtype=np.uint8)
-        assert wb._numbers(buf, np.array([0, 1]), np.array([1, len(odd)])) is None
-    assert wb._numbers(np.frombuffer(b"12" + bytes(16), dtype=np.uint8), np.array([0]),
+        assert numbers(buf, np.array([0, 1]), np.array([1, len(odd)])) is None
+    assert numbers(np.frombuffer(b"12" + bytes(16), dtype=np.uint8), np.array([0]),
                        np.array([2]), integers=True).tolist() == [12]
 
 
@@ -162,3 +163,85 @@ def test_framing_of_many_blocks(tmp_path: Path) -> None:
     bufx, starts, ends = wb._records_fast(data)
     assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
     assert wb._records_fast(data[:-10]) is None
+
+
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _record(num: int, field: int, body: bytes) -> bytes:
+    """``Record{num, <field> {body}}`` as raw protobuf bytes (a body protobuf may refuse)."""
+    return (b"\x08" + _varint_bytes(num) + bytes([field << 3 | 2]) + _varint_bytes(len(body))
+            + body)
+
+
+def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summary records are no longer parsed by protobuf when numpy can walk them; strings are
+    checked for UTF-8 at once. Each variant (non-ASCII strings, valid or not, in summaries and
+    histories, in a summary long enough to be cut into fragments across blocks; summary
+    layouts numpy leaves to protobuf; a history whose last field is torn at the very end of the
+    file) must read exactly as record by record with protobuf."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rows = [{"test/acc": s / 100, "_step": s} for s in range(0, 60, 3)]
+    src = log_offline(wandb_env, "fast2", rows)
+    data = src.read_bytes()
+    payloads = wb.records(data, str(src), Points())
+    kinds = [pb.Record.FromString(p).WhichOneof("record_type") for p in payloads]
+    hist = [i for i, k in enumerate(kinds) if k == "history"]
+    summ = [i for i, k in enumerate(kinds) if k == "summary"]
+
+    def summary(*items: tuple[list[str], str], remove: bool = False) -> bytes:
+        rec = pb.Record(num=7)
+        for path, value in items:
+            it = rec.summary.update.add(value_json=value)
+            it.nested_key.extend(path)
+        if remove:
+            rec.summary.remove.add(key="gone")
+        return rec.SerializeToString()
+
+    ascii_sum = summary((["acc"], "0.5"), (["_wandb", "runtime"], "3"))
+    wide = summary((["ü/ñ"], '"é"'), (["x" * 40000], "1"))  # fragments: reassembled
+    torn = _record(999, 2, pb.HistoryRecord(item=[pb.HistoryItem(
+        nested_key=["test/acc"], value_json="0.5")]).SerializeToString() + b"\x12")
+    h = hist[4]
+    variants: dict[str, tuple[dict[int, bytes], list[bytes], Any]] = {
+        "summary ascii": ({summ[2]: ascii_sum}, [], None),
+        "summary utf-8": ({summ[2]: summary((["ü"], '"é"'))}, [], None),
+        "summary broken utf-8": ({summ[2]: summary((["u"], '"e"')).replace(b'"e"', b'"\xff"')},
+                                 [], "CORRUPT_RECORD"),
+        "summary broken key": ({summ[2]: summary((["u"], "1")).replace(b"u", b"\xc3")}, [],
+                               "CORRUPT_RECORD"),
+        "summary remove": ({summ[2]: summary((["acc"], "1"), remove=True)}, [], None),
+        "summary key overruns": ({summ[2]: ascii_sum.replace(b"\x12\x07runtime",
+                                                             b"\x12\x09runtime")}, [],
+                                 "CORRUPT_RECORD"),
+        "summary in fragments": ({summ[2]: wide}, [], None),
+        "summary in fragments broken": ({summ[2]: wide.replace("é".encode(), b"\xe9\x00")},
+                                        [], "CORRUPT_RECORD"),
+        "history utf-8 value": ({h: pb.Record(num=5, history=pb.HistoryRecord(item=[
+            pb.HistoryItem(nested_key=["test/acc"], value_json='"ü"'),
+            pb.HistoryItem(nested_key=["_step"], value_json="12")])).SerializeToString()},
+            [], None),
+        "history torn last field": ({}, [torn], "CORRUPT_RECORD"),
+    }
+    header = data[:wb.HEADER.size]
+    for name, (edits, tail, code) in variants.items():
+        framed = _frame(header, [edits.get(i, p) for i, p in enumerate(payloads)] + tail)
+        d = wandb_env / "variants2" / name.replace(" ", "_")
+        d.mkdir(parents=True)
+        (d / "run-fast2.wandb").write_bytes(framed)
+        fast = _snapshot(d)
+        assert fast == _slow_snapshot(d, monkeypatch), name
+        if code is None:
+            steps = fast[0][0][2]
+            written = _snapshot(wandb_env / "variants2" / "summary_ascii")[0][0][2]
+            # a history value that is text is skipped: its step has no test/acc
+            assert steps == [s for s in written if s != 12 or "history" not in name], name
+        else:
+            assert fast[0] == "error" and fast[1].name == code, name
