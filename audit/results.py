@@ -94,10 +94,15 @@ class Interval:
           the first logged step 2000) or ``1400–3400`` (only bounds known);
         * ``table`` (the text report's tables): as compact, a censored one ``>5400 (cens)``;
         * ``html`` (the HTML report): ``&gt; 5400 (censored)``, a left-censored one with why
-          only its bounds are known, a point with the interval it was read in."""
+          only its bounds are known, a point with the interval it was read in;
+        * ``claim`` (the claims' text): a point with its ``(lower, upper]``, a value known only
+          by a bound as ``>5400``, ends rounded outwards (:func:`outward`); ``claim_value``: the
+          same without the interval."""
         if style not in _STYLES:
             raise ValueError(f"style {style!r}: one of {', '.join(_STYLES)}")
         n = format_number
+        if style in ("claim", "claim_value"):
+            return self._claim_text(detail=style == "claim")
         if self.censored:
             if style == "table":
                 return f">{n(self.lower)} (cens)"
@@ -118,7 +123,17 @@ class Interval:
         return n(self.value)
 
 
-_STYLES = ("compact", "table", "html")
+    def _claim_text(self, detail: bool) -> str:
+        if self.censored or self.value is None:
+            return "—" if self.lower is None else f">{outward(self.lower, down=True)}"
+        if detail and self.lower is not None and self.upper is not None \
+                and self.lower != self.upper:
+            return (f"{format_number(self.value)} ({outward(self.lower, down=True)}, "
+                    f"{outward(self.upper, down=False)}]")
+        return format_number(self.value)
+
+
+_STYLES = ("compact", "table", "html", "claim", "claim_value")
 
 
 def format_interval(iv: Interval | None, style: str = "compact") -> str:
@@ -135,6 +150,27 @@ def format_number(x: float | None, digits: int = 3) -> str:
     if abs(x) >= 1000 or float(x).is_integer():
         return f"{x:.0f}"
     return f"{x:.{digits}g}"
+
+
+def outward(x: float | None, digits: int = 3, *, down: bool) -> str:
+    """``x`` as :func:`~grokaudit.results.format_number` prints it, rounded away from the
+    inside of an interval (``down`` for a lower end, or the bound of ``> x``): a printed
+    interval or bound never claims less than was computed. ``None``/NaN print ``—``."""
+    if x is None or math.isnan(x):
+        return "—"
+    s = format_number(x, digits)
+    try:
+        v = float(s)
+    except ValueError:
+        return s
+    if (v <= x) if down else (v >= x):
+        return s
+    if abs(x) >= 1000 or float(x).is_integer():
+        q = 1.0
+    else:
+        q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
+    k = math.floor(x / q) if down else math.ceil(x / q)
+    return format_number(k * q, digits)
 
 
 

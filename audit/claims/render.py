@@ -43,27 +43,12 @@ def interval(low: float | None, high: float | None, *, low_open: bool = False,
 
 
 def known(x: Interval | Span | None, *, detail: bool = True) -> str:
-    """What is known of a quantity: its value (with its ``(lower, upper]`` when ``detail``),
-    ``>lower`` when censored, ``<upper``, or ``(low, high)`` when only bounded."""
+    """What is known of a quantity (:meth:`Interval.format` / :meth:`Span.format`, ``claim``
+    style): its value (with its ``(lower, upper]`` when ``detail``), ``>lower`` when censored,
+    ``(low, high)`` when only bounded; ``—`` when nothing is."""
     if x is None:
         return "—"
-    if isinstance(x, Interval):
-        if x.censored or x.value is None:
-            return "—" if x.lower is None else f">{outward(x.lower, down=True)}"
-        if detail and x.lower is not None and x.upper is not None and x.lower != x.upper:
-            return (f"{num(x.value)} ({outward(x.lower, down=True)}, "
-                    f"{outward(x.upper, down=False)}]")
-        return num(x.value)
-    if x.value is not None:
-        return num(x.value)
-    if x.low is not None and x.high is not None:
-        return interval(x.low, x.high, low_open=not x.low_closed,
-                        high_open=not x.high_closed)
-    if x.low is not None:
-        return f"{'≥' if x.low_closed else '>'}{outward(x.low, down=True)}"
-    if x.high is not None:
-        return f"{'≤' if x.high_closed else '<'}{outward(x.high, down=False)}"
-    return "unknown"
+    return x.format("claim" if detail else "claim_value")
 
 
 def ci(c: BootstrapCI | None, *, why: bool = False, digits: int = 3) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..reasons import Reason, Severity
 from ..results import Finding, Result, format_number, sort_findings
+from ..results import outward as outward
 from ..results import plain as _plain
 from ..study import severity_of
 
@@ -38,27 +39,6 @@ DIGITS = 12
 def plain(x: Any) -> Any:
     """:func:`grokaudit.results.plain` with the claims' rounding (:data:`DIGITS`)."""
     return _plain(x, DIGITS)
-
-
-def outward(x: float | None, digits: int = 3, *, down: bool) -> str:
-    """``x`` as :func:`~grokaudit.results.format_number` prints it, rounded away from the
-    inside of an interval (``down`` for a lower end, or the bound of ``> x``): a printed
-    interval or bound never claims less than was computed. ``None``/NaN print ``—``."""
-    if x is None or math.isnan(x):
-        return "—"
-    s = format_number(x, digits)
-    try:
-        v = float(s)
-    except ValueError:
-        return s
-    if (v <= x) if down else (v >= x):
-        return s
-    if abs(x) >= 1000 or float(x).is_integer():
-        q = 1.0
-    else:
-        q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
-    k = math.floor(x / q) if down else math.ceil(x / q)
-    return format_number(k * q, digits)
 
 
 class Record:
@@ -99,6 +79,24 @@ class Span(Record):
     @property
     def is_point(self) -> bool:
         return self.value is not None
+
+    def format(self, style: str = "claim") -> str:
+        """The span for people (the claims' text; ``style`` as :meth:`Interval.format`'s
+        ``claim`` styles, which print a span alike): ``x``, ``(x, y)``, ``[x, y]``, ``≥x``,
+        ``>x``, ``≤x``, ``<x``, each end rounded outwards; ``unknown`` when unbounded."""
+        if style not in ("claim", "claim_value"):
+            raise ValueError(f"style {style!r}: one of claim, claim_value")
+        if self.value is not None:
+            return format_number(self.value)
+        if self.low is not None and self.high is not None:
+            lo, hi = outward(self.low, down=True), outward(self.high, down=False)
+            return (f"{'[' if self.low_closed else '('}{lo}, {hi}"
+                    f"{']' if self.high_closed else ')'}")
+        if self.low is not None:
+            return f"{'≥' if self.low_closed else '>'}{outward(self.low, down=True)}"
+        if self.high is not None:
+            return f"{'≤' if self.high_closed else '<'}{outward(self.high, down=False)}"
+        return "unknown"
 
 
 def finding(code: Reason, scope: str, message: str, *, cell: Any = None,
