@@ -14,7 +14,7 @@ from typing import Any
 from ..reasons import Severity
 from ..report import text_table
 from ..results import Interval, format_number
-from ..text import safe
+from ..text import format_value, safe
 from .compare import TEST_NAMES, CompareBody
 from .dose import DoseBody
 from .onset import OnsetBody
@@ -101,7 +101,7 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 # ------------------------------------------------------------------------------------------
 
 def _head(r: ClaimResult, s: ClaimStudy, what: str, count: str) -> list[str]:
-    where = ", ".join(f"{k}={v}" for k, v in s.study.items())
+    where = ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items())
     return [f"grokaudit {r.command} · {what}{' · study ' + where if where else ''} · {count} · "
             f"times in {s.body.step_unit} · grok_threshold {r.config.get('grok_threshold')}"]
 
@@ -483,7 +483,7 @@ def _footer(r: ClaimResult, verbose: bool) -> list[str]:
                   *(f"  {x}" for x in r.trail.lines()), ""]
     shown = [f for f in r.findings if verbose or f.severity is not Severity.INFO]
     for f in shown:
-        where = ", ".join(f"{k}={v}" for k, v in f.study.items())
+        where = ", ".join(f"{k}={format_value(v)}" for k, v in f.study.items())
         lines.append(f"[{f.severity.value}] {f.code.value}{' (' + where + ')' if where else ''}"
                      f": {f.message}")
     n_crit = sum(1 for f in r.findings if f.severity is Severity.CRITICAL)

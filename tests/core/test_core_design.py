@@ -120,3 +120,20 @@ def test_check_and_a_claim_show_a_float32_cell_value_as_stored(tmp_path: Path) -
         shown[args[0]] = set(re.findall(r"\blr=([0-9.e+-]+)", r.stdout))
         assert not any(w in r.stdout for w in widened), r.stdout
     assert shown["check"] == shown["transition"] == stored
+
+
+def test_check_and_a_claim_show_a_boolean_cell_value_alike(tmp_path: Path) -> None:
+    """A boolean study key reads ``layernorm=true`` in check and in a claim (never ``True``
+    in one and ``true`` in the other)."""
+    runs = _runs()
+    runs["layernorm"] = runs["arch"] == "a"
+    p = _write(_log(runs.drop(columns="arch")), tmp_path / "bool_cell.parquet")
+    shown = {}
+    for args in (["check", str(p), "--by", "wd", "--cell", "layernorm", "--metric",
+                  "emb_erank", "-v"],
+                 ["transition", str(p), "--by", "wd", "--cell", "layernorm",
+                  "--n-resamples", "9"]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code in (0, 1), r.output
+        shown[args[0]] = set(re.findall(r"\blayernorm=(\w+)", r.stdout))
+    assert shown["check"] == shown["transition"] == {"true", "false"}
