@@ -1510,8 +1510,8 @@ METRIC_GAP_AT_GROK = Case(
 )
 
 
-#: The cases above; :data:`CASES` adds issue 19's (:mod:`.cases_evidence`, which builds on
-#: these and is imported on first use of ``CASES``, so that either module may be imported first).
+#: The cases above; :data:`.catalog.CASES` adds issue 19's (:mod:`.cases_evidence`, which
+#: builds on these).
 BASE_CASES: tuple[Case, ...] = (
     CLEAN_ONE_CLOCK, ALL_CENSORED, HIGH_FLOOR_BOUNDARY, TRUE_TWO_CLOCKS, SINGLE_CELL,
     NON_MONOTONE_REBOUND, COMPRESSION_BEFORE_GROK, TIES, NOISY,
@@ -1523,17 +1523,4 @@ BASE_CASES: tuple[Case, ...] = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    """``CASES`` (every named case) and ``CASES_BY_NAME``, built on first use."""
-    if name in ("CASES", "CASES_BY_NAME"):
-        from .cases_evidence import EVIDENCE_CASES
-
-        every = (*BASE_CASES, *EVIDENCE_CASES)
-        globals()["CASES"] = every
-        globals()["CASES_BY_NAME"] = {c.name: c for c in every}
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# CASES and CASES_BY_NAME are served by __getattr__ (built on first use)
 __all__ = ["BASE", "BASE_CASES", "Case", "DESIGN_DEFAULTS", "Instance", "K", "Unsupported"]

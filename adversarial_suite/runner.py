@@ -13,7 +13,8 @@ import grokaudit
 from grokaudit import AuditConfig, AuditResult, LogFormatError
 from grokaudit.results import Result
 
-from .cases import CASES, DESIGN_DEFAULTS, Case, Instance  # noqa: F401 (re-exported)
+from .cases import DESIGN_DEFAULTS, Case, Instance  # noqa: F401 (re-exported)
+from .catalog import CASES
 from .claim_cases import CLAIM_CASES, ClaimCase, compare_check, run_check
 from .expect import LOW_POWER, compare, error_label, verdict_label
 

@@ -98,7 +98,7 @@ def _as_float32(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def suite_cases() -> Iterator[tuple[str, Any]]:
-    from grokaudit.adversarial_suite.cases import CASES
+    from grokaudit.adversarial_suite.catalog import CASES
 
     for profile in ("default", "reference"):
         base = make_config(profile=profile)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from grokaudit import audit_table
-from grokaudit.adversarial_suite import cases as C
+from grokaudit.adversarial_suite import catalog
 from grokaudit.errors import GrokauditError
 from grokaudit.live import LiveRun
 from grokaudit.schema import is_known_metric
@@ -92,7 +92,7 @@ def _compare(df: pd.DataFrame, cfg) -> int:
     return compared
 
 
-@pytest.mark.parametrize("case", C.CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", catalog.CASES, ids=lambda c: c.name)
 def test_live_agrees_with_check_on_every_suite_case(case) -> None:
     inst = case.instance()
     cfg = inst.cfg

@@ -7,6 +7,7 @@ import grokaudit
 import pytest
 from grokaudit import Reason
 from grokaudit.adversarial_suite import cases as C
+from grokaudit.adversarial_suite import catalog
 from grokaudit.adversarial_suite.generators import (
     acc_levels,
     band_margin,
@@ -18,7 +19,7 @@ from grokaudit.adversarial_suite.runner import audit_case, run_case, run_cases
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-@pytest.mark.parametrize("case", C.CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", catalog.CASES, ids=lambda c: c.name)
 def test_named_case_passes_on_the_default_profile(case):
     out = run_case(case)
     assert out.passed, "\n".join(out.mismatches)
@@ -34,8 +35,8 @@ def test_at_least_the_issue_cases_are_named():
                 "coarse_cadence_tie", "half_seeds_censored", "snapshot_hides_boundary",
                 "snapshot_reverses_ordering", "duplicate_axis_values", "grok_not_sustained",
                 "accuracy_in_percent"}
-    assert required <= set(C.CASES_BY_NAME)
-    for case in C.CASES:
+    assert required <= set(catalog.CASES_BY_NAME)
+    for case in catalog.CASES:
         assert case.title and case.why
         exp = case.expected()
         assert exp.error or exp.studies, case.name
@@ -209,7 +210,7 @@ def test_reference_profile_fails_the_documented_cases():
         warnings.simplefilter("ignore")
         outs = run_cases(grokaudit.make_config(profile="reference"))
     failed = {o.name for o in outs if not o.passed}
-    documented = {c.name for c in C.CASES if c.reference_fails}
+    documented = {c.name for c in catalog.CASES if c.reference_fails}
     assert documented <= failed
     assert len(failed) >= 5
     # the input checks are the same in both profiles
@@ -222,7 +223,7 @@ def test_no_critical_finding_where_the_cells_gates_say_the_quantity_is_undefined
     from grokaudit.adversarial_suite.properties import undefined_critical_findings
 
     checked = 0
-    for case in C.CASES:
+    for case in catalog.CASES:
         inst = case.instance()
         if inst.expect.error:
             continue
@@ -231,7 +232,7 @@ def test_no_critical_finding_where_the_cells_gates_say_the_quantity_is_undefined
             res = grokaudit.audit_table(inst.table, inst.cfg)
         assert not undefined_critical_findings(res.to_dict()), case.name
         checked += 1
-    assert checked >= len(C.CASES) - 3
+    assert checked >= len(catalog.CASES) - 3
 
 
 def test_the_invariant_checker_sees_a_critical_finding_on_a_gated_cell():
@@ -241,7 +242,7 @@ def test_the_invariant_checker_sees_a_critical_finding_on_a_gated_cell():
     from grokaudit.adversarial_suite.properties import undefined_critical_findings
     from grokaudit.reasons import Severity
 
-    inst = C.CASES_BY_NAME["gated_cell_transient"].instance()
+    inst = catalog.CASES_BY_NAME["gated_cell_transient"].instance()
     res = grokaudit.audit_table(inst.table, inst.cfg)
     assert not undefined_critical_findings(res.to_dict())
     s = res.studies[0]

@@ -11,6 +11,7 @@ import dataclasses
 import grokaudit
 import pytest
 from grokaudit.adversarial_suite import cases as C
+from grokaudit.adversarial_suite import catalog
 from grokaudit.errors import LogFormatError
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -26,7 +27,7 @@ def _as_loss(inst: C.Instance) -> tuple[object, grokaudit.AuditConfig]:
     return df, grokaudit.config.validate(cfg)
 
 
-@pytest.mark.parametrize("case", C.CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", catalog.CASES, ids=lambda c: c.name)
 def test_every_case_audits_alike_on_its_equivalent_loss(case: C.Case) -> None:
     inst = case.instance()
     try:
