@@ -183,16 +183,6 @@ class RunTable(Sequence[RunResult]):
             snapshot=w["snapshot"].at(k), reasons=self.reason_sets[int(self.reasons[k])],
             reference=self._reference_row(k))
 
-    def to_dicts(self) -> list[dict[str, Any]]:
-        """Each run's JSON form (:meth:`RunResult.to_dict`), in order."""
-        return [self._row(k).to_dict() for k in range(len(self))]
-
-    def where_reason(self, code: Reason) -> np.ndarray:
-        """Boolean per run: ``code`` is among the run's reasons."""
-        has = np.array([code in s for s in self.reason_sets], dtype=bool)
-        out: np.ndarray = has[self.reasons] if len(self) else np.zeros(0, dtype=bool)
-        return out
-
     def to_arrow(self) -> Any:
         """The table as a ``pyarrow.Table``, one row per run: ``run``, ``cell``, each float,
         flag and word column, each interval as ``<name>.value``, ``.lower``, ``.upper``,
