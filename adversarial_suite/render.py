@@ -5,7 +5,6 @@ Printing only: every word comes from a :class:`~.runner.SuiteReport`.
 
 from __future__ import annotations
 
-from grokaudit.printing import render
 from grokaudit.report import text_table
 from grokaudit.text import safe
 
@@ -59,10 +58,3 @@ def render_table(report: SuiteReport) -> str:
                  f"{len(report.cases)} cases pass{claims}; "
                  f"{'PASS' if report.passed else 'FAIL'}")
     return "\n".join(lines)
-
-
-@render.register
-def _suite(report: SuiteReport, *, verbose: bool = False) -> str:
-    """The suite's table, as ``grokaudit suite`` prints it (registered with
-    :func:`grokaudit.printing.render`)."""
-    return render_table(report) + "\n"

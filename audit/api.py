@@ -143,8 +143,8 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
         cands = sorted(log.series)
         raise LogFormatError(
             f"no representation metric column found; pass {param_value('metrics', 'COLUMN')} "
-            f"(per-step columns present: {cands or 'none'})", path=src, column="--metric",
-            param="metrics", code=ErrorCode.NO_METRIC)
+            f"(per-step columns present: {cands or 'none'})", path=src, param="metrics",
+            code=ErrorCode.NO_METRIC)
     cond = log.conditions
     design = Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell,
                              infer=True)

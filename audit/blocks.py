@@ -143,7 +143,10 @@ def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
     n = threads()
     if len(blocks) <= 1 or n <= 1:
         return [fn(b) for b in blocks]
-    return list(_executor(n).map(fn, blocks))
+    # each block runs in a copy of the caller's context (its context variables, such as the
+    # command line's flag spelling of messages), as it would in the caller's own thread
+    parent = contextvars.copy_context()
+    return list(_executor(n).map(lambda b: parent.copy().run(fn, b), blocks))
 
 
 def _ray_call(fn: Callable[[slice], T], block: slice) -> T:

@@ -608,7 +608,6 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     Exit 0 when every case and property passes, 1 otherwise, 2 on a config or output error."""
     import warnings
 
-    from .adversarial_suite import render as _registers_the_suite_printer  # noqa: F401
     from .adversarial_suite.runner import run_suite
     from .config import build_config
 

@@ -64,12 +64,12 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
         raise LogFormatError(
             f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
             f"each value as its own study with {param_value('cell', ','.join(sorted(varying)))}"
-            f", or pass {param_value('by', 'COLUMN')}", path=source, column="--by",
-            param="by", code=ErrorCode.NO_AXIS)
+            f", or pass {param_value('by', 'COLUMN')}", path=source, param="by",
+            code=ErrorCode.NO_AXIS)
     raise LogFormatError(
         f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
         f"{param_value('by', 'COLUMN')} and split the others with {param_name('cell')}",
-        path=source, column="--by", param="by", code=ErrorCode.AMBIGUOUS_AXIS)
+        path=source, param="by", code=ErrorCode.AMBIGUOUS_AXIS)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ class Axis:
     """A column the design is laid along, the parameter that named it, and what it must be."""
 
     column: str
-    param: str = "by"  #: named in messages: ``by=`` (``--by`` on the command line)
+    #: named in messages: ``by=`` (``--by`` on the command line); None for an axis the audit
+    #: inferred (no parameter named it: messages say "the axis column", with how to choose)
+    param: str | None = "by"
     numeric: bool = True  #: ordered: numeric, and known for every run
     positive: bool = False  #: > 0 (a log-scale fit)
 
@@ -127,7 +129,7 @@ class Design:
         outcomes = tuple(o for o in log.summary.outcomes if o not in cell and o not in named)
         if axes is not None and not given and infer:
             found = infer_axis(cond, cell, src, outcomes)
-            given = [Axis(found)] if found is not None else []
+            given = [Axis(found, param=None)] if found is not None else []
         for a in given:
             _require(log, a)
         cols = tuple(dict.fromkeys(a.column for a in given))
@@ -174,7 +176,9 @@ def _require(log: LogTable, a: Axis) -> None:
     every run and positive where ``a`` asks)."""
     cond = log.conditions
     src = log.summary.source
-    c, name = a.column, param_name(a.param)
+    c = a.column
+    name = (param_name(a.param) if a.param is not None
+            else f"the axis (inferred; choose one with {param_name('by')})")
     if c not in cond.columns:
         hint = " (it varies within runs: it is a per-step column)" if c in log.series else ""
         raise LogFormatError(f"{name} column {c!r} is not a condition column (constant within "

@@ -3,8 +3,8 @@ result's type.
 
 Every command prints its result through :func:`render` (``cli.emit``), so each result has
 exactly one text form, the one the command shows. The printers live in their own modules
-(``report``, ``claims.render``, ``claims.sensitivity``, ``inspect``; the suite registers its
-own in ``adversarial_suite.render``) and are imported only when a result is printed: results
+(``report``, ``claims.render``, ``claims.sensitivity``, ``inspect``,
+``adversarial_suite.render``) and are imported only when a result is printed: results
 never import their printers, so computing never loads printing and no module imports back.
 """
 
@@ -23,6 +23,13 @@ from .results import AuditResult
 def render(result: Any, *, verbose: bool = False) -> str:
     """``result`` as its command prints it (text ending in its result line); ``verbose``
     shows what the command's ``--verbose`` shows."""
+    if type(result).__module__ == "grokaudit.adversarial_suite.runner":
+        # the suite's report: its printer loaded only for it (the suite is not imported else)
+        from .adversarial_suite.render import render_table
+        from .adversarial_suite.runner import SuiteReport
+
+        if isinstance(result, SuiteReport):
+            return render_table(result) + "\n"
     raise TypeError(f"no printer for a {type(result).__name__}")
 
 

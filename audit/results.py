@@ -103,27 +103,32 @@ class Interval:
         n = format_number
         if style in ("claim", "claim_value"):
             return self._claim_text(detail=style == "claim")
+        # a bound is rounded outwards: ">5401.5" prints ">5401", never ">5402"
+        lo = outward(self.lower, down=True)
+        hi = outward(self.upper, down=False)
         if self.censored:
             if style == "table":
-                return f">{n(self.lower)} (cens)"
+                return f">{lo} (cens)"
             if style == "html":
-                return f"&gt; {n(self.lower)} <span class='muted'>(censored)</span>"
-            return f">{n(self.lower)}"
+                return f"&gt; {lo} <span class='muted'>(censored)</span>"
+            return f">{lo}"
         if self.left_censored:
-            text = f"≤{n(self.upper)}" if self.lower == 0 else f"{n(self.lower)}–{n(self.upper)}"
+            text = f"≤{hi}" if self.lower == 0 else f"{lo}–{hi}"
             if style == "html":
                 why = "before logging began" if self.lower == 0 else "only its bounds are known"
                 return (f"{html.escape(text)} <span class='muted'>({why}: "
-                        f"({n(self.lower)}, {n(self.upper)}])</span>")
+                        f"({lo}, {hi}])</span>")
             return text
         if (style == "html" and self.lower is not None and self.upper is not None
                 and self.lower != self.upper):
-            return (f"{n(self.value)} <span class='muted'>({n(self.lower)}, "
-                    f"{n(self.upper)}]</span>")
+            return f"{n(self.value)} <span class='muted'>({lo}, {hi}]</span>"
         return n(self.value)
 
 
     def _claim_text(self, detail: bool) -> str:
+        if self.left_censored:  # only its bounds: both said, as in every other style
+            lo, hi = outward(self.lower, down=True), outward(self.upper, down=False)
+            return f"≤{hi}" if self.lower == 0 else f"({lo}, {hi}]"
         if self.censored or self.value is None:
             return "—" if self.lower is None else f">{outward(self.lower, down=True)}"
         if detail and self.lower is not None and self.upper is not None \

@@ -128,6 +128,10 @@ class RunTable(Sequence[RunResult]):
             return tuple(self) == other
         return NotImplemented
 
+    def __add__(self, other: Sequence[RunResult]) -> tuple[RunResult, ...]:
+        """The runs followed by ``other``'s, as a tuple (as a tuple of runs would give)."""
+        return (*self, *other)
+
     def __hash__(self) -> int:
         return hash(tuple(self))
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from ..config import AuditConfig
 from ..design import Axis, Design
-from ..errors import ErrorCode, LogFormatError
+from ..errors import ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
@@ -284,18 +284,21 @@ def _arms(f: pd.DataFrame, by: str, arms: Sequence[Any], source: str | None) -> 
         for a in arms:
             match = [v for v in levels if value_matches(v, a)]
             if not match:
-                raise LogFormatError(f"--arms: {safe(a)!r} is not a value of {by!r} (values: "
+                raise LogFormatError(f"{param_name('arms')} {safe(a)!r} is not a value of "
+                                     f"{by!r} (values: "
                                      f"{', '.join(format_value(v) for v in levels)})",
-                                     path=source, column=by, code=ErrorCode.UNKNOWN_VALUE)
+                                     path=source, column=by, param="arms",
+                                     code=ErrorCode.UNKNOWN_VALUE)
             chosen.append(match[0])
         if len(chosen) != 2 or chosen[0] == chosen[1]:
-            raise LogFormatError("--arms takes exactly two different values: FIRST,SECOND",
-                                 path=source, column="--arms", code=ErrorCode.INVALID_OPTION)
+            raise LogFormatError(f"{param_name('arms')} takes exactly two different values: "
+                                 "FIRST,SECOND", path=source, param="arms",
+                                 code=ErrorCode.INVALID_OPTION)
         return chosen
     if len(levels) != 2:
-        raise LogFormatError(f"--by {by!r} has {len(levels)} values "
+        raise LogFormatError(f"{param_name('by')} {by!r} has {len(levels)} values "
                              f"({', '.join(format_value(v) for v in levels)}); choose two "
-                             "with --arms A,B",
+                             f"with {param_value('arms', 'A,B')}",
                              path=source, column=by, code=ErrorCode.INVALID_OPTION)
     return levels
 

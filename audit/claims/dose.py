@@ -53,7 +53,7 @@ from scipy import optimize
 
 from ..config import AuditConfig
 from ..design import Axis, Design
-from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
+from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
@@ -384,9 +384,9 @@ def _mediator_values(rc: RunClocks, mediator: str, source: str | None) -> np.nda
     if mediator in rc.log.conditions.columns:
         return f[mediator].to_numpy(dtype=float)
     if mediator not in rc.log.series:
-        raise LogFormatError(f"--mediator column {mediator!r} is neither a condition nor a "
-                             "per-step column", path=source, column=mediator,
-                             code=ErrorCode.NOT_A_SERIES)
+        raise LogFormatError(f"{param_name('mediator')} column {mediator!r} is neither a "
+                             "condition nor a per-step column", path=source, column=mediator,
+                             param="mediator", code=ErrorCode.NOT_A_SERIES)
     from ..clocks import pack
 
     P = pack(rc.log.series[mediator], rc.log)
@@ -444,9 +444,9 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
     sweep_spec = {k: v for k, v in raised.items() if k != sweep}
     sweep_rows = _match(f, sweep_spec)
     if not base.any() or not rai.any():
-        raise LogFormatError(f"--baseline {dict(baseline)} or --raised {dict(raised)} matches no "
-                             "run", path=source, column="--baseline",
-                             code=ErrorCode.UNKNOWN_VALUE)
+        raise LogFormatError(f"{param_name('baseline')} {dict(baseline)} or "
+                             f"{param_name('raised')} {dict(raised)} matches no run",
+                             path=source, param="baseline", code=ErrorCode.UNKNOWN_VALUE)
     findings: list[Finding] = []
     w = np.ones(len(f), dtype=np.int64)
     est = _recovery(f, med, base, rai, sweep_rows, sweep, w)
@@ -819,8 +819,9 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
     mediation, the sweep and baseline/raised columns) but differing in another condition are
     refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
     if mediator is None and (baseline or raised or sweep):
-        raise ConfigError("--baseline, --raised and --sweep describe a mediation: they need "
-                          "--mediator COL (they are never ignored)",
+        raise ConfigError(f"{param_name('baseline')}, {param_name('raised')} and "
+                          f"{param_name('sweep')} describe a mediation: they need "
+                          f"{param_value('mediator', 'COL')} (they are never ignored)",
                           code=ErrorCode.INVALID_OPTION, option="--mediator")
     rc = run_clocks(table, config, source, step_unit)
     axes = [Axis(by)]
@@ -828,8 +829,8 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
         if not (baseline and raised and sweep):
             raise LogFormatError(f"mediation needs {param_name('baseline')}, "
                                  f"{param_name('raised')} and {param_name('sweep')} with "
-                                 f"{param_name('mediator')}", path=source, column="--mediator",
-                                 param="mediator", code=ErrorCode.INVALID_OPTION)
+                                 f"{param_name('mediator')}", path=source, param="mediator",
+                                 code=ErrorCode.INVALID_OPTION)
         axes += [Axis(sweep, "sweep"), *(Axis(c, "baseline/raised", numeric=False)
                                          for c in dict.fromkeys([*baseline, *raised]))]
     design = Design.validate(rc.log, axes=axes, cell=cell, what="the dose-response fit")

@@ -762,7 +762,7 @@ _REFUSALS = {
                     "design; no coefficient is printed",
     "no_grok": "no run grokked: every time is only a lower bound, there is no scaling",
     "rank": "its exponents are not identified — the runs that grokked do not vary in every "
-            "--by term (all in one cell?), and censored runs bound a slope on one side only; "
+            "axis term (all in one cell?), and censored runs bound a slope on one side only; "
             "no coefficient is printed",
     "degenerate": "its exponents are not identified — a law with no scatter (σ → 0) puts every "
                   "run inside its logged (lower, upper] interval, so every error family's "
@@ -803,8 +803,8 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
     if not by:
         raise LogFormatError(f"onset needs {param_value('by', 'COL[,COL]')} (the "
-                             "hyperparameters of the scaling fit)", path=source, column="--by",
-                             param="by", code=ErrorCode.INVALID_OPTION)
+                             "hyperparameters of the scaling fit)", path=source, param="by",
+                             code=ErrorCode.INVALID_OPTION)
     rc = run_clocks(table, config, source, step_unit)
     design = Design.validate(rc.log, axes=[Axis(c, positive=True) for c in by], cell=cell,
                              what="the scaling fit")
@@ -817,7 +817,7 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
                                  code=ErrorCode.INVALID_OPTION)
     if axes and len(axes) != 2:
         raise LogFormatError(f"{param_name('phase_map')} takes two {param_name('by')} columns: "
-                             "ROW,COL", path=source, column="--phase-map", param="phase_map",
+                             "ROW,COL", path=source, param="phase_map",
                              code=ErrorCode.INVALID_OPTION)
     out = []
     for key, rcs in studies(rc, design):

@@ -137,3 +137,29 @@ def test_check_and_a_claim_show_a_boolean_cell_value_alike(tmp_path: Path) -> No
         assert r.exit_code in (0, 1), r.output
         shown[args[0]] = set(re.findall(r"\blayernorm=(\w+)", r.stdout))
     assert shown["check"] == shown["transition"] == {"true", "false"}
+
+
+def test_an_inferred_axis_is_not_blamed_on_a_parameter_the_user_never_gave(tmp_path: Path
+                                                                          ) -> None:
+    """With no by=, the axis the audit inferred has no parameter to name: a missing value of
+    it is CONDITION_MISSING with ``param`` None (the message says the axis was inferred)."""
+    runs = _runs().drop(columns="arch")
+    runs.loc[runs.index[0], "wd"] = np.nan
+    with pytest.raises(LogFormatError) as exc:
+        audit_table(_log(runs))
+    assert exc.value.code is ErrorCode.CONDITION_MISSING
+    assert exc.value.param is None
+
+
+def test_blocks_on_the_thread_pool_see_the_callers_flag_spelling(monkeypatch) -> None:
+    """A message made in a block computed on the pool names parameters as the caller's
+    context says (the command line's ``--by``), not the library's default."""
+    from grokaudit import blocks
+    from grokaudit.errors import flag_spelling, param_name
+
+    monkeypatch.setenv("GROKAUDIT_THREADS", "3")
+    parts = [slice(i, i + 1) for i in range(9)]
+    with flag_spelling():
+        seen = blocks.map_blocks(lambda b: param_name("by"), parts)
+    assert seen == ["--by"] * 9
+    assert blocks.map_blocks(lambda b: param_name("by"), parts) == ["by="] * 9

@@ -169,3 +169,28 @@ def test_a_result_without_a_printer_is_refused_and_results_never_import_printers
     tree = ast.parse(pathlib.Path(results_mod.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not imported & {"report", "html_report", "printing", "claims.render"}
+
+
+@pytest.mark.parametrize("style", ["compact", "table", "html", "claim"])
+def test_a_printed_bound_is_rounded_outwards(style):
+    """A censored median of 5401.5 is known only as > 5401.5: printed ``>5401``, never
+    ``>5402`` (which claims more than the log supports); an upper bound rounds up."""
+    text = format_interval(Interval(None, 5401.5, None, True), style)
+    assert re.search(r"5401(?!\.)", text) and "5402" not in text
+    before = format_interval(Interval(None, 0.0, 1999.5, False), style)
+    if style != "claim":  # the claims print a value known only by bounds by its lower end
+        assert "2000" in before and "1999" not in before
+
+
+def test_the_suites_report_prints_without_importing_its_printer_first():
+    """``printing.render`` prints a suite report in a fresh interpreter that imported only the
+    runner (the suite's printer is loaded for it)."""
+    import subprocess
+    import sys
+
+    code = ("from grokaudit.adversarial_suite.runner import SuiteReport\n"
+            "from grokaudit.printing import render\n"
+            "print(render(SuiteReport(profile='default', cases=(), properties=None)), end='')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()
