@@ -14,14 +14,13 @@ from typing import Any
 import grokaudit
 import grokaudit.study as study
 import numpy as np
-import pandas as pd
 import pytest
 
 # hypothesis (the `test` extra) drives some tests here and its profiles are imported: without it
 # the whole module skips, with this reason (issue 23: a venv with no extra skips, never fails)
 pytest.importorskip("hypothesis", reason="hypothesis is not installed (the `test` extra)")
 
-from helpers.core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
+from helpers.core_builders import censored_study
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -129,22 +128,10 @@ def test_pairs_below_counts_every_pair(rows):
     assert study._pairs_below(key, query, group) == want_g
 
 
-def _study_with_censoring() -> Any:
-    frames = [cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000),
-                          (1.3, 2500, 8000)])]
-    frames += [flat_run(f"f{s}", 3000, level=40.0, rho=1.4, seed=s) for s in range(3)]
-    # a late second collapse: the floor is still moving, t_compress is censored
-    s = grid()
-    late = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])
-    frames += [run_frame(f"c{k}", s, step_acc(s, 2600), late, rho=1.5, seed=k)
-               for k in range(3)]
-    return pd.concat(frames, ignore_index=True)
-
-
 @pytest.mark.parametrize("q", study.QUANTITIES)
 def test_ordering_is_the_same_with_the_pair_loop(monkeypatch, q):
     """``ordering`` on a real study with ties and censored cells, fast path against loop."""
-    res = grokaudit.audit_table(_study_with_censoring(), by="rho", fail_on=("none",))
+    res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
     cfg = grokaudit.make_config(by="rho")
     cells = res.studies[0].cells
     fast = study.ordering(cells, q, cfg)

@@ -10,29 +10,15 @@ import pickle
 from typing import Any
 
 import grokaudit
-import pandas as pd
 import pytest
 from grokaudit.reasons import Reason
 from grokaudit.results import Interval, RunResult
 from grokaudit.runtable import RunTable
-from helpers.core_builders import cells_from, flat_run, grid, piecewise, run_frame, step_acc
-
-
-def _log() -> pd.DataFrame:
-    """Cells that grok and compress, one that never compresses, one whose floor still moves
-    (t_compress censored)."""
-    frames = [cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000),
-                          (1.3, 2500, 8000)])]
-    frames += [flat_run(f"f{s}", 3000, level=40.0, rho=1.4, seed=s) for s in range(3)]
-    s = grid()
-    late = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])
-    frames += [run_frame(f"c{k}", s, step_acc(s, 2600), late, rho=1.5, seed=k)
-               for k in range(3)]
-    return pd.concat(frames, ignore_index=True)
+from helpers.core_builders import censored_study
 
 
 def _runs(profile: str = "default") -> RunTable:
-    res = grokaudit.audit_table(_log(), by="rho", profile=profile, fail_on=("none",))
+    res = grokaudit.audit_table(censored_study(), by="rho", profile=profile, fail_on=("none",))
     runs = res.studies[0].runs
     assert isinstance(runs, RunTable)
     return runs
@@ -62,7 +48,7 @@ def test_rows_are_the_runresults_the_constructor_makes(profile):
 def test_a_runtable_is_the_sequence_of_its_runs():
     t = _runs()
     rows = tuple(t)
-    assert len(t) == len(rows) == _log()["run"].nunique()
+    assert len(t) == len(rows) == censored_study()["run"].nunique()
     assert t == rows and t[-1] == rows[-1] and t[0] == rows[0]
     assert t[2:5] == rows[2:5] and isinstance(t[2:5], RunTable)
     assert t[::-1] == rows[::-1]
@@ -76,13 +62,13 @@ def test_a_runtable_is_the_sequence_of_its_runs():
 def test_the_audit_reduces_from_columns_without_making_runresults(monkeypatch):
     """With row construction broken, the audit still gives the same findings and verdicts;
     only rendering the runs (JSON) needs the rows."""
-    want = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    want = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
 
     def no_rows(self: RunTable, k: int) -> RunResult:
         raise AssertionError("a RunResult was made while auditing")
 
     monkeypatch.setattr(RunTable, "_row", no_rows)
-    got = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    got = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
     assert [f.to_dict() for f in got.findings] == [f.to_dict() for f in want.findings]
     assert [s.verdict for s in got.studies] == [s.verdict for s in want.studies]
     assert got.studies[0].cells == want.studies[0].cells
@@ -91,7 +77,7 @@ def test_the_audit_reduces_from_columns_without_making_runresults(monkeypatch):
 
 
 def test_the_json_runs_are_the_rows_to_dict():
-    res = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
     s = res.studies[0]
     assert s.to_dict()["runs"] == [r.to_dict() for r in s.runs]
 
@@ -99,7 +85,7 @@ def test_the_json_runs_are_the_rows_to_dict():
 def test_run_scoped_findings_name_the_runs_that_carry_the_code():
     """The per-cell run findings, reduced from the reason columns, list exactly the runs whose
     reasons hold the code (checked against the rows)."""
-    res = grokaudit.audit_table(_log(), by="rho", fail_on=("none",))
+    res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
     s = res.studies[0]
     run_findings = [f for f in s.findings if f.scope == "run"]
     assert run_findings

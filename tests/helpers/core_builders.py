@@ -82,3 +82,17 @@ def cells_from(spec: Sequence[tuple[float, int, int]], seeds: int = 3, axis: str
         for s in range(seeds):
             frames.append(compressing_run(f"{axis}{a}_s{s}", tg, ts, seed=s, **{axis: a}, **kw))
     return pd.concat(frames, ignore_index=True)
+
+
+def censored_study() -> pd.DataFrame:
+    """Four cells that grok and compress (two tied), one that never compresses (flat at 40),
+    and one whose floor is still moving when the log ends (a late second collapse: its
+    t_compress is censored)."""
+    frames = [cells_from([(1.0, 2000, 9000), (1.1, 2000, 9000), (1.2, 3000, 12_000),
+                          (1.3, 2500, 8000)])]
+    frames += [flat_run(f"f{s}", 3000, level=40.0, rho=1.4, seed=s) for s in range(3)]
+    s = grid()
+    late = piecewise(s, [(0, 40), (3000, 20), (37_000, 10)])
+    frames += [run_frame(f"c{k}", s, step_acc(s, 2600), late, rho=1.5, seed=k)
+               for k in range(3)]
+    return pd.concat(frames, ignore_index=True)
