@@ -24,6 +24,7 @@ from grokaudit.adapters._wandb_values import numbers  # noqa: E402
 from grokaudit.adapters.merge import ReadOptions  # noqa: E402
 from grokaudit.adapters.points import Points  # noqa: E402
 from grokaudit.errors import LogFormatError  # noqa: E402
+from helpers.wire import varint  # noqa: E402
 
 from .test_adapters_wandb import log_offline  # noqa: E402
 
@@ -165,18 +166,10 @@ def test_framing_of_many_blocks(tmp_path: Path) -> None:
     assert wb._records_fast(data[:-10]) is None
 
 
-def _varint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
 
 def _record(num: int, field: int, body: bytes) -> bytes:
     """``Record{num, <field> {body}}`` as raw protobuf bytes (a body protobuf may refuse)."""
-    return (b"\x08" + _varint_bytes(num) + bytes([field << 3 | 2]) + _varint_bytes(len(body))
+    return (b"\x08" + varint(num) + bytes([field << 3 | 2]) + varint(len(body))
             + body)
 
 

@@ -12,6 +12,7 @@ from grokaudit.adapters import detect_format, read_log
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import build_log_table
 from helpers.tables import read_as_percent
+from helpers.wire import varint
 
 tb = pytest.importorskip("tensorboard", reason="the [tensorboard] extra is not installed")
 torch_tb = pytest.importorskip("torch.utils.tensorboard",
@@ -179,14 +180,6 @@ def test_batch_wrapping_matches_protobuf_varints() -> None:
     for p in payloads:
         starts.append(pos + 3)
         pos += 3 + len(p)
-
-    def varint(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-            n >>= 7
-            if not n:
-                return bytes(out)
 
     want = b"".join(b"\x0a" + varint(len(p)) + p for p in payloads)
     got = _wrap(np.frombuffer(data, dtype=np.uint8), np.array(starts),

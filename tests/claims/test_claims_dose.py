@@ -12,6 +12,7 @@ from grokaudit.claims.dose import fit_laws, run_dose
 from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
 from grokaudit.errors import ErrorCode
+from helpers.claim_logs import diverging_dose_log
 
 
 def _log(x_levels: np.ndarray, law: str, seeds: int = 5, noise: float = 0.05,
@@ -118,22 +119,9 @@ def test_mediation_outside_the_sweep_is_refused() -> None:
     assert r.body.mediation.recovery is None
 
 
-def _diverging(budget: int = 100_000) -> pd.DataFrame:
-    """ln T = ln 300 + 2x up to x = 2 (7 cells, 5 seeds), then a cell at x = 2.5 where no
-    run groks within ``budget``: the exponential law fitted on the first 7 cells predicts
-    300·e⁵ ≈ 45 000 steps there, a cell still ungrokked at 100 000."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for x in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]:
-        for s in range(5):
-            t = np.inf if x > 2.2 else round(300 * np.exp(2 * x + rng.normal(0, 0.03)))
-            rows.append({"run": f"x{x}s{s}", "rho": x, "seed": s, "t_grok": t,
-                         "budget": budget})
-    return make_log(pd.DataFrame(rows), every=500)
-
 
 def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
-    r = run_dose(_diverging(), make_config(), by="rho", n_resamples=99)
+    r = run_dose(diverging_dose_log(), make_config(), by="rho", n_resamples=99)
     b = r.body
     assert b.best == "exponential"
     assert Reason.LAW_CONTRADICTED in r.codes and r.exit_code == 1
@@ -148,7 +136,7 @@ def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
 
 
 def test_a_censored_cell_the_law_allows_is_no_finding() -> None:
-    r = run_dose(_diverging(budget=30_000), make_config(), by="rho", n_resamples=99)
+    r = run_dose(diverging_dose_log(budget=30_000), make_config(), by="rho", n_resamples=99)
     assert Reason.LAW_CONTRADICTED not in r.codes or not any(
         f.evidence.get("law") for f in r.findings if f.code is Reason.LAW_CONTRADICTED)
     assert not r.body.fit("exponential").contradicted

@@ -22,6 +22,7 @@ from grokaudit.claims.simulate import make_log
 from grokaudit.claims.stats import MIN_VALID
 from grokaudit.claims.transition import run_transition
 from grokaudit.results import Interval
+from helpers.claim_logs import diverging_dose_log
 from scipy import optimize, stats
 
 R = Reason
@@ -80,21 +81,9 @@ def test_dose_check_rarely_contradicts_a_true_law() -> None:
     assert bad / cens <= 2 * alpha + 0.02, f"{bad}/{cens} censored sets call the true law false"
 
 
-def _diverging(budget: int = 100_000) -> pd.DataFrame:
-    """ln T = ln 300 + 2x up to x = 2 (7 cells, 5 seeds), then a cell at 2.5 where no run
-    groks within ``budget`` (the exponential law puts its median near 45 000)."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for x in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]:
-        for s in range(5):
-            t = np.inf if x > 2.2 else round(300 * np.exp(2 * x + rng.normal(0, 0.03)))
-            rows.append({"run": f"x{x}s{s}", "rho": x, "seed": s, "t_grok": t,
-                         "budget": budget})
-    return make_log(pd.DataFrame(rows), every=500)
-
 
 def test_dose_a_real_contradiction_fires_with_its_binomial_tail() -> None:
-    df = _diverging()
+    df = diverging_dose_log()
     r = run_dose(df, make_config(), by="rho", n_resamples=199)
     b = r.body
     assert b.best == "exponential" and R.LAW_CONTRADICTED in r.codes and r.exit_code == 1
@@ -145,7 +134,7 @@ def test_dose_a_censored_cell_within_reach_of_the_law_is_consistent() -> None:
 
 
 def test_dose_without_a_bootstrap_interval_never_contradicts() -> None:
-    r = run_dose(_diverging(), make_config(), by="rho", n_resamples=MIN_VALID - 1)
+    r = run_dose(diverging_dose_log(), make_config(), by="rho", n_resamples=MIN_VALID - 1)
     b = r.body
     assert R.LAW_CONTRADICTED not in r.codes
     for law in ("exponential", "power"):

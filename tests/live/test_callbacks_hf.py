@@ -28,6 +28,7 @@ from grokaudit.callbacks import GrokauditBudgetWarning  # noqa: E402
 from grokaudit.callbacks.transformers import GrokauditCallback  # noqa: E402
 from grokaudit.cli import cli  # noqa: E402
 from grokaudit.errors import ErrorCode  # noqa: E402
+from helpers.torch_task import linear_teacher_task  # noqa: E402
 
 MAX_STEPS = 2000
 WDS = (0.2, 0.4)
@@ -36,15 +37,6 @@ F = torch.nn.functional
 
 def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
-
-
-# -- a tiny task: a linear teacher, learned at once; weight decay then compresses the first
-#    layer to the one direction the teacher uses (its effective rank falls to a floor) --------
-def _task(n: int = 8, n_train: int = 4096, n_test: int = 512) -> tuple:
-    g = torch.Generator().manual_seed(0)
-    teacher = torch.randn(n, generator=g)
-    x_train, x_test = torch.randn(n_train, n, generator=g), torch.randn(n_test, n, generator=g)
-    return x_train, (x_train @ teacher > 0).long(), x_test, (x_test @ teacher > 0).long()
 
 
 class _FullBatch(torch.utils.data.Dataset):
@@ -79,7 +71,7 @@ def _accuracy(pred) -> dict[str, float]:
 
 
 def _trainer(root: Path, wd: float, max_steps: int = MAX_STEPS, report_to=(), callbacks=None):
-    x_train, y_train, x_test, y_test = _task()
+    x_train, y_train, x_test, y_test = linear_teacher_task()
     args = transformers.TrainingArguments(
         output_dir=str(root / "out" / f"wd{wd}"), run_name=f"wd{wd}", max_steps=max_steps,
         per_device_train_batch_size=1, per_device_eval_batch_size=1, learning_rate=0.2,

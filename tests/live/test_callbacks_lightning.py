@@ -25,20 +25,12 @@ from grokaudit.callbacks import GrokauditBudgetWarning  # noqa: E402
 from grokaudit.callbacks.lightning import GrokauditCallback  # noqa: E402
 from grokaudit.cli import cli  # noqa: E402
 from grokaudit.errors import ErrorCode, GrokauditWarning  # noqa: E402
+from helpers.torch_task import linear_teacher_task  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 
 MAX_STEPS = 2000
 WDS = (0.2, 0.4)
 F = torch.nn.functional
-
-
-# -- a tiny task: a linear teacher, learned at once; weight decay then compresses the first
-#    layer to the one direction the teacher uses (its effective rank falls to a floor) --------
-def _task(n: int = 8, n_train: int = 4096, n_test: int = 512) -> tuple:
-    g = torch.Generator().manual_seed(0)
-    teacher = torch.randn(n, generator=g)
-    x_train, x_test = torch.randn(n_train, n, generator=g), torch.randn(n_test, n, generator=g)
-    return x_train, (x_train @ teacher > 0).long(), x_test, (x_test @ teacher > 0).long()
 
 
 class _FullBatch(torch.utils.data.Dataset):
@@ -84,7 +76,7 @@ class _Net(pl.LightningModule):
 
 def _fit(root: Path, wd: float, callback: GrokauditCallback, max_steps: int = MAX_STEPS,
          tensorboard: bool = False):
-    x_train, y_train, x_test, y_test = _task()
+    x_train, y_train, x_test, y_test = linear_teacher_task()
     loggers = [CSVLogger(root / "csv", name=f"wd{wd}")]
     if tensorboard:
         from lightning.pytorch.loggers import TensorBoardLogger
