@@ -3,13 +3,13 @@ every input that gives text output, no zero-width interval, bad input → exit 2
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import make_claims_examples
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,15 +20,6 @@ from grokaudit.cli import cli
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
 TRAINER = REPO / "docs" / "examples" / "claims_tf_cvadamw_p23.parquet"
-
-
-def _examples_module():  # docs/examples/make_claims_examples.py, the docs' synthetic logs
-    spec = importlib.util.spec_from_file_location(
-        "make_claims_examples", REPO / "docs" / "examples" / "make_claims_examples.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +47,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["dose"] = d / "dose.parquet"
     make_log(runs, every=10).to_parquet(out["dose"], index=False)
     # the docs' synthetic examples
-    ex = _examples_module()
+    ex = make_claims_examples
     for name in ("onset", "dose", "transition", "precursor", "compare"):
         out[f"ex_{name}"] = d / f"ex_{name}.parquet"
         getattr(ex, name)(np.random.default_rng(2026)).to_parquet(out[f"ex_{name}"],
