@@ -500,9 +500,8 @@ def _run_codes_by_cell(runs: RunTable, bounds: np.ndarray
     (codes in order of first appearance, runs in table order), and the runs whose floor is
     unstable although they grokked."""
     codes_of = [tuple(c for c in s if c in _RUN_CODES) for s in runs.reason_sets]
-    unstable = (runs.words["floor_stability"].code
-                == runs.words["floor_stability"].names.index("unstable")) \
-        if "unstable" in runs.words["floor_stability"].names else np.zeros(len(runs), bool)
+    stab = runs.words["floor_stability"]
+    unstable = np.array([n == "unstable" for n in stab.names], dtype=bool)[stab.code]
     t_grok = runs.intervals["t_grok"]
     assert t_grok.upper is not None
     unstable = unstable & ~np.isinf(t_grok.upper)

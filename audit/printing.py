@@ -14,8 +14,8 @@ from functools import singledispatch
 from typing import Any
 
 from .claims.results import ClaimResult
-from .claims.sensitivity import SensitivityResult
-from .inspect import Inspection
+from .claims.sensitivity import SensitivityResult, render_sensitivity
+from .inspect import Inspection, render_inspection
 from .results import AuditResult
 
 
@@ -49,13 +49,9 @@ def _claim(result: ClaimResult, *, verbose: bool = False) -> str:
 
 @render.register
 def _sensitivity(result: SensitivityResult, *, verbose: bool = False) -> str:
-    from .claims.sensitivity import render_sensitivity
-
     return render(result.baseline, verbose=verbose) + "\n" + render_sensitivity(result)
 
 
 @render.register
 def _inspection(result: Inspection, *, verbose: bool = False) -> str:
-    from .inspect import render_inspection
-
     return render_inspection(result)
