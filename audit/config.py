@@ -266,6 +266,11 @@ PROFILE_SWITCHES = ("floor_window", "stability_check", "interval_censoring", "dr
                     "censor_scope", "lag_class", "clock_rule")
 
 
+def _named(name: str) -> str:
+    """An option as a message names it: ``'rel_tol' (--rel-tol)``, its config key and flag."""
+    return f"{name!r} ({flag_of(name)})"
+
+
 def flag_of(name: str) -> str:
     """How option ``name`` is set: its flag (``rel_tol`` → ``--rel-tol``), or "config file
     only" for an option without one."""
@@ -325,7 +330,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 raise ValueError(value)
             return float(value)
         except (TypeError, ValueError, OverflowError):
-            raise ConfigError(f"{source}: option {name!r} ({flag_of(name)}) = {value!r} is not "
+            raise ConfigError(f"{source}: option {_named(name)} = {value!r} is not "
                               "a number", code=ErrorCode.INVALID_OPTION, option=name) from None
     if name == "acc_scales":
         if isinstance(value, dict):  # acc_scale = {test_acc = 100} in a config file
@@ -392,7 +397,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         kind = {bool: "true/false", int: "an integer", float: "a number",
                 tuple: "a list of names"}.get(type(default), "a string")
         raise ConfigError(
-            f"{source}: option {name!r} ({flag_of(name)}) = {value!r} is not {kind}",
+            f"{source}: option {_named(name)} = {value!r} is not {kind}",
             code=ErrorCode.INVALID_OPTION, option=name) from None
 
 
@@ -403,7 +408,7 @@ def validate(cfg: AuditConfig) -> AuditConfig:
     for name, choices in _CHOICES.items():
         if getattr(cfg, name) not in choices:
             raise ConfigError(
-                f"option {name!r} ({flag_of(name)}) = {getattr(cfg, name)!r}; choose one of "
+                f"option {_named(name)} = {getattr(cfg, name)!r}; choose one of "
                 f"{', '.join(choices)}", code=ErrorCode.INVALID_OPTION, option=name)
     for name, rng in RANGES.items():
         v = getattr(cfg, name)
@@ -412,22 +417,22 @@ def validate(cfg: AuditConfig) -> AuditConfig:
         is_int = isinstance(getattr(_DEFAULTS, name), int)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (
                 is_int and not isinstance(v, int)):
-            raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r} is not "
+            raise ConfigError(f"option {_named(name)} = {v!r} is not "
                               f"{'an integer' if is_int else 'a number'}",
                               code=ErrorCode.INVALID_OPTION, option=name)
         if not rng.contains(float(v)):
             what = "an integer" if is_int else "a finite number"
-            raise ConfigError(f"option {name!r} ({flag_of(name)}) = {v!r}; it must be {what} in "
+            raise ConfigError(f"option {_named(name)} = {v!r}; it must be {what} in "
                               f"{rng}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=name)
     _validate_grok_on(cfg)
     column_scales(cfg)
     if cfg.floor_frac > cfg.max_floor_frac:
-        raise ConfigError(f"option 'floor_frac' = {cfg.floor_frac} must not exceed "
-                          f"'max_floor_frac' = {cfg.max_floor_frac}",
+        raise ConfigError(f"option {_named('floor_frac')} = {cfg.floor_frac} must not exceed "
+                          f"{_named('max_floor_frac')} = {cfg.max_floor_frac}",
                           code=ErrorCode.OPTION_OUT_OF_RANGE, option="floor_frac")
     if cfg.flat_threshold >= cfg.mono_threshold:
-        raise ConfigError(f"option 'flat_threshold' = {cfg.flat_threshold} must be below "
-                          f"'mono_threshold' = {cfg.mono_threshold}",
+        raise ConfigError(f"option {_named('flat_threshold')} = {cfg.flat_threshold} must be below "
+                          f"{_named('mono_threshold')} = {cfg.mono_threshold}",
                           code=ErrorCode.OPTION_OUT_OF_RANGE, option="flat_threshold")
     if tuple(parse_fail_on(cfg.fail_on)) != tuple(cfg.fail_on):
         raise ConfigError(f"option 'fail_on' = {list(cfg.fail_on)!r} is not normalized; build "
@@ -487,7 +492,7 @@ def _validate_grok_on(cfg: AuditConfig) -> None:
         for name in OPTIONAL:
             if getattr(cfg, name) is not None:
                 raise ConfigError(
-                    f"option {name!r} ({flag_of(name)}) sets a loss level, but the grok "
+                    f"option {_named(name)} sets a loss level, but the grok "
                     "criterion is test_acc: pass --grok-on LOSS_COLUMN (e.g. test_loss) too",
                     code=ErrorCode.INVALID_OPTION, option=name)
         return
@@ -500,8 +505,8 @@ def _validate_grok_on(cfg: AuditConfig) -> None:
                           "--grok-below LEVEL (the loss that counts as generalized)",
                           code=ErrorCode.INVALID_OPTION, option="grok_below")
     if cfg.full_below is not None and cfg.full_below > cfg.grok_below:
-        raise ConfigError(f"option 'full_below' = {cfg.full_below} must not exceed "
-                          f"'grok_below' = {cfg.grok_below} (a fully generalized run is at least "
+        raise ConfigError(f"option {_named('full_below')} = {cfg.full_below} must not exceed "
+                          f"{_named('grok_below')} = {cfg.grok_below} (a fully generalized run is at least "
                           "as good as a grokked one)", code=ErrorCode.OPTION_OUT_OF_RANGE,
                           option="full_below")
 
