@@ -127,6 +127,38 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
 
 def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
     """Audit a validated :class:`LogTable`."""
+    plan = audit_plan(log, cfg)
+    acc = accuracy_clocks(log, cfg, plan.study_ids)
+    # the runs of a cell share its step grid (v1.5)
+    groups = plan.cell_ids if cfg.floor_window == "grid" else None
+    mclocks: dict[str, MetricClocks] = {}
+    horizons: dict[str, HorizonCheck | None] = {}
+    for m in plan.metrics:
+        mc = metric_clocks(log, acc, m, cfg, groups=groups)
+        hc = horizon_check(log, mc, plan.cell_ids, cfg)
+        if hc is not None and hc.not_converged.any():
+            # a sibling shows the metric still moving after these runs stopped: their floors
+            # are indeterminate, and every stage after the floor follows
+            mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged)
+        mclocks[m], horizons[m] = mc, hc
+    return reduce_audit(log, cfg, plan, acc, mclocks, horizons)
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditPlan:
+    """What an audit reads before any clock: the metrics, the design (axis, outcomes) and
+    each run's study and cell."""
+
+    metrics: tuple[str, ...]
+    axis: str | None
+    outcomes: tuple[str, ...]
+    study_ids: np.ndarray | None  #: per run, its study's number (None: one study)
+    cell_ids: np.ndarray  #: per run, its cell's number
+
+
+def audit_plan(log: LogTable, cfg: AuditConfig) -> AuditPlan:
+    """The metrics, design and cells of ``log`` under ``cfg`` (refusals before any clock).
+    Reads the runs' conditions and the summary only, never a point."""
     src = log.summary.source
     metrics = list(cfg.metrics) or list(log.summary.metrics)
     if cfg.grok_on != "test_acc":
@@ -153,24 +185,20 @@ def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
 
     study_ids = (cond.reset_index(drop=True).groupby(list(cfg.cell), sort=True, dropna=False)
                  .ngroup().to_numpy(dtype=np.int64) if cfg.cell else None)
-    acc = accuracy_clocks(log, cfg, study_ids)
     keys = [*cfg.cell, *([axis] if axis is not None else [])]
     cell_ids = (cond.reset_index(drop=True).groupby(
         keys, sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64) if keys
         else np.zeros(log.n_runs, dtype=np.int64))
-    # the runs of a cell share its step grid (v1.5)
-    groups = cell_ids if cfg.floor_window == "grid" else None
-    mclocks: dict[str, MetricClocks] = {}
-    horizons: dict[str, HorizonCheck | None] = {}
-    for m in metrics:
-        mc = metric_clocks(log, acc, m, cfg, groups=groups)
-        hc = horizon_check(log, mc, cell_ids, cfg)
-        if hc is not None and hc.not_converged.any():
-            # a sibling shows the metric still moving after these runs stopped: their floors
-            # are indeterminate, and every stage after the floor follows
-            mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged)
-        mclocks[m], horizons[m] = mc, hc
+    return AuditPlan(tuple(metrics), axis, tuple(outcomes), study_ids, cell_ids)
 
+
+def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: AccuracyClocks,
+                 mclocks: Mapping[str, MetricClocks],
+                 horizons: Mapping[str, HorizonCheck | None]) -> AuditResult:
+    """The studies, cells, verdicts and findings, reduced from the per-run clocks (reads the
+    runs' ids and conditions and the summary of ``log``, never a point)."""
+    axis, outcomes, metrics = plan.axis, list(plan.outcomes), plan.metrics
+    cond = log.conditions
     studies: list[StudyResult] = []
     extra: list[Finding] = []
     run_ids = np.asarray(log.run_ids, dtype=object)

@@ -138,30 +138,40 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
     return out
 
 
-def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
-                   columns: list[np.ndarray]) -> list[tuple[str, ...]]:
-    """Groups of runs (two or more ids each) whose logs are identical at every logged step in
-    every column of ``columns`` (per-step arrays in run order; the first ones weigh most in the
-    fingerprint). Each run's length and the sums of its steps and of its first four columns
-    pick candidates (one pass over those columns, in blocks); every column of a candidate pair
-    is then compared exactly."""
-    R = int(run_ids.size)
-    if R < 2 or not columns:
-        return []
+def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray]
+                     ) -> np.ndarray:
+    """Per run, one 64-bit fingerprint of its length and the sums of its steps and of its
+    first four ``columns`` (bit patterns; -0.0 and 0.0 differ: no matter, equal logs give equal
+    sums bit for bit). Equal logs have equal fingerprints; runs sharing one are candidates."""
+    R = int(offsets.size - 1)
     counts = np.diff(offsets)
-    n = int(offsets[-1])
+    n = int(offsets[-1]) if R else 0
     cuts = np.unique(np.r_[np.searchsorted(offsets, np.arange(0, n, _BLOCK_ROWS)), R])
     cuts = cuts[(cuts >= 0) & (cuts <= R)]
     if cuts[0] != 0:
         cuts = np.r_[0, cuts]
     keys = [counts.astype(np.float64), _run_sums(step, offsets, cuts)]
     keys += [_run_sums(c, offsets, cuts) for c in columns[:4]]
-    # one 64-bit fingerprint of the keys' bit patterns (-0.0 and 0.0 differ: no matter, equal
-    # logs give equal sums bit for bit); runs sharing it are compared exactly below
     h = np.zeros(R, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in keys:
             h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ np.ascontiguousarray(k).view(np.uint64)
+    return h
+
+
+def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
+                   columns: list[np.ndarray], fingerprints: np.ndarray | None = None
+                   ) -> list[tuple[str, ...]]:
+    """Groups of runs (two or more ids each) whose logs are identical at every logged step in
+    every column of ``columns`` (per-step arrays in run order; the first ones weigh most in the
+    fingerprint). Each run's length and the sums of its steps and of its first four columns
+    pick candidates (one pass over those columns, in blocks); every column of a candidate pair
+    is then compared exactly. ``fingerprints``: :func:`run_fingerprints` when already
+    computed."""
+    R = int(run_ids.size)
+    if R < 2 or not columns:
+        return []
+    h = run_fingerprints(offsets, step, columns) if fingerprints is None else fingerprints
     _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     if not (cnt > 1).any():

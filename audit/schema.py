@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .identity import canonical_values, check_run_ids, duplicate_runs
+from .identity import canonical_values, check_run_ids, duplicate_runs, run_fingerprints
 from .roles import (
     FRACTION_MAX,
     PERCENT_MIN,
@@ -386,10 +386,33 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
     return a
 
 
+@dataclass
+class LogPart:
+    """The validation of one part of a log read in parts (:mod:`grokaudit.stream`): what
+    needs the whole log is decided before and passed in, and what only the whole log can judge
+    is recorded here, judged once every part has been read.
+
+    ``accuracy``: per accuracy column, ``(max, min, values above 1.5, values above 1)`` over
+    the whole log (the percent decision and its range check). ``series``: columns some part
+    reads as per-step series (a column constant in this part's runs is still a series).
+    """
+
+    accuracy: Mapping[str, tuple[float, float, int, int]]
+    series: frozenset[str] = frozenset()
+    #: recorded: per ``--metric`` column, (it changes within some run of this part, its
+    #: values that are not missing, this part's runs)
+    metric_changes: dict[str, tuple[bool, int, int]] = field(default_factory=dict)
+    #: recorded: the kept runs' conditions as stored (one identity per value is given to
+    #: the whole log's columns at once) and their fingerprints (duplicates across parts)
+    conditions: dict[str, np.ndarray] = field(default_factory=dict)
+    fingerprints: np.ndarray | None = None
+
+
 def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None = None,
                     acc_scale: float | None = None, on_duplicate: str = "error",
                     column_scales: Mapping[str, float] | None = None,
-                    metrics: Sequence[str] = (), grok_on: str = "test_acc") -> LogTable:
+                    metrics: Sequence[str] = (), grok_on: str = "test_acc",
+                    part: LogPart | None = None) -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
     Applies every input rule of ``docs/architecture.md`` (the canonical table) in five stages:
@@ -418,16 +441,18 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
     g = _group_rows(columns, path)
-    accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {})
+    accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {},
+                               None if part is None else part.accuracy)
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
-    series, cond = _classify_columns(names, forced, g, path, named=tuple(metrics))
+    series, cond = _classify_columns(names, forced, g, path, named=tuple(metrics), part=part)
     criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
     keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
-                                                       criterion)
+                                                       criterion, part is not None)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
-                    has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc)
+                    has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
+                    part=part)
     # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
     # last buffers (the run codes): freed, and their pages handed back to the OS
     del g, columns
@@ -787,7 +812,8 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
 
 
 def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None,
-                column_scales: Mapping[str, float] | None = None
+                column_scales: Mapping[str, float] | None = None,
+                whole: Mapping[str, tuple[float, float, int, int]] | None = None
                 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Stage 3: the accuracy columns, read as fractions in [0, 1].
 
@@ -795,7 +821,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
     one rule of every command): ``acc_scale`` when given, else percent for a column with a
     value above 1 and for its sibling logged beside it. Returns the columns and, for each
     column divided, what was decided and which runs never exceed 1 (they are read as percent
-    with the rest of their column)."""
+    with the rest of their column). ``whole``: the extremes and counts of the whole log when
+    this is one part of it (:class:`LogPart`): they decide, and the range check reads them."""
     raws: dict[str, tuple[np.ndarray, float, float]] = {}
     for name in ACCURACY_COLUMNS:
         if name not in names:
@@ -812,9 +839,10 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
         if math.isinf(hi) or math.isinf(lo):
             raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
                                  path=path, column=name, code=ErrorCode.INFINITE_VALUE)
-        raws[name] = (raw, hi, lo)
+        raws[name] = (raw, hi, lo) if whole is None else (raw, whole[name][0], whole[name][1])
     with np.errstate(invalid="ignore"):
-        above = {n: int(np.count_nonzero(raw > PERCENT_MIN)) for n, (raw, _, _) in raws.items()}
+        above = {n: (int(np.count_nonzero(raw > PERCENT_MIN)) if whole is None
+                     else whole[n][2]) for n, (raw, _, _) in raws.items()}
     decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale,
                              column_scales)
     out: dict[str, np.ndarray] = {}
@@ -832,7 +860,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
         if h > FRACTION_MAX or lw < -1e-9:
             if d.why == "fraction" and lw >= -1e-9 and (hi <= PERCENT_MIN
                                                        or above[name] < PERCENT_MIN_POINTS):
-                n_above = int(np.count_nonzero(raw > FRACTION_MAX))
+                n_above = (int(np.count_nonzero(raw > FRACTION_MAX)) if whole is None
+                           else whole[name][3])
                 why = (f"max {hi:g} ({n_above} value(s) above 1): not a fraction, and not "
                        "clearly percent; if it is percent, pass --acc-scale 100, else fix "
                        "the logger")
@@ -858,11 +887,14 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
 
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
-                      path: str | None, *, named: Sequence[str] = ()
+                      path: str | None, *, named: Sequence[str] = (),
+                      part: LogPart | None = None
                       ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
     run). Known metrics and series are series whatever they do; a text column or ``seed`` that
-    changes within a run is an error."""
+    changes within a run is an error. In a ``part`` of a log, the columns another part reads
+    as series are series here too, and whether a ``--metric`` column changes is recorded
+    (judged over the whole log), not refused."""
     starts = g.offsets[:-1]
     series: dict[str, np.ndarray] = {}
     cond: dict[str, np.ndarray] = {}
@@ -871,16 +903,19 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             continue
         c = g.columns.column(name)
         if _numeric(c):
-            known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES
+            known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES or (
+                part is not None and name in part.series)
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
-            if name in named:  # named by --metric: it must change over steps (wd is no metric)
+            if name in named and part is not None:  # judged once every part is read
+                a = g.col(name)
+                part.metric_changes[name] = (g.first_change(a, True) >= 0,
+                                             int(np.count_nonzero(~np.isnan(a))), g.n_runs)
+                change = -1
+            elif name in named:  # named by --metric: it must change over steps (wd is no metric)
                 a = g.col(name)
                 if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs:
-                    raise LogFormatError(
-                        f"--metric {safe(name)!r} is constant within every run: a condition "
-                        "(set per run), not a per-step metric; name a column that changes "
-                        "over steps", path=path, column=name, code=ErrorCode.NOT_A_SERIES)
+                    raise metric_not_a_series(name, path)
                 change = -1
             elif (known or name in metrics) and name not in SEED_COLUMNS:
                 change = -1
@@ -944,10 +979,12 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
 
 
 def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str, np.ndarray],
-                  on_duplicate: str, path: str | None, criterion: np.ndarray | None = None
+                  on_duplicate: str, path: str | None, criterion: np.ndarray | None = None,
+                  may_keep_none: bool = False
                   ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...], tuple[str, ...]]:
     """Stage 5: rows set aside, counted by reason — duplicate (run, step) rows (identical ones,
-    or the losers under ``on_duplicate``), rows with nothing in them, runs too short."""
+    or the losers under ``on_duplicate``), rows with nothing in them, runs too short. A part
+    of a log (``may_keep_none``) may keep no row: the whole log is judged."""
     n_read, step, same_run = g.n_read, g.step, g.same_run
     test_acc = accs["test_acc"]
     train_acc = accs.get("train_acc")
@@ -1016,11 +1053,23 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
         rows_short = keep & short[g.row_run]
         set_aside["run_too_short"] = int(rows_short.sum())
         keep &= ~short[g.row_run]
-    if not keep.any():
-        raise LogFormatError(
-            f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to audit", path=path,
-            code=ErrorCode.TOO_FEW_POINTS)
+    if not keep.any() and not may_keep_none:
+        raise no_run_long_enough(path)
     return keep, set_aside, too_short, no_acc
+
+
+def metric_not_a_series(name: str, path: str | None) -> LogFormatError:
+    """The refusal of a ``--metric`` column constant within every run (``NOT_A_SERIES``)."""
+    return LogFormatError(
+        f"--metric {safe(name)!r} is constant within every run: a condition (set per run), "
+        "not a per-step metric; name a column that changes over steps", path=path,
+        column=name, code=ErrorCode.NOT_A_SERIES)
+
+
+def no_run_long_enough(path: str | None) -> LogFormatError:
+    """The refusal of a log with no run long enough to audit (``TOO_FEW_POINTS``)."""
+    return LogFormatError(f"no run has {TOO_SHORT_POINTS} or more logged points; nothing to "
+                          "audit", path=path, code=ErrorCode.TOO_FEW_POINTS)
 
 
 def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.ndarray],
@@ -1028,7 +1077,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
               too_short: tuple[str, ...], prov: dict[str, Any], metrics: Sequence[str],
               path: str | None, *, has_test_acc: bool = True,
               scales: Mapping[str, Any] | None = None,
-              no_accuracy: tuple[str, ...] = ()) -> LogTable:
+              no_accuracy: tuple[str, ...] = (), part: LogPart | None = None) -> LogTable:
     """The kept rows as a :class:`LogTable`, with the input accounting."""
     step, run_ids, offsets = g.step, g.run_ids, g.offsets
     test_acc = accs["test_acc"]
@@ -1052,11 +1101,16 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         missing[k], absent = _missing_and_absent(v, offsets)
         if absent:
             not_logged[k] = absent
+    if part is not None:
+        part.conditions = dict(cond)
     # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
     cond = {k: canonical_values(v) for k, v in cond.items()}
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
-    dups = duplicate_runs(run_ids, offsets, step, [test_acc] + (
-        [train_acc] if train_acc is not None else []) + list(series.values()))
+    per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
+    prints = None
+    if part is not None:
+        prints = part.fingerprints = run_fingerprints(offsets, step, per_step)
+    dups = duplicate_runs(run_ids, offsets, step, per_step, prints)
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}
