@@ -15,6 +15,7 @@ not compared.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,11 +40,10 @@ class HorizonCheck:
         return bool(self.short.any())
 
 
-def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
-                  cfg: AuditConfig) -> HorizonCheck | None:
-    """The horizon check of metric ``mc`` over cells ``groups`` (one id per run); None when
-    there is nothing to check (no stability check in this profile, fewer than two runs) or
-    no run ends short."""
+def horizon_references(mc: MetricClocks, groups: np.ndarray, cfg: AuditConfig
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(short, longest)`` of :class:`HorizonCheck` (None when nothing is checked or no run
+    ends short): which runs end short, and each run's reference, from the clocks alone."""
     last = np.asarray(mc.last_step, dtype=np.float64)
     R = last.size
     if not cfg.stability_check or R < 2:
@@ -64,7 +64,39 @@ def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
             & np.isfinite(L[longest])
     if not short.any():
         return None
-    metric = table.series[mc.metric]
+    return short, longest
+
+
+def references_compared(mc: MetricClocks, short: np.ndarray, longest: np.ndarray
+                        ) -> np.ndarray:
+    """The reference runs whose points :func:`horizon_check` reads (sorted run numbers)."""
+    return np.unique(longest[short & ~np.isnan(mc.w2_lower)])
+
+
+#: The points of one run: ``(steps, metric values)``.
+RunPoints = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
+def horizon_check(table: LogTable | None, mc: MetricClocks, groups: np.ndarray,
+                  cfg: AuditConfig, points: RunPoints | None = None) -> HorizonCheck | None:
+    """The horizon check of metric ``mc`` over cells ``groups`` (one id per run); None when
+    there is nothing to check (no stability check in this profile, fewer than two runs) or
+    no run ends short. The reference runs' points are read from ``table``, or by ``points``
+    (a log read in parts: only those runs are read again)."""
+    ref = horizon_references(mc, groups, cfg)
+    if ref is None:
+        return None
+    short, longest = ref
+    last = np.asarray(mc.last_step, dtype=np.float64)
+    R = last.size
+    if points is None:
+        assert table is not None
+        log, metric = table, table.series[mc.metric]
+
+        def points(k: int) -> tuple[np.ndarray, np.ndarray]:
+            a, b = int(log.offsets[k]), int(log.offsets[k + 1])
+            return log.step[a:b], metric[a:b]
+
     sib = np.full(R, np.nan)
     not_conv = np.zeros(R, dtype=bool)
     compared = np.zeros(R, dtype=bool)
@@ -73,9 +105,8 @@ def horizon_check(table: LogTable, mc: MetricClocks, groups: np.ndarray,
         if np.isnan(lo):  # the short run has no floor window to compare
             continue
         k = int(longest[i])
-        a, b = int(table.offsets[k]), int(table.offsets[k + 1])
-        st = table.step[a:b]
-        v = np.asarray(metric[a:b], dtype=np.float64)
+        st, raw = points(k)
+        v = np.asarray(raw, dtype=np.float64)
         sel = (st >= lo) & (st <= last[i]) & ~np.isnan(v)
         if not sel.any():
             continue

@@ -1,0 +1,222 @@
+"""A canonical Parquet log read in parts: one file, by its row groups, or a hive-partitioned
+dataset folder (``wd=0.1/seed=3/part-0.parquet``: the folder names give every row of the file
+those conditions), file by file.
+
+:func:`open_dataset` checks what the streamed audit (:mod:`grokaudit.stream`) needs and says
+what it found otherwise: every file Parquet with the same columns, among them ``run``; no
+other file in the folder (a config file beside the logs, a CSV) and no partition key that is
+also a column (the adapters read those, whole). A *unit* is what Parquet reads at once (a
+row group of the file, or one file of the dataset); a part is any range of the log's rows,
+read with :meth:`ParquetDataset.read_rows` (the units holding it, cut).
+"""
+
+from __future__ import annotations
+
+import functools
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import ErrorCode, LogFormatError
+from .shards import provenance_of, release_arrow_memory, unreadable
+from .text import safe
+
+#: The folder name of a missing partition value (Spark, pyarrow), and pyarrow's NaN.
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+#: Files a dataset writer leaves beside its parts (Spark's markers, pyarrow's metadata files).
+_WRITER_FILES = {"_SUCCESS", "_common_metadata", "_metadata"}
+_PARQUET = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The smallest piece read at once: row groups of one file (None: the whole file)."""
+
+    file: int
+    row_groups: tuple[int, ...] | None
+    rows: int
+
+
+@dataclass(frozen=True)
+class ParquetDataset:
+    """A canonical Parquet file or hive dataset folder, ready to be read unit by unit."""
+
+    root: Path
+    files: tuple[Path, ...]
+    columns: tuple[str, ...]  #: the files' columns (the same in every file)
+    partition_keys: tuple[str, ...]  #: the hive keys, in folder order
+    partitions: tuple[dict[str, Any], ...]  #: per file, its partition values
+    partition_types: dict[str, pa.DataType]  #: one Arrow type per key, over every file
+    units: tuple[Unit, ...]
+    provenance: dict[str, Any]
+
+    @property
+    def rows(self) -> int:
+        return sum(u.rows for u in self.units)
+
+    @functools.cached_property
+    def starts(self) -> np.ndarray:
+        """(units + 1,) the first row of each unit in the whole log, and the row count."""
+        return np.concatenate(([0], np.cumsum([u.rows for u in self.units]))).astype(np.int64)
+
+    def read_rows(self, first: int, stop: int, columns: Sequence[str] | None = None,
+                  runs: pa.Array | None = None) -> pa.Table:
+        """Rows ``first:stop`` of the whole log (the units holding them are read and cut)."""
+        s = self.starts
+        lo = int(np.searchsorted(s, first, side="right")) - 1
+        hi = int(np.searchsorted(s, stop, side="left"))
+        t = self.read(range(lo, hi), columns)
+        t = t.slice(first - int(s[lo]), stop - first)
+        if runs is not None:
+            t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
+        return t
+
+    def read(self, units: Sequence[int], columns: Sequence[str] | None = None,
+             runs: pa.Array | None = None) -> pa.Table:
+        """Units ``units`` (consecutive, in order) as one table: the files' ``columns`` (all
+        by default) and the partition columns; only the rows of run ids ``runs`` when given."""
+        cols = list(self.columns) if columns is None else [c for c in columns
+                                                             if c in self.columns]
+        tables = []
+        for i in units:
+            u = self.units[i]
+            path = self.files[u.file]
+            try:
+                f = pq.ParquetFile(path)
+                t = (f.read(columns=cols) if u.row_groups is None
+                     else f.read_row_groups(list(u.row_groups), columns=cols))
+            except (OSError, pa.ArrowException) as exc:
+                raise unreadable(path, "Parquet file", exc) from None
+            if runs is not None:
+                t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
+            for k in self.partition_keys:
+                if columns is None or k in columns:
+                    v = self.partitions[u.file].get(k)
+                    t = t.append_column(k, pa.array([v] * t.num_rows,
+                                                    type=self.partition_types[k]))
+            tables.append(t)
+        out = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+        del tables
+        release_arrow_memory()
+        return out
+
+
+def _not_streamable(path: Path, why: str) -> LogFormatError:
+    return LogFormatError(f"cannot be streamed: {why}; audit it without --stream (read whole)",
+                          path=str(path), code=ErrorCode.FORMAT_MISMATCH)
+
+
+def _partition_of(rel: Path) -> dict[str, Any]:
+    """The hive partition values of a file's folders (``wd=0.1/seed=3``): numbers when they
+    read as finite decimals (as the adapters read them), text otherwise; missing for the hive
+    null and ``nan``."""
+    from .identity import _DECIMAL
+
+    out: dict[str, Any] = {}
+    for part in rel.parts[:-1]:
+        key, sep, raw = part.partition("=")
+        if not sep or not key:
+            continue
+        text = urllib.parse.unquote(raw)
+        val: Any
+        if text == _HIVE_NULL or text.lower() == "nan":
+            val = None
+        elif _DECIMAL.fullmatch(text) and text.strip() == text:
+            x = float(text)
+            val = int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
+        else:
+            val = text
+        out[urllib.parse.unquote(key)] = val
+    return out
+
+
+def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
+                     ) -> dict[str, pa.DataType]:
+    types: dict[str, pa.DataType] = {}
+    for k in keys:
+        vals = [p.get(k) for p in partitions if p.get(k) is not None]
+        if all(isinstance(v, int) for v in vals):
+            types[k] = pa.int64()
+        elif all(isinstance(v, (int, float)) for v in vals):
+            types[k] = pa.float64()
+        else:
+            types[k] = pa.string()
+    return types
+
+
+def open_dataset(path: str | Path) -> ParquetDataset:
+    """The canonical Parquet file or hive dataset folder at ``path``, unit by unit; refuses
+    (``FORMAT_MISMATCH``, naming what it found) anything the streamed audit cannot read."""
+    root = Path(path)
+    if not root.exists():
+        raise LogFormatError("no such file or directory; check the path", path=str(root),
+                             code=ErrorCode.FILE_NOT_FOUND)
+    if root.is_file():
+        files = [root]
+        if root.suffix.lower() not in _PARQUET:
+            raise _not_streamable(root, "not a Parquet file (only a canonical Parquet file or "
+                                        "a hive-partitioned folder of them is read in parts)")
+    else:
+        files = []
+        for q in sorted(root.rglob("*")):
+            rel = q.relative_to(root)
+            if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
+                    or q.name in _WRITER_FILES or q.suffix.lower() == ".crc":
+                continue
+            if q.suffix.lower() not in _PARQUET:
+                raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which "
+                                            "is not a Parquet part (config files and other "
+                                            "formats are read by the adapters)")
+            files.append(q)
+        if not files:
+            raise _not_streamable(root, "the folder holds no Parquet file")
+    columns: tuple[str, ...] | None = None
+    units: list[Unit] = []
+    schema0: pa.Schema | None = None
+    for i, f in enumerate(files):
+        try:
+            meta = pq.ParquetFile(f).metadata
+            schema = meta.schema.to_arrow_schema()
+        except (OSError, pa.ArrowException) as exc:
+            raise unreadable(f, "Parquet file", exc) from None
+        names = tuple(schema.names)
+        if columns is None:
+            columns, schema0 = names, schema
+            if "run" not in names:
+                raise LogFormatError(
+                    "has no 'run' column: a log read in parts names each row's run (a folder "
+                    "of one-run files is read whole, without --stream)", path=str(f),
+                    column="run", code=ErrorCode.MISSING_COLUMN)
+        elif set(names) != set(columns):
+            diff = sorted(set(names) ^ set(columns))
+            raise _not_streamable(root, f"{safe(f.relative_to(root).as_posix())!r} has other "
+                                        f"columns than the first part ({diff[:3]})")
+        if root.is_file():
+            units += [Unit(0, (g,), meta.row_group(g).num_rows)
+                      for g in range(meta.num_row_groups)]
+        elif meta.num_rows:
+            units.append(Unit(i, None, meta.num_rows))
+    assert columns is not None and schema0 is not None
+    partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
+    keys: list[str] = []
+    for p in partitions:
+        keys += [k for k in p if k not in keys]
+    clash = [k for k in keys if k in columns]
+    if clash:
+        raise _not_streamable(root, f"the partition key {safe(clash[0])!r} is also a column "
+                                    "of the files")
+    if not units:
+        raise LogFormatError("holds no rows; there is nothing to read", path=str(root),
+                             code=ErrorCode.NO_ROWS)
+    prov = provenance_of(schema0, str(files[0]))
+    if root.is_dir():
+        prov = prov | {"source_files": [str(f) for f in files]}
+    return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
+                          _partition_types(partitions, keys), tuple(units), prov)

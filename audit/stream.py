@@ -1,0 +1,467 @@
+"""The audit of a log read in parts, with bounded memory: a Parquet file larger than memory,
+or a hive-partitioned dataset folder (:mod:`grokaudit.dataset`), part by part.
+
+Every clock of a run reads that run alone, so each part — consecutive row groups or files
+holding whole runs — is validated and clocked, and only its per-run results are kept; the
+points are dropped before the next part is read. What needs the whole log is taken apart:
+
+* decided **before** the parts, in one pass over the ``run`` and accuracy columns only: which
+  rows form each run (a run split over row groups or files keeps them in one part), a run id
+  spelt two ways, and percent or fraction for each accuracy column (its largest value and
+  counts over the whole log);
+* **merged** after: the row accounting, the runs' conditions (one identity per value over the
+  whole column), a column one part reads as a per-step series is a series in every part (the
+  parts that read it as a condition are read again), a ``--metric`` column constant in every
+  run, a log with no run long enough;
+* **read again**, only for the runs concerned: runs of different parts with one fingerprint
+  (compared exactly for ``DUPLICATE_RUN``), and the horizon check (a short run's longest
+  sibling; its floors recomputed when the sibling still moved).
+
+The result is the in-memory audit's, byte for byte (``tests/core/test_core_stream.py``). The
+``grid`` floor window and ``grok_relative = study`` compare runs before their clocks: they
+are refused here (audit without ``--stream``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .clocks import AccuracyClocks, Event, MetricClocks, accuracy_clocks, metric_clocks
+from .config import AuditConfig, column_scales
+from .dataset import ParquetDataset, open_dataset
+from .errors import ErrorCode, LogFormatError, param_name
+from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
+from .identity import canonical_values, check_run_ids, duplicate_runs
+from .results import AuditResult
+from .roles import FRACTION_MAX, PERCENT_MIN
+from .schema import (
+    ACCURACY_COLUMNS,
+    InputSummary,
+    LogPart,
+    LogTable,
+    Owned,
+    _float_array,
+    _nan_extremes,
+    build_log_table,
+    metric_not_a_series,
+    no_run_long_enough,
+)
+
+#: Rows per part (the default of ``part_rows``): a part is validated and clocked in memory.
+PART_ROWS = 2_000_000
+
+Progress = Callable[[str], None]
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Part:
+    """What is kept of one part once its points are dropped."""
+
+    rows: tuple[int, int]  #: rows ``first:stop`` of the whole log
+    run_ids: np.ndarray
+    summary: InputSummary
+    record: LogPart
+    series: tuple[str, ...]
+    acc: AccuracyClocks | None = None
+    clocks: dict[str, MetricClocks] = field(default_factory=dict)
+    duplicates: list[tuple[str, ...]] = field(default_factory=list)
+
+
+def refuse_unstreamable(cfg: AuditConfig) -> None:
+    """The options that compare runs before their clocks cannot be audited in parts."""
+    for key, value, why in (("floor_window", "grid", "the floor window of a cell's step grid"),
+                            ("grok_relative", "study", "thresholds read against the study's "
+                                                       "best run")):
+        if getattr(cfg, key) == value:
+            raise LogFormatError(
+                f"{param_name(key)} {value} compares runs before their clocks ({why}): a log "
+                "read in parts cannot; audit it without --stream", param=key,
+                code=ErrorCode.INVALID_OPTION)
+
+
+def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
+                 part_rows: int = PART_ROWS, progress: Progress | None = None,
+                 **options: Any) -> AuditResult:
+    """Audit the canonical Parquet file or hive dataset folder at ``path`` part by part, with
+    memory bounded by the part (about ``part_rows`` rows, more where one run is longer) and the
+    per-run results: the same result as :func:`~grokaudit.api.audit_path`. ``progress`` gets
+    one line per part. Raises :class:`LogFormatError`."""
+    from . import __version__
+    from .api import _config, audit_plan, reduce_audit
+    from .limits import Limits, check_declared
+    from .trail import make_trail
+
+    cfg = _config(config, options)
+    refuse_unstreamable(cfg)
+    if part_rows < 1:
+        raise LogFormatError("part_rows must be at least 1", param="part_rows",
+                             code=ErrorCode.OPTION_OUT_OF_RANGE)
+    # the row cap guards memory, which parts bound; the column cap still holds for each part
+    check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
+    ds = open_dataset(path)
+    s = _Stream(ds, cfg, str(path), progress)
+    s.plan_parts(part_rows)
+    s.read_parts()
+    log = s.merged_log()
+    plan = audit_plan(log, cfg)
+    acc = _concat([p.acc for p in s.parts if p.acc is not None])
+    mclocks: dict[str, MetricClocks] = {}
+    horizons: dict[str, HorizonCheck | None] = {}
+    for m in plan.metrics:
+        mclocks[m], horizons[m] = s.horizon(
+            m, _concat([p.clocks[m] for p in s.parts if p.acc is not None]), acc,
+            plan.cell_ids)
+    result = reduce_audit(log, cfg, plan, acc, mclocks, horizons)
+    return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
+                                                        inputs=[str(path)]))
+
+
+class _Stream:
+    """One streamed audit: the dataset, its parts and what the whole log decided."""
+
+    def __init__(self, ds: ParquetDataset, cfg: AuditConfig, source: str,
+                 progress: Progress | None) -> None:
+        self.ds, self.cfg, self.source, self.progress = ds, cfg, source, progress
+        self.accuracy: dict[str, tuple[float, float, int, int]] = {}
+        self.series: frozenset[str] = frozenset()
+        self.bounds: list[tuple[int, int]] = []
+        self.parts: list[_Part] = []
+        self._index: dict[str, int] | None = None
+        self._run_part: np.ndarray | None = None
+        self.run_ids = np.zeros(0, dtype=object)
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+    # -- before the parts: runs and accuracies over the whole log -----------------------------
+
+    def plan_parts(self, part_rows: int) -> None:
+        """One pass over ``run`` and the accuracy columns: the parts (ranges of rows, cut
+        where no run continues past the cut), run ids spelt two ways, the accuracy columns'
+        extremes over the whole log."""
+        ds = self.ds
+        accs = [a for a in ACCURACY_COLUMNS if a in ds.columns]
+        stats = {a: _Extremes() for a in accs}
+        block_ids: list[np.ndarray] = []
+        block_starts: list[np.ndarray] = []
+        for i in range(len(ds.units)):
+            t = ds.read([i], ["run", *accs])
+            ids, starts = _run_blocks(t.column("run"))
+            block_ids.append(ids)
+            block_starts.append(starts + int(ds.starts[i]))
+            for a in accs:
+                stats[a].add(t.column(a))
+            del t
+        self.accuracy = {a: st.whole() for a, st in stats.items()}
+        ids = np.concatenate(block_ids)
+        starts = np.concatenate(block_starts)
+        # a run that goes on in the next unit is one block
+        new = np.r_[True, ids[1:] != ids[:-1]] if ids.size else np.zeros(0, dtype=bool)
+        ids, starts = ids[new], starts[new]
+        blocks = pd.DataFrame({"run": ids, "k": np.arange(ids.size)})
+        last = blocks.groupby("run", sort=False)["k"].transform("max").to_numpy()
+        runs = pd.unique(ids)
+        check_run_ids(np.asarray(runs, dtype=object), self.source)
+        # a cut may follow block k when no run seen so far has a block after k
+        free = np.maximum.accumulate(last) == np.arange(ids.size)
+        ends = np.r_[starts[1:], ds.rows]
+        cuts = ends[free]
+        first = 0
+        while first < ds.rows:
+            j = int(np.searchsorted(cuts, first + part_rows, side="left"))
+            stop = int(cuts[min(j, cuts.size - 1)])
+            self.bounds.append((first, stop))
+            first = stop
+        self.say(f"{ds.rows:,} rows, {runs.size:,} runs in {len(ds.units)} unit(s): "
+                 f"{len(self.bounds)} part(s)")
+
+    # -- the parts --------------------------------------------------------------------------
+
+    def _validate(self, table: pa.Table, record: LogPart) -> LogTable:
+        cfg = self.cfg
+        return build_log_table(Owned(table), path=self.source, acc_scale=cfg.acc_scale,
+                               column_scales=column_scales(cfg),
+                               on_duplicate=cfg.on_duplicate, metrics=cfg.metrics,
+                               grok_on=cfg.grok_on, part=record)
+
+    def _part(self, rows: tuple[int, int]) -> _Part:
+        record = LogPart(self.accuracy, self.series)
+        log = self._validate(self.ds.read_rows(*rows), record)
+        p = _Part(rows, log.run_ids, log.summary, record, tuple(log.series))
+        metrics = list(self.cfg.metrics) or list(log.summary.metrics)
+        if log.n_runs and all(m in log.series for m in metrics):
+            p.acc = accuracy_clocks(log, self.cfg)
+            p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg) for m in metrics}
+        p.duplicates = list(log.summary.duplicate_runs)
+        del log
+        return p
+
+    def read_parts(self) -> None:
+        """Every part validated and clocked; then the parts that read a column another part
+        reads as a series are read again with it as a series."""
+        for k, rows in enumerate(self.bounds):
+            self.parts.append(self._part(rows))
+            self.series |= set(self.parts[-1].series)
+            self.say(f"part {k + 1}/{len(self.bounds)}: {self.parts[-1].summary.rows_read:,} "
+                     f"rows, {self.parts[-1].run_ids.size:,} runs")
+        again = [k for k, p in enumerate(self.parts) if not self.series <= set(p.series)]
+        for k in again:
+            self.parts[k] = self._part(self.parts[k].rows)
+            self.say(f"part {k + 1}/{len(self.bounds)} read again: a column varies in "
+                     "another part")
+
+    # -- merged ------------------------------------------------------------------------------
+
+    def merged_log(self) -> LogTable:
+        """The whole log's runs, conditions and summary, without its points."""
+        parts = self.parts
+        for m in self.cfg.metrics:  # a --metric column constant within every run
+            seen = [p.record.metric_changes[m] for p in parts if m in p.record.metric_changes]
+            if seen and not any(c for c, _, _ in seen) and \
+                    sum(n for _, n, _ in seen) > sum(r for _, _, r in seen):
+                raise metric_not_a_series(m, self.source)
+        if not any(p.run_ids.size for p in parts):
+            raise no_run_long_enough(self.source)
+        self.run_ids = np.concatenate([p.run_ids for p in parts])
+        self._run_part = np.concatenate([np.full(p.run_ids.size, k, dtype=np.int64)
+                                         for k, p in enumerate(parts)])
+        names = sorted(parts[0].record.conditions)
+        cond = {n: canonical_values(np.concatenate([p.record.conditions[n] for p in parts]))
+                for n in names}
+        conditions = pd.DataFrame(cond, index=pd.Index(self.run_ids, name="run"))
+        summary = self._summary(self._duplicates())
+        empty = np.zeros(0)
+        first = parts[0].summary
+        return LogTable(run_ids=self.run_ids, offsets=np.zeros(self.run_ids.size + 1,
+                                                                dtype=np.int64),
+                        step=np.zeros(0, dtype=np.int64), test_acc=empty,
+                        train_acc=empty if "train_acc" in first.missing_values else None,
+                        series={n: empty for n in parts[0].series}, conditions=conditions,
+                        summary=summary)
+
+    def _summary(self, duplicates: tuple[tuple[str, ...], ...]) -> InputSummary:
+        parts = [p.summary for p in self.parts]
+        first = parts[0]
+        joined = int(first.provenance.get("rows_joined") or 0)
+        set_aside: dict[str, int] = {}
+        for s in parts:
+            for k, v in s.set_aside.items():
+                if k != "joined_across_inputs":
+                    set_aside[k] = set_aside.get(k, 0) + v
+        if joined > 0:
+            set_aside["joined_across_inputs"] = joined
+
+        def total(key: str) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for s in parts:
+                for k, v in getattr(s, key).items():
+                    out[k] = out.get(k, 0) + v
+            return out
+
+        scales: dict[str, Any] = {}
+        for s in parts:
+            for k, v in s.accuracy_scale.items():
+                if k not in scales:
+                    scales[k] = dict(v)
+                elif "n_runs_at_most_1" in v:
+                    w = scales[k]
+                    w["n_runs_at_most_1"] += v["n_runs_at_most_1"]
+                    w["runs_at_most_1"] = (w["runs_at_most_1"] + v["runs_at_most_1"])[:20]
+        prov = first.provenance if self.ds.root.is_file() else self.ds.provenance
+        return dataclasses.replace(
+            first, source=self.source,
+            rows_read=sum(s.rows_read - max(joined, 0) for s in parts) + max(joined, 0),
+            rows_kept=sum(s.rows_kept for s in parts), set_aside=set_aside,
+            runs_read=sum(s.runs_read for s in parts), runs_kept=sum(s.runs_kept for s in parts),
+            runs_too_short=tuple(sorted(r for s in parts for r in s.runs_too_short)),
+            missing_values=total("missing_values"),
+            sorted_input=all(s.sorted_input for s in parts),
+            conditions=tuple(sorted(self.parts[0].record.conditions)), provenance=prov,
+            not_logged=total("not_logged"), accuracy_scale=scales,
+            runs_without_accuracy=tuple(sorted(r for s in parts
+                                               for r in s.runs_without_accuracy)),
+            duplicate_runs=duplicates)
+
+    # -- read again: only the runs concerned --------------------------------------------------
+
+    def fetch(self, runs: np.ndarray) -> tuple[LogTable, np.ndarray]:
+        """The runs numbered ``runs`` (whole-log numbers), read again and validated as
+        before; with each of the returned log's runs' whole-log number."""
+        assert self._run_part is not None
+        wanted = np.unique(np.asarray(runs, dtype=np.int64))
+        ids = pa.array([str(r) for r in self.run_ids[wanted]], type=pa.string())
+        tables = []
+        for k in np.unique(self._run_part[wanted]).tolist():
+            tables.append(self.ds.read_rows(*self.parts[k].rows, runs=ids))
+        table = pa.concat_tables(tables)
+        del tables
+        log = self._validate(table, LogPart(self.accuracy, self.series))
+        if self._index is None:
+            self._index = {str(r): i for i, r in enumerate(self.run_ids.tolist())}
+        where = np.fromiter((self._index[str(r)] for r in log.run_ids.tolist()),
+                            dtype=np.int64, count=log.n_runs)
+        return log, where
+
+    def _duplicates(self) -> tuple[tuple[str, ...], ...]:
+        """``DUPLICATE_RUN`` over the whole log: each part's own, and the runs of different
+        parts with one fingerprint, read again and compared exactly."""
+        prints = [p.record.fingerprints for p in self.parts]
+        if not all(f is not None for f in prints) or self.run_ids.size < 2:
+            return tuple(sorted({g for p in self.parts for g in p.duplicates}))
+        h = np.concatenate([f for f in prints if f is not None])
+        _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
+        inv = inv.ravel()
+        assert self._run_part is not None
+        across: list[int] = []
+        for grp in np.flatnonzero(cnt > 1).tolist():
+            members = np.flatnonzero(inv == grp)
+            if np.unique(self._run_part[members]).size > 1:
+                across += members.tolist()
+        if not across:
+            return tuple(sorted({g for p in self.parts for g in p.duplicates}))
+        log, _ = self.fetch(np.asarray(across))
+        found = duplicate_runs(log.run_ids, log.offsets, log.step, [log.test_acc] + (
+            [log.train_acc] if log.train_acc is not None else []) + list(log.series.values()))
+        again = {str(r) for r in self.run_ids[np.asarray(across)]}
+        own = {g for p in self.parts for g in p.duplicates if not again & set(g)}
+        self.say(f"{len(set(across))} run(s) of different parts with one fingerprint "
+                 "compared exactly")
+        return tuple(sorted(own | set(found)))
+
+    def horizon(self, metric: str, mc: MetricClocks, acc: AccuracyClocks,
+                cells: np.ndarray) -> tuple[MetricClocks, HorizonCheck | None]:
+        """The horizon check of ``metric``: the reference runs read again; the floors of runs
+        it finds not converged recomputed from their points, read again."""
+        ref = horizon_references(mc, cells, self.cfg)
+        if ref is None:
+            return mc, None
+        need = references_compared(mc, *ref)
+        pts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if need.size:
+            log, where = self.fetch(need)
+            for j, k in enumerate(where.tolist()):
+                a, b = int(log.offsets[j]), int(log.offsets[j + 1])
+                pts[k] = (log.step[a:b], log.series[metric][a:b])
+        hc = horizon_check(None, mc, cells, self.cfg, points=lambda k: pts[k])
+        if hc is None or not hc.not_converged.any():
+            return mc, hc
+        log, where = self.fetch(np.flatnonzero(hc.not_converged))
+        again = metric_clocks(log, _take(acc, where), metric, self.cfg,
+                              not_converged=hc.not_converged[where])
+        self.say(f"{metric}: {where.size} short run(s) recomputed against a longer sibling")
+        return _put(mc, where, again), hc
+
+
+class _Extremes:
+    """An accuracy column's largest and smallest value and its counts above 1.5 and 1, added
+    up unit by unit (as :func:`~grokaudit.schema.build_log_table` reads them whole)."""
+
+    def __init__(self) -> None:
+        self.hi, self.lo, self.pct, self.frac, self.any = -math.inf, math.inf, 0, 0, False
+
+    def add(self, col: pa.ChunkedArray) -> None:
+        t = col.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_null(t)):
+            return  # refused with its type by the validation of the part
+        raw = _float_array(col)
+        hi, lo = _nan_extremes(raw)
+        if not math.isnan(hi):
+            self.hi, self.lo, self.any = max(self.hi, hi), min(self.lo, lo), True
+        with np.errstate(invalid="ignore"):
+            self.pct += int(np.count_nonzero(raw > PERCENT_MIN))
+            self.frac += int(np.count_nonzero(raw > FRACTION_MAX))
+
+    def whole(self) -> tuple[float, float, int, int]:
+        if not self.any:
+            return math.nan, math.nan, self.pct, self.frac
+        return self.hi, self.lo, self.pct, self.frac
+
+
+def _run_blocks(run: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks of consecutive rows of one run in a unit: their run ids (text) and first
+    rows. Missing ids are left to the validation of the part (which refuses them)."""
+    if run.null_count:
+        run = run.fill_null("")
+    if not (pa.types.is_string(run.type) or pa.types.is_large_string(run.type)
+            or pa.types.is_dictionary(run.type)):
+        run = run.cast(pa.string())
+    enc = pc.dictionary_encode(run).combine_chunks()
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+    if codes.size == 0:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    names = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
+                       dtype=object)
+    return names[codes[starts]], starts.astype(np.int64)
+
+
+# -- per-run results: concatenated, taken, put back --------------------------------------------
+
+def _concat(objs: Sequence[_T]) -> _T:
+    """Per-run result dataclasses (clocks) of consecutive runs, as one."""
+    first = objs[0]
+    if len(objs) == 1:
+        return first
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(first):  # type: ignore[arg-type]
+        vals = [getattr(o, f.name) for o in objs]
+        v0 = vals[0]
+        if isinstance(v0, np.ndarray):
+            out[f.name] = np.concatenate(vals)
+        elif isinstance(v0, Event):
+            out[f.name] = Event.concat(vals)
+        elif v0 is None or isinstance(v0, str):
+            out[f.name] = v0
+        else:  # pragma: no cover - a per-run field of a type not handled above
+            raise TypeError(f"cannot concatenate field {f.name} of {type(first).__name__}")
+    return type(first)(**out)
+
+
+def _map_fields(obj: _T, fn: Callable[[np.ndarray, str], np.ndarray]) -> _T:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        if isinstance(v, np.ndarray):
+            out[f.name] = fn(v, f.name)
+        elif isinstance(v, Event):
+            out[f.name] = Event(*(fn(getattr(v, g), f"{f.name}.{g}")
+                                  for g in ("value", "lower", "upper", "index")))
+        else:
+            out[f.name] = v
+    return type(obj)(**out)
+
+
+def _take(obj: _T, idx: np.ndarray) -> _T:
+    """The runs ``idx`` of a per-run result."""
+    return _map_fields(obj, lambda a, _: a[idx])
+
+
+def _put(obj: _T, idx: np.ndarray, sub: Any) -> _T:
+    """``obj`` with runs ``idx`` replaced by the runs of ``sub`` (same fields)."""
+    flat: dict[str, np.ndarray] = {}
+
+    def collect(a: np.ndarray, name: str) -> np.ndarray:
+        flat[name] = a
+        return a
+
+    _map_fields(sub, collect)
+
+    def put(a: np.ndarray, name: str) -> np.ndarray:
+        b = a.copy()
+        b[idx] = flat[name]
+        return b
+
+    return _map_fields(obj, put)
