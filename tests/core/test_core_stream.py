@@ -1,0 +1,172 @@
+"""The audit of a log read in parts (``grokaudit.stream``) is the in-memory audit, byte for
+byte, whatever the parts: every whole-log decision (percent accuracy, a column a condition in
+some runs and a series in others, duplicate runs in different parts, a short run whose longest
+sibling sits in another part) is taken over the whole log. Logs are written by pyarrow's own
+Parquet writer, in small row groups that cut runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+import grokaudit
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.stream import audit_stream
+
+
+def _run(run: str, wd: float, seed: int, end: int, *, grok: int, floor: float,
+         rng: np.random.Generator, pct: bool = False, sched: bool = False) -> pd.DataFrame:
+    steps = np.arange(0, end + 1, 100, dtype=np.int64)
+    acc = np.where(steps >= grok, 0.99, 0.05) if grok >= 0 else np.full(steps.size, 0.004)
+    metric = floor + 20.0 * np.exp(-steps / 3000.0) + rng.normal(0, 0.01, steps.size)
+    return pd.DataFrame({
+        "run": run, "step": steps, "test_acc": acc * (100 if pct else 1),
+        "train_acc": np.minimum(1.0, 0.5 + steps / 2000.0) * (100 if pct else 1),
+        "emb_erank": metric,
+        # constant within the first runs, a per-step schedule in later ones: a series
+        "lr_now": np.where(steps > 1000, 0.5, 1.0) if sched else np.full(steps.size, 1.0),
+        "wd": wd, "seed": seed, "width": np.float32(wd / 3),
+    })
+
+
+def rich_log(pct: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    frames = []
+    for i, wd in enumerate((0.1, 0.3, 1.0)):
+        for seed in range(4):
+            # the last seed of each cell stops early, while its siblings still compress
+            end = 6000 if seed == 3 else 30_000
+            grok = -1 if (wd == 0.1 and seed == 2) else 1500 + 500 * i + 100 * seed
+            frames.append(_run(f"wd{wd}_s{seed}", wd, seed, end, grok=grok, floor=5.0 + i,
+                               rng=rng, pct=pct, sched=(i == 2)))
+    dup = frames[1].copy()  # one run logged twice under two ids, far apart in the file
+    dup["run"] = "copy_of_s1"
+    frames.append(dup)
+    short = _run("stub", 0.3, 9, 100, grok=0, floor=5.0, rng=rng, pct=pct)  # 2 points
+    frames.append(short)
+    blank = _run("no_acc", 1.0, 8, 3000, grok=100, floor=5.0, rng=rng, pct=pct)
+    blank["test_acc"] = np.nan  # never logged its accuracy
+    frames.append(blank)
+    df = pd.concat(frames, ignore_index=True)
+    # an identical repeated row and a row with nothing in it
+    df = pd.concat([df, df.iloc[[5]]], ignore_index=True).sort_values(
+        ["run", "step"], kind="stable")
+    empty = df[df["run"] == "wd1.0_s0"].iloc[[40]].copy()
+    empty[["test_acc", "train_acc", "emb_erank", "lr_now"]] = np.nan
+    empty["step"] += 50
+    order = pd.unique(df["run"])
+    df = pd.concat([df, empty]).set_index("run").loc[order].reset_index()
+    return df
+
+
+def _write(df: pd.DataFrame, path: Path, row_group: int) -> Path:
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path,
+                   row_group_size=row_group)
+    return path
+
+
+def _same(a: grokaudit.AuditResult, b: grokaudit.AuditResult, *, provenance: bool = True
+          ) -> None:
+    da, db = a.to_dict(), b.to_dict()
+    if not provenance:
+        for d in (da, db):
+            d["input"].pop("provenance")
+    assert json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True)
+
+
+@pytest.mark.parametrize("part_rows", [1, 700, 4000, 10**9])
+@pytest.mark.parametrize("pct", [False, True])
+def test_streamed_audit_is_the_in_memory_audit(tmp_path: Path, part_rows: int,
+                                               pct: bool) -> None:
+    path = _write(rich_log(pct), tmp_path / "log.parquet", row_group=333)
+    whole = grokaudit.audit_path(path, by="wd", metrics=["emb_erank"])
+    lines: list[str] = []
+    streamed = audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=part_rows,
+                            progress=lines.append)
+    _same(whole, streamed)
+    # the log exercises what only the whole log can decide
+    inp = whole.to_dict()["input"]
+    assert inp["duplicate_runs"] == [["copy_of_s1", "wd0.1_s1"]]
+    assert "lr_now" not in inp["conditions"]
+    assert inp["runs_too_short"] == ["stub"] and inp["runs_without_accuracy"] == ["no_acc"]
+    assert ("accuracy_scale" in inp) == pct
+    assert "HORIZON_MISMATCH" in whole.codes
+    if part_rows == 1:  # every run its own part: the reads again were needed
+        assert any("compared exactly" in line for line in lines)
+        assert any("read again" in line for line in lines)
+
+
+def test_a_run_split_across_the_file_keeps_its_rows_in_one_part(tmp_path: Path) -> None:
+    df = rich_log()
+    # the rows of one run at the start and at the end of the file: not sorted
+    first = df[df["run"] == "wd0.3_s0"]
+    df = pd.concat([first.iloc[:10], df[df["run"] != "wd0.3_s0"], first.iloc[10:]])
+    path = _write(df, tmp_path / "split.parquet", row_group=500)
+    lines: list[str] = []
+    streamed = audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=500,
+                            progress=lines.append)
+    _same(grokaudit.audit_path(path, by="wd", metrics=["emb_erank"]), streamed)
+    assert streamed.to_dict()["input"]["sorted_input"] is False
+    assert "1 part(s)" in lines[0]
+
+
+def test_a_hive_dataset_is_audited_as_the_adapters_read_it(tmp_path: Path) -> None:
+    # the adapters sort each run by step and set identical rows aside as they melt: a log
+    # already sorted, without repeated rows, is read the same by both
+    df = rich_log().drop(columns=["lr_now"]).drop_duplicates(["run", "step"]).sort_values(
+        ["run", "step"], kind="stable")
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pads.write_dataset(table.drop_columns(["wd"]).append_column("wd", table["wd"]),
+                       tmp_path / "ds", format="parquet", partitioning=["wd"],
+                       partitioning_flavor="hive")
+    whole = grokaudit.audit_path(tmp_path / "ds", by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(tmp_path / "ds", by="wd", metrics=["emb_erank"], part_rows=900)
+    _same(whole, streamed, provenance=False)
+    files = streamed.to_dict()["input"]["provenance"]["source_files"]
+    assert len(files) == 3 and all("wd=" in f for f in files)
+
+
+def test_refusals_are_the_in_memory_ones(tmp_path: Path) -> None:
+    df = rich_log()
+    df.loc[df["run"] == "wd1.0_s1", "seed"] = np.arange((df["run"] == "wd1.0_s1").sum())
+    path = _write(df, tmp_path / "bad.parquet", row_group=333)
+    for audit in (lambda: grokaudit.audit_path(path, by="wd"),
+                  lambda: audit_stream(path, by="wd", part_rows=100)):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        assert (exc.value.code, exc.value.column) == (ErrorCode.NOT_CONSTANT_IN_RUN, "seed")
+    # a --metric column constant within every run, though it differs between runs
+    const = rich_log()
+    const["emb_erank"] = const.groupby("run")["emb_erank"].transform("first")
+    path = _write(const, tmp_path / "const.parquet", row_group=333)
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=100)
+    assert exc.value.code == ErrorCode.NOT_A_SERIES
+
+
+@pytest.mark.parametrize("options", [{"profile": "reference"}, {"grok_relative": "study"}])
+def test_options_that_compare_runs_before_their_clocks_are_refused(
+        tmp_path: Path, options: dict[str, str]) -> None:
+    path = _write(rich_log(), tmp_path / "log.parquet", row_group=333)
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(path, by="wd", **options)
+    assert exc.value.code == ErrorCode.INVALID_OPTION
+    assert exc.value.param in ("floor_window", "grok_relative")
+
+
+def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> None:
+    rich_log().to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "ds").mkdir()
+    _write(rich_log(), tmp_path / "ds" / "part-0.parquet", row_group=1000)
+    (tmp_path / "ds" / "config.yaml").write_text("wd: 1\n")
+    for p in (tmp_path / "log.csv", tmp_path / "ds"):
+        with pytest.raises(LogFormatError) as exc:
+            audit_stream(p, by="wd")
+        assert exc.value.code == ErrorCode.FORMAT_MISMATCH
