@@ -336,9 +336,16 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
               help="where the per-run clocks are computed: threads of this process, or Ray "
                    "tasks over groups of runs (RAY_ADDRESS, else a local Ray instance; extra "
                    "`ray`). The output is the same")
+@click.option("--stream", is_flag=True,
+              help="read a canonical Parquet file or hive dataset folder part by part, with "
+                   "memory bounded by the part: for logs larger than memory. The output is "
+                   "the same")
+@click.option("--part-rows", "part_rows", type=int, default=None, metavar="N",
+              help="with --stream: rows per part (default 2000000)")
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
-          config_file: str | None, engine_name: str, **params: Any) -> None:
+          config_file: str | None, engine_name: str, stream: bool, part_rows: int | None,
+          **params: Any) -> None:
     """Audit the training log at PATH (several paths, files or folders of any readable format,
     are merged by run: a run split over files, one file per metric).
 
@@ -362,6 +369,11 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         require_matplotlib()  # fail before the audit runs, not after
     # Ray, when asked for, is started (or reached) once the outputs are known to be writable
     click.get_current_context().with_resource(engine(engine_name))
+    if stream or part_rows is not None:
+        result = _streamed(paths, params, cfg, part_rows, stream, report_out, sensitivity)
+        result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
+        emit(result, lambda: _render(result, verbose), json_out=outs["json"], quiet=quiet)
+        return
     # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
@@ -393,6 +405,35 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         return text
 
     emit(sens if sens is not None else result, render, json_out=outs["json"], quiet=quiet)
+
+
+def _render(result: Any, verbose: bool) -> str:
+    from .printing import render
+
+    return render(result, verbose=verbose)
+
+
+def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_rows: int | None,
+              stream: bool, report_out: str | None, sensitivity: bool) -> Any:
+    """``check --stream``: the audit of one canonical Parquet file or dataset folder, part
+    by part (:func:`grokaudit.stream.audit_stream`)."""
+    from .errors import ConfigError
+    from .stream import PART_ROWS, audit_stream
+
+    if not stream:
+        raise ConfigError("--part-rows is the part size of --stream: add --stream, or drop "
+                          "--part-rows", option="--part-rows")
+    clash = [flag for flag, given in (("--report", report_out is not None),
+        ("--sensitivity", sensitivity), ("several paths", len(paths) > 1),
+        ("--format", params.get("fmt")), ("--map", params.get("maps")),
+        ("--run-from", params.get("run_from")), ("--cond", params.get("conds"))) if given]
+    if clash:
+        raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder and "
+                          f"writes the result: {clash[0]} is not for it (the figures of "
+                          "--report and the reruns of --sensitivity need the whole log)",
+                          option="--stream")
+    return audit_stream(paths[0], cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
+                        progress=progress_printer("check"))
 
 
 # ------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 from .clocks import AccuracyClocks, Event, MetricClocks, accuracy_clocks, metric_clocks
 from .config import AuditConfig, column_scales
 from .dataset import ParquetDataset, open_dataset
-from .errors import ErrorCode, LogFormatError, param_name
+from .errors import ConfigError, ErrorCode, param_name, param_value
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
 from .identity import canonical_values, check_run_ids, duplicate_runs
 from .results import AuditResult
@@ -84,9 +84,9 @@ def refuse_unstreamable(cfg: AuditConfig) -> None:
                             ("grok_relative", "study", "thresholds read against the study's "
                                                        "best run")):
         if getattr(cfg, key) == value:
-            raise LogFormatError(
-                f"{param_name(key)} {value} compares runs before their clocks ({why}): a log "
-                "read in parts cannot; audit it without --stream", param=key,
+            raise ConfigError(
+                f"{param_value(key, value)} compares runs before their clocks ({why}): a log "
+                "read in parts cannot; audit it without --stream", option=param_name(key),
                 code=ErrorCode.INVALID_OPTION)
 
 
@@ -105,8 +105,8 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     cfg = _config(config, options)
     refuse_unstreamable(cfg)
     if part_rows < 1:
-        raise LogFormatError("part_rows must be at least 1", param="part_rows",
-                             code=ErrorCode.OPTION_OUT_OF_RANGE)
+        raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
+                          option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
     # the row cap guards memory, which parts bound; the column cap still holds for each part
     check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
     ds = open_dataset(path)
@@ -304,7 +304,8 @@ class _Stream:
         ids = pa.array([str(r) for r in self.run_ids[wanted]], type=pa.string())
         tables = []
         for k in np.unique(self._run_part[wanted]).tolist():
-            tables.append(self.ds.read_rows(*self.parts[k].rows, runs=ids))
+            first, stop = self.parts[k].rows
+            tables.append(self.ds.read_rows(first, stop, runs=ids))
         table = pa.concat_tables(tables)
         del tables
         log = self._validate(table, LogPart(self.accuracy, self.series))
@@ -460,7 +461,7 @@ def _put(obj: _T, idx: np.ndarray, sub: Any) -> _T:
     _map_fields(sub, collect)
 
     def put(a: np.ndarray, name: str) -> np.ndarray:
-        b = a.copy()
+        b: np.ndarray = a.copy()
         b[idx] = flat[name]
         return b
 

@@ -1,0 +1,130 @@
+"""A log larger than one part, audited whole and streamed (issue 22): time, peak RSS against
+the log's Arrow size, and whether the results are the same.
+
+    python benchmarks/bench_stream.py                                   # 10 000 runs × 5 000 steps
+    python benchmarks/bench_stream.py --runs 2000 --steps 1000 --dir /tmp/b
+
+One canonical log (``bench_side_by_side.make_chunk``: float32 metric and accuracies, ``rho``
+with 8 values, ``seed``) is written twice, chunk by chunk (never whole in memory): as one
+Parquet file in row groups of about 1 M rows, and as a hive dataset folder
+``rho=…/part-K.parquet``. Each measurement runs in a fresh subprocess: ``audit_path`` on the
+file (in memory), ``audit_stream`` on the file and on the folder. Peak RSS is the process's
+VmHWM; the Arrow size is the sum over row groups of the columns as Arrow holds them (run ids
+dictionary-encoded). "Same" compares the JSON with the in-memory audit of the file (the trail
+aside; for the folder the input's source and provenance too: they name the files read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_side_by_side import _machine, make_chunk  # noqa: E402
+
+
+def write(dirname: Path, R: int, T: int) -> tuple[Path, Path]:
+    """The log as one file and as a hive folder, written chunk by chunk."""
+    file, folder = dirname / f"log_{R}x{T}.parquet", dirname / f"ds_{R}x{T}"
+    if file.exists() and folder.exists():
+        return file, folder
+    per = max(1, 1_000_000 // T)
+    writer = None
+    for k, r0 in enumerate(range(0, R, per)):
+        t = make_chunk(r0, min(R, r0 + per), T, 1, R)
+        if writer is None:
+            writer = pq.ParquetWriter(file, t.schema)
+        writer.write_table(t)
+        for v in pc.unique(t["rho"]).to_pylist():
+            part = t.filter(pc.equal(t["rho"], v)).drop_columns(["rho"])
+            d = folder / f"rho={v:g}"
+            d.mkdir(parents=True, exist_ok=True)
+            pq.write_table(part, d / f"part-{k:05d}.parquet")
+    assert writer is not None
+    writer.close()
+    return file, folder
+
+
+def arrow_size(path: Path) -> int:
+    f = pq.ParquetFile(path, read_dictionary=["run"])
+    return sum(f.read_row_group(i).nbytes for i in range(f.metadata.num_row_groups))
+
+
+def child(kind: str, path: str) -> None:
+    import grokaudit
+    from grokaudit.stream import audit_stream
+
+    t0 = time.perf_counter()
+    if kind == "whole":
+        res = grokaudit.audit_path(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
+    else:
+        res = audit_stream(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
+    secs = time.perf_counter() - t0
+    d = res.to_dict()
+    d["trail"] = None
+    full = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+    d["input"].pop("source")
+    d["input"].pop("provenance")
+    bare = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+    hwm = 0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
+    print(json.dumps({"seconds": secs, "hwm": hwm, "full": full, "bare": bare}))
+
+
+def measure(kind: str, path: Path) -> dict[str, float | str]:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, str(path)],
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{kind} {path} failed:\n{out.stderr[-3000:]}")
+    r: dict[str, float | str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--steps", type=int, default=5_000)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/grokaudit_bench_stream"))
+    ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"))
+    a = ap.parse_args()
+    if a.child:
+        child(*a.child)
+        return
+    a.dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    file, folder = write(a.dir, a.runs, a.steps)
+    print(f"written in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    size = arrow_size(file)
+    rows = pq.ParquetFile(file).metadata.num_rows
+    print(_machine())
+    print(f"\n{a.runs:,} runs × {a.steps:,} steps = {rows:,} rows; Arrow size "
+          f"{size / 2**20:,.0f} MiB\n")
+    print("| audit | input | seconds | peak RSS (MiB) | peak RSS ÷ Arrow size | same |")
+    print("|---|---|---:|---:|---:|---|")
+    base = measure("whole", file)
+    for kind, path, label in (("whole", file, "one file"), ("stream", file, "one file"),
+                              ("stream", folder, "hive folder")):
+        r = base if (kind, path) == ("whole", file) else measure(kind, path)
+        key = "full" if path == file else "bare"
+        same = "—" if r is base else ("yes" if r[key] == base[key] else "NO")
+        print(f"| {'in memory' if kind == 'whole' else 'streamed'} | {label} | "
+              f"{float(r['seconds']):.2f} | {float(r['hwm']) / 2**20:,.0f} | "
+              f"{float(r['hwm']) / size:.2f} | {same} |")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("GROKAUDIT_PROGRESS", "0")
+    main()
