@@ -63,7 +63,46 @@ def _hash(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _audit(df: pd.DataFrame | str, cfg: Any) -> Any:
+#: With ``--stream N``: each audit is also run on a Parquet file of its log, in memory and
+#: streamed in parts of N rows, and the two compared (``STREAMED``: label -> same or not).
+STREAM: dict[str, Any] = {"part_rows": None, "dir": None, "n": 0}
+STREAMED: dict[str, str] = {}
+
+
+def _streamed(df: pd.DataFrame | str, cfg: Any) -> str:
+    """``same``, ``refused`` (an option a log read in parts cannot take) or ``DIFFERS``."""
+    from grokaudit.errors import ConfigError
+    from grokaudit.stream import audit_stream
+
+    if isinstance(df, str):
+        path = df
+    else:
+        STREAM["n"] += 1
+        path = str(Path(STREAM["dir"]) / f"log{STREAM['n']}.parquet")
+        df.to_parquet(path, index=False, row_group_size=max(1, STREAM["part_rows"] // 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            whole: Any = grokaudit.audit_path(path, config=cfg)
+        except grokaudit.LogFormatError as exc:
+            whole = exc
+        try:
+            parts: Any = audit_stream(path, cfg, part_rows=STREAM["part_rows"])
+        except ConfigError:
+            return "refused"
+        except grokaudit.LogFormatError as exc:
+            parts = exc
+    if isinstance(whole, Exception) or isinstance(parts, Exception):
+        same = (type(whole) is type(parts) and getattr(whole, "code", None)
+                == getattr(parts, "code", None))
+    else:
+        same = whole.to_json() == parts.to_json()
+    return "same" if same else "DIFFERS"
+
+
+def _audit(df: pd.DataFrame | str, cfg: Any, label: str | None = None) -> Any:
+    if STREAM["part_rows"] is not None and label is not None:
+        STREAMED[label] = _streamed(df, cfg)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -86,7 +125,7 @@ def bundled() -> Iterator[tuple[str, Any]]:
         for label, extra in CONFIGS.items():
             cfg = _config(opts, extra)
             if cfg is not None:
-                yield f"bundled/{name}/{label}", _audit(path, cfg)
+                yield f"bundled/{name}/{label}", _audit(path, cfg, f"bundled/{name}/{label}")
 
 
 def _as_float32(df: pd.DataFrame) -> pd.DataFrame:
@@ -107,8 +146,9 @@ def suite_cases() -> Iterator[tuple[str, Any]]:
                 inst = case.instance(base)
             except RuntimeError:
                 continue
-            yield f"suite/{profile}/{case.name}", _audit(inst.table, inst.cfg)
-            yield f"suite/{profile}/{case.name}/f32", _audit(_as_float32(inst.table), inst.cfg)
+            label = f"suite/{profile}/{case.name}"
+            yield label, _audit(inst.table, inst.cfg, label)
+            yield f"{label}/f32", _audit(_as_float32(inst.table), inst.cfg, f"{label}/f32")
 
 
 def random_log(rng: np.random.Generator, n_cells: int, n_seeds: int, T: int) -> pd.DataFrame:
@@ -156,7 +196,7 @@ def randoms(n: int) -> Iterator[tuple[str, Any]]:
         for label, extra in (("default", {}), ("reference", {"profile": "reference"}),
                              ("crossing", {"rule": "crossing"})):
             cfg = _config({"by": "rho"}, extra)
-            yield f"random/{i}/{label}", _audit(df, cfg)
+            yield f"random/{i}/{label}", _audit(df, cfg, f"random/{i}/{label}")
 
 
 def external() -> Iterator[tuple[str, Any]]:
@@ -245,7 +285,23 @@ def main() -> int:
     ap.add_argument("--external", action="store_true", help="also the public p = 59 sweep")
     ap.add_argument("--tiny-blocks", action="store_true",
                     help="compute the clocks in blocks of a few runs (grokaudit.blocks)")
+    ap.add_argument("--stream", type=int, default=None, metavar="N",
+                    help="also audit each log as a Parquet file in memory and streamed in "
+                         "parts of N rows, and say which differ (exit 1 if any)")
     a = ap.parse_args()
+    if a.stream is not None:
+        import tempfile
+
+        STREAM["part_rows"], STREAM["dir"] = a.stream, tempfile.mkdtemp()
+        collect(a)
+        counts = {k: sum(v == k for v in STREAMED.values()) for k in ("same", "refused",
+                                                                        "DIFFERS")}
+        for label, v in sorted(STREAMED.items()):
+            if v == "DIFFERS":
+                print(f"streamed differs: {label}")
+        print(f"{len(STREAMED)} logs audited in memory and streamed in parts of {a.stream} "
+              f"rows: {counts}")
+        return 1 if counts["DIFFERS"] else 0
     if a.tiny_blocks:
         from grokaudit import blocks
 

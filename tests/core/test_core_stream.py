@@ -170,3 +170,42 @@ def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> No
         with pytest.raises(LogFormatError) as exc:
             audit_stream(p, by="wd")
         assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from grokaudit.cli import cli
+
+    r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_check_stream_writes_the_json_check_writes(tmp_path: Path) -> None:
+    path = _write(rich_log(), tmp_path / "log.parquet", row_group=333)
+    outs = {}
+    for name, extra in (("whole", []), ("parts", ["--stream", "--part-rows", "500"])):
+        out = tmp_path / f"{name}.json"
+        code, _, _ = _cli("check", str(path), "--by", "wd", "--metric", "emb_erank",
+                          "--json", str(out), *extra)
+        assert code == 1  # the fixture's transients are critical
+        d = json.loads(out.read_text())
+        outs[name] = (d.pop("trail"), d)
+    assert outs["whole"][1] == outs["parts"][1]
+    assert "--stream" in outs["parts"][0]["command"]  # the trail says how it was read
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--part-rows", "500"], "--part-rows"),
+    (["--stream", "--sensitivity"], "--stream"),
+    (["--stream", "--format", "table"], "--stream"),
+    (["--stream", "--part-rows", "0"], "part_rows"),
+    (["--stream", "--profile", "reference"], "floor_window"),
+])
+def test_check_stream_refusals_are_one_line_and_exit_2(tmp_path: Path, extra: list[str],
+                                                       option: str) -> None:
+    path = _write(rich_log(), tmp_path / "log.parquet", row_group=333)
+    code, out, err = _cli("check", str(path), "--by", "wd", "--json", "-", *extra)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert option.replace("_", "-") in err
