@@ -417,12 +417,12 @@ def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_ro
               stream: bool, report_out: str | None, sensitivity: bool) -> Any:
     """``check --stream``: the audit of one canonical Parquet file or dataset folder, part
     by part (:func:`grokaudit.stream.audit_stream`)."""
-    from .errors import ConfigError
+    from .errors import ConfigError, ErrorCode
     from .stream import PART_ROWS, audit_stream
 
     if not stream:
         raise ConfigError("--part-rows is the part size of --stream: add --stream, or drop "
-                          "--part-rows", option="--part-rows")
+                          "--part-rows", option="--part-rows", code=ErrorCode.INVALID_OPTION)
     clash = [flag for flag, given in (("--report", report_out is not None),
         ("--sensitivity", sensitivity), ("several paths", len(paths) > 1),
         ("--format", params.get("fmt")), ("--map", params.get("maps")),
@@ -431,7 +431,7 @@ def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_ro
         raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder and "
                           f"writes the result: {clash[0]} is not for it (the figures of "
                           "--report and the reruns of --sensitivity need the whole log)",
-                          option="--stream")
+                          option="--stream", code=ErrorCode.INVALID_OPTION)
     return audit_stream(paths[0], cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
                         progress=progress_printer("check"))
 

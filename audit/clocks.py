@@ -11,6 +11,7 @@ The results are plain arrays in :class:`AccuracyClocks` and :class:`MetricClocks
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Sequence
@@ -390,12 +391,38 @@ def study_ceilings(best: np.ndarray, studies: np.ndarray | None) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Ceilings:
+    """What ``grok_relative = study`` reads of a run's study, per run: the run's own best
+    sustained accuracy, its study's ceiling (:func:`study_ceilings`), whether that ceiling is
+    unsettled, and whether any run of the whole log is judged relative to its ceiling. Made
+    by :func:`accuracy_clocks`, or over the whole log for a log read in parts."""
+
+    best: np.ndarray
+    ceiling: np.ndarray
+    unsettled: np.ndarray
+    any_used: bool
+
+    def rows(self, sl: slice) -> Ceilings:
+        return Ceilings(self.best[sl], self.ceiling[sl], self.unsettled[sl], self.any_used)
+
+
+def relative_use(c: Ceilings) -> np.ndarray:
+    """The runs judged relative to their study's ceiling."""
+    with np.errstate(invalid="ignore"):
+        out: np.ndarray = ~np.isnan(c.ceiling) & (c.ceiling < 1.0) & (
+            c.ceiling >= RELATIVE_MIN_CEILING) & ~c.unsettled
+    return out
+
+
 def accuracy_clocks(table: LogTable, cfg: AuditConfig,
-                    studies: np.ndarray | None = None) -> AccuracyClocks:
+                    studies: np.ndarray | None = None, *,
+                    ceilings: Ceilings | None = None) -> AccuracyClocks:
     """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run.
 
     With ``grok_relative = study`` the thresholds of a run are read relative to its study's
-    ceiling (:func:`study_ceilings`; ``studies`` numbers each run's study, None: one study)."""
+    ceiling (:func:`study_ceilings`; ``studies`` numbers each run's study, None: one study;
+    ``ceilings``: taken over a whole log of which ``table`` is a part)."""
     ri = None if table.equal_lengths else table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
@@ -410,11 +437,15 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
     f_level: float | np.ndarray = full_level
     unsettled: np.ndarray | None = None
     if cfg.grok_relative == "study" and column == "test_acc":
-        best = best_sustained(A, cfg.sustain)  # one more pass: only when asked for
-        c = study_ceilings(best, studies)
-        unsettled = _ceiling_unsettled(A, best, studies, cfg.floor_frac)
-        use = ~np.isnan(c) & (c < 1.0) & (c >= RELATIVE_MIN_CEILING) & ~unsettled
-        if use.any():
+        if ceilings is None:
+            best = best_sustained(A, cfg.sustain)  # one more pass: only when asked for
+            c0 = study_ceilings(best, studies)
+            u0 = _ceiling_unsettled(A, best, studies, cfg.floor_frac)
+            ceilings = Ceilings(best, c0, u0, False)
+            ceilings = dataclasses.replace(ceilings, any_used=bool(relative_use(ceilings).any()))
+        best, c, unsettled = ceilings.best, ceilings.ceiling, ceilings.unsettled
+        use = relative_use(ceilings)
+        if ceilings.any_used:
             g = np.where(use, grok_level * np.where(use, c, 1.0), grok_level)
             f = np.where(use, full_level * np.where(use, c, 1.0), full_level)
             levels, g_level, f_level = (g, f), g, f
@@ -450,18 +481,27 @@ def _ceiling_unsettled(A: Packed, best: np.ndarray, studies: np.ndarray | None,
             continue
         k = int(rows[int(np.nanargmax(b))])
         n = int(A.counts[k])
-        v = np.asarray(A.raw_values[k, :n], dtype=float)
-        s = np.asarray(A.raw_steps[k, :n], dtype=float)
-        span = s[-1] - s[0] if n else 0.0
-        last = v[s >= s[-1] - floor_frac * span] if n else v
-        prev = v[(s >= s[-1] - 2 * floor_frac * span) & (s < s[-1] - floor_frac * span)] \
-            if n else v
-        if last.size == 0:
-            continue
-        f = float(np.median(last))
-        rising = prev.size > 0 and f > float(np.median(prev)) + 0.01
-        out[rows] = bool(rising or f < float(best[k]) - 0.02)
+        out[rows] = ceiling_unsettled(A.raw_values[k, :n], A.raw_steps[k, :n], float(best[k]),
+                                      floor_frac)
     return out
+
+
+def ceiling_unsettled(values: np.ndarray, steps: np.ndarray, best: float, floor_frac: float
+                      ) -> bool:
+    """One study's best run (its logged accuracies and steps, its best sustained value) has
+    not settled at the end of its log (:func:`_ceiling_unsettled`)."""
+    n = int(values.size)
+    v = np.asarray(values, dtype=float)
+    s = np.asarray(steps, dtype=float)
+    span = s[-1] - s[0] if n else 0.0
+    last = v[s >= s[-1] - floor_frac * span] if n else v
+    prev = v[(s >= s[-1] - 2 * floor_frac * span) & (s < s[-1] - floor_frac * span)] \
+        if n else v
+    if last.size == 0:
+        return False
+    f = float(np.median(last))
+    rising = prev.size > 0 and f > float(np.median(prev)) + 0.01
+    return bool(rising or f < best - 0.02)
 
 
 def best_sustained(A: Packed, w: int) -> np.ndarray:
@@ -692,11 +732,22 @@ def grid_window_start(table: LogTable, groups: np.ndarray | None, floor_frac: fl
     g = np.arange(R) if groups is None else np.asarray(groups, dtype=np.int64)
     if R == 0:
         return np.zeros(0)
-    row_g = g[table.run_index]
-    order = np.lexsort((table.step, row_g))
-    gs, ss = row_g[order], table.step[order]
+    ug, us = grid_steps(g[table.run_index], table.step)
+    return grid_starts(ug, us.astype(np.float64), g, floor_frac)
+
+
+def grid_steps(row_groups: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(group, step)`` pairs of rows, sorted: each group's step grid."""
+    order = np.lexsort((step, row_groups))
+    gs, ss = row_groups[order], step[order]
     first = np.r_[True, (gs[1:] != gs[:-1]) | (ss[1:] != ss[:-1])]
-    ug, us = gs[first], ss[first].astype(np.float64)
+    return gs[first], ss[first]
+
+
+def grid_starts(ug: np.ndarray, us: np.ndarray, g: np.ndarray, floor_frac: float
+                ) -> np.ndarray:
+    """Per run (group ``g``), the first step of its group's floor window, from the grids of
+    :func:`grid_steps` (``us`` as float64)."""
     T = np.bincount(ug, minlength=int(g.max()) + 1)
     start = np.r_[0, np.cumsum(T)[:-1]]
     n_floor = np.maximum(1, (floor_frac * T).astype(np.int64))
@@ -1103,13 +1154,16 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
 
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
                   run_index: np.ndarray | None = None, groups: np.ndarray | None = None,
-                  not_converged: np.ndarray | None = None) -> MetricClocks:
+                  not_converged: np.ndarray | None = None,
+                  grid_start: np.ndarray | None = None) -> MetricClocks:
     """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
 
     ``groups`` (one id per run) names the runs that share a step grid, a cell: only
     ``floor_window = grid`` reads it (each run is its own grid when it is None).
     ``not_converged`` (one bool per run) marks floors a longer sibling shows still moving
     (:func:`.horizons.horizon_check`): stable over their own window, indeterminate here.
+    ``grid_start``: each run's :func:`grid_window_start`, taken over a whole log of which
+    ``table`` is a part.
 
     The stages, each a function of the earlier ones: the final window and floor, its
     stability, the at-grok value, the compression amount, t_compress by its rule, the
@@ -1120,8 +1174,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
         else acc.t_grok
     span = _Span(acc.span_first, acc.span_last)
-    g0 = grid_window_start(table, groups, cfg.floor_frac) if cfg.floor_window == "grid" \
-        else None
+    g0 = None if cfg.floor_window != "grid" else grid_start if grid_start is not None \
+        else grid_window_start(table, groups, cfg.floor_frac)
     widen = None if cfg.censored_time == "last_step" else downsampled_runs(table)
 
     def block(sl: slice) -> dict[str, Any]:
