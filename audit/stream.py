@@ -17,9 +17,13 @@ points are dropped before the next part is read. What needs the whole log is tak
   (compared exactly for ``DUPLICATE_RUN``), and the horizon check (a short run's longest
   sibling; its floors recomputed when the sibling still moved).
 
-The result is the in-memory audit's, byte for byte (``tests/core/test_core_stream.py``). The
-``grid`` floor window and ``grok_relative = study`` compare runs before their clocks: they
-are refused here (audit without ``--stream``).
+Two settings compare runs before their clocks: the ``grid`` floor window (a cell's step
+grid) and ``grok_relative = study`` (a study's ceiling). With them the parts are read once to
+validate (and, for the ceilings, to take each run's best sustained accuracy), once more for
+the cells' grids (``grid``), and once more for the clocks.
+
+The result is the in-memory audit's, byte for byte (``tests/core/test_core_stream.py``,
+``benchmarks/identity.py --stream N``).
 """
 
 from __future__ import annotations
@@ -36,10 +40,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .clocks import AccuracyClocks, Event, MetricClocks, accuracy_clocks, metric_clocks
-from .config import AuditConfig, column_scales
+from .clocks import (
+    AccuracyClocks,
+    Ceilings,
+    Event,
+    MetricClocks,
+    accuracy_clocks,
+    best_sustained,
+    ceiling_unsettled,
+    grid_starts,
+    grid_steps,
+    metric_clocks,
+    pack,
+    relative_use,
+    study_ceilings,
+)
+from .config import AuditConfig, column_scales, grok_levels
 from .dataset import ParquetDataset, open_dataset
-from .errors import ConfigError, ErrorCode, param_name, param_value
+from .errors import ConfigError, ErrorCode, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
 from .identity import canonical_values, check_run_ids, duplicate_runs
 from .results import AuditResult
@@ -74,20 +92,9 @@ class _Part:
     record: LogPart
     series: tuple[str, ...]
     acc: AccuracyClocks | None = None
+    best: np.ndarray | None = None  #: ``grok_relative = study``: each run's best sustained
     clocks: dict[str, MetricClocks] = field(default_factory=dict)
     duplicates: list[tuple[str, ...]] = field(default_factory=list)
-
-
-def refuse_unstreamable(cfg: AuditConfig) -> None:
-    """The options that compare runs before their clocks cannot be audited in parts."""
-    for key, value, why in (("floor_window", "grid", "the floor window of a cell's step grid"),
-                            ("grok_relative", "study", "thresholds read against the study's "
-                                                       "best run")):
-        if getattr(cfg, key) == value:
-            raise ConfigError(
-                f"{param_value(key, value)} compares runs before their clocks ({why}): a log "
-                "read in parts cannot; audit it without --stream", option=param_name(key),
-                code=ErrorCode.INVALID_OPTION)
 
 
 def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
@@ -103,7 +110,6 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     from .trail import make_trail
 
     cfg = _config(config, options)
-    refuse_unstreamable(cfg)
     if part_rows < 1:
         raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
                           option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
@@ -115,6 +121,10 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     s.read_parts()
     log = s.merged_log()
     plan = audit_plan(log, cfg)
+    if s.deferred:  # the clocks need the cells' grids or the studies' ceilings first
+        if cfg.floor_window == "grid":
+            s.grid = s.grid_starts(plan.cell_ids)
+        s.clock_parts(plan.metrics, s.ceilings(plan.study_ids) if s.relative else None)
     acc = _concat([p.acc for p in s.parts if p.acc is not None])
     mclocks: dict[str, MetricClocks] = {}
     horizons: dict[str, HorizonCheck | None] = {}
@@ -140,6 +150,11 @@ class _Stream:
         self._index: dict[str, int] | None = None
         self._run_part: np.ndarray | None = None
         self.run_ids = np.zeros(0, dtype=object)
+        #: ``grok_relative = study`` on the accuracy: thresholds against the study's ceiling
+        self.relative = cfg.grok_relative == "study" and grok_levels(cfg)[0] == "test_acc"
+        #: the clocks wait for the whole log's cells (``grid``) or ceilings
+        self.deferred = self.relative or cfg.floor_window == "grid"
+        self.grid: np.ndarray | None = None  #: ``grid``: each run's floor window start
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -201,7 +216,9 @@ class _Stream:
         log = self._validate(self.ds.read_rows(*rows), record)
         p = _Part(rows, log.run_ids, log.summary, record, tuple(log.series))
         metrics = list(self.cfg.metrics) or list(log.summary.metrics)
-        if log.n_runs and all(m in log.series for m in metrics):
+        if self.relative and log.n_runs:
+            p.best = best_sustained(pack(log.test_acc, log), self.cfg.sustain)
+        if log.n_runs and not self.deferred and all(m in log.series for m in metrics):
             p.acc = accuracy_clocks(log, self.cfg)
             p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg) for m in metrics}
         p.duplicates = list(log.summary.duplicate_runs)
@@ -221,6 +238,71 @@ class _Stream:
             self.parts[k] = self._part(self.parts[k].rows)
             self.say(f"part {k + 1}/{len(self.bounds)} read again: a column varies in "
                      "another part")
+
+    # -- clocks that wait for the whole log ------------------------------------------------
+
+    def _runs_of(self, k: int) -> slice:
+        base = sum(p.run_ids.size for p in self.parts[:k])
+        return slice(base, base + self.parts[k].run_ids.size)
+
+    def _validated(self, k: int) -> LogTable:
+        return self._validate(self.ds.read_rows(*self.parts[k].rows),
+                              LogPart(self.accuracy, self.series))
+
+    def grid_starts(self, cells: np.ndarray) -> np.ndarray:
+        """Per run, the first step of its cell's floor window (``grid``): the cells' step
+        grids gathered part by part (each part read again)."""
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        for k, p in enumerate(self.parts):
+            if not p.run_ids.size:
+                continue
+            log = self._validated(k)
+            pieces.append(grid_steps(cells[self._runs_of(k)][log.run_index], log.step))
+            del log
+            self.say(f"part {k + 1}/{len(self.parts)}: step grid read")
+        ug, us = grid_steps(np.concatenate([g for g, _ in pieces]),
+                            np.concatenate([u for _, u in pieces]))
+        return grid_starts(ug, us.astype(np.float64), cells, self.cfg.floor_frac)
+
+    def ceilings(self, studies: np.ndarray | None) -> Ceilings:
+        """``grok_relative = study``: each study's ceiling over the whole log, and whether
+        its best run settled (the best runs read again)."""
+        best = np.concatenate([p.best for p in self.parts if p.best is not None])
+        groups = np.zeros(best.size, dtype=np.int64) if studies is None else studies
+        ceiling = study_ceilings(best, studies)
+        heads: dict[int, int] = {}
+        for g in np.unique(groups).tolist():
+            rows = np.flatnonzero(groups == g)
+            if not np.isnan(best[rows]).all():
+                heads[g] = int(rows[int(np.nanargmax(best[rows]))])
+        unsettled = np.zeros(best.size, dtype=bool)
+        if heads:
+            log, where = self.fetch(np.asarray(sorted(set(heads.values()))))
+            A = pack(log.test_acc, log)
+            at = {k: j for j, k in enumerate(where.tolist())}
+            for g, k in heads.items():
+                n = int(A.counts[at[k]])
+                unsettled[groups == g] = ceiling_unsettled(
+                    A.raw_values[at[k], :n], A.raw_steps[at[k], :n], float(best[k]),
+                    self.cfg.floor_frac)
+        c = Ceilings(best, ceiling, unsettled, False)
+        return dataclasses.replace(c, any_used=bool(relative_use(c).any()))
+
+    def clock_parts(self, metrics: Sequence[str], ceilings: Ceilings | None) -> None:
+        """The clocks of every part (read again), with the whole log's grids and ceilings."""
+        for k, p in enumerate(self.parts):
+            if not p.run_ids.size:
+                continue
+            sl = self._runs_of(k)
+            log = self._validated(k)
+            p.acc = accuracy_clocks(log, self.cfg,
+                                    ceilings=None if ceilings is None else ceilings.rows(sl))
+            p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg,
+                                         grid_start=None if self.grid is None
+                                         else self.grid[sl])
+                        for m in metrics}
+            del log
+            self.say(f"part {k + 1}/{len(self.parts)}: clocks")
 
     # -- merged ------------------------------------------------------------------------------
 
@@ -360,7 +442,8 @@ class _Stream:
             return mc, hc
         log, where = self.fetch(np.flatnonzero(hc.not_converged))
         again = metric_clocks(log, _take(acc, where), metric, self.cfg,
-                              not_converged=hc.not_converged[where])
+                              not_converged=hc.not_converged[where],
+                              grid_start=None if self.grid is None else self.grid[where])
         self.say(f"{metric}: {where.size} short run(s) recomputed against a longer sibling")
         return _put(mc, where, again), hc
 
@@ -424,6 +507,8 @@ def _concat(objs: Sequence[_T]) -> _T:
             out[f.name] = np.concatenate(vals)
         elif isinstance(v0, Event):
             out[f.name] = Event.concat(vals)
+        elif isinstance(v0, tuple):  # (grok, full) levels
+            out[f.name] = tuple(np.concatenate([v[i] for v in vals]) for i in range(len(v0)))
         elif v0 is None or isinstance(v0, str):
             out[f.name] = v0
         else:  # pragma: no cover - a per-run field of a type not handled above
@@ -440,6 +525,8 @@ def _map_fields(obj: _T, fn: Callable[[np.ndarray, str], np.ndarray]) -> _T:
         elif isinstance(v, Event):
             out[f.name] = Event(*(fn(getattr(v, g), f"{f.name}.{g}")
                                   for g in ("value", "lower", "upper", "index")))
+        elif isinstance(v, tuple):
+            out[f.name] = tuple(fn(a, f"{f.name}.{i}") for i, a in enumerate(v))
         else:
             out[f.name] = v
     return type(obj)(**out)

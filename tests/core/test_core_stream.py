@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -151,14 +152,28 @@ def test_refusals_are_the_in_memory_ones(tmp_path: Path) -> None:
     assert exc.value.code == ErrorCode.NOT_A_SERIES
 
 
-@pytest.mark.parametrize("options", [{"profile": "reference"}, {"grok_relative": "study"}])
-def test_options_that_compare_runs_before_their_clocks_are_refused(
-        tmp_path: Path, options: dict[str, str]) -> None:
-    path = _write(rich_log(), tmp_path / "log.parquet", row_group=333)
-    with pytest.raises(ConfigError) as exc:
-        audit_stream(path, by="wd", **options)
-    assert exc.value.code == ErrorCode.INVALID_OPTION
-    assert exc.value.option in ("floor_window=", "grok_relative=")
+@pytest.mark.parametrize("options", [
+    {"profile": "reference"}, {"floor_window": "grid"}, {"grok_relative": "study"},
+    {"grok_relative": "study", "cell": ["width"]}, {"grok_point": "usable"}])
+def test_options_that_compare_runs_before_their_clocks_stream_too(
+        tmp_path: Path, options: dict[str, Any]) -> None:
+    # every run of a study short of 1: its thresholds are relative to the study's ceiling
+    df = rich_log()
+    df["test_acc"] = df["test_acc"] * 0.9
+    path = _write(df, tmp_path / "log.parquet", row_group=333)
+    whole = grokaudit.audit_path(path, by="wd", metrics=["emb_erank"], **options)
+    lines: list[str] = []
+    streamed = audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=700,
+                            progress=lines.append, **options)
+    _same(whole, streamed)
+    deferred = options.get("profile") == "reference" or set(options) & {"floor_window",
+                                                                          "grok_relative"}
+    # the clocks waited for the whole log's grids or ceilings
+    assert any(line.endswith(": clocks") for line in lines) == bool(deferred)
+    if "grok_relative" in options:  # thresholds were read against a ceiling below 1
+        relative = [f.evidence.get("relative") for f in whole.findings
+                    if f.code == "ACCURACY_CEILING"]
+        assert relative and all(relative)
 
 
 def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> None:
@@ -200,7 +215,6 @@ def test_check_stream_writes_the_json_check_writes(tmp_path: Path) -> None:
     (["--stream", "--sensitivity"], "--stream"),
     (["--stream", "--format", "table"], "--stream"),
     (["--stream", "--part-rows", "0"], "part_rows"),
-    (["--stream", "--profile", "reference"], "floor_window"),
 ])
 def test_check_stream_refusals_are_one_line_and_exit_2(tmp_path: Path, extra: list[str],
                                                        option: str) -> None:
