@@ -9,7 +9,7 @@ with 8 values, ``seed``) is written twice, chunk by chunk (never whole in memory
 Parquet file in row groups of about 1 M rows, and as a hive dataset folder
 ``rho=…/part-K.parquet``. Each measurement runs in a fresh subprocess: ``audit_path`` on the
 file (in memory), ``audit_stream`` on the file and on the folder. Peak RSS is the process's
-VmHWM; the Arrow size is the sum over row groups of the columns as Arrow holds them (run ids
+VmHWM when the audit returns (before the JSON made for the comparison); the Arrow size is the sum over row groups of the columns as Arrow holds them (run ids
 dictionary-encoded). "Same" compares the JSON with the in-memory audit of the file (the trail
 aside; for the folder the input's source and provenance too: they name the files read).
 """
@@ -71,16 +71,16 @@ def child(kind: str, path: str) -> None:
     else:
         res = audit_stream(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
     secs = time.perf_counter() - t0
+    hwm = 0  # the audit's peak, before its JSON (of every run) is made for the comparison
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
     d = res.to_dict()
     d["trail"] = None
     full = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
     d["input"].pop("source")
     d["input"].pop("provenance")
     bare = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
-    hwm = 0
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            hwm = int(line.split()[1]) * 1024
     print(json.dumps({"seconds": secs, "hwm": hwm, "full": full, "bare": bare}))
 
 
