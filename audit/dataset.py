@@ -164,6 +164,11 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             raise _not_streamable(root, "not a Parquet file (only a canonical Parquet file or "
                                         "a hive-partitioned folder of them is read in parts)")
     else:
+        from .runfolder import is_run_folder
+
+        if is_run_folder(root):
+            raise _not_streamable(root, "a RunLogger folder is read whole (its reader reports "
+                                        "what a kill cut short)")
         files = []
         for q in sorted(root.rglob("*")):
             rel = q.relative_to(root)
@@ -187,6 +192,13 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         except (OSError, pa.ArrowException) as exc:
             raise unreadable(f, "Parquet file", exc) from None
         names = tuple(schema.names)
+        if schema0 is not None and set(names) == set(columns or ()) and any(
+                schema.field(n).type != schema0.field(n).type for n in names):
+            bad = next(n for n in names if schema.field(n).type != schema0.field(n).type)
+            raise _not_streamable(root, f"column {safe(bad)!r} of "
+                                        f"{safe(f.relative_to(root).as_posix())!r} has type "
+                                        f"{schema.field(bad).type}, not "
+                                        f"{schema0.field(bad).type} as in the first part")
         if columns is None:
             columns, schema0 = names, schema
             if "run" not in names:
@@ -216,7 +228,9 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         raise LogFormatError("holds no rows; there is nothing to read", path=str(root),
                              code=ErrorCode.NO_ROWS)
     prov = provenance_of(schema0, str(files[0]))
-    if root.is_dir():
-        prov = prov | {"source_files": [str(f) for f in files]}
+    if root.is_dir() and all(f.parent == root for f in files):
+        prov["shards"] = [f.name for f in files]  # a folder of shards, as the loader names it
+    elif root.is_dir():
+        prov["source_files"] = [str(f) for f in files]
     return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
                           _partition_types(partitions, keys), tuple(units), prov)

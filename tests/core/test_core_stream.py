@@ -223,3 +223,36 @@ def test_check_stream_refusals_are_one_line_and_exit_2(tmp_path: Path, extra: li
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert option.replace("_", "-") in err
+
+
+def test_a_folder_of_shards_is_the_loaders_folder_of_shards(tmp_path: Path) -> None:
+    df = rich_log()
+    runs = pd.unique(df["run"])
+    (tmp_path / "shards").mkdir()
+    for k, chunk in enumerate((runs[:5], runs[5:11], runs[11:])):
+        _write(df[df["run"].isin(chunk)], tmp_path / "shards" / f"part-{k}.parquet", 400)
+    whole = grokaudit.audit_path(tmp_path / "shards", by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(tmp_path / "shards", by="wd", metrics=["emb_erank"],
+                            part_rows=600)
+    _same(whole, streamed)  # the provenance too: the shards named as the loader names them
+    assert streamed.to_dict()["input"]["provenance"]["shards"] == [
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"]
+
+
+def test_shards_of_other_types_or_a_run_folder_are_not_streamed(tmp_path: Path) -> None:
+    df = rich_log()
+    (tmp_path / "mixed").mkdir()
+    _write(df.iloc[:1000], tmp_path / "mixed" / "a.parquet", 500)
+    _write(df.iloc[1000:].astype({"emb_erank": np.float32}), tmp_path / "mixed" / "b.parquet",
+           500)
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(tmp_path / "mixed", by="wd")
+    assert (exc.value.code, exc.value.column) == (ErrorCode.FORMAT_MISMATCH, None)
+    from grokaudit import RunLogger
+
+    with RunLogger(tmp_path / "runs", run="r1", conditions={"wd": 0.1}) as lg:
+        for s in range(0, 500, 100):
+            lg.log(s, test_acc=0.5, emb_erank=3.0)
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(tmp_path / "runs")
+    assert exc.value.code == ErrorCode.FORMAT_MISMATCH
