@@ -89,7 +89,9 @@ class ParquetDataset:
             u = self.units[i]
             path = self.files[u.file]
             try:
-                f = pq.ParquetFile(path)
+                # run ids as stored, dictionary-encoded (as the loader reads them): no text
+                # decoded per row
+                f = pq.ParquetFile(path, read_dictionary=["run"] if "run" in cols else None)
                 t = (f.read(columns=cols) if u.row_groups is None
                      else f.read_row_groups(list(u.row_groups), columns=cols))
             except (OSError, pa.ArrowException) as exc:
@@ -98,11 +100,12 @@ class ParquetDataset:
                 t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
             for k in self.partition_keys:
                 if columns is None or k in columns:
-                    v = self.partitions[u.file].get(k)
-                    t = t.append_column(k, pa.array([v] * t.num_rows,
-                                                    type=self.partition_types[k]))
+                    v = pa.scalar(self.partitions[u.file].get(k), type=self.partition_types[k])
+                    t = t.append_column(k, pa.repeat(v, t.num_rows))
             tables.append(t)
-        out = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+        # the run ids of two files have two dictionaries: unified (the ids are the same text)
+        out = tables[0] if len(tables) == 1 else pa.concat_tables(
+            tables, promote_options="none").unify_dictionaries()
         del tables
         release_arrow_memory()
         return out

@@ -68,8 +68,6 @@ from .schema import (
     LogPart,
     LogTable,
     Owned,
-    _float_array,
-    _nan_extremes,
     build_log_table,
     metric_not_a_series,
     no_run_long_enough,
@@ -125,13 +123,16 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
         if cfg.floor_window == "grid":
             s.grid = s.grid_starts(plan.cell_ids)
         s.clock_parts(plan.metrics, s.ceilings(plan.study_ids) if s.relative else None)
-    acc = _concat([p.acc for p in s.parts if p.acc is not None])
+    # the parts' per-run results become the whole log's, field by field (never both whole)
+    acc = _consume([p.acc for p in s.parts if p.acc is not None])
     mclocks: dict[str, MetricClocks] = {}
     horizons: dict[str, HorizonCheck | None] = {}
     for m in plan.metrics:
-        mclocks[m], horizons[m] = s.horizon(
-            m, _concat([p.clocks[m] for p in s.parts if p.acc is not None]), acc,
-            plan.cell_ids)
+        mc = _consume([p.clocks.pop(m) for p in s.parts if p.acc is not None])
+        mclocks[m], horizons[m] = s.horizon(m, mc, acc, plan.cell_ids)
+        del mc
+    for p in s.parts:
+        p.acc = None
     result = reduce_audit(log, cfg, plan, acc, mclocks, horizons)
     return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                         inputs=[str(path)]))
@@ -457,16 +458,17 @@ class _Extremes:
 
     def add(self, col: pa.ChunkedArray) -> None:
         t = col.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-                or pa.types.is_null(t)):
-            return  # refused with its type by the validation of the part
-        raw = _float_array(col)
-        hi, lo = _nan_extremes(raw)
-        if not math.isnan(hi):
-            self.hi, self.lo, self.any = max(self.hi, hi), min(self.lo, lo), True
-        with np.errstate(invalid="ignore"):
-            self.pct += int(np.count_nonzero(raw > PERCENT_MIN))
-            self.frac += int(np.count_nonzero(raw > FRACTION_MAX))
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            return  # all missing (null type), or refused with its type by the validation
+        if pa.types.is_boolean(t) or pa.types.is_float16(t):
+            col = col.cast(pa.float64())
+        # as the validation reads them (NaN and missing ignored; an all-NaN column has none)
+        mm = pc.min_max(col).as_py()
+        lo, hi = mm["min"], mm["max"]
+        if hi is not None and not math.isnan(hi):
+            self.hi, self.lo, self.any = max(self.hi, float(hi)), min(self.lo, float(lo)), True
+        self.pct += int(pc.sum(pc.greater(col, PERCENT_MIN)).as_py() or 0)
+        self.frac += int(pc.sum(pc.greater(col, FRACTION_MAX)).as_py() or 0)
 
     def whole(self) -> tuple[float, float, int, int]:
         if not self.any:
@@ -494,26 +496,33 @@ def _run_blocks(run: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- per-run results: concatenated, taken, put back --------------------------------------------
 
-def _concat(objs: Sequence[_T]) -> _T:
-    """Per-run result dataclasses (clocks) of consecutive runs, as one."""
+def _consume(objs: list[_T]) -> _T:
+    """Per-run result dataclasses (clocks) of consecutive runs, as one; ``objs`` is emptied
+    and each field's parts are dropped once joined (the caller holds no other reference)."""
     first = objs[0]
     if len(objs) == 1:
         return first
+    kind = type(first)
+    names = [f.name for f in dataclasses.fields(first)]  # type: ignore[arg-type]
+    rows = [{n: getattr(o, n) for n in names} for o in objs]
+    objs.clear()
+    del first
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(first):  # type: ignore[arg-type]
-        vals = [getattr(o, f.name) for o in objs]
+    for name in names:
+        vals = [r.pop(name) for r in rows]
         v0 = vals[0]
         if isinstance(v0, np.ndarray):
-            out[f.name] = np.concatenate(vals)
+            out[name] = np.concatenate(vals)
         elif isinstance(v0, Event):
-            out[f.name] = Event.concat(vals)
+            out[name] = Event.concat(vals)
         elif isinstance(v0, tuple):  # (grok, full) levels
-            out[f.name] = tuple(np.concatenate([v[i] for v in vals]) for i in range(len(v0)))
+            out[name] = tuple(np.concatenate([v[i] for v in vals]) for i in range(len(v0)))
         elif v0 is None or isinstance(v0, str):
-            out[f.name] = v0
+            out[name] = v0
         else:  # pragma: no cover - a per-run field of a type not handled above
-            raise TypeError(f"cannot concatenate field {f.name} of {type(first).__name__}")
-    return type(first)(**out)
+            raise TypeError(f"cannot join field {name} of {kind.__name__}")
+        del vals, v0
+    return kind(**out)
 
 
 def _map_fields(obj: _T, fn: Callable[[np.ndarray, str], np.ndarray]) -> _T:
@@ -538,7 +547,8 @@ def _take(obj: _T, idx: np.ndarray) -> _T:
 
 
 def _put(obj: _T, idx: np.ndarray, sub: Any) -> _T:
-    """``obj`` with runs ``idx`` replaced by the runs of ``sub`` (same fields)."""
+    """``obj`` with runs ``idx`` replaced by the runs of ``sub`` (same fields), in place
+    where its arrays are writeable (``obj`` is not to be read again)."""
     flat: dict[str, np.ndarray] = {}
 
     def collect(a: np.ndarray, name: str) -> np.ndarray:
@@ -548,7 +558,8 @@ def _put(obj: _T, idx: np.ndarray, sub: Any) -> _T:
     _map_fields(sub, collect)
 
     def put(a: np.ndarray, name: str) -> np.ndarray:
-        b: np.ndarray = a.copy()
+        # in place: the whole log's arrays were made here (no second copy of the clocks)
+        b: np.ndarray = a if a.flags.writeable else a.copy()
         b[idx] = flat[name]
         return b
 
