@@ -138,11 +138,15 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
     return out
 
 
-def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray]
-                     ) -> np.ndarray:
+def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray],
+                     weighted: bool = False) -> np.ndarray:
     """Per run, one 64-bit fingerprint of its length and the sums of its steps and of its
     first four ``columns`` (bit patterns; -0.0 and 0.0 differ: no matter, equal logs give equal
-    sums bit for bit). Equal logs have equal fingerprints; runs sharing one are candidates."""
+    sums bit for bit). Equal logs have equal fingerprints; runs sharing one are candidates,
+    compared exactly (a chance agreement costs a comparison, never a wrong answer).
+    ``weighted`` adds each column's sum weighted by the position in the run, so that runs
+    whose sums agree by chance rarely agree in both: for runs not in memory together, whose
+    comparison means reading them again."""
     R = int(offsets.size - 1)
     counts = np.diff(offsets)
     n = int(offsets[-1]) if R else 0
@@ -152,6 +156,10 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
         cuts = np.r_[0, cuts]
     keys = [counts.astype(np.float64), _run_sums(step, offsets, cuts)]
     keys += [_run_sums(c, offsets, cuts) for c in columns[:4]]
+    if weighted and R:
+        pos = (np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], counts)) + 1
+        keys += [_run_sums(np.asarray(c, dtype=np.float64) * pos, offsets, cuts)
+                 for c in columns[:4]]
     h = np.zeros(R, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in keys:

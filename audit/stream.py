@@ -124,15 +124,17 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
             s.grid = s.grid_starts(plan.cell_ids)
         s.clock_parts(plan.metrics, s.ceilings(plan.study_ids) if s.relative else None)
     # the parts' per-run results become the whole log's, field by field (never both whole)
-    acc = _consume([p.acc for p in s.parts if p.acc is not None])
+    live = [p for p in s.parts if p.acc is not None]
+    accs = [p.acc for p in live if p.acc is not None]
+    for p in live:
+        p.acc = None
+    acc = _consume(accs)
     mclocks: dict[str, MetricClocks] = {}
     horizons: dict[str, HorizonCheck | None] = {}
     for m in plan.metrics:
-        mc = _consume([p.clocks.pop(m) for p in s.parts if p.acc is not None])
+        mc = _consume([p.clocks.pop(m) for p in live])
         mclocks[m], horizons[m] = s.horizon(m, mc, acc, plan.cell_ids)
         del mc
-    for p in s.parts:
-        p.acc = None
     result = reduce_audit(log, cfg, plan, acc, mclocks, horizons)
     return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                         inputs=[str(path)]))
@@ -186,9 +188,10 @@ class _Stream:
         # a run that goes on in the next unit is one block
         new = np.r_[True, ids[1:] != ids[:-1]] if ids.size else np.zeros(0, dtype=bool)
         ids, starts = ids[new], starts[new]
-        blocks = pd.DataFrame({"run": ids, "k": np.arange(ids.size)})
-        last = blocks.groupby("run", sort=False)["k"].transform("max").to_numpy()
-        runs = pd.unique(ids)
+        codes, runs = pd.factorize(ids)
+        last_of = np.full(runs.size, -1, dtype=np.int64)
+        np.maximum.at(last_of, codes, np.arange(ids.size))
+        last = last_of[codes]  # per block, the last block of its run
         check_run_ids(np.asarray(runs, dtype=object), self.source)
         # a cut may follow block k when no run seen so far has a block after k
         free = np.maximum.accumulate(last) == np.arange(ids.size)
@@ -400,7 +403,8 @@ class _Stream:
 
     def _duplicates(self) -> tuple[tuple[str, ...], ...]:
         """``DUPLICATE_RUN`` over the whole log: each part's own, and the runs of different
-        parts with one fingerprint, read again and compared exactly."""
+        parts with one fingerprint (:func:`~grokaudit.identity.run_fingerprints`, weighted),
+        read again and compared exactly."""
         prints = [p.record.fingerprints for p in self.parts]
         if not all(f is not None for f in prints) or self.run_ids.size < 2:
             return tuple(sorted({g for p in self.parts for g in p.duplicates}))
@@ -408,9 +412,11 @@ class _Stream:
         _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
         inv = inv.ravel()
         assert self._run_part is not None
+        order = np.argsort(inv, kind="stable")
+        bounds = np.r_[0, np.cumsum(cnt)]
         across: list[int] = []
         for grp in np.flatnonzero(cnt > 1).tolist():
-            members = np.flatnonzero(inv == grp)
+            members = order[bounds[grp]:bounds[grp + 1]]
             if np.unique(self._run_part[members]).size > 1:
                 across += members.tolist()
         if not across:
@@ -465,10 +471,13 @@ class _Extremes:
         # as the validation reads them (NaN and missing ignored; an all-NaN column has none)
         mm = pc.min_max(col).as_py()
         lo, hi = mm["min"], mm["max"]
-        if hi is not None and not math.isnan(hi):
-            self.hi, self.lo, self.any = max(self.hi, float(hi)), min(self.lo, float(lo)), True
-        self.pct += int(pc.sum(pc.greater(col, PERCENT_MIN)).as_py() or 0)
-        self.frac += int(pc.sum(pc.greater(col, FRACTION_MAX)).as_py() or 0)
+        if hi is None or math.isnan(hi):
+            return
+        self.hi, self.lo, self.any = max(self.hi, float(hi)), min(self.lo, float(lo)), True
+        if hi > FRACTION_MAX:  # counted only where a value exceeds them
+            self.frac += int(pc.sum(pc.greater(col, FRACTION_MAX)).as_py() or 0)
+        if hi > PERCENT_MIN:
+            self.pct += int(pc.sum(pc.greater(col, PERCENT_MIN)).as_py() or 0)
 
     def whole(self) -> tuple[float, float, int, int]:
         if not self.any:

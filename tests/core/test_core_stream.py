@@ -10,15 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import grokaudit
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
-
-import grokaudit
-from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
+from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.stream import audit_stream
 
 
@@ -189,7 +188,6 @@ def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> No
 
 def _cli(*args: str) -> tuple[int, str, str]:
     from click.testing import CliRunner
-
     from grokaudit.cli import cli
 
     r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
@@ -256,3 +254,19 @@ def test_shards_of_other_types_or_a_run_folder_are_not_streamed(tmp_path: Path) 
     with pytest.raises(LogFormatError) as exc:
         audit_stream(tmp_path / "runs")
     assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+
+
+def test_weighted_fingerprints_agree_where_duplicate_runs_would() -> None:
+    from grokaudit.identity import run_fingerprints
+
+    off = np.array([0, 3, 6, 9, 12])
+    st = np.tile(np.array([0, 100, 200]), 4)
+    v = np.array([1.0, 2.0, np.nan,    # run 0
+                  1.0, 2.0, np.nan,    # run 1: the same
+                  1.0, np.nan, 2.0,    # run 2: the same values at other steps
+                  2.0, 1.0, np.nan])   # run 3: the same values in another order
+    for col in (v, v.astype(np.float32)):
+        plain = run_fingerprints(off, st, [col])
+        assert plain[0] == plain[1] == plain[2] == plain[3]  # the sums alone agree
+        d = run_fingerprints(off, st, [col], weighted=True)
+        assert d[0] == d[1] and len({d[0], d[2], d[3]}) == 3  # the positions tell them apart
