@@ -13,6 +13,7 @@ read with :meth:`ParquetDataset.read_rows` (the units holding it, cut).
 from __future__ import annotations
 
 import functools
+import json
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .shards import provenance_of, release_arrow_memory, unreadable
+from .shards import PROVENANCE_KEY, provenance_of, release_arrow_memory, unreadable
 from .text import safe
 
 #: The folder name of a missing partition value (Spark, pyarrow), and pyarrow's NaN.
@@ -60,6 +61,14 @@ class ParquetDataset:
     @property
     def rows(self) -> int:
         return sum(u.rows for u in self.units)
+
+    def read_all(self) -> pa.Table:
+        """The whole log as one table, its provenance in the schema metadata (the in-memory
+        reading of what :mod:`grokaudit.stream` reads in parts)."""
+        t = self.read(range(len(self.units)))
+        meta = dict(t.schema.metadata or {})
+        meta[PROVENANCE_KEY] = json.dumps(self.provenance, sort_keys=True).encode()
+        return t.replace_schema_metadata(meta)
 
     @functools.cached_property
     def starts(self) -> np.ndarray:
@@ -187,6 +196,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             raise _not_streamable(root, "the folder holds no Parquet file")
     columns: tuple[str, ...] | None = None
     units: list[Unit] = []
+    empty: list[str] = []  # a writer's part files without rows (Spark writes them)
     schema0: pa.Schema | None = None
     for i, f in enumerate(files):
         try:
@@ -218,6 +228,8 @@ def open_dataset(path: str | Path) -> ParquetDataset:
                       for g in range(meta.num_row_groups)]
         elif meta.num_rows:
             units.append(Unit(i, None, meta.num_rows))
+        else:
+            empty.append(f.relative_to(root).as_posix())
     assert columns is not None and schema0 is not None
     partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
     keys: list[str] = []
@@ -235,5 +247,25 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         prov["shards"] = [f.name for f in files]  # a folder of shards, as the loader names it
     elif root.is_dir():
         prov["source_files"] = [str(f) for f in files]
+    if empty:  # said as the adapters say it
+        prov["warnings"] = [*(prov.get("warnings") or []), (
+            f"{len(empty)} file(s) with a header and no rows: no run read from them "
+            f"({', '.join(repr(e) for e in empty[:3])}{', …' if len(empty) > 3 else ''})")]
+    prov = json.loads(json.dumps(prov, sort_keys=True))  # as the metadata gives it back
     return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
                           _partition_types(partitions, keys), tuple(units), prov)
+
+
+def hive_dataset(path: Path) -> ParquetDataset | None:
+    """The hive-partitioned folder of canonical Parquet files at ``path`` (``run``, ``step``
+    and the test accuracy in every file, partition folders, nothing else), read without the
+    adapters; None for any other folder (the adapters read it)."""
+    from .loader import _canonical_columns
+
+    try:
+        ds = open_dataset(path)
+    except LogFormatError:
+        return None
+    if not ds.partition_keys or not _canonical_columns(ds.files[0]):
+        return None
+    return ds

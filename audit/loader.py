@@ -146,6 +146,12 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     if not adapter_opts and is_canonical(p):
         return read_arrow(p, lazy=lazy and p.is_file() and p.suffix.lower() in (".parquet",
                                                                                ".pq"))
+    if not adapter_opts and p.is_dir():
+        from .dataset import hive_dataset
+
+        ds = hive_dataset(p)  # canonical files in partition folders: read as they are
+        if ds is not None:
+            return ds.read_all()
     # every other log, a single file without a run column included (one run named by its
     # path), goes through the same readers in every command
     return readers(p, fmt, mapping=dict(mapping) if mapping else None, run_from=run_from,

@@ -117,20 +117,45 @@ def test_a_run_split_across_the_file_keeps_its_rows_in_one_part(tmp_path: Path) 
     assert "1 part(s)" in lines[0]
 
 
-def test_a_hive_dataset_is_audited_as_the_adapters_read_it(tmp_path: Path) -> None:
-    # the adapters sort each run by step and set identical rows aside as they melt: a log
-    # already sorted, without repeated rows, is read the same by both
-    df = rich_log().drop(columns=["lr_now"]).drop_duplicates(["run", "step"]).sort_values(
-        ["run", "step"], kind="stable")
+def _hive(df: pd.DataFrame, root: Path) -> Path:
     table = pa.Table.from_pandas(df, preserve_index=False)
-    pads.write_dataset(table.drop_columns(["wd"]).append_column("wd", table["wd"]),
-                       tmp_path / "ds", format="parquet", partitioning=["wd"],
-                       partitioning_flavor="hive")
-    whole = grokaudit.audit_path(tmp_path / "ds", by="wd", metrics=["emb_erank"])
-    streamed = audit_stream(tmp_path / "ds", by="wd", metrics=["emb_erank"], part_rows=900)
-    _same(whole, streamed, provenance=False)
+    pads.write_dataset(table.drop_columns(["wd"]).append_column("wd", table["wd"]), root,
+                       format="parquet", partitioning=["wd"], partitioning_flavor="hive")
+    return root
+
+
+def test_a_hive_dataset_is_the_same_log_in_one_file(tmp_path: Path) -> None:
+    df = rich_log()
+    folder = _hive(df, tmp_path / "ds")
+    whole = grokaudit.audit_path(folder, by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(folder, by="wd", metrics=["emb_erank"], part_rows=900)
+    _same(whole, streamed)  # the provenance too: both read the folder as a dataset
     files = streamed.to_dict()["input"]["provenance"]["source_files"]
     assert len(files) == 3 and all("wd=" in f for f in files)
+    # the folder is the log of one file, partition column last, as the dataset writer
+    # wrote it: the same audit, rows set aside and unsorted rows included
+    flat = pads.dataset(folder, format="parquet", partitioning="hive").to_table()
+    one = tmp_path / "one.parquet"
+    pq.write_table(flat.cast(flat.schema.set(flat.schema.get_field_index("wd"),
+                                             pa.field("wd", pa.float64()))), one)
+    single = grokaudit.audit_path(one, by="wd", metrics=["emb_erank"])
+    a, b = single.to_dict(), whole.to_dict()
+    for d in (a, b):
+        d["input"].pop("source"), d["input"].pop("provenance")
+        d["trail"] = None
+    assert a == b
+
+
+def test_a_writers_empty_part_files_are_said(tmp_path: Path) -> None:
+    folder = _hive(rich_log(), tmp_path / "ds")
+    empty = folder / "wd=0.3" / "part-empty.parquet"
+    pq.write_table(pa.Table.from_pandas(rich_log().iloc[:0].drop(columns=["wd"]),
+                                        preserve_index=False), empty)
+    whole = grokaudit.audit_path(folder, by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(folder, by="wd", metrics=["emb_erank"], part_rows=900)
+    _same(whole, streamed)
+    warned = whole.to_dict()["input"]["provenance"]["warnings"]
+    assert len(warned) == 1 and "wd=0.3/part-empty.parquet" in warned[0]
 
 
 def test_refusals_are_the_in_memory_ones(tmp_path: Path) -> None:
