@@ -7,7 +7,9 @@ and 4 workers, and one Parquet file against the same log as a hive-partitioned d
 
 One canonical log is generated (``bench_side_by_side.write_log``: float32 metric and
 accuracies, an axis ``rho`` with 8 values, ``seed``), written once as one file and once as a
-dataset folder partitioned by ``rho``. Each measurement runs in a fresh subprocess (best of
+dataset folder partitioned by ``rho`` (rows kept in their order within each partition:
+pyarrow's writer reorders them across threads otherwise, and a log whose rows come in another
+order lists its runs in another order). Each measurement runs in a fresh subprocess (best of
 ``--repeat``), timing ``grokaudit.audit_path`` and, for Ray, separately the start of the local
 Ray instance (``ray.init``, paid once per command). Every measurement's JSON is hashed: the
 table says whether it is identical to the thread engine's on the single file (the trail and the
@@ -76,7 +78,7 @@ def write_dataset(src: Path, out: Path) -> Path:
     table = pq.read_table(src)
     ds.write_dataset(table.drop_columns(["rho"]).append_column("rho", table["rho"]), out,
                      format="parquet", partitioning=["rho"], partitioning_flavor="hive",
-                     existing_data_behavior="overwrite_or_ignore")
+                     existing_data_behavior="overwrite_or_ignore", preserve_order=True)
     return out
 
 
