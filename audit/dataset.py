@@ -239,9 +239,9 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     if clash:
         raise _not_streamable(root, f"the partition key {safe(clash[0])!r} is also a column "
                                     "of the files")
-    if not units:
-        raise LogFormatError("holds no rows; there is nothing to read", path=str(root),
-                             code=ErrorCode.NO_ROWS)
+    if not sum(u.rows for u in units):  # as the validation refuses a table without rows
+        raise LogFormatError("the table has no rows; there is nothing to audit",
+                             path=str(root), code=ErrorCode.NO_ROWS)
     prov = provenance_of(schema0, str(files[0]))
     if root.is_dir() and all(f.parent == root for f in files):
         prov["shards"] = [f.name for f in files]  # a folder of shards, as the loader names it

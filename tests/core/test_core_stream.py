@@ -295,3 +295,28 @@ def test_weighted_fingerprints_agree_where_duplicate_runs_would() -> None:
         assert plain[0] == plain[1] == plain[2] == plain[3]  # the sums alone agree
         d = run_fingerprints(off, st, [col], weighted=True)
         assert d[0] == d[1] and len({d[0], d[2], d[3]}) == 3  # the positions tell them apart
+
+
+@pytest.mark.parametrize("damage", ["no_rows", "text_accuracy", "missing_run", "truncated"])
+def test_broken_logs_are_refused_as_in_memory(tmp_path: Path, damage: str) -> None:
+    table = pa.Table.from_pandas(rich_log(), preserve_index=False)
+    path = tmp_path / "log.parquet"
+    if damage == "no_rows":
+        table = table.slice(0, 0)
+    elif damage == "text_accuracy":
+        i = table.schema.get_field_index("test_acc")
+        table = table.set_column(i, "test_acc", pa.array(["x"] * len(table)))
+    elif damage == "missing_run":
+        runs = table["run"].to_pylist()
+        runs[700] = None
+        table = table.set_column(0, "run", pa.array(runs, pa.string()))
+    pq.write_table(table, path, row_group_size=500)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:600])
+    codes = []
+    for audit in (lambda: grokaudit.audit_path(path, by="wd"),
+                  lambda: audit_stream(path, by="wd", part_rows=300)):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        codes.append((exc.value.code, exc.value.column))
+    assert codes[0] == codes[1]
