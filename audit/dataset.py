@@ -57,10 +57,32 @@ class ParquetDataset:
     partition_types: dict[str, pa.DataType]  #: one Arrow type per key, over every file
     units: tuple[Unit, ...]
     provenance: dict[str, Any]
+    schema: pa.Schema  #: the files' columns joined (numbers widened to a common type)
 
     @property
     def rows(self) -> int:
         return sum(u.rows for u in self.units)
+
+    def _conform(self, t: pa.Table) -> pa.Table:
+        """One file's table in the joined columns: widened, a column it lacks as missing
+        values, the folder's provenance in its metadata (every part reads the one the
+        in-memory audit reads)."""
+        if self.root.is_dir() or t.schema.names != list(self.schema.names):
+            cols = []
+            for fld in self.schema:
+                if fld.name not in t.column_names:
+                    cols.append(pa.nulls(t.num_rows, fld.type))
+                    continue
+                c = t.column(fld.name)
+                if c.type != fld.type and not (fld.name == "run"
+                                               and pa.types.is_dictionary(c.type)):
+                    c = c.cast(fld.type)
+                cols.append(c)
+            meta = dict(t.schema.metadata or {})
+            if self.root.is_dir():
+                meta[PROVENANCE_KEY] = json.dumps(self.provenance, sort_keys=True).encode()
+            t = pa.table(cols, names=list(self.schema.names)).replace_schema_metadata(meta)
+        return t
 
     def read_all(self) -> pa.Table:
         """The whole log as one table, its provenance in the schema metadata (the in-memory
@@ -105,6 +127,7 @@ class ParquetDataset:
                      else f.read_row_groups(list(u.row_groups), columns=cols))
             except (OSError, pa.ArrowException) as exc:
                 raise unreadable(path, "Parquet file", exc) from None
+            t = self._conform(t)
             if runs is not None:
                 t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
             for k in self.partition_keys:
@@ -150,79 +173,96 @@ def _partition_of(rel: Path) -> dict[str, Any]:
 
 
 def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
-                     ) -> dict[str, pa.DataType]:
-    types: dict[str, pa.DataType] = {}
+                     ) -> dict[str, pa.DataType | None]:
+    types: dict[str, pa.DataType | None] = {}
     for k in keys:
         vals = [p.get(k) for p in partitions if p.get(k) is not None]
         if all(isinstance(v, int) for v in vals):
             types[k] = pa.int64()
         elif all(isinstance(v, (int, float)) for v in vals):
             types[k] = pa.float64()
-        else:
+        elif all(isinstance(v, str) for v in vals):
             types[k] = pa.string()
+        else:  # numbers beside text: no one Arrow type holds them as the adapters do
+            types[k] = None
     return types
 
 
+def _folder_files(root: Path) -> tuple[list[Path], bool]:
+    """The Parquet files of a folder, and whether it is a folder of shards: the loader's
+    shards (the top level only, as :func:`~grokaudit.schema.read_arrow` lists them) when it
+    reads the folder so, else every part under partition folders (refusing other files)."""
+    from .loader import is_canonical
+    from .runfolder import is_run_folder
+
+    if is_run_folder(root):
+        raise _not_streamable(root, "a RunLogger folder is read whole (its reader reports "
+                                    "what a kill cut short)")
+    if is_canonical(root):
+        return sorted(q for q in root.iterdir() if q.suffix in _PARQUET), True
+    files = []
+    for q in sorted(root.rglob("*")):
+        rel = q.relative_to(root)
+        if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
+                or q.name in _WRITER_FILES or q.suffix.lower() == ".crc":
+            continue
+        if q.suffix.lower() not in _PARQUET:
+            raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which is "
+                                        "not a Parquet part (config files and other formats "
+                                        "are read by the adapters)")
+        files.append(q)
+    if not files:
+        raise _not_streamable(root, "the folder holds no Parquet file")
+    return files, False
+
+
+def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
+    schemas, metas = [], []
+    for f in files:
+        try:
+            meta = pq.ParquetFile(f).metadata
+            schemas.append(meta.schema.to_arrow_schema())
+        except (OSError, pa.ArrowException) as exc:
+            raise unreadable(f, "Parquet file", exc) from None
+        metas.append(meta)
+    return schemas, metas
+
+
 def open_dataset(path: str | Path) -> ParquetDataset:
-    """The canonical Parquet file or hive dataset folder at ``path``, unit by unit; refuses
-    (``FORMAT_MISMATCH``, naming what it found) anything the streamed audit cannot read."""
+    """The canonical Parquet file or dataset folder at ``path``, unit by unit; refuses
+    (``FORMAT_MISMATCH``, naming what it found) anything the streamed audit cannot read.
+    The files of a folder are those the in-memory audit reads, their columns joined as it
+    joins them (numbers widened to a common type, a column a file lacks missing there)."""
     root = Path(path)
     if not root.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(root),
                              code=ErrorCode.FILE_NOT_FOUND)
+    shards = False
     if root.is_file():
         files = [root]
         if root.suffix.lower() not in _PARQUET:
             raise _not_streamable(root, "not a Parquet file (only a canonical Parquet file or "
-                                        "a hive-partitioned folder of them is read in parts)")
+                                        "a folder of them is read in parts)")
     else:
-        from .runfolder import is_run_folder
-
-        if is_run_folder(root):
-            raise _not_streamable(root, "a RunLogger folder is read whole (its reader reports "
-                                        "what a kill cut short)")
-        files = []
-        for q in sorted(root.rglob("*")):
-            rel = q.relative_to(root)
-            if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
-                    or q.name in _WRITER_FILES or q.suffix.lower() == ".crc":
-                continue
-            if q.suffix.lower() not in _PARQUET:
-                raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which "
-                                            "is not a Parquet part (config files and other "
-                                            "formats are read by the adapters)")
-            files.append(q)
-        if not files:
-            raise _not_streamable(root, "the folder holds no Parquet file")
-    columns: tuple[str, ...] | None = None
+        files, shards = _folder_files(root)
+    schemas, metas = _schemas(files)
+    try:
+        unified = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if shards:  # as the loader refuses them
+            raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to "
+                                 "one schema", path=str(root),
+                                 code=ErrorCode.SHARDS_INCOMPATIBLE) from None
+        raise _not_streamable(root, f"its files have incompatible columns ({exc})") from None
+    columns = tuple(unified.names)
+    if "run" not in columns:
+        raise LogFormatError(
+            "has no 'run' column: a log read in parts names each row's run (a folder of "
+            "one-run files is read whole, without --stream)", path=str(files[0]),
+            column="run", code=ErrorCode.MISSING_COLUMN)
     units: list[Unit] = []
     empty: list[str] = []  # a writer's part files without rows (Spark writes them)
-    schema0: pa.Schema | None = None
-    for i, f in enumerate(files):
-        try:
-            meta = pq.ParquetFile(f).metadata
-            schema = meta.schema.to_arrow_schema()
-        except (OSError, pa.ArrowException) as exc:
-            raise unreadable(f, "Parquet file", exc) from None
-        names = tuple(schema.names)
-        if schema0 is not None and set(names) == set(columns or ()) and any(
-                schema.field(n).type != schema0.field(n).type for n in names):
-            bad = next(n for n in names if schema.field(n).type != schema0.field(n).type)
-            raise _not_streamable(root, f"column {safe(bad)!r} of "
-                                        f"{safe(f.relative_to(root).as_posix())!r} has type "
-                                        f"{schema.field(bad).type}, not "
-                                        f"{schema0.field(bad).type} as in the first part")
-        if columns is None:
-            columns, schema0 = names, schema
-            if "run" not in names:
-                raise LogFormatError(
-                    "has no 'run' column: a log read in parts names each row's run (a folder "
-                    "of one-run files is read whole, without --stream)", path=str(f),
-                    column="run", code=ErrorCode.MISSING_COLUMN)
-        elif set(names) != set(columns):
-            diff = sorted(set(names) ^ set(columns))
-            raise _not_streamable(root, f"{safe(f.relative_to(root).as_posix())!r} has other "
-                                        f"columns than the first part ({diff[:3]})")
+    for i, (f, meta) in enumerate(zip(files, metas)):
         if root.is_file():
             units += [Unit(0, (g,), meta.row_group(g).num_rows)
                       for g in range(meta.num_row_groups)]
@@ -230,7 +270,6 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             units.append(Unit(i, None, meta.num_rows))
         else:
             empty.append(f.relative_to(root).as_posix())
-    assert columns is not None and schema0 is not None
     partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
     keys: list[str] = []
     for p in partitions:
@@ -239,26 +278,32 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     if clash:
         raise _not_streamable(root, f"the partition key {safe(clash[0])!r} is also a column "
                                     "of the files")
+    types = _partition_types(partitions, keys)
+    mixed = [k for k, t in types.items() if t is None]
+    if mixed:
+        raise _not_streamable(root, f"the partition key {safe(mixed[0])!r} holds numbers and "
+                                    "text (the adapters read it)")
     if not sum(u.rows for u in units):  # as the validation refuses a table without rows
         raise LogFormatError("the table has no rows; there is nothing to audit",
                              path=str(root), code=ErrorCode.NO_ROWS)
-    prov = provenance_of(schema0, str(files[0]))
-    if root.is_dir() and all(f.parent == root for f in files):
+    prov = provenance_of(schemas[0], str(files[0]))
+    if shards:
         prov["shards"] = [f.name for f in files]  # a folder of shards, as the loader names it
     elif root.is_dir():
         prov["source_files"] = [str(f) for f in files]
-    if empty:  # said as the adapters say it
+    if empty and not shards:  # said as the adapters say it
         prov["warnings"] = [*(prov.get("warnings") or []), (
             f"{len(empty)} file(s) with a header and no rows: no run read from them "
             f"({', '.join(repr(e) for e in empty[:3])}{', …' if len(empty) > 3 else ''})")]
     prov = json.loads(json.dumps(prov, sort_keys=True))  # as the metadata gives it back
     return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
-                          _partition_types(partitions, keys), tuple(units), prov)
+                          {k: t for k, t in types.items() if t is not None}, tuple(units), prov,
+                          unified)
 
 
 def hive_dataset(path: Path) -> ParquetDataset | None:
-    """The hive-partitioned folder of canonical Parquet files at ``path`` (``run``, ``step``
-    and the test accuracy in every file, partition folders, nothing else), read without the
+    """The folder of canonical Parquet files at ``path`` under (hive partition) folders
+    (``run``, ``step`` and the test accuracy in its files, nothing else), read without the
     adapters; None for any other folder (the adapters read it)."""
     from .loader import _canonical_columns
 
@@ -266,6 +311,6 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
         ds = open_dataset(path)
     except LogFormatError:
         return None
-    if not ds.partition_keys or not _canonical_columns(ds.files[0]):
+    if not _canonical_columns(ds.files[0]):
         return None
     return ds

@@ -57,7 +57,7 @@ from .clocks import (
 )
 from .config import AuditConfig, column_scales, grok_levels
 from .dataset import ParquetDataset, open_dataset
-from .errors import ConfigError, ErrorCode, param_name
+from .errors import ConfigError, ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
 from .identity import canonical_values, check_run_ids, duplicate_runs
 from .results import AuditResult
@@ -108,7 +108,7 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     from .trail import make_trail
 
     cfg = _config(config, options)
-    if part_rows < 1:
+    if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
         raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
                           option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
     # the row cap guards memory, which parts bound; the column cap still holds for each part
@@ -158,6 +158,8 @@ class _Stream:
         #: the clocks wait for the whole log's cells (``grid``) or ceilings
         self.deferred = self.relative or cfg.floor_window == "grid"
         self.grid: np.ndarray | None = None  #: ``grid``: each run's floor window start
+        #: refusals met so far: (rank, part, error); the in-memory audit's first is raised
+        self.errors: list[tuple[tuple[float, ...], int, LogFormatError]] = []
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -192,7 +194,10 @@ class _Stream:
         last_of = np.full(runs.size, -1, dtype=np.int64)
         np.maximum.at(last_of, codes, np.arange(ids.size))
         last = last_of[codes]  # per block, the last block of its run
-        check_run_ids(np.asarray(runs, dtype=object), self.source)
+        try:
+            check_run_ids(np.asarray(runs, dtype=object), self.source)
+        except LogFormatError as exc:  # refused in its turn, after the parts' own checks
+            self.errors.append((_rank(exc, ()), -1, exc))
         # a cut may follow block k when no run seen so far has a block after k
         free = np.maximum.accumulate(last) == np.arange(ids.size)
         ends = np.r_[starts[1:], ds.rows]
@@ -222,7 +227,8 @@ class _Stream:
         metrics = list(self.cfg.metrics) or list(log.summary.metrics)
         if self.relative and log.n_runs:
             p.best = best_sustained(pack(log.test_acc, log), self.cfg.sustain)
-        if log.n_runs and not self.deferred and all(m in log.series for m in metrics):
+        if log.n_runs and not self.deferred and not self.errors \
+                and all(m in log.series for m in metrics):
             p.acc = accuracy_clocks(log, self.cfg)
             p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg) for m in metrics}
         p.duplicates = list(log.summary.duplicate_runs)
@@ -232,11 +238,21 @@ class _Stream:
     def read_parts(self) -> None:
         """Every part validated and clocked; then the parts that read a column another part
         reads as a series are read again with it as a series."""
+        names = (*self.ds.columns, *self.ds.partition_keys)
         for k, rows in enumerate(self.bounds):
-            self.parts.append(self._part(rows))
+            try:
+                self.parts.append(self._part(rows))
+            except LogFormatError as exc:
+                # the in-memory validation checks stage by stage over the whole log: a later
+                # part may hold what it refuses first
+                self.errors.append((_rank(exc, names), k, exc))
+                self.say(f"part {k + 1}/{len(self.bounds)}: refused ({exc.code})")
+                continue
             self.series |= set(self.parts[-1].series)
             self.say(f"part {k + 1}/{len(self.bounds)}: {self.parts[-1].summary.rows_read:,} "
                      f"rows, {self.parts[-1].run_ids.size:,} runs")
+        if self.errors:
+            raise min(self.errors, key=lambda e: (e[0], e[1]))[2]
         again = [k for k, p in enumerate(self.parts) if not self.series <= set(p.series)]
         for k in again:
             self.parts[k] = self._part(self.parts[k].rows)
@@ -357,10 +373,13 @@ class _Stream:
             return out
 
         scales: dict[str, Any] = {}
+        given = first.provenance.get("accuracy_scale") or {}
         for s in parts:
             for k, v in s.accuracy_scale.items():
                 if k not in scales:
                     scales[k] = dict(v)
+                elif v == given.get(k):  # the provenance's, in every part: said once
+                    continue
                 elif "n_runs_at_most_1" in v:
                     w = scales[k]
                     w["n_runs_at_most_1"] += v["n_runs_at_most_1"]
@@ -453,6 +472,33 @@ class _Stream:
                               grid_start=None if self.grid is None else self.grid[where])
         self.say(f"{metric}: {where.size} short run(s) recomputed against a longer sibling")
         return _put(mc, where, again), hc
+
+
+#: The order of the validation's checks (:func:`~grokaudit.schema.build_log_table`): run ids
+#: and steps, the accuracies' types and infinities column by column, their ranges, the other
+#: columns one by one, duplicate rows.
+_STEP_CHECKS: dict[tuple[ErrorCode, str | None], int] = {
+    (ErrorCode.MISSING_VALUES, "run"): 0, (ErrorCode.BAD_COLUMN_TYPE, "step"): 1,
+                (ErrorCode.MISSING_VALUES, "step"): 2, (ErrorCode.NON_INTEGER_STEP, "step"): 3,
+                (ErrorCode.STEP_OUT_OF_RANGE, "step"): 3, (ErrorCode.NEGATIVE_STEP, "step"): 4}
+
+
+def _rank(exc: LogFormatError, names: Sequence[str]) -> tuple[float, ...]:
+    """Where the in-memory validation would raise ``exc`` in its order of checks."""
+    code, col = exc.code, exc.column
+    if (code, col) in _STEP_CHECKS:
+        return (2, _STEP_CHECKS[(code, col)])
+    if code is ErrorCode.RUN_ID_AMBIGUOUS:
+        return (2, 9)
+    if col in ACCURACY_COLUMNS:
+        i = ACCURACY_COLUMNS.index(col)
+        return (4, i) if code is ErrorCode.ACCURACY_OUT_OF_RANGE else (
+            3, i, 0 if code is ErrorCode.BAD_COLUMN_TYPE else 1)
+    if code is ErrorCode.DUPLICATE_ROWS:
+        return (6,)
+    if col is not None and col in names:
+        return (5, list(names).index(col))
+    return (1,)  # the columns themselves: every part refuses them alike
 
 
 class _Extremes:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
-from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.stream import audit_stream
 
 
@@ -202,9 +202,10 @@ def test_options_that_compare_runs_before_their_clocks_stream_too(
 
 def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> None:
     rich_log().to_csv(tmp_path / "log.csv", index=False)
-    (tmp_path / "ds").mkdir()
-    _write(rich_log(), tmp_path / "ds" / "part-0.parquet", row_group=1000)
-    (tmp_path / "ds" / "config.yaml").write_text("wd: 1\n")
+    (tmp_path / "ds" / "wd=0.1").mkdir(parents=True)
+    _write(rich_log().drop(columns=["wd"]), tmp_path / "ds" / "wd=0.1" / "part-0.parquet",
+           row_group=1000)
+    (tmp_path / "ds" / "config.yaml").write_text("lr: 1\n")  # read by the adapters
     for p in (tmp_path / "log.csv", tmp_path / "ds"):
         with pytest.raises(LogFormatError) as exc:
             audit_stream(p, by="wd")
@@ -262,15 +263,30 @@ def test_a_folder_of_shards_is_the_loaders_folder_of_shards(tmp_path: Path) -> N
         "part-0.parquet", "part-1.parquet", "part-2.parquet"]
 
 
-def test_shards_of_other_types_or_a_run_folder_are_not_streamed(tmp_path: Path) -> None:
+def test_shards_are_joined_as_the_loader_joins_them(tmp_path: Path) -> None:
     df = rich_log()
     (tmp_path / "mixed").mkdir()
-    _write(df.iloc[:1000], tmp_path / "mixed" / "a.parquet", 500)
-    _write(df.iloc[1000:].astype({"emb_erank": np.float32}), tmp_path / "mixed" / "b.parquet",
+    # float32 beside float64, a column one shard lacks, a config file beside (not read)
+    _write(df.iloc[:1500].drop(columns=["lr_now"]), tmp_path / "mixed" / "a.parquet", 500)
+    _write(df.iloc[1500:].astype({"emb_erank": np.float32}), tmp_path / "mixed" / "b.parquet",
            500)
-    with pytest.raises(LogFormatError) as exc:
-        audit_stream(tmp_path / "mixed", by="wd")
-    assert (exc.value.code, exc.value.column) == (ErrorCode.FORMAT_MISMATCH, None)
+    (tmp_path / "mixed" / "notes.yaml").write_text("x: 1\n")
+    whole = grokaudit.audit_path(tmp_path / "mixed", by="wd", metrics=["emb_erank"])
+    _same(whole, audit_stream(tmp_path / "mixed", by="wd", metrics=["emb_erank"],
+                              part_rows=400))
+    assert whole.to_dict()["input"]["not_logged"]["lr_now"] > 0
+    # shards that cannot be joined are refused alike
+    _write(df.iloc[:900].astype({"emb_erank": str}), tmp_path / "mixed" / "c.parquet", 500)
+    codes = []
+    for audit in (lambda: grokaudit.audit_path(tmp_path / "mixed", by="wd"),
+                  lambda: audit_stream(tmp_path / "mixed", by="wd")):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        codes.append(exc.value.code)
+    assert codes == [ErrorCode.SHARDS_INCOMPATIBLE] * 2
+
+
+def test_a_run_folder_is_not_streamed(tmp_path: Path) -> None:
     from grokaudit import RunLogger
 
     with RunLogger(tmp_path / "runs", run="r1", conditions={"wd": 0.1}) as lg:
@@ -320,3 +336,117 @@ def test_broken_logs_are_refused_as_in_memory(tmp_path: Path, damage: str) -> No
             audit()
         codes.append((exc.value.code, exc.value.column))
     assert codes[0] == codes[1]
+
+
+def _small(n: int = 6) -> pd.DataFrame:
+    frames = []
+    for i in range(n):
+        st = np.arange(0, 4000, 100)
+        frames.append(pd.DataFrame({
+            "run": f"r{i}", "step": st, "test_acc": np.where(st >= 500 + 200 * i, 0.99, 0.05),
+            "emb_erank": 5 + 20 * np.exp(-st / 1000), "wd": [0.1, 0.3][i % 2], "seed": i // 2}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _codes(path: Path, **options: Any) -> list[tuple[str, str | None]]:
+    out = []
+    for audit in (lambda: grokaudit.audit_path(path, by="wd", **options),
+                  lambda: audit_stream(path, by="wd", part_rows=40, **options)):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        out.append((exc.value.code, exc.value.column))
+    return out
+
+
+@pytest.mark.parametrize("defects", [
+    "inf_accuracy_late", "ambiguous_id_and_negative_step", "seed_early_negative_step_late",
+    "duplicate_early_seed_late", "seed_early_inf_metric_late"])
+def test_the_first_refusal_is_the_in_memory_one_whichever_part_holds_it(
+        tmp_path: Path, defects: str) -> None:
+    d = _small()
+    if defects == "inf_accuracy_late":
+        d.loc[(d.run == "r5") & (d.step == 1000), "test_acc"] = np.inf
+    elif defects == "ambiguous_id_and_negative_step":
+        d.loc[d.run == "r5", "run"] = "r4 "
+        d.loc[0, "step"] = -1
+    elif defects == "seed_early_negative_step_late":
+        d.loc[(d.run == "r0") & (d.step == 300), "seed"] = 7
+        d.loc[(d.run == "r5") & (d.step == 0), "step"] = -1
+    elif defects == "duplicate_early_seed_late":
+        row = d.iloc[[3]].copy()
+        row["emb_erank"] += 1
+        d = pd.concat([d.iloc[:4], row, d.iloc[4:]], ignore_index=True)
+        d.loc[(d.run == "r5") & (d.step == 300), "seed"] = 7
+    else:
+        d.loc[(d.run == "r0") & (d.step == 300), "seed"] = 7
+        d.loc[(d.run == "r5") & (d.step == 300), "emb_erank"] = np.inf
+    path = _write(d, tmp_path / "log.parquet", row_group=40)
+    whole, streamed = _codes(path)
+    assert whole == streamed
+
+
+def test_a_partition_key_of_numbers_and_text_is_read_by_the_adapters(tmp_path: Path) -> None:
+    d = _small(8).drop(columns=["wd"])
+    for value, runs in (("adam", ["r0", "r2", "r4", "r6"]), ("1", ["r1", "r3", "r5", "r7"])):
+        (tmp_path / "ds" / f"opt={value}").mkdir(parents=True)
+        _write(d[d.run.isin(runs)], tmp_path / "ds" / f"opt={value}" / "p.parquet", 100)
+    with pytest.raises(LogFormatError) as exc:  # no crash: a refusal of the design
+        grokaudit.audit_path(tmp_path / "ds", by="seed")
+    assert exc.value.code == ErrorCode.DUPLICATE_AXIS_VALUES
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(tmp_path / "ds", by="seed")
+    assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+
+
+def _with_provenance(df: pd.DataFrame, path: Path, prov: dict[str, Any]) -> None:
+    t = pa.Table.from_pandas(df, preserve_index=False)
+    t = t.replace_schema_metadata({b"grokaudit": json.dumps(prov).encode()})
+    pq.write_table(t, path, row_group_size=40)
+
+
+@pytest.mark.parametrize("layout", ["shards", "hive"])
+def test_the_folders_provenance_is_read_once_for_every_part(tmp_path: Path,
+                                                            layout: str) -> None:
+    d = _small(8)
+    scale = {"test_acc": {"scale": 100.0, "max": 99.0, "why": "adapter",
+                          "n_runs_at_most_1": 2, "runs_at_most_1": ["r0", "r1"]}}
+    root = tmp_path / "ds"
+    for k, (runs, down) in enumerate(((["r0", "r1", "r2", "r3"], ["r1"]),
+                                      (["r4", "r5", "r6", "r7"], ["r5"]))):
+        folder = root if layout == "shards" else root / f"seed={k}"
+        folder.mkdir(parents=True, exist_ok=True)
+        part = d[d.run.isin(runs)]
+        if layout == "hive":
+            part = part.drop(columns=["seed"])
+        _with_provenance(part, folder / f"{'ab'[k]}.parquet",
+                         {"downsampled_runs": down, "accuracy_scale": scale})
+    whole = grokaudit.audit_path(root, by="wd", cell=["seed"] if layout == "hive" else [])
+    streamed = audit_stream(root, by="wd", cell=["seed"] if layout == "hive" else [],
+                            part_rows=1)
+    _same(whole, streamed)
+    assert whole.to_dict()["input"]["accuracy_scale"]["test_acc"]["n_runs_at_most_1"] == 2
+
+
+@pytest.mark.parametrize("layout", ["top_and_sub", "hidden", "upper_case", "sub_no_key",
+                                    "empty_shard"])
+def test_a_folder_is_read_file_for_file_as_in_memory(tmp_path: Path, layout: str) -> None:
+    d = _small(8)
+    a, b = d[d.run.isin(["r0", "r1", "r2", "r3"])], d[~d.run.isin(["r0", "r1", "r2", "r3"])]
+    root = tmp_path / "ds"
+    (root / "sub").mkdir(parents=True)
+    names = {"top_and_sub": ("a.parquet", "sub/b.parquet"),
+             "hidden": ("a.parquet", ".b.parquet"), "upper_case": ("a.parquet", "b.PARQUET"),
+             "sub_no_key": ("sub/a.parquet", "sub/b.parquet"),
+             "empty_shard": ("a.parquet", "b.parquet")}[layout]
+    _write(a, root / names[0], 40)
+    _write(b.iloc[:0] if layout == "empty_shard" else b, root / names[1], 40)
+    whole = grokaudit.audit_path(root, by="wd")
+    _same(whole, audit_stream(root, by="wd", part_rows=40))
+
+
+def test_part_rows_must_be_a_whole_number_of_rows(tmp_path: Path) -> None:
+    path = _write(_small(), tmp_path / "log.parquet", row_group=40)
+    for bad in (0, 2.5, float("nan"), float("inf"), True):
+        with pytest.raises(ConfigError) as exc:
+            audit_stream(path, by="wd", part_rows=bad)  # type: ignore[arg-type]
+        assert exc.value.code == ErrorCode.OPTION_OUT_OF_RANGE
