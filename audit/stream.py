@@ -152,6 +152,7 @@ class _Stream:
         self.parts: list[_Part] = []
         self._index: dict[str, int] | None = None
         self._run_part: np.ndarray | None = None
+        self._bases: list[int] = []  #: each part's first run in the whole log's numbering
         self.run_ids = np.zeros(0, dtype=object)
         #: ``grok_relative = study`` on the accuracy: thresholds against the study's ceiling
         self.relative = cfg.grok_relative == "study" and grok_levels(cfg)[0] == "test_acc"
@@ -262,8 +263,10 @@ class _Stream:
     # -- clocks that wait for the whole log ------------------------------------------------
 
     def _runs_of(self, k: int) -> slice:
-        base = sum(p.run_ids.size for p in self.parts[:k])
-        return slice(base, base + self.parts[k].run_ids.size)
+        """Part ``k``'s runs in the whole log's numbering."""
+        if len(self._bases) != len(self.parts) + 1:
+            self._bases = np.r_[0, np.cumsum([p.run_ids.size for p in self.parts])].tolist()
+        return slice(self._bases[k], self._bases[k + 1])
 
     def _validated(self, k: int) -> LogTable:
         return self._validate(self.ds.read_rows(*self.parts[k].rows),
@@ -479,8 +482,8 @@ class _Stream:
 #: columns one by one, duplicate rows.
 _STEP_CHECKS: dict[tuple[ErrorCode, str | None], int] = {
     (ErrorCode.MISSING_VALUES, "run"): 0, (ErrorCode.BAD_COLUMN_TYPE, "step"): 1,
-                (ErrorCode.MISSING_VALUES, "step"): 2, (ErrorCode.NON_INTEGER_STEP, "step"): 3,
-                (ErrorCode.STEP_OUT_OF_RANGE, "step"): 3, (ErrorCode.NEGATIVE_STEP, "step"): 4}
+    (ErrorCode.MISSING_VALUES, "step"): 2, (ErrorCode.NON_INTEGER_STEP, "step"): 3,
+    (ErrorCode.STEP_OUT_OF_RANGE, "step"): 3, (ErrorCode.NEGATIVE_STEP, "step"): 4}
 
 
 def _rank(exc: LogFormatError, names: Sequence[str]) -> tuple[float, ...]:
