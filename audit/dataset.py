@@ -2,10 +2,12 @@
 dataset folder (``wd=0.1/seed=3/part-0.parquet``: the folder names give every row of the file
 those conditions), file by file.
 
-:func:`open_dataset` checks what the streamed audit (:mod:`grokaudit.stream`) needs and says
-what it found otherwise: every file Parquet with the same columns, among them ``run``; no
-other file in the folder (a config file beside the logs, a CSV) and no partition key that is
-also a column (the adapters read those, whole). A *unit* is what Parquet reads at once (a
+:func:`open_dataset` reads the files the in-memory audit reads (a folder of shards at its top
+level, as the loader lists them; otherwise every Parquet part under partition folders), their
+columns joined as the loader joins them (numbers widened to a common type, a column a file
+lacks missing there), and says what it found otherwise: a ``run`` column; no other file among
+partitioned parts (a config file, a CSV), no partition key that is also a column or holds both
+numbers and text (the adapters read those, whole). A *unit* is what Parquet reads at once (a
 row group of the file, or one file of the dataset); a part is any range of the log's rows,
 read with :meth:`ParquetDataset.read_rows` (the units holding it, cut).
 """
@@ -47,11 +49,11 @@ class Unit:
 
 @dataclass(frozen=True)
 class ParquetDataset:
-    """A canonical Parquet file or hive dataset folder, ready to be read unit by unit."""
+    """A canonical Parquet file or dataset folder, ready to be read unit by unit."""
 
     root: Path
     files: tuple[Path, ...]
-    columns: tuple[str, ...]  #: the files' columns (the same in every file)
+    columns: tuple[str, ...]  #: the files' columns, joined
     partition_keys: tuple[str, ...]  #: the hive keys, in folder order
     partitions: tuple[dict[str, Any], ...]  #: per file, its partition values
     partition_types: dict[str, pa.DataType]  #: one Arrow type per key, over every file
@@ -63,13 +65,14 @@ class ParquetDataset:
     def rows(self) -> int:
         return sum(u.rows for u in self.units)
 
-    def _conform(self, t: pa.Table) -> pa.Table:
-        """One file's table in the joined columns: widened, a column it lacks as missing
-        values, the folder's provenance in its metadata (every part reads the one the
-        in-memory audit reads)."""
-        if self.root.is_dir() or t.schema.names != list(self.schema.names):
+    def _conform(self, t: pa.Table, names: Sequence[str]) -> pa.Table:
+        """One file's table in the joined columns ``names``: widened, a column it lacks as
+        missing values, the folder's provenance in its metadata (every part reads the one
+        the in-memory audit reads)."""
+        if self.root.is_dir() or t.schema.names != list(names):
             cols = []
-            for fld in self.schema:
+            fields = [self.schema.field(n) for n in names]
+            for fld in fields:
                 if fld.name not in t.column_names:
                     cols.append(pa.nulls(t.num_rows, fld.type))
                     continue
@@ -81,7 +84,7 @@ class ParquetDataset:
             meta = dict(t.schema.metadata or {})
             if self.root.is_dir():
                 meta[PROVENANCE_KEY] = json.dumps(self.provenance, sort_keys=True).encode()
-            t = pa.table(cols, names=list(self.schema.names)).replace_schema_metadata(meta)
+            t = pa.table(cols, names=list(names)).replace_schema_metadata(meta)
         return t
 
     def read_all(self) -> pa.Table:
@@ -123,11 +126,12 @@ class ParquetDataset:
                 # run ids as stored, dictionary-encoded (as the loader reads them): no text
                 # decoded per row
                 f = pq.ParquetFile(path, read_dictionary=["run"] if "run" in cols else None)
-                t = (f.read(columns=cols) if u.row_groups is None
-                     else f.read_row_groups(list(u.row_groups), columns=cols))
+                here = [c for c in cols if c in f.schema_arrow.names]
+                t = (f.read(columns=here) if u.row_groups is None
+                     else f.read_row_groups(list(u.row_groups), columns=here))
             except (OSError, pa.ArrowException) as exc:
                 raise unreadable(path, "Parquet file", exc) from None
-            t = self._conform(t)
+            t = self._conform(t, cols)
             if runs is not None:
                 t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
             for k in self.partition_keys:
