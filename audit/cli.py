@@ -423,10 +423,11 @@ def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_ro
     if not stream:
         raise ConfigError("--part-rows is the part size of --stream: add --stream, or drop "
                           "--part-rows", option="--part-rows", code=ErrorCode.INVALID_OPTION)
-    clash = [flag for flag, given in (("--report", report_out is not None),
-        ("--sensitivity", sensitivity), ("several paths", len(paths) > 1),
-        ("--format", params.get("fmt")), ("--map", params.get("maps")),
-        ("--run-from", params.get("run_from")), ("--cond", params.get("conds"))) if given]
+    given = (("--report", report_out is not None), ("--sensitivity", sensitivity),
+             ("several paths", len(paths) > 1), ("--format", params.get("fmt")),
+             ("--map", params.get("maps")), ("--run-from", params.get("run_from")),
+             ("--cond", params.get("conds")))
+    clash = [flag for flag, on in given if on]
     if clash:
         raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder and "
                           f"writes the result: {clash[0]} is not for it (the figures of "
