@@ -14,10 +14,9 @@ gives its conditions by folder names, with no flag::
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
+from grokaudit.dataset import partition_value
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
@@ -100,10 +99,6 @@ def _sidecars_of(log: Path, root: Path, known: dict[Path, Sidecar]) -> list[Side
     return out
 
 
-#: The folder name of a missing value in a hive-partitioned dataset (Spark, pyarrow).
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
-
 def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
     """The conditions a hive-partitioned Parquet dataset writes in its folder names, from
     ``root`` down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
@@ -122,22 +117,9 @@ def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
         if not sep or not key or key.startswith("."):
             continue
         key = urllib.parse.unquote(key)
-        text = urllib.parse.unquote(raw)
         # pyarrow writes a NaN partition value as "nan": missing, like the hive null
-        value: Any = (None if text == HIVE_NULL or text.lower() == "nan"
-                      else _number_or_text(text))
-        out.append(Sidecar(d, {key: value}, set()))
+        out.append(Sidecar(d, {key: partition_value(raw)}, set()))
     return out
-
-
-def _number_or_text(text: str) -> Any:
-    try:
-        x = float(text)
-    except ValueError:
-        return text
-    if not math.isfinite(x) or text.strip() != text or not text:
-        return text
-    return int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
 
 
 def _refuse_charts_among_tables(path: Path, files: list[Path]) -> None:

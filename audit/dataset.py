@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,8 +32,8 @@ from .errors import ErrorCode, LogFormatError
 from .shards import PROVENANCE_KEY, provenance_of, release_arrow_memory, unreadable
 from .text import safe
 
-#: The folder name of a missing partition value (Spark, pyarrow), and pyarrow's NaN.
-_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+#: The folder name of a missing partition value (Spark, pyarrow).
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 #: Files a dataset writer leaves beside its parts (Spark's markers, pyarrow's metadata files).
 _WRITER_FILES = {"_SUCCESS", "_common_metadata", "_metadata"}
 _PARQUET = (".parquet", ".pq")
@@ -152,27 +153,31 @@ def _not_streamable(path: Path, why: str) -> LogFormatError:
                           path=str(path), code=ErrorCode.FORMAT_MISMATCH)
 
 
-def _partition_of(rel: Path) -> dict[str, Any]:
-    """The hive partition values of a file's folders (``wd=0.1/seed=3``): numbers when they
-    read as finite decimals (as the adapters read them), text otherwise; missing for the hive
-    null and ``nan``."""
-    from .identity import _DECIMAL
+def partition_value(raw: str) -> Any:
+    """The value a hive partition folder's name gives (``wd=0.1`` → 0.1), as pyarrow and
+    Spark write them: percent-escapes decoded; a number when it reads as a finite number (an
+    integer when written as one), else text; missing for the hive null and ``nan`` (the one
+    rule of the dataset reader and the table adapter)."""
+    text = urllib.parse.unquote(raw)
+    if text == HIVE_NULL or text.lower() == "nan":
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(x) or text.strip() != text or not text:
+        return text
+    return int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
 
+
+def _partition_of(rel: Path) -> dict[str, Any]:
+    """The hive partition values of a file's folders (``wd=0.1/seed=3``)."""
     out: dict[str, Any] = {}
     for part in rel.parts[:-1]:
         key, sep, raw = part.partition("=")
-        if not sep or not key:
+        if not sep or not key or key.startswith("."):
             continue
-        text = urllib.parse.unquote(raw)
-        val: Any
-        if text == _HIVE_NULL or text.lower() == "nan":
-            val = None
-        elif _DECIMAL.fullmatch(text) and text.strip() == text:
-            x = float(text)
-            val = int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
-        else:
-            val = text
-        out[urllib.parse.unquote(key)] = val
+        out[urllib.parse.unquote(key)] = partition_value(raw)
     return out
 
 
