@@ -250,6 +250,7 @@ class _Stream:
                 self.say(f"part {k + 1}/{len(self.bounds)}: refused ({exc.code})")
                 continue
             self.series |= set(self.parts[-1].series)
+            _trim()  # the part's points and temporaries, freed
             self.say(f"part {k + 1}/{len(self.bounds)}: {self.parts[-1].summary.rows_read:,} "
                      f"rows, {self.parts[-1].run_ids.size:,} runs")
         if self.errors:
@@ -580,7 +581,20 @@ def _consume(objs: list[_T]) -> _T:
         else:  # pragma: no cover - a per-run field of a type not handled above
             raise TypeError(f"cannot join field {name} of {kind.__name__}")
         del vals, v0
+        _trim()  # the parts' arrays of this field, freed: their pages back to the OS
     return kind(**out)
+
+
+def _trim() -> None:
+    """Return the C heap's free pages to the OS (glibc): the parts' per-run arrays are small
+    enough to live in the heap, where freed space is otherwise kept."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to do
 
 
 def _map_fields(obj: _T, fn: Callable[[np.ndarray, str], np.ndarray]) -> _T:
