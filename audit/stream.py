@@ -29,6 +29,7 @@ The result is the in-memory audit's, byte for byte (``tests/core/test_core_strea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -588,13 +589,23 @@ def _consume(objs: list[_T]) -> _T:
 def _trim() -> None:
     """Return the C heap's free pages to the OS (glibc): the parts' per-run arrays are small
     enough to live in the heap, where freed space is otherwise kept."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, looked up once; None elsewhere."""
     import ctypes
     import ctypes.util
 
     try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+        fn: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c")
+                                               or "libc.so.6").malloc_trim
     except (OSError, AttributeError):
-        pass  # not glibc: nothing to do
+        return None  # not glibc: nothing to do
+    return fn
 
 
 def _map_fields(obj: _T, fn: Callable[[np.ndarray, str], np.ndarray]) -> _T:
