@@ -89,12 +89,9 @@ class ParquetDataset:
         return t
 
     def read_all(self) -> pa.Table:
-        """The whole log as one table, its provenance in the schema metadata (the in-memory
-        reading of what :mod:`grokaudit.stream` reads in parts)."""
-        t = self.read(range(len(self.units)))
-        meta = dict(t.schema.metadata or {})
-        meta[PROVENANCE_KEY] = json.dumps(self.provenance, sort_keys=True).encode()
-        return t.replace_schema_metadata(meta)
+        """The whole log as one table, a folder's provenance in the schema metadata (the
+        in-memory reading of what :mod:`grokaudit.stream` reads in parts)."""
+        return self.read(range(len(self.units)))
 
     @functools.cached_property
     def starts(self) -> np.ndarray:
@@ -113,10 +110,9 @@ class ParquetDataset:
             t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
         return t
 
-    def read(self, units: Sequence[int], columns: Sequence[str] | None = None,
-             runs: pa.Array | None = None) -> pa.Table:
+    def read(self, units: Sequence[int], columns: Sequence[str] | None = None) -> pa.Table:
         """Units ``units`` (consecutive, in order) as one table: the files' ``columns`` (all
-        by default) and the partition columns; only the rows of run ids ``runs`` when given."""
+        by default) and the partition columns."""
         cols = list(self.columns) if columns is None else [c for c in columns
                                                              if c in self.columns]
         tables = []
@@ -133,8 +129,6 @@ class ParquetDataset:
             except (OSError, pa.ArrowException) as exc:
                 raise unreadable(path, "Parquet file", exc) from None
             t = self._conform(t, cols)
-            if runs is not None:
-                t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
             for k in self.partition_keys:
                 if columns is None or k in columns:
                     v = pa.scalar(self.partitions[u.file].get(k), type=self.partition_types[k])

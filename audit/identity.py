@@ -168,16 +168,18 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
 
 
 def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
-                   columns: list[np.ndarray]) -> list[tuple[str, ...]]:
+                   columns: list[np.ndarray], fingerprints: np.ndarray | None = None
+                   ) -> list[tuple[str, ...]]:
     """Groups of runs (two or more ids each) whose logs are identical at every logged step in
     every column of ``columns`` (per-step arrays in run order; the first ones weigh most in the
     fingerprint). Each run's length and the sums of its steps and of its first four columns
     pick candidates (one pass over those columns, in blocks); every column of a candidate pair
-    is then compared exactly."""
+    is then compared exactly. ``fingerprints``: the runs' :func:`run_fingerprints` when the
+    caller has them (any equal logs have equal ones, weighted or not)."""
     R = int(run_ids.size)
     if R < 2 or not columns:
         return []
-    h = run_fingerprints(offsets, step, columns)
+    h = run_fingerprints(offsets, step, columns) if fingerprints is None else fingerprints
     _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     if not (cnt > 1).any():

@@ -1107,9 +1107,10 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     cond = {k: canonical_values(v) for k, v in cond.items()}
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
     per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
-    dups = duplicate_runs(run_ids, offsets, step, per_step)
-    if part is not None:  # the candidates among runs of different parts
-        part.fingerprints = run_fingerprints(offsets, step, per_step, weighted=True)
+    prints = None
+    if part is not None:  # also the candidates among runs of different parts: one pass
+        prints = part.fingerprints = run_fingerprints(offsets, step, per_step, weighted=True)
+    dups = duplicate_runs(run_ids, offsets, step, per_step, prints)
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}
