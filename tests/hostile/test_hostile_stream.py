@@ -1,0 +1,67 @@
+"""``check --stream`` against hostile inputs (issue 22): a damaged part of a dataset, outputs
+pointed at the log it reads, odd ``--part-rows`` values and option typos are one coded line
+and exit 2 (never a traceback, never exit 1), and nothing of the input is changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pytest
+from helpers.hostile import (
+    assert_unchanged,
+    cli,
+    expect_audit,
+    expect_error,
+    expect_usage_error,
+    snapshot,
+    sweep_df,
+)
+
+
+@pytest.fixture
+def hive(tmp_path: Path) -> Path:
+    """The sweep as a hive dataset folder partitioned by wd (``wd=1/part-0.parquet`` …)."""
+    t = pa.Table.from_pandas(sweep_df(), preserve_index=False)
+    root = tmp_path / "ds"
+    pads.write_dataset(t.drop_columns(["wd"]).append_column("wd", t["wd"]), root,
+                       format="parquet", partitioning=["wd"], partitioning_flavor="hive")
+    return root
+
+
+def test_a_streamed_dataset_is_audited(hive: Path) -> None:
+    expect_audit(cli(["check", hive, "--by", "wd", "--stream", "--part-rows", "50", "-q"]))
+
+
+def test_a_truncated_part_is_one_coded_line(hive: Path) -> None:
+    part = sorted(hive.rglob("*.parquet"))[1]
+    part.write_bytes(part.read_bytes()[:300])
+    for extra in ([], ["--stream"]):
+        expect_error(cli(["check", hive, "--by", "wd", *extra]), "FILE_UNREADABLE")
+
+
+@pytest.mark.parametrize("where", ["inside", "the_input"])
+def test_an_output_pointed_at_the_log_is_refused_before_reading(hive: Path,
+                                                                 where: str) -> None:
+    target = hive / "out.json" if where == "inside" else sorted(hive.rglob("*.parquet"))[0]
+    before = snapshot(hive)
+    code, _ = expect_error(cli(["check", hive, "--by", "wd", "--stream", "--json", target]))
+    assert code in ("OUTPUT_IN_INPUT_DIR", "OUTPUT_IS_INPUT")
+    assert_unchanged(before, hive)
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_a_part_size_below_one_row_is_refused(hive: Path, value: str) -> None:
+    expect_error(cli(["check", hive, "--by", "wd", "--stream", "--part-rows", value]),
+                 "OPTION_OUT_OF_RANGE")
+
+
+@pytest.mark.parametrize("args", [["--part-rows", "1e6"], ["--part-row", "10"],
+                                  ["--streams"]])
+def test_odd_values_and_typos_are_usage_errors(hive: Path, args: list[str]) -> None:
+    expect_usage_error(cli(["check", hive, "--by", "wd", "--stream", *args]))
+
+
+def test_part_rows_without_stream_never_silently_reads_whole(hive: Path) -> None:
+    expect_error(cli(["check", hive, "--by", "wd", "--part-rows", "10"]), "INVALID_OPTION")
