@@ -202,18 +202,15 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
     studies: list[StudyResult] = []
     extra: list[Finding] = []
     run_ids = np.asarray(log.run_ids, dtype=object)
-    frame = cond.reset_index(drop=True).copy()
+    frame = cond.reset_index(drop=True)  # a new frame: the column added below is its own
     frame["__i"] = np.arange(log.n_runs)
-    # the ids stay Python strings: numpy's fixed-width str drops trailing NULs ("w1.0\x00"
-    # would become "w1.0", two runs one id)
-    frame["__run"] = run_ids
     study_groups = (frame.groupby(list(cfg.cell), sort=True, dropna=False)
                     if cfg.cell else [((), frame)])
     for key, sframe in study_groups:
         key_t = key if isinstance(key, tuple) else (key,)
         study_key = {c: cell_value(v) for c, v in zip(cfg.cell, key_t)}
-        these = [_audit_study(study_key, m, axis, sframe, acc, mclocks[m], cfg, outcomes,
-                              horizons[m]) for m in metrics]
+        these = [_audit_study(study_key, m, axis, sframe, run_ids, acc, mclocks[m], cfg,
+                              outcomes, horizons[m]) for m in metrics]
         nothing = _nothing_auditable(study_key, these)
         if nothing is not None:
             extra.append(nothing)
@@ -221,7 +218,7 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
                 st, verdict_evidence={**st.verdict_evidence, "nothing_auditable": True})
                 for st in these]
         studies.extend(these)
-        ceiling = _ceiling_finding(study_key, sframe, acc, cfg)
+        ceiling = _ceiling_finding(study_key, sframe, run_ids, acc, cfg)
         if ceiling is not None:
             extra.append(ceiling)
 
@@ -262,8 +259,8 @@ def _nothing_auditable(study_key: Mapping[str, Any], studies: Sequence[StudyResu
                  "below say why)"))
 
 
-def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: AccuracyClocks,
-                     cfg: AuditConfig) -> Finding | None:
+def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, run_ids: np.ndarray,
+                     acc: AccuracyClocks, cfg: AuditConfig) -> Finding | None:
     """``ACCURACY_CEILING`` for one study. Without ``grok_relative``: no run reaches the grok
     threshold but the test accuracy settles below it (the best final-window median is at
     least 0.5) — the threshold, not the runs, decides ``NO_GROK``. With it: which levels the
@@ -273,7 +270,7 @@ def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, acc: Ac
     rows = sframe["__i"].to_numpy(dtype=np.int64)
     if rows.size == 0:
         return None
-    names = sframe["__run"].to_numpy(dtype=object)
+    names = run_ids[rows]
     base = {"study": study_key, "metric": None}
     if cfg.grok_relative == "study":
         best = acc.best_sustained[rows] if acc.best_sustained is not None else None
@@ -350,15 +347,19 @@ class _StudyRuns(NamedTuple):
     run_names: np.ndarray  #: each run's id by its row in the clock arrays (object array)
 
 
-def _study_runs(axis: str | None, sframe: pd.DataFrame, acc: AccuracyClocks,
-                mc: MetricClocks, cfg: AuditConfig, horizon: HorizonCheck | None) -> _StudyRuns:
-    """The study's cells and run table: one lexsort, no per-cell pandas work."""
+def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
+                acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig,
+                horizon: HorizonCheck | None) -> _StudyRuns:
+    """The study's cells and run table: one lexsort, no per-cell pandas work. ``all_ids``:
+    the whole log's run ids, an object array of Python strings (the log's own objects: a
+    pandas column of them would be copied as text and back)."""
     axis_vals = sframe[axis].to_numpy() if axis is not None else np.zeros(len(sframe))
-    names = sframe["__run"].to_numpy(dtype=object)
+    rows = sframe["__i"].to_numpy(dtype=np.int64)
+    names = all_ids[rows]
     order = np.lexsort((names, axis_vals))
     av_sorted = axis_vals[order]
     bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
-    run_rows = sframe["__i"].to_numpy()[order].astype(np.int64)
+    run_rows = rows[order]
     run_ids = names[order].tolist()
     cells: list[CellSummary] = []
     cell_values: list[Any] = []  # the cells' axis values, in order
@@ -380,13 +381,13 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, acc: AccuracyClocks,
 
 
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
-                 sframe: pd.DataFrame, acc: AccuracyClocks, mc: MetricClocks,
-                 cfg: AuditConfig, outcomes: Sequence[str] = (),
+                 sframe: pd.DataFrame, run_ids: np.ndarray, acc: AccuracyClocks,
+                 mc: MetricClocks, cfg: AuditConfig, outcomes: Sequence[str] = (),
                  horizon: HorizonCheck | None = None) -> StudyResult:
     """One study: its cells along ``axis`` (None: no condition varies, one cell of every run),
     their gates, the orderings and the clock verdict, and the findings."""
     base = {"study": study_key, "metric": metric}
-    sr = _study_runs(axis, sframe, acc, mc, cfg, horizon)
+    sr = _study_runs(axis, sframe, run_ids, acc, mc, cfg, horizon)
     cells_t = sr.cells
     passing = [c for c in cells_t if c.passes]
     findings = _cell_findings(sr, axis, base, mc, horizon)

@@ -158,7 +158,7 @@ def reason_codes(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
     for k in uniq.tolist():
         bits = [bool((k >> b) & 1) for b in range(nb)]
         table.append(_reasons(bits, (k >> nb) & 0xFF, k >> (nb + 8)))
-    return tuple(table), inv.ravel().astype(np.int64)
+    return tuple(table), np.asarray(inv.ravel(), dtype=np.int64)
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
@@ -228,13 +228,14 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
     inflation = mc.inflation[idx]
     compression = np.select(
         [~grokked | np.isnan(floor) | np.isnan(drop), mc.no_compression[idx],
-         mc.compression_unknown[idx]], [3, 1, 2], 0)
-    snap = np.select([transient, converged, np.isnan(inflation)], [0, 1, 3], 2)
+         mc.compression_unknown[idx]], [np.int8(3), np.int8(1), np.int8(2)], np.int8(0))
+    snap = np.select([transient, converged, np.isnan(inflation)],
+                     [np.int8(0), np.int8(1), np.int8(3)], np.int8(2))
     lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
     with np.errstate(invalid="ignore"):
         rel = np.where(lo == hi, lo, np.nan)
     stab_codes = sorted(STABILITY_NAMES)
-    stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int64)
+    stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int8)  # a word's code: one byte
     stab_pos[stab_codes] = np.arange(len(stab_codes))
     sets, which = reason_codes(acc, mc, idx)
     floats = {"grok_fell_at": acc.fell_at[idx], "final_test_acc": acc.final_test_acc[idx],
@@ -256,11 +257,9 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
                    "t_compress": _intervals(mc.t_compress, idx, grokked),
                    "lag": _intervals(mc.lag, idx, grokked)},
         words={"floor_stability": Words(tuple(STABILITY_NAMES[c] for c in stab_codes),
-                                        stab_pos[np.asarray(mc.stability[idx], dtype=np.int64)]),
-               "compression": Words(("compressed", "none", "unknown", "n/a"),
-                                    compression.astype(np.int64)),
-               "snapshot": Words(("transient", "converged", "between", "n/a"),
-                                 snap.astype(np.int64))},
+                                        stab_pos[mc.stability[idx]]),
+               "compression": Words(("compressed", "none", "unknown", "n/a"), compression),
+               "snapshot": Words(("transient", "converged", "between", "n/a"), snap)},
         drift_interval=(_f64(mc.drift_low[idx]), _f64(mc.drift_high[idx])),
         reason_sets=sets, reasons=which,
         reference=_reference_columns(mc, idx) if reference else None)

@@ -64,7 +64,7 @@ class Intervals:
 
 @dataclass(frozen=True)
 class Words:
-    """A word per run: ``names[code[i]]``."""
+    """A word per run: ``names[code[i]]`` (``code``: small integers, int8 as built)."""
 
     names: tuple[str, ...]
     code: np.ndarray

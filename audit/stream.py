@@ -126,6 +126,10 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
         s.clock_parts(plan.metrics, s.ceilings(plan.study_ids) if s.relative else None)
     # the parts' per-run results become the whole log's, field by field (never both whole)
     live = [p for p in s.parts if p.acc is not None]
+    # a metric's clocks use the accuracy's t_grok itself (unless grok_point = usable): joined
+    # once and shared, as in memory
+    shared = {m: all(p.clocks[m].grok is p.acc.t_grok for p in live if p.acc is not None)
+              for m in plan.metrics}
     accs = [p.acc for p in live if p.acc is not None]
     for p in live:
         p.acc = None
@@ -134,8 +138,14 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     horizons: dict[str, HorizonCheck | None] = {}
     for m in plan.metrics:
         mc = _consume([p.clocks.pop(m) for p in live])
+        if shared[m]:
+            mc = dataclasses.replace(mc, grok=acc.t_grok)
         mclocks[m], horizons[m] = s.horizon(m, mc, acc, plan.cell_ids)
         del mc
+    acc = _reduced(acc)
+    for m in plan.metrics:
+        mclocks[m] = _reduced(mclocks[m], acc.t_grok if shared[m] else None)
+    s.drop_records()
     result = reduce_audit(log, cfg, plan, acc, mclocks, horizons)
     return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                         inputs=[str(path)]))
@@ -210,6 +220,7 @@ class _Stream:
             stop = int(cuts[min(j, cuts.size - 1)])
             self.bounds.append((first, stop))
             first = stop
+        _trim()
         self.say(f"{ds.rows:,} rows, {runs.size:,} runs in {len(ds.units)} unit(s): "
                  f"{len(self.bounds)} part(s)")
 
@@ -404,6 +415,12 @@ class _Stream:
                                                for r in s.runs_without_accuracy)),
             duplicate_runs=duplicates)
 
+    def drop_records(self) -> None:
+        """The parts' records (conditions, fingerprints), dropped once merged and checked."""
+        for p in self.parts:
+            p.record = LogPart(p.record.accuracy)
+        _trim()
+
     # -- read again: only the runs concerned --------------------------------------------------
 
     def fetch(self, runs: np.ndarray) -> tuple[LogTable, np.ndarray]:
@@ -586,9 +603,34 @@ def _consume(objs: list[_T]) -> _T:
     return kind(**out)
 
 
+#: Per-run arrays the clocks and the horizon check work with and no reduction reads
+#: (cells, verdicts, findings, the run table): dropped before the reduction (emptied), so
+#: that the run table is built beside the clocks it reads and not beside these too.
+_WORKING = {"index", "w2_lower", "w2_points", "w1_points", "m_grok_step", "span_first",
+            "span_last"}
+
+
+def _reduced(obj: _T, grok: Event | None = None) -> _T:
+    """Clocks without their working arrays (:data:`_WORKING`, emptied); ``grok``: the
+    Event the metric clocks share with the accuracy clocks (as in memory)."""
+    empty = np.zeros(0, dtype=np.int64)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        if f.name == "grok" and grok is not None:
+            v = grok
+        elif f.name in _WORKING and isinstance(v, np.ndarray):
+            v = empty
+        elif isinstance(v, Event):
+            v = dataclasses.replace(v, index=empty)
+        out[f.name] = v
+    return type(obj)(**out)
+
+
 def _trim() -> None:
     """Return the C heap's free pages to the OS (glibc): the parts' per-run arrays are small
     enough to live in the heap, where freed space is otherwise kept."""
+    pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
