@@ -96,8 +96,32 @@ def _rows(windows: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Bodies walked together by :func:`walk_items`: their bytes and the walk's arrays stay in the
+#: CPU's cache (one walk over all the bodies at once was half again as slow).
+PART = 8192
+
+
 def walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray,
                summary: np.ndarray) -> Items:
+    """:func:`walk_part` over the bodies ``PART`` at a time, joined (owners in body order)."""
+    out = Items(body.size)
+    parts: list[Items] = []
+    for a in range(0, body.size, PART):
+        z = slice(a, a + PART)
+        part = walk_part(bufp, body[z], end[z], summary[z])
+        out.bad[z], out.has_step[z], out.step[z] = part.bad, part.has_step, part.step
+        out.framing += part.framing
+        part.owner = part.owner + a
+        parts.append(part)
+    if parts:
+        out.owner, out.key_at, out.key_len, out.val_at, out.val_len = (
+            np.concatenate([getattr(q, k) for q in parts])
+            for k in ("owner", "key_at", "key_len", "val_at", "val_len"))
+    return out
+
+
+def walk_part(bufp: np.ndarray, body: np.ndarray, end: np.ndarray,
+              summary: np.ndarray) -> Items:
     """Walk the bodies ``bufp[body:end]`` side by side, one field of each per step. A field is
     an item ``0x0a len {0x12|0x0a klen key, 0x82 0x01 vlen value_json}`` (in a summary, one
     or more key fields), or, in a history, one ``step`` ``0x12 len {[0x08 num]}``; anything

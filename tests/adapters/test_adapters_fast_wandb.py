@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("wandb", reason="wandb is not installed")
 
+from grokaudit.adapters import _wandb_decode  # noqa: E402
 from grokaudit.adapters import wandb as wb  # noqa: E402
 from grokaudit.adapters._wandb_values import numbers  # noqa: E402
 from grokaudit.adapters.merge import ReadOptions  # noqa: E402
@@ -68,6 +69,15 @@ def _slow_snapshot(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         return _snapshot(path)
 
 
+@pytest.fixture(params=[None, 5], ids=["one part", "parts of 5 records"])
+def walk_part(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numpy walk over all the records at once, and in parts of 5 records (a part's end
+    falls inside each variant's edits)."""
+    if request.param is not None:
+        monkeypatch.setattr(_wandb_decode, "PART", request.param)
+
+
+@pytest.mark.usefixtures("walk_part")
 def test_fast_paths_equal_record_by_record(wandb_env: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
@@ -173,6 +183,7 @@ def _record(num: int, field: int, body: bytes) -> bytes:
             + body)
 
 
+@pytest.mark.usefixtures("walk_part")
 def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Summary records are no longer parsed by protobuf when numpy can walk them; strings are
