@@ -5,11 +5,11 @@ wandb writes its history and summary records in one layout::
     Record{[num] history{item{nested_key|key, value_json}*, [step{[num]}]}}
     Record{[num] summary{update{(nested_key|key)+, value_json}*}}
 
-Those records are walked with numpy, all side by side (:func:`walk_items`); every other record,
+Those records are walked with numpy, side by side (:func:`walk_items`); every other record,
 or one with any other field, goes to protobuf (:attr:`Fast.slow`), as all records did before.
 The walk checks what protobuf would: the wire format, and UTF-8 in every string (a summary
-record is only checked: it is ignored once parsed). Strings are checked at once: the buffer is
-copied with every byte of the framing that may be 0x80 or more set to zero (the 0x82 of the
+record is only checked: it is ignored once parsed). Strings are checked at once: the bodies
+are copied with every byte of the framing that may be 0x80 or more set to zero (the 0x82 of the
 value tag, varint continuations), so that a record whose bytes then stay below 0x80 holds ASCII
 strings only; the few others are checked string by string.
 """
@@ -52,7 +52,7 @@ def _len12(bufp: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 
 class Items:
     """The items of the history bodies read by :func:`walk_items` (the summary bodies' are
-    only checked), and the framing bytes to hide from the ASCII check."""
+    only checked), and which bodies may hold a string that is not ASCII."""
 
     def __init__(self, n: int) -> None:
         self.bad = np.zeros(n, dtype=bool)  #: per body: protobuf has to read it
@@ -61,6 +61,7 @@ class Items:
         self.owner = np.zeros(0, dtype=np.int64)  #: per history item: its body, in order
         self.key_at = self.key_len = self.val_at = self.val_len = self.owner
         self.framing: list[np.ndarray] = []  #: positions of framing bytes (maybe >= 0x80)
+        self.odd = np.zeros(n, dtype=bool)  #: per body, not bad: a byte >= 0x80 in a string
 
 
 def _runs(start: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -101,16 +102,17 @@ def _rows(windows: np.ndarray, at: np.ndarray) -> np.ndarray:
 PART = 8192
 
 
-def walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray,
-               summary: np.ndarray) -> Items:
-    """:func:`walk_part` over the bodies ``PART`` at a time, joined (owners in body order)."""
+def walk_items(bufp: np.ndarray, body: np.ndarray, end: np.ndarray, summary: np.ndarray,
+               n_main: int) -> Items:
+    """:func:`walk_part` and :func:`not_ascii` over the bodies ``PART`` at a time, joined
+    (owners in body order; the framing positions are not kept)."""
     out = Items(body.size)
     parts: list[Items] = []
     for a in range(0, body.size, PART):
         z = slice(a, a + PART)
         part = walk_part(bufp, body[z], end[z], summary[z])
         out.bad[z], out.has_step[z], out.step[z] = part.bad, part.has_step, part.step
-        out.framing += part.framing
+        out.odd[z] = ~part.bad & not_ascii(bufp, body[z], end[z], part.framing, n_main)
         part.owner = part.owner + a
         parts.append(part)
     if parts:
@@ -225,17 +227,21 @@ def _segment_max(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
                                                                   end.tolist())], dtype=np.uint8)
 
 
-def not_ascii(bufp: np.ndarray, starts: np.ndarray, ends: np.ndarray, which: np.ndarray,
+def not_ascii(bufp: np.ndarray, starts: np.ndarray, ends: np.ndarray,
               framing: list[np.ndarray], n_main: int) -> np.ndarray:
-    """Per body ``bufp[starts:ends]`` in ``which``: True when a byte of 0x80 or more is left
-    once the framing bytes are hidden, that is, when one of its strings may not be ASCII."""
-    hidden = bufp.copy()
-    for pos in framing:
-        hidden[pos] = 0
-    out = np.zeros(which.size, dtype=bool)
-    for part in (np.flatnonzero(starts[which] < n_main), np.flatnonzero(starts[which] >= n_main)):
-        r = which[part]
-        out[part] = _segment_max(hidden, starts[r], ends[r]) >= 0x80
+    """Per body ``bufp[starts:ends]`` (in file order; the reassembled ones, from ``n_main``
+    on, after the others): True when a byte of 0x80 or more is left once the framing bytes
+    (positions inside the bodies) are hidden, that is, when one of its strings may not be
+    ASCII. Only the span of the bodies is copied (one byte more: see :func:`_segment_max`)."""
+    out = np.zeros(starts.size, dtype=bool)
+    pos = np.concatenate(framing) if framing else np.zeros(0, dtype=np.int64)
+    for part in (np.flatnonzero(starts < n_main), np.flatnonzero(starts >= n_main)):
+        if not part.size:
+            continue
+        lo, hi = int(starts[part].min()), int(ends[part].max()) + 1
+        hidden = bufp[lo:hi].copy()
+        hidden[pos[(pos >= lo) & (pos < hi)] - lo] = 0
+        out[part] = _segment_max(hidden, starts[part] - lo, ends[part] - lo) >= 0x80
     return out
 
 
@@ -378,10 +384,8 @@ def decode_fast(bufx: bytes, starts: np.ndarray, ends: np.ndarray, file: str,
     tag, body, ok = _head_framing(bufp, starts, ends)
     sel = np.flatnonzero(ok)
     summ = tag[sel] == 0x1A
-    items = walk_items(bufp, body[sel], ends[sel], summ)
-    live = np.flatnonzero(~items.bad)
-    odd = np.zeros(sel.size, dtype=bool)
-    odd[live] = not_ascii(bufp, body, ends, sel[live], items.framing, n_main)
+    items = walk_items(bufp, body[sel], ends[sel], summ, n_main)
+    odd = items.odd
     items.bad |= odd & summ  # a summary with a string that is not ASCII: protobuf checks it
     _utf8_items(bufx, bufp, items, odd & ~summ, n_main)
     ok[sel[items.bad]] = False
