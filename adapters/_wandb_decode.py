@@ -20,11 +20,12 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from grokaudit.errors import LogFormatError
 from grokaudit.schema import STEP_MAX
 
 from ._wandb_values import _checked_step, _step_value, _texts, _value, parse_many
-from .tensorboard import _tag_codes, _varint
+from .tensorboard import _varint
 
 
 class Fast:
@@ -298,6 +299,34 @@ def _read_texts(bufx: bytes, bufp: np.ndarray, at: np.ndarray, length: np.ndarra
     return values, ok, [python(t.decode("utf-8")) for t in _texts(bufx, at[odd], length[odd])]
 
 
+#: The low ``k`` bytes of a little-endian 8-byte word, for k = 0..8.
+_LOW = np.array([(1 << 8 * k) - 1 for k in range(9)], dtype=np.uint64)
+
+
+def key_codes(bufp: np.ndarray, start: np.ndarray, length: np.ndarray
+              ) -> tuple[np.ndarray, list[bytes]]:
+    """Codes of the keys ``bufp[start : start + length]``, numbered in order of first
+    appearance, and the distinct keys (``bufp`` ends with 16 zero bytes).
+
+    A key's code starts as its length; then, 8 bytes at a time, the keys still that long
+    take a new code for each distinct (code, next 8 bytes), above every code given so far,
+    so that equal keys end with equal codes and different keys with different ones."""
+    if not start.size:
+        return np.zeros(0, dtype=np.int64), []
+    words = _windows(bufp, 8)
+    code = length.astype(np.int64)
+    for j in range(-(-int(length.max()) // 8)):
+        left = np.flatnonzero(length > 8 * j)
+        word = words[start[left] + 8 * j] & _LOW[np.minimum(length[left] - 8 * j, 8)]
+        pair = (code[left].astype(np.uint64) << np.uint64(32)) | pd.factorize(word)[0].astype(
+            np.uint64)
+        code[left] = pd.factorize(pair)[0] + int(code.max()) + 1
+    codes = pd.factorize(code)[0].astype(np.int64)
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
+    at = start[first].tolist()
+    return codes, [bufp[a:a + n].tobytes() for a, n in zip(at, length[first].tolist())]
+
+
 class _Hist:
     """The history items read by numpy, in record order (per item: record, key, value text)."""
 
@@ -306,7 +335,7 @@ class _Hist:
         self.bufp = np.frombuffer(bufx, dtype=np.uint8)
         self.rec = sel[items.owner[keep]]
         self.val_at, self.val_len = items.val_at[keep], items.val_len[keep]
-        self.codes, uniques = _tag_codes(self.bufp, items.key_at[keep], items.key_len[keep])
+        self.codes, uniques = key_codes(self.bufp, items.key_at[keep], items.key_len[keep])
         self.names = [u.decode("utf-8") for u in uniques]
         self.kind = np.array([0 if k == "_step" else 1 if k == "_timestamp" else
                               2 if k.startswith("_") else 3 for k in self.names],

@@ -249,3 +249,22 @@ def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
             assert steps == [s for s in written if s != 12 or "history" not in name], name
         else:
             assert fast[0] == "error" and fast[1].name == code, name
+
+
+def test_key_codes_equal_python() -> None:
+    """Keys told apart 8 bytes at a time: lengths around a word, trailing zero bytes, long
+    keys differing in their last byte, the empty key; numbered in order of first appearance."""
+    keys = [b"", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi", b"x" * 100,
+            b"x" * 99 + b"y", b"_step", "ü/ñ".encode()]
+    rng = np.random.default_rng(1)
+    pick = rng.integers(0, len(keys), 2000).tolist()
+    buf, at = bytearray(), []
+    for i in pick:
+        buf += rng.integers(0, 256, int(rng.integers(0, 9)), dtype=np.uint8).tobytes()
+        at.append(len(buf))
+        buf += keys[i]
+    bufp = np.frombuffer(bytes(buf) + bytes(16), dtype=np.uint8)
+    codes, uniques = _wandb_decode.key_codes(bufp, np.array(at),
+                                             np.array([len(keys[i]) for i in pick]))
+    assert uniques == list(dict.fromkeys(keys[i] for i in pick))
+    assert [uniques[c] for c in codes.tolist()] == [keys[i] for i in pick]
