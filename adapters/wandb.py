@@ -40,6 +40,7 @@ from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
 from ._wandb_decode import Fast as _Fast
+from ._wandb_decode import _windows
 from ._wandb_decode import decode_fast as _decode_fast
 from ._wandb_values import _checked_step, _json_value, _step_value, _value
 from .files import check_tail, header_of, melt_wide, read_file, table_files
@@ -592,7 +593,6 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     pos = full_end - BLOCK
     pos[0] = HEADER.size
     bufp = np.frombuffer(data, dtype=np.uint8)  # reads stay below p + 7 <= n
-    head = [np.frombuffer(data, dtype="<u4", count=(n - k) // 4, offset=k) for k in range(4)]
     found_block: list[np.ndarray] = []
     found_pos: list[np.ndarray] = []
     found_step: list[np.ndarray] = []
@@ -632,10 +632,11 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     at[first_of_block[blk] + np.concatenate(found_step)] = np.concatenate(found_pos)
     length = bufp[at + 4].astype(np.int64) | (bufp[at + 5].astype(np.int64) << 8)
     kind = bufp[at + 6]
-    want = _u32_at(head, at)
-    got = np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
-                                                                (at + REC.size + length).tolist()))),
-                      dtype=np.uint32, count=at.size)
+    want = _windows(bufp, 4)[at]
+    crc32 = zlib.crc32
+    got = np.array([crc32(data[a:b]) for a, b in zip((at + 6).tolist(),
+                                                      (at + REC.size + length).tolist())],
+                   dtype=np.uint32)
     if not np.array_equal(got, want):
         return None
     # fragments: (FULL | FIRST MIDDLE* LAST)* exactly, else the walk decides what is kept
@@ -663,14 +664,6 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         extra_at += len(body)
         joined.append(body)
     return b"".join([data, *joined, bytes(16)]), rec_starts, rec_ends  # one copy
-
-
-def _u32_at(views: list[np.ndarray], pos: np.ndarray) -> np.ndarray:
-    out = np.empty(pos.size, dtype=np.uint32)
-    for k in range(4):
-        sel = np.flatnonzero(pos % 4 == k)
-        out[sel] = views[k][(pos[sel] - k) // 4]
-    return out
 
 
 PANEL_CSV_READER = Reader(
