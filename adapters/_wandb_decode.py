@@ -88,7 +88,9 @@ def _key_fields(bufp: np.ndarray, c: np.ndarray, be: np.ndarray, more: np.ndarra
 
 def _windows(bufp: np.ndarray, width: int) -> np.ndarray:
     """``bufp`` seen as one little-endian integer of ``width`` bytes (4 or 8) at every byte."""
-    return np.ndarray((bufp.size - width + 1,), dtype=f"<u{width}", buffer=bufp, strides=(1,))
+    out: np.ndarray = np.ndarray((bufp.size - width + 1,), dtype=f"<u{width}", buffer=bufp,
+                                 strides=(1,))
+    return out
 
 
 def _rows(windows: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -248,7 +250,18 @@ def not_ascii(bufp: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 def _head_framing(bufp: np.ndarray, starts: np.ndarray, ends: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each record's ``[num]`` and body tag: (tag, body start, ok)."""
+    """Each record's ``[num]`` and body tag: (tag, body start, ok), ``PART`` records at a
+    time (their bytes stay in cache)."""
+    if starts.size <= PART:
+        return _head_part(bufp, starts, ends)
+    parts = [_head_part(bufp, starts[a:a + PART], ends[a:a + PART])
+             for a in range(0, starts.size, PART)]
+    tag, body, ok = (np.concatenate([q[k] for q in parts]) for k in range(3))
+    return tag, body, ok
+
+
+def _head_part(bufp: np.ndarray, starts: np.ndarray, ends: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     has_num = bufp[starts] == 0x08
     _, kn, ok = _varint(bufp, starts + 1, 9)
     q = np.where(has_num, np.minimum(starts + 1 + kn, ends), starts)
@@ -291,10 +304,20 @@ def _last_per_record(item_rec: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return sel[np.concatenate((rec[1:] != rec[:-1], [True]))]
 
 
+#: Texts read together by :func:`_read_texts`.
+TEXTS = 65536
+
+
 def _read_texts(bufx: bytes, bufp: np.ndarray, at: np.ndarray, length: np.ndarray,
                 integers: bool, python: Any) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-    """The texts read at once (values, ok) and ``python`` of each other one (as bytes)."""
-    values, ok = parse_many(bufp, at, length, integers)
+    """The texts read at once (values, ok) and ``python`` of each other one (as bytes); read
+    ``TEXTS`` at a time (their bytes stay in cache)."""
+    if at.size <= TEXTS:
+        values, ok = parse_many(bufp, at, length, integers)
+    else:
+        parts = [parse_many(bufp, at[a:a + TEXTS], length[a:a + TEXTS], integers)
+                 for a in range(0, at.size, TEXTS)]
+        values, ok = (np.concatenate([q[k] for q in parts]) for k in range(2))
     odd = np.flatnonzero(~ok)
     return values, ok, [python(t.decode("utf-8")) for t in _texts(bufx, at[odd], length[odd])]
 

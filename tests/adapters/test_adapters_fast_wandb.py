@@ -71,10 +71,11 @@ def _slow_snapshot(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @pytest.fixture(params=[None, 5], ids=["one part", "parts of 5 records"])
 def walk_part(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The numpy walk over all the records at once, and in parts of 5 records (a part's end
-    falls inside each variant's edits)."""
+    """The numpy pass over all the records (and texts) at once, and in parts of 5 records
+    (and 5 texts): a part's end falls inside each variant's edits."""
     if request.param is not None:
         monkeypatch.setattr(_wandb_decode, "PART", request.param)
+        monkeypatch.setattr(_wandb_decode, "TEXTS", request.param)
 
 
 @pytest.mark.usefixtures("walk_part")
