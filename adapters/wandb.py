@@ -647,23 +647,18 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         return None
     starts = at + REC.size
     ends = starts + length
-    firsts = np.flatnonzero(kind == FIRST)
-    if not firsts.size:
+    frag = np.flatnonzero(kind != FULL)  # runs FIRST MIDDLE* LAST, one per joined record
+    if not frag.size:
         return data + bytes(16), starts, ends
-    lasts = np.flatnonzero(kind == LAST)
-    joined: list[bytes] = []
-    extra_at = n
-    rec_starts = starts[opens].copy()
-    rec_ends = ends[opens].copy()
+    joined = b"".join(map(data.__getitem__, map(slice, starts[frag].tolist(),
+                                                  ends[frag].tolist())))
+    size = np.add.reduceat(length[frag], np.flatnonzero(kind[frag] == FIRST))
+    rec_starts = starts[opens]
+    rec_ends = ends[opens]
     which = np.flatnonzero(kind[opens] == FIRST)
-    for w, a, b in zip(which.tolist(), firsts.tolist(), lasts.tolist()):
-        body = b"".join(data[s:e] for s, e in zip(starts[a:b + 1].tolist(),
-                                                   ends[a:b + 1].tolist()))
-        rec_starts[w] = extra_at
-        rec_ends[w] = extra_at + len(body)
-        extra_at += len(body)
-        joined.append(body)
-    return b"".join([data, *joined, bytes(16)]), rec_starts, rec_ends  # one copy
+    rec_ends[which] = n + np.cumsum(size)
+    rec_starts[which] = rec_ends[which] - size
+    return b"".join([data, joined, bytes(16)]), rec_starts, rec_ends  # one copy
 
 
 PANEL_CSV_READER = Reader(

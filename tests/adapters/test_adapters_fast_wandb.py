@@ -175,6 +175,19 @@ def test_framing_of_many_blocks(tmp_path: Path) -> None:
     bufx, starts, ends = wb._records_fast(data)
     assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
     assert wb._records_fast(data[:-10]) is None
+    # a byte flipped in the middle fragment of a record crossing blocks: left to the walk,
+    # which drops that record and reports it
+    payloads = [b"a" * 100, bytes(range(256)) * 300, b"b" * 10]  # FULL, FIRST MIDDLE LAST, FULL
+    data = _frame(struct.pack("<4sHB", b":W&B", 0xBEE1, 0), payloads)
+    assert data[wb.BLOCK + 6] == wb.MIDDLE
+    bufx, starts, ends = wb._records_fast(data)
+    assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
+    at = wb.BLOCK + wb.REC.size + 100
+    damaged = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    assert wb._records_fast(damaged) is None
+    points = Points()
+    assert len(wb.records(damaged, "f", points)) < len(payloads)
+    assert [f.code for f in points.findings] == ["SOURCE_TRUNCATED"]
 
 
 
