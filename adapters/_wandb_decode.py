@@ -329,7 +329,21 @@ _LOW = np.array([(1 << 8 * k) - 1 for k in range(9)], dtype=np.uint64)
 def key_codes(bufp: np.ndarray, start: np.ndarray, length: np.ndarray
               ) -> tuple[np.ndarray, list[bytes]]:
     """Codes of the keys ``bufp[start : start + length]``, numbered in order of first
-    appearance, and the distinct keys (``bufp`` ends with 16 zero bytes).
+    appearance, and the distinct keys (``bufp`` ends with 16 zero bytes); ``TEXTS`` keys at a
+    time (:func:`_key_part`), their distinct keys then numbered across the parts."""
+    codes = np.zeros(start.size, dtype=np.int64)
+    index: dict[bytes, int] = {}
+    for a in range(0, start.size, TEXTS):
+        z = slice(a, a + TEXTS)
+        part, keys = _key_part(bufp, start[z], length[z])
+        codes[z] = np.array([index.setdefault(k, len(index)) for k in keys],
+                            dtype=np.int64)[part]
+    return codes, list(index)
+
+
+def _key_part(bufp: np.ndarray, start: np.ndarray, length: np.ndarray
+              ) -> tuple[np.ndarray, list[bytes]]:
+    """:func:`key_codes` of some keys.
 
     A key's code starts as its length; then, 8 bytes at a time, the keys still that long
     take a new code for each distinct (code, next 8 bytes), above every code given so far,

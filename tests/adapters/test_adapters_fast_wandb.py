@@ -265,9 +265,11 @@ def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
             assert fast[0] == "error" and fast[1].name == code, name
 
 
+@pytest.mark.usefixtures("walk_part")
 def test_key_codes_equal_python() -> None:
     """Keys told apart 8 bytes at a time: lengths around a word, trailing zero bytes, long
-    keys differing in their last byte, the empty key; numbered in order of first appearance."""
+    keys differing in their last byte, the empty key; numbered in order of first appearance
+    (also when read in parts)."""
     keys = [b"", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi", b"x" * 100,
             b"x" * 99 + b"y", b"_step", "ü/ñ".encode()]
     rng = np.random.default_rng(1)
