@@ -40,6 +40,7 @@ from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
 from ._wandb_decode import Fast as _Fast
+from ._wandb_decode import _windows
 from ._wandb_decode import decode_fast as _decode_fast
 from ._wandb_values import _checked_step, _json_value, _step_value, _value
 from .files import check_tail, header_of, melt_wide, read_file, table_files
@@ -592,7 +593,6 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     pos = full_end - BLOCK
     pos[0] = HEADER.size
     bufp = np.frombuffer(data, dtype=np.uint8)  # reads stay below p + 7 <= n
-    head = [np.frombuffer(data, dtype="<u4", count=(n - k) // 4, offset=k) for k in range(4)]
     found_block: list[np.ndarray] = []
     found_pos: list[np.ndarray] = []
     found_step: list[np.ndarray] = []
@@ -632,10 +632,11 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
     at[first_of_block[blk] + np.concatenate(found_step)] = np.concatenate(found_pos)
     length = bufp[at + 4].astype(np.int64) | (bufp[at + 5].astype(np.int64) << 8)
     kind = bufp[at + 6]
-    want = _u32_at(head, at)
-    got = np.fromiter(map(zlib.crc32, map(data.__getitem__, map(slice, (at + 6).tolist(),
-                                                                (at + REC.size + length).tolist()))),
-                      dtype=np.uint32, count=at.size)
+    want = _windows(bufp, 4)[at]
+    crc32 = zlib.crc32
+    got = np.array([crc32(data[a:b]) for a, b in zip((at + 6).tolist(),
+                                                      (at + REC.size + length).tolist())],
+                   dtype=np.uint32)
     if not np.array_equal(got, want):
         return None
     # fragments: (FULL | FIRST MIDDLE* LAST)* exactly, else the walk decides what is kept
@@ -646,31 +647,18 @@ def _records_fast(data: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
         return None
     starts = at + REC.size
     ends = starts + length
-    firsts = np.flatnonzero(kind == FIRST)
-    if not firsts.size:
+    frag = np.flatnonzero(kind != FULL)  # runs FIRST MIDDLE* LAST, one per joined record
+    if not frag.size:
         return data + bytes(16), starts, ends
-    lasts = np.flatnonzero(kind == LAST)
-    joined: list[bytes] = []
-    extra_at = n
-    rec_starts = starts[opens].copy()
-    rec_ends = ends[opens].copy()
+    joined = b"".join(map(data.__getitem__, map(slice, starts[frag].tolist(),
+                                                  ends[frag].tolist())))
+    size = np.add.reduceat(length[frag], np.flatnonzero(kind[frag] == FIRST))
+    rec_starts = starts[opens]
+    rec_ends = ends[opens]
     which = np.flatnonzero(kind[opens] == FIRST)
-    for w, a, b in zip(which.tolist(), firsts.tolist(), lasts.tolist()):
-        body = b"".join(data[s:e] for s, e in zip(starts[a:b + 1].tolist(),
-                                                   ends[a:b + 1].tolist()))
-        rec_starts[w] = extra_at
-        rec_ends[w] = extra_at + len(body)
-        extra_at += len(body)
-        joined.append(body)
-    return b"".join([data, *joined, bytes(16)]), rec_starts, rec_ends  # one copy
-
-
-def _u32_at(views: list[np.ndarray], pos: np.ndarray) -> np.ndarray:
-    out = np.empty(pos.size, dtype=np.uint32)
-    for k in range(4):
-        sel = np.flatnonzero(pos % 4 == k)
-        out[sel] = views[k][(pos[sel] - k) // 4]
-    return out
+    rec_ends[which] = n + np.cumsum(size)
+    rec_starts[which] = rec_ends[which] - size
+    return b"".join([data, joined, bytes(16)]), rec_starts, rec_ends  # one copy
 
 
 PANEL_CSV_READER = Reader(

@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("wandb", reason="wandb is not installed")
 
+from grokaudit.adapters import _wandb_decode  # noqa: E402
 from grokaudit.adapters import wandb as wb  # noqa: E402
 from grokaudit.adapters._wandb_values import numbers  # noqa: E402
 from grokaudit.adapters.merge import ReadOptions  # noqa: E402
@@ -68,6 +69,16 @@ def _slow_snapshot(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         return _snapshot(path)
 
 
+@pytest.fixture(params=[None, 5], ids=["one part", "parts of 5 records"])
+def walk_part(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numpy pass over all the records (and texts) at once, and in parts of 5 records
+    (and 5 texts): a part's end falls inside each variant's edits."""
+    if request.param is not None:
+        monkeypatch.setattr(_wandb_decode, "PART", request.param)
+        monkeypatch.setattr(_wandb_decode, "TEXTS", request.param)
+
+
+@pytest.mark.usefixtures("walk_part")
 def test_fast_paths_equal_record_by_record(wandb_env: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
@@ -164,6 +175,19 @@ def test_framing_of_many_blocks(tmp_path: Path) -> None:
     bufx, starts, ends = wb._records_fast(data)
     assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
     assert wb._records_fast(data[:-10]) is None
+    # a byte flipped in the middle fragment of a record crossing blocks: left to the walk,
+    # which drops that record and reports it
+    payloads = [b"a" * 100, bytes(range(256)) * 300, b"b" * 10]  # FULL, FIRST MIDDLE LAST, FULL
+    data = _frame(struct.pack("<4sHB", b":W&B", 0xBEE1, 0), payloads)
+    assert data[wb.BLOCK + 6] == wb.MIDDLE
+    bufx, starts, ends = wb._records_fast(data)
+    assert [bufx[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == payloads
+    at = wb.BLOCK + wb.REC.size + 100
+    damaged = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    assert wb._records_fast(damaged) is None
+    points = Points()
+    assert len(wb.records(damaged, "f", points)) < len(payloads)
+    assert [f.code for f in points.findings] == ["SOURCE_TRUNCATED"]
 
 
 
@@ -173,6 +197,7 @@ def _record(num: int, field: int, body: bytes) -> bytes:
             + body)
 
 
+@pytest.mark.usefixtures("walk_part")
 def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Summary records are no longer parsed by protobuf when numpy can walk them; strings are
@@ -238,3 +263,24 @@ def test_summary_and_string_checks_equal_protobuf(wandb_env: Path,
             assert steps == [s for s in written if s != 12 or "history" not in name], name
         else:
             assert fast[0] == "error" and fast[1].name == code, name
+
+
+@pytest.mark.usefixtures("walk_part")
+def test_key_codes_equal_python() -> None:
+    """Keys told apart 8 bytes at a time: lengths around a word, trailing zero bytes, long
+    keys differing in their last byte, the empty key; numbered in order of first appearance
+    (also when read in parts)."""
+    keys = [b"", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi", b"x" * 100,
+            b"x" * 99 + b"y", b"_step", "ü/ñ".encode()]
+    rng = np.random.default_rng(1)
+    pick = rng.integers(0, len(keys), 2000).tolist()
+    buf, at = bytearray(), []
+    for i in pick:
+        buf += rng.integers(0, 256, int(rng.integers(0, 9)), dtype=np.uint8).tobytes()
+        at.append(len(buf))
+        buf += keys[i]
+    bufp = np.frombuffer(bytes(buf) + bytes(16), dtype=np.uint8)
+    codes, uniques = _wandb_decode.key_codes(bufp, np.array(at),
+                                             np.array([len(keys[i]) for i in pick]))
+    assert uniques == list(dict.fromkeys(keys[i] for i in pick))
+    assert [uniques[c] for c in codes.tolist()] == [keys[i] for i in pick]
