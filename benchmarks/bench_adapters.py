@@ -20,7 +20,8 @@ readers once):
 * Parquet, JSONL, NPZ, W&B history CSV and the MLflow file store: ``read_log`` alone.
 
 ``--wandb-before REV`` also times the W&B offline reader of an earlier commit (its
-``adapters/wandb.py`` taken from ``git show REV:...`` and loaded beside the current one), the two
+W&B modules ``wandb.py``, ``_wandb_decode.py`` and ``_wandb_values.py`` taken from ``git show
+REV:...`` and loaded beside the current ones), the two
 run in turn in this one process, best of ``--repeat`` each, with the ratio; ``--only wandb``
 skips the other formats.
 
@@ -306,10 +307,17 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+#: The W&B offline reader's own modules: taken from the commit compared (where it has them);
+#: every other module it imports is the current one.
+WANDB_MODULES = ("_wandb_values", "_wandb_decode", "wandb")
+
+
 def reader_at(rev: str | None) -> Callable[[Path], int]:
     """The W&B offline reader (``read_offline``, its points counted) of commit ``rev``: its
-    ``adapters/wandb.py`` loaded as a module of the current package (its relative imports
-    resolve to the current modules); None: the current one."""
+    modules (:data:`WANDB_MODULES`, those ``rev`` has) loaded from ``git show`` as a private
+    package beside the current one, whose other relative imports resolve to the current
+    modules; None: the current one."""
+    import importlib
     import subprocess
     import types
 
@@ -317,12 +325,27 @@ def reader_at(rev: str | None) -> Callable[[Path], int]:
     from grokaudit.adapters.merge import ReadOptions
 
     if rev is not None:
-        src = subprocess.run(["git", "show", f"{rev}:adapters/wandb.py"], capture_output=True,
-                             text=True, check=True, cwd=Path(__file__).resolve().parent).stdout
-        mod = types.ModuleType("grokaudit.adapters._wandb_before")
-        mod.__package__ = "grokaudit.adapters"
-        sys.modules[mod.__name__] = mod
-        exec(compile(src, f"{rev}:adapters/wandb.py", "exec"), mod.__dict__)  # noqa: S102
+        here = Path(__file__).resolve().parent
+        pkg_name = f"grokaudit.adapters._before_{rev}"
+        pkg = types.ModuleType(pkg_name)
+        pkg.__path__ = []  # a package: its submodules are the ones registered below
+        sys.modules[pkg_name] = pkg
+        current = importlib.import_module("grokaudit.adapters")
+        for info in __import__("pkgutil").iter_modules(current.__path__):
+            if info.name not in WANDB_MODULES:
+                sys.modules[f"{pkg_name}.{info.name}"] = importlib.import_module(
+                    f"grokaudit.adapters.{info.name}")
+        for name in WANDB_MODULES:
+            got = subprocess.run(["git", "show", f"{rev}:adapters/{name}.py"],
+                                 capture_output=True, text=True, cwd=here)
+            if got.returncode != 0:  # not at that commit: its wandb.py does not import it
+                continue
+            sub = types.ModuleType(f"{pkg_name}.{name}")
+            sub.__package__ = pkg_name
+            sys.modules[sub.__name__] = sub
+            exec(compile(got.stdout, f"{rev}:adapters/{name}.py", "exec"),  # noqa: S102
+                 sub.__dict__)
+            mod = sub
 
     def read(root: Path) -> int:
         pts = mod.read_offline(root, ReadOptions())
