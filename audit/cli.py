@@ -528,53 +528,57 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     from .config import build_config
     from .errors import ConfigError
     from .live import DEFAULT_MARGIN
-    from .watch import RunWatch, Watcher
+    from .watch import CtrlC, RunWatch, Watcher
     from .watch import watch as run_watch
 
-    if params.get("fail_on") is not None:
-        raise ConfigError("--fail-on does not apply to watch: its exit code says whether a run "
-                          "stopped with numbers that are not defined; run check on the "
-                          "finished log for findings", code=ErrorCode.INVALID_OPTION,
-                          option="--fail-on")
-    cfg = build_config(profile, config_file, audit_overrides(params))
+    with CtrlC() as ctrl_c:  # a Ctrl-C at any moment from here is acted on
+        def emit_line(rw: RunWatch) -> None:
+            click.echo(_json.dumps(rw.to_dict(), sort_keys=True, allow_nan=False) if jsonl
+                       else safe(rw.describe()))
 
-    def emit_line(rw: RunWatch) -> None:
-        click.echo(_json.dumps(rw.to_dict(), sort_keys=True, allow_nan=False) if jsonl
-                   else safe(rw.describe()))
+        def note(line: str) -> None:
+            click.echo(f"watch: {line}", err=True)
 
-    def note(line: str) -> None:
-        click.echo(f"watch: {line}", err=True)
-
-    seen: list[Watcher] = []
-    interrupted = False
-    w: Watcher | None = None
-    try:
-        w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
-                      interval=interval, idle=idle, once=once, emit=emit_line, note=note,
-                      read_options={"fmt": params.get("fmt"),
-                                    "mapping": parse_pairs(params.get("maps"), "--map") or None,
-                                    "run_from": params.get("run_from"),
-                                    "cond": parse_pairs(params.get("conds"), "--cond") or None},
-                      started=seen.append)
-    except KeyboardInterrupt:  # Ctrl-C: what was seen, then exit 130 (never 1)
-        interrupted = True
-        w = seen[0] if seen else None
-    lines = list(w.last.values()) if w is not None else []
-    bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
-    summary = {"event": "summary", "runs": len(lines),
-               "settled": sum(r.settled for r in lines),
-               "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
-               "stopped_not_defined": bad, "running": sum(not r.done for r in lines)}
-    if jsonl:
-        click.echo(_json.dumps(summary, sort_keys=True))
-    else:
-        click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
-                   f"{summary['stopped_defined']} stopped with numbers defined, "
-                   f"{len(bad)} stopped with numbers not defined"
-                   + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
-                   + f", {summary['running']} still running"
-                   + (" (interrupted)" if interrupted else ""))
-    sys.exit(130 if interrupted else 1 if bad else 0)
+        seen: list[Watcher] = []
+        interrupted = False
+        w: Watcher | None = None
+        try:
+            if params.get("fail_on") is not None:
+                raise ConfigError("--fail-on does not apply to watch: its exit code says whether a "
+                                  "run stopped with numbers that are not defined; run check on the "
+                                  "finished log for findings", code=ErrorCode.INVALID_OPTION,
+                                  option="--fail-on")
+            cfg = build_config(profile, config_file, audit_overrides(params))
+            w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
+                          interval=interval, idle=idle, once=once, emit=emit_line, note=note,
+                          read_options={"fmt": params.get("fmt"),
+                                        "mapping": parse_pairs(params.get("maps"), "--map") or None,
+                                        "run_from": params.get("run_from"),
+                                        "cond": parse_pairs(params.get("conds"), "--cond") or None},
+                          started=seen.append, sleep=ctrl_c.sleep)
+            ctrl_c.disarm()  # the summary is printed whole: a Ctrl-C from here is only recorded
+        except KeyboardInterrupt:  # Ctrl-C: what was seen, then exit 130 (never 1)
+            ctrl_c.disarm()
+            interrupted = True
+            w = seen[0] if seen else None
+        # a Ctrl-C whose exception was swallowed in the last poll, or pressed after it
+        interrupted = interrupted or ctrl_c.pressed
+        lines = list(w.last.values()) if w is not None else []
+        bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
+        summary = {"event": "summary", "runs": len(lines),
+                   "settled": sum(r.settled for r in lines),
+                   "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
+                   "stopped_not_defined": bad, "running": sum(not r.done for r in lines)}
+        if jsonl:
+            click.echo(_json.dumps(summary, sort_keys=True))
+        else:
+            click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
+                       f"{summary['stopped_defined']} stopped with numbers defined, "
+                       f"{len(bad)} stopped with numbers not defined"
+                       + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
+                       + f", {summary['running']} still running"
+                       + (" (interrupted)" if interrupted else ""))
+        sys.exit(130 if interrupted else 1 if bad else 0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ done.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +169,57 @@ def closed_runs(paths: Sequence[str | os.PathLike[str]]) -> set[str] | None:
             if isinstance(info, Mapping) and info.get("closed") and "run" in info:
                 out.add(str(info["run"]))
     return out
+
+
+class CtrlC:
+    """Ctrl-C for ``grokaudit watch``, as a context: it is acted on whenever it is pressed,
+    however busy the watch is. The first press raises :class:`KeyboardInterrupt` (as Python's
+    own handler does) and is recorded; if code that the watch calls swallows that exception
+    (CPython drops one raised while it closes a file object that is being garbage collected),
+    the next :meth:`sleep` raises it again. Once the first has been raised, or once
+    :meth:`disarm` is called (the summary is being printed), a press is only recorded: a
+    second Ctrl-C cannot cut the summary short. pyarrow's own Ctrl-C handling is turned off
+    inside the context: during a CSV read it takes SIGINT from Python and, when the read ends
+    before its signal thread has passed the signal on, the press is lost (the watch would go
+    on polling). Outside the main thread (where Python cannot set a signal handler) it does
+    nothing."""
+
+    def __init__(self) -> None:
+        self.pressed = False  #: Ctrl-C was pressed at least once
+        self._armed = True
+        self._old: Any = None
+        self._installed = False
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+            pa.enable_signal_handlers(False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            self._installed = False
+            pa.enable_signal_handlers(True)  # pyarrow's default (it cannot say its setting)
+            signal.signal(signal.SIGINT, signal.default_int_handler if self._old is None
+                          else self._old)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.pressed = True
+        if self._armed:
+            self._armed = False
+            raise KeyboardInterrupt
+
+    def disarm(self) -> None:
+        """From now on a Ctrl-C is only recorded (:attr:`pressed`)."""
+        self._armed = False
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep``, raising :class:`KeyboardInterrupt` if Ctrl-C has been pressed (its
+        first exception swallowed by code the watch called)."""
+        if self.pressed:
+            raise KeyboardInterrupt
+        time.sleep(seconds)
 
 
 def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_MARGIN,
