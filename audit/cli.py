@@ -7,11 +7,12 @@ adversarial suite to commands, and it imports each lazily, when its command runs
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import click
@@ -72,14 +73,17 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command with the CLI's one error net: a :class:`GrokauditError` becomes one
         line on stderr and exit 2; so does an unexpected exception (a bug), so that a crash can
-        never exit 1, which means "critical findings" (``GROKAUDIT_TRACEBACK=1`` re-raises)."""
+        never exit 1, which means "critical findings" (``GROKAUDIT_TRACEBACK=1`` re-raises).
+        A Ctrl-C is one line and exit 130 (click's own "Aborted!" exits 1)."""
         try:
-            with flag_spelling():  # the library's messages name --by, not by=
+            # the library's messages name --by, not by=; Ctrl-C stays Python's during reads
+            with flag_spelling(), _ctrl_c_kept():
                 return super().invoke(ctx)
         except GrokauditError as exc:
             fail(exc)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit,
-                KeyboardInterrupt):
+        except KeyboardInterrupt:
+            interrupted()
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except MemoryError:  # numpy's, or Arrow's ArrowMemoryError
             _fail_line(f"out of memory{_declared(ctx)}: the log does not fit in the memory "
@@ -173,6 +177,28 @@ def fail(exc: GrokauditError) -> None:
     """Print ``exc`` as one safe line on stderr and exit 2."""
     click.echo(f"error: {safe(exc)} [{exc.code.value}]", err=True)
     sys.exit(2)
+
+
+@contextlib.contextmanager
+def _ctrl_c_kept() -> Iterator[None]:
+    """pyarrow's own Ctrl-C handling off while a command runs: during a read it takes SIGINT
+    from Python and hands it on from a thread of its own, and a press near the end of a read
+    was lost (the audit ran on to its exit code). Off, a press during a long read is acted on
+    when the read returns. Back to pyarrow's default afterwards (it cannot say its setting)."""
+    import pyarrow as pa
+
+    pa.enable_signal_handlers(False)
+    try:
+        yield
+    finally:
+        pa.enable_signal_handlers(True)
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line on stderr and exit 130 (128 + SIGINT, as a shell reports it), never 1
+    (critical findings) or 2 (an input error)."""
+    click.echo("interrupted (Ctrl-C)", err=True)
+    sys.exit(130)
 
 
 def main(argv: list[str] | None = None) -> Any:
