@@ -124,22 +124,28 @@ class LazyGroup(click.Group):
 
 def _fail_line(message: str, code: ErrorCode, ctx: click.Context) -> None:
     """One line on stderr with its code, exit 2 (the CLI's rule for every failure)."""
-    try:
-        click.echo(f"error: {safe(message)} [{code.value}]", err=True)
-    except OSError:
-        pass  # stderr gone too: the exit code still says it
+    say_err(f"error: {safe(message)} [{code.value}]")
     ctx.exit(2)
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's last flush of a closed pipe does
-    not print a second error."""
+def _silence_stdout(stream: Any = None) -> None:
+    """Point stdout (or ``stream``) at /dev/null, so that the interpreter's last flush of a
+    closed pipe does not print a second error."""
     try:
         fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, sys.stdout.fileno())
+        os.dup2(fd, (sys.stdout if stream is None else stream).fileno())
         os.close(fd)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def say_err(line: str) -> None:
+    """``line`` on stderr; when stderr is a closed pipe, nothing (the exit code still says
+    it: a failed write must not turn exit 2 or 130 into click's exit 1)."""
+    try:
+        click.echo(line, err=True)
+    except OSError:
+        _silence_stdout(sys.stderr)
 
 
 def _declared(ctx: click.Context) -> str:
@@ -175,7 +181,7 @@ def cli() -> None:
 
 def fail(exc: GrokauditError) -> None:
     """Print ``exc`` as one safe line on stderr and exit 2."""
-    click.echo(f"error: {safe(exc)} [{exc.code.value}]", err=True)
+    say_err(f"error: {safe(exc)} [{exc.code.value}]")
     sys.exit(2)
 
 
@@ -197,7 +203,7 @@ def _ctrl_c_kept() -> Iterator[None]:
 def interrupted() -> None:
     """Ctrl-C: one line on stderr and exit 130 (128 + SIGINT, as a shell reports it), never 1
     (critical findings) or 2 (an input error)."""
-    click.echo("interrupted (Ctrl-C)", err=True)
+    say_err("interrupted (Ctrl-C)")
     sys.exit(130)
 
 
@@ -595,15 +601,20 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                    "settled": sum(r.settled for r in lines),
                    "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
                    "stopped_not_defined": bad, "running": sum(not r.done for r in lines)}
-        if jsonl:
-            click.echo(_json.dumps(summary, sort_keys=True))
-        else:
-            click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
-                       f"{summary['stopped_defined']} stopped with numbers defined, "
-                       f"{len(bad)} stopped with numbers not defined"
-                       + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
-                       + f", {summary['running']} still running"
-                       + (" (interrupted)" if interrupted else ""))
+        try:
+            if jsonl:
+                click.echo(_json.dumps(summary, sort_keys=True))
+            else:
+                click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
+                           f"{summary['stopped_defined']} stopped with numbers defined, "
+                           f"{len(bad)} stopped with numbers not defined"
+                           + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
+                           + f", {summary['running']} still running"
+                           + (" (interrupted)" if interrupted else ""))
+        except OSError:
+            if not interrupted:  # the output's reader is gone: exit 2, OUTPUT_NOT_WRITABLE
+                raise
+            _silence_stdout()  # Ctrl-C took the reader (| head) with it: still 130
         sys.exit(130 if interrupted else 1 if bad else 0)
 
 
