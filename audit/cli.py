@@ -103,9 +103,9 @@ class LazyGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - the last net, see the docstring
             if os.environ.get("GROKAUDIT_TRACEBACK"):
                 raise
-            click.echo(f"error: internal error ({type(exc).__name__}: {safe(exc)}); this is a "
-                       "bug in grokaudit, please report it (GROKAUDIT_TRACEBACK=1 shows the "
-                       "traceback)", err=True)
+            say_err(f"error: internal error ({type(exc).__name__}: {safe(exc)}); this is a "
+                    "bug in grokaudit, please report it (GROKAUDIT_TRACEBACK=1 shows the "
+                    "traceback)")
             ctx.exit(2)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -98,22 +98,22 @@ _CHILD_CHECK = """
 import sys
 import grokaudit.api
 def audit_log(*a, **k):
-    raise KeyboardInterrupt
-if sys.argv[1] == "ctrl-c":
+    raise KeyboardInterrupt if sys.argv[1] == "ctrl-c" else RuntimeError("a bug")
+if sys.argv[1] in ("ctrl-c", "bug"):
     grokaudit.api.audit_log = audit_log
 from grokaudit.cli import main
 main(["check", sys.argv[2]])
 """
 
 
-@pytest.mark.parametrize(("mode", "code"), [("ctrl-c", 130), ("missing-file", 2)])
+@pytest.mark.parametrize(("mode", "code"), [("ctrl-c", 130), ("missing-file", 2), ("bug", 2)])
 def test_a_closed_stderr_does_not_turn_the_exit_code_into_1(tmp_path: Path, mode: str,
                                                             code: int) -> None:
     """``grokaudit check LOG 2>&1 | head``, the reader gone: the line cannot be written, and
     the exit code must still say what happened (the failed write reached click: exit 1)."""
     import os
 
-    log = str(LOG if mode == "ctrl-c" else tmp_path / "absent.parquet")
+    log = str(tmp_path / "absent.parquet" if mode == "missing-file" else LOG)
     r, w = os.pipe()
     os.close(r)
     try:
