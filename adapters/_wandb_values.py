@@ -50,7 +50,7 @@ def _step_value(text: str) -> int | float | str | None:
 def _json_value(text: str) -> Any:
     try:
         v = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deep for Python: not a number either
         return None
     if isinstance(v, str):
         return _SPECIAL.get(v)

@@ -284,3 +284,45 @@ def test_key_codes_equal_python() -> None:
                                              np.array([len(keys[i]) for i in pick]))
     assert uniques == list(dict.fromkeys(keys[i] for i in pick))
     assert [uniques[c] for c in codes.tolist()] == [keys[i] for i in pick]
+
+
+@pytest.mark.usefixtures("walk_part")
+def test_deeply_nested_json_values_are_not_numbers(wandb_env: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value_json nested deeper than Python's recursion limit (a damaged or hand-made file)
+    is read as what it is, a value that is not a number, as a shallow list is: by both paths,
+    not a RecursionError with a traceback (the depth json gives up at depends on the stack)."""
+    pb = pytest.importorskip("wandb.proto.wandb_internal_pb2")
+    rows = [{"test/acc": s / 100, "_step": s} for s in range(0, 30, 3)]
+    src = log_offline(wandb_env, "deep", rows, config={"wd": 1.5})
+    data = src.read_bytes()
+    payloads = wb.records(data, str(src), Points())
+    recs = [pb.Record.FromString(p) for p in payloads]
+    hist = [i for i, r in enumerate(recs) if r.WhichOneof("record_type") == "history"]
+    run = [i for i, r in enumerate(recs) if r.WhichOneof("record_type") == "run"]
+    header = data[:wb.HEADER.size]
+    for depth in (5, 3000):
+        deep = "[" * depth + "]" * depth
+        for target in ("test/acc", "_timestamp", "config"):
+            i = run[0] if target == "config" else hist[4]
+            rec = pb.Record.FromString(payloads[i])
+            if target == "config":
+                rec.run.config.update.add(key="deep", value_json=deep)
+            for it in rec.history.item:
+                if ".".join(it.nested_key) == target:
+                    it.value_json = deep
+            edited = [rec.SerializeToString() if k == i else p for k, p in enumerate(payloads)]
+            d = wandb_env / "deep" / f"{target.replace('/', '_')}_{depth}"
+            d.mkdir(parents=True)
+            (d / "run-deep.wandb").write_bytes(_frame(header, edited))
+            fast = _snapshot(d)
+            assert fast == _slow_snapshot(d, monkeypatch), (target, depth)
+            assert fast[0] != "error", (target, depth)
+            ((_, metric, steps, _, walls),) = fast[0]
+            assert metric == "test/acc"
+            if target == "test/acc":  # skipped, as a list is
+                assert steps == [s for s in range(0, 30, 3) if s != 12]
+            else:
+                assert steps == list(range(0, 30, 3))
+            if target == "_timestamp":  # no wall time, as for a list
+                assert np.isnan(np.frombuffer(walls)[4])
