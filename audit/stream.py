@@ -628,8 +628,9 @@ def _reduced(obj: _T, grok: Event | None = None) -> _T:
 
 
 def _trim() -> None:
-    """Return the C heap's free pages to the OS (glibc): the parts' per-run arrays are small
-    enough to live in the heap, where freed space is otherwise kept."""
+    """Return freed memory to the OS: Arrow's pool (a part's columns) and the C heap's free
+    pages (glibc; the parts' per-run arrays are small enough to live in the heap, where freed
+    space is otherwise kept)."""
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
