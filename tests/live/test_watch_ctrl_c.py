@@ -162,3 +162,27 @@ def test_pyarrow_does_not_take_ctrl_c_while_a_csv_is_read(tmp_path: Path) -> Non
     code, out, err = _run(tmp_path, "csv-read")
     assert "SIGINT TAKEN" not in err, err
     assert code == 130 and json.loads(out[-1])["event"] == "summary", (code, out[-2:], err)
+
+
+def test_watch_piped_to_a_reader_that_left_exits_130_on_ctrl_c(tmp_path: Path) -> None:
+    """``grokaudit watch LOG --jsonl | head -1`` then Ctrl-C (the terminal's SIGINT ends head
+    too): the summary cannot be written, and the exit is still 130, not 2."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(_log(tmp_path)),
+                             "--interval", "0.2", "--idle", "60", "--jsonl", "--metric",
+                             "emb_erank"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline()  # head -1 read its line
+        proc.stdout.close()  # and left
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
