@@ -122,4 +122,3 @@ def test_a_closed_stderr_does_not_turn_the_exit_code_into_1(tmp_path: Path, mode
     finally:
         os.close(w)
     assert proc.returncode == code
-
