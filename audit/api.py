@@ -78,18 +78,21 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
     from .limits import Limits
     from .loader import read_source
     from .readers import ADAPTERS
-    from .trail import make_trail
+    from .trail import HashAhead, make_trail
 
     cfg = _config(config, options)
     # the input is handed over (Owned): validation frees each column once it has read it and
     # hands Arrow's freed pages back, so the log is never held twice
     limits = Limits.of(cfg)
-    # no local name holds the input (it would outlive its columns); the adapters' registry
-    # reads every input that is not a canonical table
-    result = audit_log(validated_log(Owned(read_source(path, limits=limits, readers=ADAPTERS)),
-                                     cfg, str(path)), cfg)
-    return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
-                                                        inputs=[str(path)]))
+    # the trail's sha256 of the input is computed while the audit runs
+    with HashAhead([str(path)]) as hashes:
+        # no local name holds the input (it would outlive its columns); the adapters'
+        # registry reads every input that is not a canonical table
+        result = audit_log(validated_log(Owned(read_source(path, limits=limits,
+                                                           readers=ADAPTERS)),
+                                         cfg, str(path)), cfg)
+        return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
+                                                            inputs=hashes))
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,

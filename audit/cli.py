@@ -309,9 +309,10 @@ def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
 
 
 def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
-           config_file: str | None) -> Any:
+           config_file: str | None, hashes: Any = None) -> Any:
     """The audit trail of a command's result: the config file read (or where discovery looked),
-    every changed setting, the input mapping, each input file's size and sha256, the command."""
+    every changed setting, the input mapping, each input file's size and sha256 (``hashes``: a
+    :class:`~grokaudit.trail.HashAhead` of the inputs started before the audit), the command."""
     from .trail import command_line, make_trail
     from .version import __version__
 
@@ -321,7 +322,8 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
                "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
                "--acc-scale": params.get("acc_scale"),
                "--on-duplicate": params.get("on_duplicate")}
-    return make_trail(cfg, version=__version__, inputs=_inputs(path, config_file),
+    return make_trail(cfg, version=__version__,
+                      inputs=_inputs(path, config_file) if hashes is None else hashes,
                       mapping=mapping, config_file=config_file, discover=True,
                       command=command_line(argv))
 
@@ -388,6 +390,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     from .blocks import engine
     from .config import build_config
     from .schema import Owned
+    from .trail import HashAhead
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -406,6 +409,8 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
         emit(result, lambda: _render(result, verbose), json_out=outs["json"], quiet=quiet)
         return
+    # the trail's sha256 of each input is computed while the audit reads it
+    hashes = click.get_current_context().with_resource(HashAhead(_inputs(paths, config_file)))
     # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
@@ -417,7 +422,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         result = sens.baseline
     else:
         result = audit_log(log, cfg)
-    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
     if sens is not None:
         sens = dataclasses.replace(sens, baseline=result)
     if outs["report"] is not None:

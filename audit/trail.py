@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,11 +32,17 @@ from .text import safe
 _CHUNK = 1 << 20
 
 
-def sha256_of(path: str | Path) -> str:
-    """The sha256 of a file, streamed."""
+class _Stopped(Exception):
+    """Hashing ahead was called off (the command failed before it needed the hashes)."""
+
+
+def sha256_of(path: str | Path, stop: threading.Event | None = None) -> str:
+    """The sha256 of a file, streamed (``stop``: checked at each chunk, for hashing ahead)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while True:
+            if stop is not None and stop.is_set():
+                raise _Stopped
             b = fh.read(_CHUNK)
             if not b:
                 break
@@ -55,7 +62,8 @@ class InputFile:
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 
-def input_files(paths: Sequence[str]) -> tuple[InputFile, ...]:
+def input_files(paths: Sequence[str], stop: threading.Event | None = None
+                ) -> tuple[InputFile, ...]:
     """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
     sorted order), with its size and sha256. A path that is not there is skipped (the reader
     has refused it already)."""
@@ -70,10 +78,53 @@ def input_files(paths: Sequence[str]) -> tuple[InputFile, ...]:
             continue
         for q in files:
             try:
-                out.append(InputFile(str(q), q.stat().st_size, sha256_of(q)))
+                out.append(InputFile(str(q), q.stat().st_size, sha256_of(q, stop)))
             except OSError:
                 continue  # unreadable: the reader said so already
     return tuple(out)
+
+
+class HashAhead:
+    """:func:`input_files` of ``paths``, computed on a background thread from the moment this
+    is made, so that hashing a large input overlaps the audit that reads it (hashlib and file
+    reads release the GIL). :meth:`files` waits for the result. As a context manager, leaving
+    it calls the hashing off: a command that failed needs no hashes, and its thread stops at
+    the next chunk. The hashes are those of the files as they are while the audit reads them,
+    as the trail has always given them."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = tuple(str(p) for p in paths)
+        self._stop = threading.Event()
+        self._out: tuple[InputFile, ...] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="grokaudit-sha256",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out = input_files(self.paths, stop=self._stop)
+        except _Stopped:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller in files()
+            self._error = exc
+
+    def files(self) -> tuple[InputFile, ...]:
+        """The inputs with their sizes and sha256 (computed here if the hashing was called
+        off before it ended)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return input_files(self.paths) if self._out is None else self._out
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def __enter__(self) -> HashAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _values(cfg: AuditConfig) -> dict[str, Any]:
@@ -192,11 +243,12 @@ def _rel(path: str) -> str:
         return path
 
 
-def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] = (),
+def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAhead = (),
                mapping: Mapping[str, Any] | None = None, config_file: str | None = None,
                discover: bool = False, command: Sequence[str] | None = None) -> Trail:
     """The trail of one result: ``config_file`` (a path named), else, with ``discover``, the
-    file discovery finds (the CLI's rule), else none (the Python API reads no config file)."""
+    file discovery finds (the CLI's rule), else none (the Python API reads no config file).
+    ``inputs``: the input paths, or a :class:`HashAhead` already hashing them."""
     if config_file or discover:
         path, digest, searched = config_source(config_file)
     else:
@@ -204,7 +256,8 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] = (),
     given = {k: v for k, v in (mapping or {}).items() if v not in (None, (), [], {}, "")}
     return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),
                  config_file=path, config_sha256=digest, config_searched=searched,
-                 mapping=given, inputs=input_files(inputs),
+                 mapping=given,
+                 inputs=inputs.files() if isinstance(inputs, HashAhead) else input_files(inputs),
                  command=None if command is None else tuple(command))
 
 
@@ -217,5 +270,5 @@ def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:
     return ("grokaudit", *args)
 
 
-__all__ = ["InputFile", "Trail", "changed_settings", "command_line", "config_source",
+__all__ = ["HashAhead", "InputFile", "Trail", "changed_settings", "command_line", "config_source",
            "input_files", "make_trail", "profile_label", "sha256_of"]

@@ -134,3 +134,66 @@ def test_claim_results_carry_the_trail() -> None:
     text = CliRunner().invoke(cli, ["onset", str(LOG), "--by", "wd", "--cell", "arch",
                                     "--n-resamples", "9"]).output
     assert "trail: grokaudit" in text and "sha256" in text
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_inputs_hashed_ahead_are_the_inputs_hashes(tmp_path: Path) -> None:
+    from grokaudit.trail import HashAhead
+
+    (tmp_path / "wd=0.1").mkdir()
+    a, b = tmp_path / "wd=0.1" / "part-0.parquet", tmp_path / "z.bin"
+    a.write_bytes(LOG.read_bytes())
+    b.write_bytes(os.urandom(3 << 20))  # several hashing chunks
+    with HashAhead([str(tmp_path)]) as ahead:
+        files = ahead.files()
+    assert [(f.path, f.size, f.sha256) for f in files] == [
+        (str(p), p.stat().st_size, _digest(p)) for p in (a, b)]
+
+
+def test_hashing_called_off_early_still_gives_the_hashes(tmp_path: Path) -> None:
+    from grokaudit.trail import HashAhead
+
+    p = tmp_path / "big.bin"
+    p.write_bytes(os.urandom(4 << 20))
+    ahead = HashAhead([str(p)])
+    ahead.stop()  # whether or not the thread had finished, the hashes asked for are whole
+    assert [f.sha256 for f in ahead.files()] == [_digest(p)]
+
+
+def test_a_failed_audit_calls_its_hashing_off(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import grokaudit
+    from grokaudit import trail
+    from grokaudit.errors import ErrorCode, LogFormatError
+
+    made: list[trail.HashAhead] = []
+
+    class Recorded(trail.HashAhead):
+        def __init__(self, paths: Any) -> None:
+            super().__init__(paths)
+            made.append(self)
+
+    monkeypatch.setattr(trail, "HashAhead", Recorded)
+    bad = tmp_path / "log.csv"
+    bad.write_text("run,step,test_acc\n")  # a header, no rows
+    with pytest.raises(LogFormatError) as exc:
+        grokaudit.audit_path(bad)
+    assert exc.value.code == ErrorCode.NO_ROWS
+    assert len(made) == 1 and made[0]._stop.is_set()
+
+
+def test_an_error_while_hashing_ahead_reaches_the_caller(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from grokaudit import trail
+
+    def broken(path: Any, stop: Any = None) -> str:
+        raise ValueError("not hashable")
+
+    monkeypatch.setattr(trail, "sha256_of", broken)
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"x")
+    with pytest.raises(ValueError):
+        trail.HashAhead([str(p)]).files()
