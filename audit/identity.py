@@ -131,10 +131,14 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
     for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         lo, hi = int(offsets[r0]), int(offsets[r1])
         seg = a[lo:hi]
-        if seg.dtype.kind == "f":
-            seg = np.where(np.isnan(seg), 0, seg)
+        idx = offsets[r0:r1] - lo
         with np.errstate(over="ignore", invalid="ignore"):  # ±1e308 sums: inf, still equal
-            out[r0:r1] = np.add.reduceat(seg, offsets[r0:r1] - lo, dtype=np.float64)
+            sums = np.add.reduceat(seg, idx, dtype=np.float64)
+            if seg.dtype.kind == "f" and np.isnan(sums).any():
+                # a run holds NaN (or +inf and -inf): the block again, NaN counted as 0. A sum
+                # without NaN is the same either way (the same additions in the same order)
+                sums = np.add.reduceat(np.where(np.isnan(seg), 0, seg), idx, dtype=np.float64)
+        out[r0:r1] = sums
     return out
 
 

@@ -638,6 +638,10 @@ class _Columns:
             release_arrow_memory()  # Arrow's allocator would keep the freed pages
 
 
+#: Rows compared at a time by :meth:`_Rows.first_change`.
+_CHANGE_BLOCK = 1 << 18
+
+
 @dataclass(eq=False)
 class _Rows:
     """The rows grouped by run (contiguous) and sorted by step, before anything is set aside.
@@ -674,11 +678,18 @@ class _Rows:
 
     def first_change(self, v: np.ndarray, nan_equal: bool) -> int:
         """Index of the first row whose value differs from the row before in the same run;
-        −1 when every run is constant (two passes, no per-run repeat)."""
-        neq = (v[1:] != v[:-1]) & self.same_run
-        if nan_equal and neq.any():
-            neq &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
-        return int(np.argmax(neq)) + 1 if neq.any() else -1
+        −1 when every run is constant. Read in blocks of rows, stopping at the first block
+        with a change: a per-step series usually changes in its first block."""
+        n = int(v.shape[0])
+        for lo in range(1, n, _CHANGE_BLOCK):
+            hi = min(n, lo + _CHANGE_BLOCK)
+            a, b = v[lo:hi], v[lo - 1:hi - 1]
+            neq = (a != b) & self.same_run[lo - 1:hi - 1]
+            if nan_equal and neq.any():
+                neq &= ~(np.isnan(a) & np.isnan(b))
+            if neq.any():
+                return lo + int(np.argmax(neq))
+        return -1
 
 
 def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
@@ -709,12 +720,14 @@ def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
         if prev is not None and same_run[o - 1] and prev != v[0] \
                 and not (prev != prev and v[0] != v[0]):
             return o
-        if n > 1:
-            neq = (v[1:] != v[:-1]) & same_run[o:o + n - 1]
+        for lo in range(1, n, _CHANGE_BLOCK):  # in blocks: the temporaries stay small
+            hi = min(n, lo + _CHANGE_BLOCK)
+            a, b = v[lo:hi], v[lo - 1:hi - 1]
+            neq = (a != b) & same_run[o + lo - 1:o + hi - 1]
             if v.dtype.kind == "f" and neq.any():
-                neq &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
+                neq &= ~(np.isnan(a) & np.isnan(b))
             if neq.any():
-                return o + 1 + int(np.argmax(neq))
+                return o + lo + int(np.argmax(neq))
         prev = v[-1]
         o += n
     return -1
@@ -1036,7 +1049,10 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
     # metric of a run, read as a run of its own) -- set aside, never "censored at step 0"
     no_acc: tuple[str, ...] = ()
     without = np.zeros(g.n_runs, dtype=bool)
-    if criterion is not None and g.n_runs:
+    all_kept = bool(keep.all())
+    if criterion is not None and g.n_runs and not (all_kept
+                                                   and not np.isnan(criterion).any()):
+        # (a log whose every row is kept and holds the criterion has no such run)
         logged = np.add.reduceat(~np.isnan(criterion) & keep, g.offsets[:-1])
         without = (logged == 0) & (g.counts > 0)
         if without.any():
@@ -1045,8 +1061,8 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
             set_aside["run_without_accuracy"] = int(rows_out.sum())
             keep &= ~without[g.row_run]
     # runs too short
-    kept_per_run = g.counts if bool(keep.all()) else np.bincount(g.row_run[keep],
-                                                                 minlength=g.n_runs)
+    all_kept = all_kept and not without.any()
+    kept_per_run = g.counts if all_kept else np.bincount(g.row_run[keep], minlength=g.n_runs)
     short = (kept_per_run < TOO_SHORT_POINTS) & ~without
     too_short = tuple(sorted(str(r) for r in g.run_ids[short]))
     if short.any():
@@ -1138,7 +1154,7 @@ def _missing_and_absent(v: np.ndarray, offsets: np.ndarray) -> tuple[int, int]:
     least once, and the number of runs that never logged it (a column a file never had is
     not thousands of missing values)."""
     nan = np.isnan(v)
-    n_nan = int(nan.sum())
+    n_nan = int(np.count_nonzero(nan))
     if n_nan == 0 or offsets.size < 2:
         return n_nan, 0
     counts = np.diff(offsets)
