@@ -67,6 +67,13 @@ def _f64(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` and ``b`` are views of the same memory with the same layout (two reshapes of
+    one column): the same values, without comparing them."""
+    return bool(a.dtype == b.dtype and a.shape == b.shape and a.strides == b.strides
+                and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 @dataclass(frozen=True)
 class Packed:
     """The non-missing points of one column, per run, left-aligned: ``(R, K)`` matrices.
@@ -79,6 +86,8 @@ class Packed:
     raw_values: np.ndarray  #: (R, K) float32 or float64, NaN beyond ``counts``
     raw_steps: np.ndarray  #: (R, K) int64 or float64 logged steps (NaN beyond ``counts``)
     counts: np.ndarray  #: (R,) int64 points per run
+    #: the whole column's ``raw_steps`` when this is a block of it (:meth:`rows`)
+    source_steps: np.ndarray | None = None
 
     @functools.cached_property
     def values(self) -> np.ndarray:
@@ -99,9 +108,15 @@ class Packed:
     def valid(self) -> np.ndarray:
         return np.arange(self.shape[1])[None, :] < self.counts[:, None]
 
-    def rows(self, sl: slice) -> Packed:
-        """Runs ``sl``, as float64."""
-        return Packed(_f64(self.raw_values[sl]), _f64(self.raw_steps[sl]), self.counts[sl])
+    def rows(self, sl: slice, like: Packed | None = None) -> Packed:
+        """Runs ``sl``, as float64. ``like``: another column's block of the same runs; its
+        float64 steps are taken when this column's steps are the same array (both columns
+        logged at every row), not widened again."""
+        steps = (like.steps if like is not None and like.source_steps is not None
+                 and _same_array(like.source_steps, self.raw_steps)
+                 else _f64(self.raw_steps[sl]))
+        return Packed(_f64(self.raw_values[sl]), steps, self.counts[sl],
+                      source_steps=self.raw_steps)
 
 
 def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
@@ -452,7 +467,8 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
 
     def block(sl: slice) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
         lvl = g_level if isinstance(g_level, float) else g_level[sl][:, None]
-        return _accuracy_block(A.rows(sl), None if M is None else M.rows(sl),
+        a = A.rows(sl)
+        return _accuracy_block(a, None if M is None else M.rows(sl, like=a),
                                None if widen is None else widen[sl], span_first[sl],
                                span_last[sl], lvl, cfg)
 
@@ -584,7 +600,10 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
             # ±inf beyond the float range: a slope that is not finite
             np.subtract(y[:, k:], y[:, :-k], out=dy[:, o:o + n - k])
             o += n - k
-        s = np.where(dx > 0, dy / dx, np.nan)
+        # dy / dx where dx > 0, NaN elsewhere: computed in dy's memory (no more (R, pairs))
+        s = np.divide(dy, dx, out=dy)
+        s[~(dx > 0)] = np.nan
+        del dx
     valid = ~np.isnan(s)
     nt = valid.sum(axis=1)
     ny = np.sum(~np.isnan(y), axis=1)
@@ -601,8 +620,13 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
         ru = min(int(np.round((ntv - z * sigma) / 2.0)), ntv - 1)
         rl = max(int(np.round((ntv + z * sigma) / 2.0)) - 1, 0)
         m_lo, m_hi = (ntv - 1) // 2, ntv // 2
-        # a full sort (NaN last) is faster than a partition at four ranks (vectorized sort)
-        part = np.sort(s[rows], axis=1)
+        # a full sort (NaN last) is faster than a partition at four ranks (vectorized sort);
+        # in place when every row is in this group (the common case: no copy of the slopes)
+        if rows.size == R:
+            s.sort(axis=1)
+            part = s
+        else:
+            part = np.sort(s[rows], axis=1)
         slope[rows] = mean2(part[:, m_lo], part[:, m_hi])
         lo[rows] = part[:, rl]
         hi[rows] = part[:, ru]
