@@ -124,12 +124,12 @@ def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = Non
     every run logs the column at each of its rows and the runs have one length, the packed
     matrices are the column and the steps reshaped, in their stored types (no copy)."""
     R = table.n_runs
-    ok = ~np.isnan(values)
-    if ok.all() and table.equal_lengths:
+    if table.equal_lengths and not np.isnan(values).any():
         # the common case: every run logs the column at every row -- a reshape, no scatter
         T = values.size // max(R, 1)
         return Packed(values.reshape(R, T), table.step.reshape(R, T),
                       np.full(R, T, dtype=np.int64))
+    ok = ~np.isnan(values)
     ri = table.run_index if run_index is None else run_index
     r_ok = ri[ok]
     counts = np.bincount(r_ok, minlength=R).astype(np.int64)

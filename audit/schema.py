@@ -854,8 +854,10 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
                                  path=path, column=name, code=ErrorCode.INFINITE_VALUE)
         raws[name] = (raw, hi, lo) if whole is None else (raw, whole[name][0], whole[name][1])
     with np.errstate(invalid="ignore"):
-        above = {n: (int(np.count_nonzero(raw > PERCENT_MIN)) if whole is None
-                     else whole[n][2]) for n, (raw, _, _) in raws.items()}
+        # (no value can lie above PERCENT_MIN when the column's maximum does not)
+        above = {n: (whole[n][2] if whole is not None else 0 if not hi > PERCENT_MIN
+                     else int(np.count_nonzero(raw > PERCENT_MIN)))
+                 for n, (raw, hi, _) in raws.items()}
     decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale,
                              column_scales)
     out: dict[str, np.ndarray] = {}
