@@ -248,7 +248,10 @@ def trailing_median(P: Packed, width: int) -> np.ndarray:
         out = np.empty_like(V)
         if V.shape[1] >= 3:
             a, b, c = V[:, 2:], V[:, 1:-1], V[:, :-2]
-            out[:, 2:] = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+            # max(min(a, b), min(max(a, b), c)), with two temporaries instead of four
+            lo, hi = np.minimum(a, b), np.maximum(a, b)
+            np.minimum(hi, c, out=hi)
+            np.maximum(lo, hi, out=out[:, 2:])
         if V.shape[1] >= 1:
             out[:, 0] = V[:, 0]
         if V.shape[1] >= 2:
@@ -554,9 +557,11 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     # (NaN padding compares False: no validity mask needed)
-    cols = np.arange(A.values.shape[1])[None, :]
-    below = (A.values < grok_level) & (cols > tg.index[:, None]) \
-        & (tg.index[:, None] >= 0)
+    K = A.values.shape[1]
+    cols = np.arange(K)[None, :]
+    # the columns after the grok (none for a run that never grokked)
+    after = np.where(tg.index >= 0, tg.index, K)[:, None]
+    below = (A.values < grok_level) & (cols > after)
     w = cfg.sustain
     end = np.full(A.values.shape[0], -1)
     rows = np.flatnonzero(below.any(axis=1))  # only runs that ever dip after grok
@@ -583,23 +588,40 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
 # metric clocks
 # ------------------------------------------------------------------------------------------
 
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs ``(i, j)``, ``i < j < n``, of :func:`theil_sen`, grouped by lag
+    ``j − i`` (the order the slopes have always been sorted from; read-only). Kept for the
+    bin counts a block usually has (up to 512 bins: 2 MiB each, 16 of them)."""
+    return _pairs_kept(n) if n <= 512 else _pairs_made(n)
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs_kept(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return _pairs_made(n)
+
+
+def _pairs_made(n: int) -> tuple[np.ndarray, np.ndarray]:
+    i = np.concatenate([np.arange(n - k) for k in range(1, n)]) if n > 1 \
+        else np.zeros(0, dtype=np.intp)
+    j = i + np.concatenate([np.full(n - k, k) for k in range(1, n)]) if n > 1 else i.copy()
+    i.flags.writeable = j.flags.writeable = False
+    return i, j
+
+
 def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray,
                                                                      np.ndarray]:
     """Row-wise Theil–Sen slope with Sen's (1968) confidence interval, like scipy's
     ``theilslopes`` (no tie correction; steps never tie). ``x``/``y`` are ``(R, n)`` with NaN
     padding. Returns ``(slope, low, high)``; NaN where a row has fewer than 2 points."""
     R, n = x.shape
-    # every pair i < j, grouped by lag j − i (slices, not an index gather: the order of the
-    # pairs does not matter to their order statistics)
-    dx = np.empty((R, n * (n - 1) // 2))
-    dy = np.empty_like(dx)
-    o = 0
+    # every pair i < j, grouped by lag, in one gather per matrix (a block holds few runs: one
+    # call beats a call per lag)
+    i, j = _pairs(n)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for k in range(1, n):
-            np.subtract(x[:, k:], x[:, :-k], out=dx[:, o:o + n - k])
-            # ±inf beyond the float range: a slope that is not finite
-            np.subtract(y[:, k:], y[:, :-k], out=dy[:, o:o + n - k])
-            o += n - k
+        dx = x[:, j]
+        np.subtract(dx, x[:, i], out=dx)
+        dy = y[:, j]
+        np.subtract(dy, y[:, i], out=dy)  # ±inf beyond the float range: not a finite slope
         # dy / dx where dx > 0, NaN elsewhere: computed in dy's memory (no more (R, pairs))
         s = np.divide(dy, dx, out=dy)
         s[~(dx > 0)] = np.nan
@@ -613,8 +635,11 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
     z = NormalDist().inv_cdf((1.0 - level) / 2.0)  # negative
     # Rows share (nt, ny) in the common case: one partial sort (np.partition, NaN last) per
     # distinct pair picks the four order statistics, instead of a full sort of every row.
-    pairs = np.stack([nt, ny], axis=1)
-    for ntv, nyv in np.unique(pairs[nt > 0], axis=0):
+    if R and nt[0] > 0 and (nt == nt[0]).all() and (ny == ny[0]).all():
+        groups: Any = [(nt[0], ny[0])]  # one group (the usual block): no np.unique of pairs
+    else:
+        groups = np.unique(np.stack([nt, ny], axis=1)[nt > 0], axis=0)
+    for ntv, nyv in groups:
         rows = np.flatnonzero((nt == ntv) & (ny == nyv))
         sigma = float(np.sqrt(nyv * (nyv - 1) * (2 * nyv + 5) / 18.0))
         ru = min(int(np.round((ntv - z * sigma) / 2.0)), ntv - 1)
