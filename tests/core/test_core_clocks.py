@@ -199,6 +199,28 @@ def test_theil_sen_matches_scipy():
         assert (lo[0], hi[0]) == pytest.approx((ref.low_slope, ref.high_slope))
 
 
+def test_theil_sen_of_a_block_is_each_rows_own():
+    # rows with different point counts (NaN padding) take the grouped path, equal rows the
+    # one-group path; each row's slope and interval are its own, and match scipy
+    rng = np.random.default_rng(7)
+    n = 30
+    x = np.tile(np.arange(n, dtype=float), (6, 1))
+    y = 0.3 * x + rng.normal(size=x.shape)
+    for r, k in enumerate((30, 30, 12, 2, 1, 30)):
+        x[r, k:] = y[r, k:] = np.nan
+    whole = theil_sen(x, y, 0.90)
+    for r in range(6):
+        alone = theil_sen(x[r:r + 1], y[r:r + 1], 0.90)
+        assert all(np.array_equal(w[r:r + 1], a, equal_nan=True) for w, a in zip(whole, alone))
+    ok = ~np.isnan(x[2])
+    ref = st.theilslopes(y[2][ok], x[2][ok], 0.90)
+    assert (whole[0][2], whole[1][2], whole[2][2]) == pytest.approx(
+        (ref.slope, ref.low_slope, ref.high_slope))
+    assert np.isnan(whole[0][4])  # one point: no slope
+    same = theil_sen(x[[0, 1, 5]], y[[0, 1, 5]], 0.90)  # one (pairs, points) group
+    assert all(np.array_equal(s_, w[[0, 1, 5]]) for s_, w in zip(same, whole))
+
+
 def test_binned_slope_keeps_a_long_window_linear():
     # 2 000 points in W2: the slope uses at most 64 bin medians and still sees the drift
     s = np.arange(0, 200_001, 10)
