@@ -61,6 +61,7 @@ class ParquetDataset:
     units: tuple[Unit, ...]
     provenance: dict[str, Any]
     schema: pa.Schema  #: the files' columns joined (numbers widened to a common type)
+    file_columns: tuple[frozenset[str], ...] = ()  #: per file, its own columns
 
     @property
     def rows(self) -> int:
@@ -121,8 +122,10 @@ class ParquetDataset:
             path = self.files[u.file]
             try:
                 # run ids as stored, dictionary-encoded (as the loader reads them): no text
-                # decoded per row
-                f = pq.ParquetFile(path, read_dictionary=["run"] if "run" in cols else None)
+                # decoded per row (a shard without the column: missing there, as the loader
+                # reads it)
+                f = pq.ParquetFile(path, read_dictionary=["run"] if "run" in cols
+                                   and "run" in self.file_columns[u.file] else None)
                 here = [c for c in cols if c in f.schema_arrow.names]
                 t = (f.read(columns=here) if u.row_groups is None
                      else f.read_row_groups(list(u.row_groups), columns=here))
@@ -134,6 +137,11 @@ class ParquetDataset:
                     v = pa.scalar(self.partitions[u.file].get(k), type=self.partition_types[k])
                     t = t.append_column(k, pa.repeat(v, t.num_rows))
             tables.append(t)
+        if "run" in cols and len({t.schema.field("run").type for t in tables}) > 1:
+            # a shard without run ids (missing there) beside dictionary-encoded ones: decoded
+            fld = self.schema.field("run")
+            tables = [t.set_column(t.schema.get_field_index("run"), fld,
+                                   t.column("run").cast(fld.type)) for t in tables]
         # the run ids of two files have two dictionaries: unified (the ids are the same text)
         out = tables[0] if len(tables) == 1 else pa.concat_tables(
             tables, promote_options="none").unify_dictionaries()
@@ -263,6 +271,11 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             "has no 'run' column: a log read in parts names each row's run (a folder of "
             "one-run files is read whole, without --stream)", path=str(files[0]),
             column="run", code=ErrorCode.MISSING_COLUMN)
+    runless = [f for f, sc in zip(files, schemas) if "run" not in sc.names]
+    if runless and not shards:  # a one-run file among partitioned parts: the adapters name it
+        raise _not_streamable(root, f"the part {safe(runless[0].relative_to(root).as_posix())!r}"
+                                    " has no 'run' column (a one-run file is read by the "
+                                    "adapters, named by its path)")
     units: list[Unit] = []
     empty: list[str] = []  # a writer's part files without rows (Spark writes them)
     for i, (f, meta) in enumerate(zip(files, metas)):
@@ -301,7 +314,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     prov = json.loads(json.dumps(prov, sort_keys=True))  # as the metadata gives it back
     return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
                           {k: t for k, t in types.items() if t is not None}, tuple(units), prov,
-                          unified)
+                          unified, tuple(frozenset(sc.names) for sc in schemas))
 
 
 def hive_dataset(path: Path) -> ParquetDataset | None:

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 from helpers.hostile import (
     assert_unchanged,
     cli,
     expect_audit,
     expect_error,
+    expect_error_or_audit,
     expect_usage_error,
     snapshot,
     sweep_df,
@@ -65,3 +67,31 @@ def test_odd_values_and_typos_are_usage_errors(hive: Path, args: list[str]) -> N
 
 def test_part_rows_without_stream_never_silently_reads_whole(hive: Path) -> None:
     expect_error(cli(["check", hive, "--by", "wd", "--part-rows", "10"]), "INVALID_OPTION")
+
+
+@pytest.mark.parametrize("layout", ["hive", "shards"])
+def test_a_part_without_a_run_column_is_never_an_internal_error(tmp_path: Path,
+                                                                 layout: str) -> None:
+    """One file of the folder lacks the ``run`` column (its run named by nothing): each
+    command reads it as it reads any such folder, or refuses it with one coded line; the run
+    ids of the other files are never looked up in it (was ``KeyError: b'run'``)."""
+    df = sweep_df()
+    root = tmp_path / "ds"
+    for k, (wd, g) in enumerate(df.groupby("wd")):
+        if k == 1:
+            g = g.drop(columns=["run"])
+        path = (root / f"wd={wd}" / "part-0.parquet" if layout == "hive"
+                else root / f"part-{k}.parquet")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pandas(g.drop(columns=["wd"]) if layout == "hive" else g,
+                                            preserve_index=False), path)
+    stream = cli(["check", root, "--by", "wd", "--stream", "--part-rows", "50", "-q"])
+    whole = cli(["check", root, "--by", "wd", "-q"])
+    if layout == "hive":  # read by the adapters (a file of several runs without ids: named)
+        assert expect_error_or_audit(whole) in (None, "MISSING_COLUMN")
+        expect_error(stream, "FORMAT_MISMATCH")
+    else:  # the loader's shards: rows without a run id, refused alike
+        assert expect_error(whole)[0] == expect_error(stream)[0] == "MISSING_VALUES"
+    for cmd in (["inspect", root], ["precursor", root, "--signal", "emb_erank"]):
+        out = cli(cmd)
+        assert "internal error" not in out.stderr and out.exception is None, str(out)
