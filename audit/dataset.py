@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -199,6 +200,30 @@ def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
     return types
 
 
+def _walk(root: Path) -> list[Path]:
+    """Every path under the folder ``root`` but its folders, in sorted order. A symbolic
+    link to a folder is followed, as pyarrow's dataset follows it (``wd=1/`` linked from
+    another disk is part of the log, never silently left out), except a link back to a
+    folder above it (a loop); a folder that cannot be listed is refused."""
+    out: list[Path] = []
+
+    def visit(d: Path, above: frozenset[str]) -> None:
+        try:
+            entries = list(d.iterdir())
+        except OSError as exc:
+            raise unreadable(d, "folder", exc) from None
+        for q in entries:
+            if q.is_dir():
+                real = os.path.realpath(q)
+                if real not in above:
+                    visit(q, above | {real})
+            else:
+                out.append(q)
+
+    visit(root, frozenset({os.path.realpath(root)}))
+    return sorted(out)
+
+
 def _folder_files(root: Path) -> tuple[list[Path], bool]:
     """The Parquet files of a folder, and whether it is a folder of shards: the loader's
     shards (the top level only, as :func:`~grokaudit.schema.read_arrow` lists them) when it
@@ -212,7 +237,7 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     if is_canonical(root):
         return sorted(q for q in root.iterdir() if q.suffix in _PARQUET), True
     files = []
-    for q in sorted(root.rglob("*")):
+    for q in _walk(root):
         rel = q.relative_to(root)
         if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
                 or q.name in _WRITER_FILES or q.suffix.lower() == ".crc":

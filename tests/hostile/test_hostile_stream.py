@@ -95,3 +95,26 @@ def test_a_part_without_a_run_column_is_never_an_internal_error(tmp_path: Path,
     for cmd in (["inspect", root], ["precursor", root, "--signal", "emb_erank"]):
         out = cli(cmd)
         assert "internal error" not in out.stderr and out.exception is None, str(out)
+
+
+def test_a_partition_folder_linked_from_elsewhere_is_read(tmp_path: Path, hive: Path) -> None:
+    """A partition folder that is a symbolic link (a sweep's arm on another disk) is part of
+    the log, as pyarrow's dataset reads it — never silently left out; a link back to a folder
+    above it (a loop) is not followed."""
+    import os
+    import shutil
+
+    import grokaudit
+    from grokaudit.stream import audit_stream
+
+    arm = sorted(hive.iterdir())[-1]
+    elsewhere = tmp_path / "other-disk" / arm.name
+    elsewhere.parent.mkdir()
+    shutil.move(str(arm), str(elsewhere))
+    os.symlink(elsewhere, arm)
+    os.symlink(hive, sorted(hive.iterdir())[0] / "loop")
+    n = sweep_df()["run"].nunique()
+    whole = grokaudit.audit_path(hive, by="wd")
+    streamed = audit_stream(hive, by="wd", part_rows=50)
+    assert whole.to_dict()["input"]["runs_read"] == n
+    assert streamed.to_dict()["input"] == whole.to_dict()["input"]
