@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .shards import PROVENANCE_KEY, provenance_of, release_arrow_memory, unreadable
+from .shards import PROVENANCE_KEY, files_provenance, release_arrow_memory, unreadable
 from .text import safe
 
 #: The folder name of a missing partition value (Spark, pyarrow).
@@ -327,7 +327,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     if not sum(u.rows for u in units):  # as the validation refuses a table without rows
         raise LogFormatError("the table has no rows; there is nothing to audit",
                              path=str(root), code=ErrorCode.NO_ROWS)
-    prov = provenance_of(schemas[0], str(files[0]))
+    prov = files_provenance(schemas, [str(f) for f in files])
     if shards:
         prov["shards"] = [f.name for f in files]  # a folder of shards, as the loader names it
     elif root.is_dir():
@@ -350,7 +350,11 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
 
     try:
         ds = open_dataset(path)
-    except LogFormatError:
+    except LogFormatError as exc:
+        if exc.code == ErrorCode.PROVENANCE_MALFORMED:
+            # the adapters would read the folder with no provenance at all (the runs its
+            # source downsampled, silently narrowed): refused, as --stream refuses it
+            raise
         return None
     if not _canonical_columns(ds.files[0]):
         return None

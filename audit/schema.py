@@ -37,6 +37,7 @@ from .roles import (
 )
 from .shards import PROVENANCE_KEY as PROVENANCE_KEY
 from .shards import (
+    files_provenance,
     parquet_columns,
     provenance_of,
     read_parquet,
@@ -116,7 +117,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
                                  "schema", path=str(p),
                                  code=ErrorCode.SHARDS_INCOMPATIBLE) from None
         meta = dict(tables[0].schema.metadata or {})
-        prov = _provenance_of(tables[0].schema, str(shards[0]))
+        prov = files_provenance([t.schema for t in tables], [str(q) for q in shards])
         prov["shards"] = [q.name for q in shards]
         meta[PROVENANCE_KEY] = json.dumps(prov, sort_keys=True).encode()
         return merged.replace_schema_metadata(meta)

@@ -9,6 +9,7 @@ never reaches back into ``schema``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,22 @@ def provenance_of(schema: pa.Schema, path: str | None = None) -> dict[str, Any]:
     if su is not None and not isinstance(su, str):
         raise bad("'step_unit' is not a string")
     return val
+
+
+def files_provenance(schemas: Sequence[pa.Schema], paths: Sequence[str]) -> dict[str, Any]:
+    """The provenance of a folder's files as one: the first file's, with the runs another
+    file says its source downsampled and the findings and warnings it raised added (each
+    once). Reading the first file's alone would silently narrow the intervals of runs that a
+    later shard says were downsampled, and drop its findings. Every file's metadata is
+    checked (``PROVENANCE_MALFORMED`` names the file)."""
+    provs = [provenance_of(sc, str(p)) for sc, p in zip(schemas, paths)]
+    out = dict(provs[0]) if provs else {}
+    for p in provs[1:]:
+        for key in ("downsampled_runs", "findings", "warnings"):
+            extra = [v for v in (p.get(key) or []) if v not in (out.get(key) or [])]
+            if extra:
+                out[key] = [*(out.get(key) or []), *extra]
+    return out
 
 
 def release_arrow_memory() -> None:

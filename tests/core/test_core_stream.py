@@ -450,3 +450,37 @@ def test_part_rows_must_be_a_whole_number_of_rows(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as exc:
             audit_stream(path, by="wd", part_rows=bad)  # type: ignore[arg-type]
         assert exc.value.code == ErrorCode.OPTION_OUT_OF_RANGE
+
+
+@pytest.mark.parametrize("layout", ["shards", "hive"])
+def test_a_later_files_provenance_is_not_dropped(tmp_path: Path, layout: str) -> None:
+    """Only the last file of a folder says its source downsampled its runs: the folder's audit
+    (in memory and streamed) widens their intervals and says so, as it does for the files
+    given as separate inputs — never the first file's provenance alone (which silently
+    narrowed them). A later file's malformed provenance is refused as the first's is."""
+    from grokaudit.schema import write_table
+
+    df = rich_log()
+    df = df[df["run"].str.startswith("wd")]
+    runs = sorted(pd.unique(df["run"]))
+    later = {"downsampled_runs": runs[-4:],
+             "findings": [{"code": "SOURCE_DOWNSAMPLED", "detail": "every 4th step kept"}]}
+    root = tmp_path / layout
+    for k, (wd, g) in enumerate(df.groupby("wd")):
+        path = (root / f"wd={wd}" / "part-0.parquet" if layout == "hive"
+                else root / f"part-{k}.parquet")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_table(g.drop(columns=["wd"]) if layout == "hive" else g, path,
+                    provenance=later if k == 2 else {})
+    whole = grokaudit.audit_path(root, by="wd", metrics=["emb_erank"])
+    _same(whole, audit_stream(root, by="wd", metrics=["emb_erank"], part_rows=700))
+    assert "SOURCE_DOWNSAMPLED" in whole.codes
+    assert whole.to_dict()["input"]["provenance"]["downsampled_runs"] == runs[-4:]
+    last = sorted(root.rglob("*.parquet"))[-1]
+    t = pq.read_table(last)
+    pq.write_table(t.replace_schema_metadata({b"grokaudit": b"[1, 2]"}), last)
+    for audit in (lambda: grokaudit.audit_path(root, by="wd"),
+                  lambda: audit_stream(root, by="wd")):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        assert exc.value.code == ErrorCode.PROVENANCE_MALFORMED
