@@ -66,11 +66,18 @@ def files_provenance(schemas: Sequence[pa.Schema], paths: Sequence[str]) -> dict
     checked (``PROVENANCE_MALFORMED`` names the file)."""
     provs = [provenance_of(sc, str(p)) for sc, p in zip(schemas, paths)]
     out = dict(provs[0]) if provs else {}
-    for p in provs[1:]:
-        for key in ("downsampled_runs", "findings", "warnings"):
-            extra = [v for v in (p.get(key) or []) if v not in (out.get(key) or [])]
-            if extra:
-                out[key] = [*(out.get(key) or []), *extra]
+    for key in ("downsampled_runs", "findings", "warnings"):
+        if not any(p.get(key) for p in provs[1:]):
+            continue
+        merged: list[Any] = []
+        seen: set[str] = set()  # each value once, by its JSON text (findings are objects)
+        for p in provs:
+            for v in p.get(key) or []:
+                k = json.dumps(v, sort_keys=True, default=str)
+                if k not in seen:
+                    seen.add(k)
+                    merged.append(v)
+        out[key] = merged
     return out
 
 
