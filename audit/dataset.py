@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,14 +29,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .shards import PROVENANCE_KEY, files_provenance, release_arrow_memory, unreadable
+from .shards import (
+    PARQUET_FILE_SUFFIXES,
+    PROVENANCE_KEY,
+    WRITER_FILES,
+    files_provenance,
+    refuse_unread_beside_shards,
+    release_arrow_memory,
+    shard_files,
+    unreadable,
+    walk_files,
+)
 from .text import safe
 
 #: The folder name of a missing partition value (Spark, pyarrow).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-#: Files a dataset writer leaves beside its parts (Spark's markers, pyarrow's metadata files).
-_WRITER_FILES = {"_SUCCESS", "_common_metadata", "_metadata"}
-_PARQUET = (".parquet", ".pq")
+_PARQUET = PARQUET_FILE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -200,30 +207,6 @@ def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
     return types
 
 
-def _walk(root: Path) -> list[Path]:
-    """Every path under the folder ``root`` but its folders, in sorted order. A symbolic
-    link to a folder is followed, as pyarrow's dataset follows it (``wd=1/`` linked from
-    another disk is part of the log, never silently left out), except a link back to a
-    folder above it (a loop); a folder that cannot be listed is refused."""
-    out: list[Path] = []
-
-    def visit(d: Path, above: frozenset[str]) -> None:
-        try:
-            entries = list(d.iterdir())
-        except OSError as exc:
-            raise unreadable(d, "folder", exc) from None
-        for q in entries:
-            if q.is_dir():
-                real = os.path.realpath(q)
-                if real not in above:
-                    visit(q, above | {real})
-            else:
-                out.append(q)
-
-    visit(root, frozenset({os.path.realpath(root)}))
-    return sorted(out)
-
-
 def _folder_files(root: Path) -> tuple[list[Path], bool]:
     """The Parquet files of a folder, and whether it is a folder of shards: the loader's
     shards (the top level only, as :func:`~grokaudit.schema.read_arrow` lists them) when it
@@ -235,12 +218,13 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
         raise _not_streamable(root, "a RunLogger folder is read whole (its reader reports "
                                     "what a kill cut short)")
     if is_canonical(root):
-        return sorted(q for q in root.iterdir() if q.suffix in _PARQUET), True
+        refuse_unread_beside_shards(root)  # as the loader refuses it
+        return shard_files(root), True
     files = []
-    for q in _walk(root):
+    for q in walk_files(root):
         rel = q.relative_to(root)
         if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
-                or q.name in _WRITER_FILES or q.suffix.lower() == ".crc":
+                or q.name in WRITER_FILES or q.suffix.lower() == ".crc":
             continue
         if q.suffix.lower() not in _PARQUET:
             raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which is "

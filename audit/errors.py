@@ -28,6 +28,7 @@ class ErrorCode(str, Enum):
     DATABASE_LOCKED = "DATABASE_LOCKED"
     NO_SHARDS = "NO_SHARDS"
     SHARDS_INCOMPATIBLE = "SHARDS_INCOMPATIBLE"
+    UNREAD_FILES = "UNREAD_FILES"  #: a folder of shards also holds logs it would not read
     PROVENANCE_MALFORMED = "PROVENANCE_MALFORMED"
     # -- columns and values ------------------------------------------------------------------
     MISSING_COLUMN = "MISSING_COLUMN"

@@ -63,8 +63,10 @@ def declared(path: str | os.PathLike[str]) -> Declared | None:
     ``path`` holds no readable Parquet footer (another format: nothing is declared)."""
     p = Path(path)
     if p.is_dir():
-        files = sorted(q for q in p.rglob("*") if q.suffix.lower() in PARQUET_SUFFIXES
-                       and q.is_file())
+        from .shards import walk_files
+
+        # every Parquet file under it, partition folders linked from elsewhere included
+        files = [q for q in walk_files(p) if q.suffix.lower() in PARQUET_SUFFIXES]
     elif p.is_file() and _is_parquet(p):
         files = [p]
     else:

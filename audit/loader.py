@@ -169,7 +169,9 @@ def is_canonical(p: Path) -> bool:
 
         if is_run_folder(p):
             return True
-        shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
+        from .shards import shard_files
+
+        shards = shard_files(p)
         return bool(shards) and _canonical_columns(shards[0])
     # JSON lines always go through the table reader: records without a step (a config record,
     # a summary record) are set aside there whatever the first record holds

@@ -41,7 +41,9 @@ from .shards import (
     parquet_columns,
     provenance_of,
     read_parquet,
+    refuse_unread_beside_shards,
     release_arrow_memory,
+    shard_files,
     unreadable,
 )
 from .text import safe
@@ -102,11 +104,12 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
 
         if is_run_folder(p):  # a RunLogger folder: also reports what a kill cut short
             return read_run_folder(p)
-        shards = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq"))
+        shards = shard_files(p)
         if not shards:
             raise LogFormatError(
                 "directory holds no .parquet files; pass a file, or convert the logs with "
                 "`grokaudit convert`", path=str(p), code=ErrorCode.NO_SHARDS)
+        refuse_unread_beside_shards(p)
         tables = [read_arrow(q) for q in shards]
         try:
             # numbers widened to their common type (a float32 shard beside a float64 one, an

@@ -9,6 +9,7 @@ never reaches back into ``schema``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,70 @@ from .text import safe
 
 #: The schema metadata key under which every grokaudit table carries its provenance (JSON).
 PROVENANCE_KEY = b"grokaudit"
+#: The suffixes of a folder's Parquet files (any case: ``part-0.PARQUET`` is one).
+PARQUET_FILE_SUFFIXES = (".parquet", ".pq")
+#: Files a dataset writer leaves beside its parts (Spark's markers, pyarrow's metadata files).
+WRITER_FILES = frozenset({"_SUCCESS", "_common_metadata", "_metadata"})
+#: Logs in the other canonical formats: a folder of shards that holds one is refused.
+_OTHER_LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")
+
+
+def walk_files(root: Path) -> list[Path]:
+    """Every file under the folder ``root``, in sorted order. A symbolic link to a folder is
+    followed, as pyarrow's dataset reader follows it (``wd=1/`` linked from another disk is
+    part of the log, never silently left out), except a link back to a folder above it (a
+    loop); a folder that cannot be listed is refused (``FILE_UNREADABLE``). Dangling links are
+    left out (nothing can read them)."""
+    out: list[Path] = []
+
+    def visit(d: Path, above: frozenset[str]) -> None:
+        try:
+            entries = list(d.iterdir())
+        except OSError as exc:
+            raise unreadable(d, "folder", exc) from None
+        for q in entries:
+            if q.is_dir():
+                real = os.path.realpath(q)
+                if real not in above:
+                    visit(q, above | {real})
+            elif q.is_file():
+                out.append(q)
+
+    visit(root, frozenset({os.path.realpath(root)}))
+    return sorted(out)
+
+
+def shard_files(folder: Path) -> list[Path]:
+    """The Parquet shards of a folder read as a folder of shards: its top-level ``.parquet``
+    and ``.pq`` files (any case), sorted by name."""
+    return sorted(q for q in folder.iterdir() if q.suffix.lower() in PARQUET_FILE_SUFFIXES)
+
+
+def refuse_unread_beside_shards(folder: Path) -> None:
+    """A folder of shards reads its top-level Parquet files only: refuse one that also holds
+    a log it would leave out — a file in another log format, or Parquet parts (or other logs)
+    in a folder below — rather than audit part of it in silence (``UNREAD_FILES``). Hidden
+    files, a writer's marker files and other files (a config, notes) are not logs."""
+    for q in sorted(folder.iterdir()):
+        if q.name.startswith(".") or q.name in WRITER_FILES:
+            continue
+        if q.suffix.lower() in PARQUET_FILE_SUFFIXES:
+            continue  # a shard (a folder so named is read as one)
+        found: Path | None = None
+        if q.is_file() and q.suffix.lower() in _OTHER_LOG_SUFFIXES:
+            found = q
+        elif q.is_dir():
+            found = next((r for r in walk_files(q)
+                          if r.suffix.lower() in (*PARQUET_FILE_SUFFIXES, *_OTHER_LOG_SUFFIXES)
+                          and not any(part.startswith(".")
+                                      for part in r.relative_to(folder).parts)), None)
+        if found is not None:
+            rel = found.relative_to(folder).as_posix()
+            raise LogFormatError(
+                f"the folder's top-level Parquet files are read as its shards, and it also "
+                f"holds {safe(rel)!r}, which they would leave out; move the other logs out of "
+                "the folder, or pass each one as its own input (several inputs are merged by "
+                "run)", path=str(folder), code=ErrorCode.UNREAD_FILES)
 
 
 def provenance_of(schema: pa.Schema, path: str | None = None) -> dict[str, Any]:

@@ -73,7 +73,10 @@ def input_files(paths: Sequence[str], stop: threading.Event | None = None
         if p.is_file():
             files = [p]
         elif p.is_dir():
-            files = sorted(q for q in p.rglob("*") if q.is_file() and not q.is_symlink())
+            from .shards import walk_files
+
+            # what the readers read: linked files and folders included (loops left out)
+            files = walk_files(p)
         else:
             continue
         for q in files:

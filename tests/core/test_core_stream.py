@@ -440,8 +440,19 @@ def test_a_folder_is_read_file_for_file_as_in_memory(tmp_path: Path, layout: str
              "empty_shard": ("a.parquet", "b.parquet")}[layout]
     _write(a, root / names[0], 40)
     _write(b.iloc[:0] if layout == "empty_shard" else b, root / names[1], 40)
+    if layout == "top_and_sub":
+        # the top-level file makes it a folder of shards, which would leave sub/ out: refused
+        # on both paths, never half the runs audited in silence
+        for audit in (lambda: grokaudit.audit_path(root, by="wd"),
+                      lambda: audit_stream(root, by="wd", part_rows=40)):
+            with pytest.raises(LogFormatError) as exc:
+                audit()
+            assert exc.value.code == ErrorCode.UNREAD_FILES
+        return
     whole = grokaudit.audit_path(root, by="wd")
     _same(whole, audit_stream(root, by="wd", part_rows=40))
+    read = 4 if layout == "empty_shard" else 8  # a .PARQUET shard is read, as in hive folders
+    assert whole.to_dict()["input"]["runs_read"] == read
 
 
 def test_part_rows_must_be_a_whole_number_of_rows(tmp_path: Path) -> None:
