@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,6 +164,10 @@ def _not_streamable(path: Path, why: str) -> LogFormatError:
                           path=str(path), code=ErrorCode.FORMAT_MISMATCH)
 
 
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
 def partition_value(raw: str) -> Any:
     """The value a hive partition folder's name gives (``wd=0.1`` → 0.1), as pyarrow and
     Spark write them: percent-escapes decoded; a number when it reads as a finite number (an
@@ -171,13 +176,15 @@ def partition_value(raw: str) -> Any:
     text = urllib.parse.unquote(raw)
     if text == HIVE_NULL or text.lower() == "nan":
         return None
-    try:
-        x = float(text)
-    except ValueError:
+    # a number written in ASCII digits only: Python's float() also takes "2024_01" (202401)
+    # and other scripts' digits, which pyarrow keeps as text
+    if not _NUMBER.fullmatch(text):
         return text
-    if not math.isfinite(x) or text.strip() != text or not text:
-        return text
-    return int(x) if x.is_integer() and text.lstrip("+-").isdigit() else x
+    if _INTEGER.fullmatch(text):
+        n = int(text)  # exact: a 20-digit seed is not rounded through a float
+        return n if -2**63 <= n < 2**63 else text
+    x = float(text)
+    return x if math.isfinite(x) else text
 
 
 def _partition_of(rel: Path) -> dict[str, Any]:

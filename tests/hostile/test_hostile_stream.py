@@ -118,3 +118,65 @@ def test_a_partition_folder_linked_from_elsewhere_is_read(tmp_path: Path, hive: 
     streamed = audit_stream(hive, by="wd", part_rows=50)
     assert whole.to_dict()["input"]["runs_read"] == n
     assert streamed.to_dict()["input"] == whole.to_dict()["input"]
+    # the trail names every file read, the linked arm's included, with its bytes' sha256
+    import hashlib
+
+    trail = {f["path"]: f["sha256"] for f in whole.to_dict()["trail"]["inputs"]}
+    linked = sorted((hive / arm.name).rglob("*.parquet"))
+    assert linked and all(trail[str(q)] == hashlib.sha256(q.read_bytes()).hexdigest()
+                          for q in linked)
+    from grokaudit.limits import declared
+
+    assert declared(hive) is not None and declared(hive).rows == len(sweep_df())  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("other", ["csv_beside", "parts_below", "jsonl_below"])
+def test_a_folder_of_shards_never_leaves_a_log_out_in_silence(tmp_path: Path,
+                                                              other: str) -> None:
+    """Top-level Parquet files make a folder of shards, which reads those files only: a log
+    beside them in another format, or parts in a folder below, would be left out. Refused on
+    every path (exit 2, UNREAD_FILES), never audited in part; a config or notes file beside the
+    shards is no log and stays allowed."""
+    df = sweep_df()
+    runs = sorted(df["run"].unique())
+    root = tmp_path / "shards"
+    root.mkdir()
+    half = df["run"].isin(runs[: len(runs) // 2])
+    pq.write_table(pa.Table.from_pandas(df[half], preserve_index=False), root / "a.parquet")
+    rest = df[~half]
+    if other == "csv_beside":
+        rest.to_csv(root / "b.csv", index=False)
+    elif other == "parts_below":
+        (root / "wd=9").mkdir()
+        pq.write_table(pa.Table.from_pandas(rest, preserve_index=False),
+                       root / "wd=9" / "part-0.parquet")
+    else:
+        (root / "more").mkdir()
+        rest.to_json(root / "more" / "b.jsonl", orient="records", lines=True)
+    for extra in ([], ["--stream"]):
+        expect_error(cli(["check", root, "--by", "wd", *extra]), "UNREAD_FILES")
+    expect_error(cli(["report", root, "--by", "wd", "-o", tmp_path / "r.html"]),
+                 "UNREAD_FILES")
+    (root / "b.csv").unlink(missing_ok=True)
+    for sub in ("wd=9", "more"):
+        if (root / sub).exists():
+            import shutil
+
+            shutil.rmtree(root / sub)
+    (root / "notes.yaml").write_text("who: me\n")
+    (root / "_SUCCESS").write_text("")
+    expect_audit(cli(["check", root, "--by", "wd", "-q"]))
+
+
+@pytest.mark.parametrize(("name", "value"), [("2024_01", "2024_01"), ("١", "١"),
+                                             ("12345678901234567891", "12345678901234567891"),
+                                             ("0.1", 0.1), ("01", 1), ("1e-3", 0.001)])
+def test_a_partition_value_is_a_number_only_when_written_as_one(name: str,
+                                                                value: object) -> None:
+    """Python's float() reads "2024_01" as 202401 and other scripts' digits as numbers, and a
+    20-digit seed rounds through a float: a partition folder's value keeps its text then, as
+    pyarrow keeps it, instead of a different value in silence."""
+    from grokaudit.dataset import partition_value
+
+    got = partition_value(name)
+    assert got == value and type(got) is type(value)
