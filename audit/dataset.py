@@ -246,11 +246,20 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
 def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
     schemas, metas = [], []
     for f in files:
+        if f.stat().st_size == 0:  # as the loader refuses it
+            raise LogFormatError("file is empty; there is nothing to audit", path=str(f),
+                                 code=ErrorCode.FILE_EMPTY)
         try:
             meta = pq.ParquetFile(f).metadata
             schemas.append(meta.schema.to_arrow_schema())
         except (OSError, pa.ArrowException) as exc:
             raise unreadable(f, "Parquet file", exc) from None
+        names = schemas[-1].names
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # as the loader refuses it
+            raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
+                                 "once; rename one", path=str(f), column=twice[0],
+                                 code=ErrorCode.DUPLICATE_COLUMN)
         metas.append(meta)
     return schemas, metas
 
@@ -342,9 +351,11 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
     try:
         ds = open_dataset(path)
     except LogFormatError as exc:
-        if exc.code == ErrorCode.PROVENANCE_MALFORMED:
+        if exc.code in (ErrorCode.PROVENANCE_MALFORMED, ErrorCode.FILE_EMPTY,
+                        ErrorCode.DUPLICATE_COLUMN):
             # the adapters would read the folder with no provenance at all (the runs its
-            # source downsampled, silently narrowed): refused, as --stream refuses it
+            # source downsampled, silently narrowed), or refuse a part in other words:
+            # refused, as --stream refuses it, with the same code
             raise
         return None
     if not _canonical_columns(ds.files[0]):

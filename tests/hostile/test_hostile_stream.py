@@ -180,3 +180,18 @@ def test_a_partition_value_is_a_number_only_when_written_as_one(name: str,
 
     got = partition_value(name)
     assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("damage", ["zero_bytes", "column_twice"])
+def test_a_damaged_part_gets_the_same_code_streamed_or_not(hive: Path, damage: str) -> None:
+    part = sorted(hive.rglob("*.parquet"))[1]
+    if damage == "zero_bytes":
+        part.write_bytes(b"")
+        want = "FILE_EMPTY"
+    else:
+        t = pq.read_table(part)
+        pq.write_table(pa.table([t.column(0), t.column(0), *t.columns[1:]],
+                                names=[t.column_names[0], *t.column_names]), part)
+        want = "DUPLICATE_COLUMN"
+    for extra in ([], ["--stream"]):
+        expect_error(cli(["check", hive, "--by", "wd", *extra]), want)
