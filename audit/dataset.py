@@ -243,6 +243,25 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     return files, False
 
 
+def _refuse_text_in_numeric_columns(files: Sequence[Path], schemas: Sequence[pa.Schema]
+                                    ) -> None:
+    """A part whose steps or accuracies are not numbers (text beside numbers in the other
+    parts) is refused as the in-memory validation refuses it (``BAD_COLUMN_TYPE``, naming the
+    file and the column), not as a folder the stream cannot read."""
+    for name, must in (("step", "integer optimizer steps"),
+                       ("test_acc", "accuracies in [0, 1] (or percent)"),
+                       ("train_acc", "accuracies in [0, 1] (or percent)")):
+        for f, sc in zip(files, schemas):
+            if name not in sc.names:
+                continue
+            t = sc.field(name).type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
+                    or (pa.types.is_boolean(t) and name != "step")):
+                raise LogFormatError(f"column {name!r} has type {t}; it must hold {must}",
+                                     path=str(f), column=name,
+                                     code=ErrorCode.BAD_COLUMN_TYPE)
+
+
 def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
     schemas, metas = [], []
     for f in files:
@@ -289,6 +308,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to "
                                  "one schema", path=str(root),
                                  code=ErrorCode.SHARDS_INCOMPATIBLE) from None
+        _refuse_text_in_numeric_columns(files, schemas)  # as the validation refuses them
         raise _not_streamable(root, f"its files have incompatible columns ({exc})") from None
     columns = tuple(unified.names)
     if "run" not in columns:

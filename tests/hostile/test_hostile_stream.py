@@ -195,3 +195,16 @@ def test_a_damaged_part_gets_the_same_code_streamed_or_not(hive: Path, damage: s
         want = "DUPLICATE_COLUMN"
     for extra in ([], ["--stream"]):
         expect_error(cli(["check", hive, "--by", "wd", *extra]), want)
+
+
+@pytest.mark.parametrize("column", ["step", "test_acc"])
+def test_text_in_one_parts_numeric_column_is_the_same_refusal_streamed(hive: Path,
+                                                                       column: str) -> None:
+    """One part holds its steps (or accuracies) as text: refused as a bad column type on both
+    paths, never "audit it without --stream" (which a log larger than memory cannot do)."""
+    part = sorted(hive.rglob("*.parquet"))[1]
+    t = pq.read_table(part)
+    i = t.column_names.index(column)
+    pq.write_table(t.set_column(i, column, t.column(column).cast(pa.string())), part)
+    for extra in ([], ["--stream"]):
+        expect_error(cli(["check", hive, "--by", "wd", *extra]), "BAD_COLUMN_TYPE")
