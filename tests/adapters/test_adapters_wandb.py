@@ -144,13 +144,33 @@ def small_offline(wandb_env: Path) -> Path:
                        [{"_step": s, "test_acc": s / 400} for s in range(400)])
 
 
+def _mid_record(data: bytes, target: int) -> int:
+    """An offset inside the payload of the first record (leveldb framing: 32 KiB blocks, 7-byte
+    heads, a block's last < 7 bytes padding) that ends after ``target``: a cut there always
+    leaves a partial record. (A cut at a record boundary or in a block's padding leaves a
+    shorter, whole log, which no reader can tell from one that ended there; where a fixed
+    fraction of the file falls depends on what wandb wrote, and it once fell on one.)"""
+    block = 32768
+    pos = 7  # the W&B file header
+    while True:
+        if block - pos % block < 7:
+            pos += block - pos % block  # padding
+            continue
+        length = struct.unpack_from("<H", data, pos + 4)[0]
+        end = pos + 7 + length
+        if end > target and length >= 2:
+            return pos + 7 + length // 2
+        pos = end
+
+
 def test_truncated_wandb_file_reported_with_offset(small_offline: Path, prov, codes) -> None:
     data = small_offline.read_bytes()
-    small_offline.write_bytes(data[: len(data) * 2 // 3])
+    cut = _mid_record(data, len(data) * 2 // 3)
+    small_offline.write_bytes(data[:cut])
     t = read_log(small_offline.parent)
     assert "SOURCE_TRUNCATED" in codes(t)
     f = next(x for x in prov(t)["findings"] if x["code"] == "SOURCE_TRUNCATED")
-    assert f["file"] == str(small_offline) and 0 < f["offset"] < len(data) * 2 // 3
+    assert f["file"] == str(small_offline) and 0 < f["offset"] < cut
     assert 0 < t.num_rows < 400
 
 
