@@ -228,7 +228,8 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
         refuse_unread_beside_shards(root)  # as the loader refuses it
         return shard_files(root), True
     files = []
-    for q in walk_files(root):
+    # a partition folder it cannot list is refused; hidden folders are no part of the log
+    for q in walk_files(root, strict=True, hidden=False):
         rel = q.relative_to(root)
         if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
                 or q.name in WRITER_FILES or q.suffix.lower() == ".crc":

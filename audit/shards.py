@@ -30,28 +30,42 @@ WRITER_FILES = frozenset({"_SUCCESS", "_common_metadata", "_metadata"})
 _OTHER_LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")
 
 
-def walk_files(root: Path) -> list[Path]:
+def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list[Path]:
     """Every file under the folder ``root``, in sorted order. A symbolic link to a folder is
     followed, as pyarrow's dataset reader follows it (``wd=1/`` linked from another disk is
-    part of the log, never silently left out), except a link back to a folder above it (a
-    loop); a folder that cannot be listed is refused (``FILE_UNREADABLE``). Dangling links are
-    left out (nothing can read them)."""
+    part of the log, never silently left out), except a link to a folder on the path from the
+    file system's root to the folder being walked (``..``, ``.``, ``/``, the home folder: a
+    loop, or a walk out of the log). Dangling links are left out (nothing can read them). A
+    folder that cannot be listed is refused (``FILE_UNREADABLE``) with ``strict`` (the folders
+    a reader reads parts from), else skipped (a ``lost+found`` beside the log is none of it).
+    ``hidden=False`` does not enter folders whose names start with a dot (a reader that
+    ignores them need not list them)."""
     out: list[Path] = []
+    top = Path(os.path.realpath(root))
 
     def visit(d: Path, above: frozenset[str]) -> None:
         try:
             entries = list(d.iterdir())
         except OSError as exc:
-            raise unreadable(d, "folder", exc) from None
+            if strict:
+                raise unreadable(d, "folder", exc) from None
+            return
         for q in entries:
-            if q.is_dir():
+            try:
+                is_dir = q.is_dir()
+                is_file = not is_dir and q.is_file()
+            except OSError:  # a link we may not follow
+                continue
+            if is_dir:
+                if not hidden and q.name.startswith("."):
+                    continue
                 real = os.path.realpath(q)
-                if real not in above:
-                    visit(q, above | {real})
-            elif q.is_file():
+                if real not in above:  # (and not above a linked folder either)
+                    visit(q, above | {real, *(str(a) for a in Path(real).parents)})
+            elif is_file:
                 out.append(q)
 
-    visit(root, frozenset({os.path.realpath(root)}))
+    visit(root, frozenset({str(top), *(str(a) for a in top.parents)}))
     return sorted(out)
 
 
@@ -75,7 +89,7 @@ def refuse_unread_beside_shards(folder: Path) -> None:
         if q.is_file() and q.suffix.lower() in _OTHER_LOG_SUFFIXES:
             found = q
         elif q.is_dir():
-            found = next((r for r in walk_files(q)
+            found = next((r for r in walk_files(q, hidden=False)
                           if r.suffix.lower() in (*PARQUET_FILE_SUFFIXES, *_OTHER_LOG_SUFFIXES)
                           and not any(part.startswith(".")
                                       for part in r.relative_to(folder).parts)), None)

@@ -5,6 +5,7 @@ and exit 2 (never a traceback, never exit 1), and nothing of the input is change
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -208,3 +209,54 @@ def test_text_in_one_parts_numeric_column_is_the_same_refusal_streamed(hive: Pat
     pq.write_table(t.set_column(i, column, t.column(column).cast(pa.string())), part)
     for extra in ([], ["--stream"]):
         expect_error(cli(["check", hive, "--by", "wd", *extra]), "BAD_COLUMN_TYPE")
+
+
+def _shards(root: Path) -> Path:
+    df = sweep_df()
+    runs = sorted(df["run"].unique())
+    root.mkdir(parents=True)
+    for k, part in enumerate((runs[: len(runs) // 2], runs[len(runs) // 2:])):
+        pq.write_table(pa.Table.from_pandas(df[df["run"].isin(part)], preserve_index=False),
+                       root / f"shard-{k}-of-2.parquet")
+    return root
+
+
+@pytest.mark.parametrize("link", ["parent", "grandparent", "itself"])
+def test_a_link_out_of_the_folder_never_reads_the_folders_around_it(tmp_path: Path,
+                                                                    link: str) -> None:
+    """A link inside the log to a folder above it (``..``, ``/``, the home folder) or to
+    itself is not followed: a sibling experiment is not read into this one (nor refused as a
+    log left out), and the trail hashes none of its files."""
+    import os
+
+    import grokaudit
+
+    exp1, exp2 = _shards(tmp_path / "logs" / "exp1"), _shards(tmp_path / "logs" / "exp2")
+    (exp1 / "notes").mkdir()
+    target = {"parent": "..", "grandparent": "../..", "itself": "."}[link]
+    os.symlink(target, exp1 / "notes" / "up")
+    res = grokaudit.audit_path(exp1, by="wd")
+    assert res.to_dict()["input"]["runs_read"] == sweep_df()["run"].nunique()
+    hashed = [f["path"] for f in res.to_dict()["trail"]["inputs"]]
+    assert hashed and not any(str(exp2) in p or "/up/" in p for p in hashed)
+
+
+def test_a_folder_beside_the_log_that_cannot_be_listed_is_none_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``lost+found`` (or another user's ``.Trash``) in the log's folder cannot be listed:
+    no reader reads it, so the audit runs as before instead of refusing the log."""
+    import grokaudit
+
+    root = _shards(tmp_path / "d")
+    for name in ("lost+found", ".Trash-1000"):
+        (root / name).mkdir()
+    real = Path.iterdir
+
+    def iterdir(self: Path) -> Any:
+        if self.name in ("lost+found", ".Trash-1000"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    res = grokaudit.audit_path(root, by="wd")
+    assert res.to_dict()["input"]["runs_read"] == sweep_df()["run"].nunique()
