@@ -1028,8 +1028,10 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
         if conflicting.size:
             if on_duplicate == "error":
                 ex = [f"{g.run_at(int(i))}@{step[i]}" for i in conflicting[:3]]
+                # a part of a log read in parts counts its own rows only: a lower bound
+                count = f"at least {conflicting.size}" if may_keep_none else conflicting.size
                 raise LogFormatError(
-                    f"{conflicting.size} duplicate (run, step) rows with different values "
+                    f"{count} duplicate (run, step) rows with different values "
                     f"(first: {safe(', '.join(ex))}); pass --on-duplicate first|last to choose",
                     path=path, column="step", code=ErrorCode.DUPLICATE_ROWS)
             # rows of one (run, step) are consecutive: keep the first or the last of each group

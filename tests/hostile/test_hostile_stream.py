@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -260,3 +261,32 @@ def test_a_folder_beside_the_log_that_cannot_be_listed_is_none_of_it(
     monkeypatch.setattr(Path, "iterdir", iterdir)
     res = grokaudit.audit_path(root, by="wd")
     assert res.to_dict()["input"]["runs_read"] == sweep_df()["run"].nunique()
+
+
+def test_a_streamed_duplicate_count_is_never_printed_as_the_whole_logs(tmp_path: Path) -> None:
+    """Conflicting duplicate rows in several runs, read in parts: the part that refuses
+    counts its own rows only, so its count is said as a lower bound ("at least"), never as the
+    log's count (which is larger here)."""
+    import re
+
+    import grokaudit
+    from grokaudit.errors import LogFormatError
+    from grokaudit.stream import audit_stream
+
+    df = sweep_df()
+    runs = sorted(df["run"].unique())
+    dup = df[df["run"].isin(runs[:3])].groupby("run").head(2).copy()
+    dup["test_acc"] = dup["test_acc"] + 0.01
+    log = tmp_path / "log.parquet"
+    both = pa.Table.from_pandas(pd.concat([df, dup]).sort_values(["run", "step"], kind="stable"),
+                                preserve_index=False)
+    pq.write_table(both, log, row_group_size=50)
+    with pytest.raises(LogFormatError) as whole:
+        grokaudit.audit_path(log, by="wd")
+    with pytest.raises(LogFormatError) as parts:
+        audit_stream(log, by="wd", part_rows=50)
+    assert whole.value.code == parts.value.code == "DUPLICATE_ROWS"
+    n_whole = int(re.search(r"(\d+) duplicate", str(whole.value)).group(1))  # type: ignore[union-attr]
+    m = re.search(r"(at least )?(\d+) duplicate", str(parts.value))
+    assert n_whole == 2 * 3 and m is not None and int(m.group(2)) < n_whole
+    assert m.group(1)  # a part's count is a bound
