@@ -34,7 +34,9 @@ from .shards import (
     PARQUET_FILE_SUFFIXES,
     PROVENANCE_KEY,
     WRITER_FILES,
+    empty_file,
     files_provenance,
+    refuse_columns_twice,
     refuse_unread_beside_shards,
     release_arrow_memory,
     shard_files,
@@ -45,7 +47,6 @@ from .text import safe
 
 #: The folder name of a missing partition value (Spark, pyarrow).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-_PARQUET = PARQUET_FILE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
         if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
                 or q.name in WRITER_FILES or q.suffix.lower() == ".crc":
             continue
-        if q.suffix.lower() not in _PARQUET:
+        if q.suffix.lower() not in PARQUET_FILE_SUFFIXES:
             raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which is "
                                         "not a Parquet part (config files and other formats "
                                         "are read by the adapters)")
@@ -249,37 +250,29 @@ def _refuse_text_in_numeric_columns(files: Sequence[Path], schemas: Sequence[pa.
     """A part whose steps or accuracies are not numbers (text beside numbers in the other
     parts) is refused as the in-memory validation refuses it (``BAD_COLUMN_TYPE``, naming the
     file and the column), not as a folder the stream cannot read."""
-    for name, must in (("step", "integer optimizer steps"),
-                       ("test_acc", "accuracies in [0, 1] (or percent)"),
-                       ("train_acc", "accuracies in [0, 1] (or percent)")):
+    from .schema import MUST_HOLD, bad_column_type
+
+    for name in MUST_HOLD:
         for f, sc in zip(files, schemas):
             if name not in sc.names:
                 continue
             t = sc.field(name).type
             if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
                     or (pa.types.is_boolean(t) and name != "step")):
-                raise LogFormatError(f"column {name!r} has type {t}; it must hold {must}",
-                                     path=str(f), column=name,
-                                     code=ErrorCode.BAD_COLUMN_TYPE)
+                raise bad_column_type(name, t, f)
 
 
 def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
     schemas, metas = [], []
     for f in files:
         if f.stat().st_size == 0:  # as the loader refuses it
-            raise LogFormatError("file is empty; there is nothing to audit", path=str(f),
-                                 code=ErrorCode.FILE_EMPTY)
+            raise empty_file(f)
         try:
             meta = pq.ParquetFile(f).metadata
             schemas.append(meta.schema.to_arrow_schema())
         except (OSError, pa.ArrowException) as exc:
             raise unreadable(f, "Parquet file", exc) from None
-        names = schemas[-1].names
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:  # as the loader refuses it
-            raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
-                                 "once; rename one", path=str(f), column=twice[0],
-                                 code=ErrorCode.DUPLICATE_COLUMN)
+        refuse_columns_twice(schemas[-1].names, f)  # as the loader refuses it
         metas.append(meta)
     return schemas, metas
 
@@ -296,7 +289,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     shards = False
     if root.is_file():
         files = [root]
-        if root.suffix.lower() not in _PARQUET:
+        if root.suffix.lower() not in PARQUET_FILE_SUFFIXES:
             raise _not_streamable(root, "not a Parquet file (only a canonical Parquet file or "
                                         "a folder of them is read in parts)")
     else:

@@ -26,8 +26,6 @@ from .text import safe
 DEFAULT_MAX_ROWS = 10_000_000
 #: Default cap on the columns an input may declare.
 DEFAULT_MAX_COLUMNS = 10_000
-#: The suffixes of Parquet files counted under a folder.
-PARQUET_SUFFIXES = (".parquet", ".pq")
 _MAGIC = b"PAR1"
 
 
@@ -63,10 +61,10 @@ def declared(path: str | os.PathLike[str]) -> Declared | None:
     ``path`` holds no readable Parquet footer (another format: nothing is declared)."""
     p = Path(path)
     if p.is_dir():
-        from .shards import walk_files
+        from .shards import PARQUET_FILE_SUFFIXES, walk_files  # (pyarrow: only when used)
 
         # every Parquet file under it, partition folders linked from elsewhere included
-        files = [q for q in walk_files(p) if q.suffix.lower() in PARQUET_SUFFIXES]
+        files = [q for q in walk_files(p) if q.suffix.lower() in PARQUET_FILE_SUFFIXES]
     elif p.is_file() and _is_parquet(p):
         files = [p]
     else:

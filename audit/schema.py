@@ -37,6 +37,7 @@ from .roles import (
 )
 from .shards import PROVENANCE_KEY as PROVENANCE_KEY
 from .shards import (
+    empty_file,
     files_provenance,
     parquet_columns,
     provenance_of,
@@ -131,8 +132,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
             ".jsonl (other formats: `grokaudit convert`)", path=str(p),
             code=ErrorCode.UNKNOWN_FILE_TYPE)
     if p.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to audit", path=str(p),
-                             code=ErrorCode.FILE_EMPTY)
+        raise empty_file(p)
     try:
         if kind == "parquet":
             names = parquet_columns(p)
@@ -302,6 +302,19 @@ def _first_examples(values: Sequence[Any], k: int = 3) -> str:
     return ", ".join(repr(v) for v in vals) + (", …" if len(values) > k else "")
 
 
+#: What each required numeric column holds: the words of its type refusal.
+MUST_HOLD = {"step": "integer optimizer steps",
+             **{a: "accuracies in [0, 1] (or percent)" for a in ACCURACY_COLUMNS}}
+
+
+def bad_column_type(name: str, t: pa.DataType, path: str | Path | None) -> LogFormatError:
+    """The refusal of the required column ``name`` (``step``, an accuracy) stored as type
+    ``t``, which cannot hold it (``BAD_COLUMN_TYPE``)."""
+    return LogFormatError(f"column {name!r} has type {t}; it must hold {MUST_HOLD[name]}",
+                          path=None if path is None else str(path), column=name,
+                          code=ErrorCode.BAD_COLUMN_TYPE)
+
+
 def _numeric(col: pa.ChunkedArray) -> bool:
     return _numeric_type(col.type)
 
@@ -374,9 +387,7 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
                                  column="step", code=ErrorCode.NON_INTEGER_STEP)
         return sf.astype(np.int64)
     if pa.types.is_boolean(col.type) or pa.types.is_null(col.type):
-        raise LogFormatError(f"column 'step' has type {col.type}; it must hold integer "
-                             "optimizer steps", path=path, column="step",
-                             code=ErrorCode.BAD_COLUMN_TYPE)
+        raise bad_column_type("step", col.type, path)
     if len(col) and pa.types.is_unsigned_integer(col.type):
         hi = pc.max(col).as_py()
         if hi is not None and hi > STEP_MAX:
@@ -642,8 +653,26 @@ class _Columns:
             release_arrow_memory()  # Arrow's allocator would keep the freed pages
 
 
-#: Rows compared at a time by :meth:`_Rows.first_change`.
+#: Rows compared at a time by :func:`_first_change_in`.
 _CHANGE_BLOCK = 1 << 18
+
+
+def _first_change_in(v: np.ndarray, same_run: np.ndarray, nan_equal: bool) -> int:
+    """Index in ``v`` of the first row whose value differs from the row before where
+    ``same_run`` (``len(v) − 1`` flags: row i+1 is in row i's run) says they share a run
+    (NaN equal to NaN with ``nan_equal``); −1 when none. Read in blocks of rows, stopping at
+    the first block with a change (the temporaries stay small; a per-step series usually
+    changes in its first block)."""
+    n = int(v.shape[0])
+    for lo in range(1, n, _CHANGE_BLOCK):
+        hi = min(n, lo + _CHANGE_BLOCK)
+        a, b = v[lo:hi], v[lo - 1:hi - 1]
+        neq = (a != b) & same_run[lo - 1:hi - 1]
+        if nan_equal and neq.any():
+            neq &= ~(np.isnan(a) & np.isnan(b))
+        if neq.any():
+            return lo + int(np.argmax(neq))
+    return -1
 
 
 @dataclass(eq=False)
@@ -682,18 +711,8 @@ class _Rows:
 
     def first_change(self, v: np.ndarray, nan_equal: bool) -> int:
         """Index of the first row whose value differs from the row before in the same run;
-        −1 when every run is constant. Read in blocks of rows, stopping at the first block
-        with a change: a per-step series usually changes in its first block."""
-        n = int(v.shape[0])
-        for lo in range(1, n, _CHANGE_BLOCK):
-            hi = min(n, lo + _CHANGE_BLOCK)
-            a, b = v[lo:hi], v[lo - 1:hi - 1]
-            neq = (a != b) & self.same_run[lo - 1:hi - 1]
-            if nan_equal and neq.any():
-                neq &= ~(np.isnan(a) & np.isnan(b))
-            if neq.any():
-                return lo + int(np.argmax(neq))
-        return -1
+        −1 when every run is constant (:func:`_first_change_in`)."""
+        return _first_change_in(v, self.same_run, nan_equal)
 
 
 def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
@@ -724,14 +743,9 @@ def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
         if prev is not None and same_run[o - 1] and prev != v[0] \
                 and not (prev != prev and v[0] != v[0]):
             return o
-        for lo in range(1, n, _CHANGE_BLOCK):  # in blocks: the temporaries stay small
-            hi = min(n, lo + _CHANGE_BLOCK)
-            a, b = v[lo:hi], v[lo - 1:hi - 1]
-            neq = (a != b) & same_run[o + lo - 1:o + hi - 1]
-            if v.dtype.kind == "f" and neq.any():
-                neq &= ~(np.isnan(a) & np.isnan(b))
-            if neq.any():
-                return o + lo + int(np.argmax(neq))
+        k = _first_change_in(v, same_run[o:o + n - 1], v.dtype.kind == "f")
+        if k >= 0:
+            return o + k
         prev = v[-1]
         o += n
     return -1
@@ -772,9 +786,7 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     table.done("run")  # the codes and the dictionary are what the stages read of it
     step_col = table.column("step")
     if not _numeric(step_col):
-        raise LogFormatError(f"column 'step' has type {step_col.type}; it must hold integer "
-                             "optimizer steps", path=path, column="step",
-                             code=ErrorCode.BAD_COLUMN_TYPE)
+        raise bad_column_type("step", step_col.type, path)
     if step_col.null_count:
         raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
                              "needs a step (drop those rows or fill them)", path=path,
@@ -846,9 +858,7 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
             continue
         c = g.columns.column(name)
         if not _numeric(c):
-            raise LogFormatError(f"column {name!r} has type {c.type}; it must hold accuracies "
-                                 "in [0, 1] (or percent)", path=path, column=name,
-                                 code=ErrorCode.BAD_COLUMN_TYPE)
+            raise bad_column_type(name, c.type, path)
         raw = g.col(name)
         del c
         g.columns.done(name)

@@ -168,15 +168,26 @@ def release_arrow_memory() -> None:
     pa.default_memory_pool().release_unused()
 
 
-def parquet_columns(p: Path) -> list[str]:
-    """The column names of the Parquet file ``p``, from its footer; a name that appears twice
-    is refused (``DUPLICATE_COLUMN``)."""
-    names: list[str] = pq.read_schema(p).names
-    twice = sorted({n for n in names if names.count(n) > 1})
+def empty_file(p: Path) -> LogFormatError:
+    """The refusal of a file of no bytes (``FILE_EMPTY``)."""
+    return LogFormatError("file is empty; there is nothing to audit", path=str(p),
+                          code=ErrorCode.FILE_EMPTY)
+
+
+def refuse_columns_twice(names: Sequence[str], p: Path) -> None:
+    """A column name that appears twice in the file ``p`` is refused (``DUPLICATE_COLUMN``)."""
+    twice = sorted({n for n in names if list(names).count(n) > 1})
     if twice:
         raise LogFormatError(f"column(s) {[safe(n) for n in twice]} appear more than "
                              "once; rename one", path=str(p), column=twice[0],
                              code=ErrorCode.DUPLICATE_COLUMN)
+
+
+def parquet_columns(p: Path) -> list[str]:
+    """The column names of the Parquet file ``p``, from its footer; a name that appears twice
+    is refused (``DUPLICATE_COLUMN``)."""
+    names: list[str] = pq.read_schema(p).names
+    refuse_columns_twice(names, p)
     return names
 
 
@@ -208,8 +219,7 @@ def read_shard(p: Path) -> pa.Table:
         raise LogFormatError("a folder named as a Parquet file; read it as its own path",
                              path=str(p), code=ErrorCode.FILE_UNREADABLE)
     if p.stat().st_size == 0:
-        raise LogFormatError("file is empty; there is nothing to audit", path=str(p),
-                             code=ErrorCode.FILE_EMPTY)
+        raise empty_file(p)
     try:
         return read_parquet(p, parquet_columns(p))
     except LogFormatError:
