@@ -80,26 +80,24 @@ def refuse_unread_beside_shards(folder: Path) -> None:
     a log it would leave out — a file in another log format, or Parquet parts (or other logs)
     in a folder below — rather than audit part of it in silence (``UNREAD_FILES``). Hidden
     files, a writer's marker files and other files (a config, notes) are not logs."""
-    for q in sorted(folder.iterdir()):
-        if q.name.startswith(".") or q.name in WRITER_FILES:
-            continue
-        if q.suffix.lower() in PARQUET_FILE_SUFFIXES:
-            continue  # a shard (a folder so named is read as one)
-        found: Path | None = None
-        if q.is_file() and q.suffix.lower() in _OTHER_LOG_SUFFIXES:
-            found = q
-        elif q.is_dir():
-            found = next((r for r in walk_files(q, hidden=False)
-                          if r.suffix.lower() in (*PARQUET_FILE_SUFFIXES, *_OTHER_LOG_SUFFIXES)
-                          and not any(part.startswith(".")
-                                      for part in r.relative_to(folder).parts)), None)
-        if found is not None:
-            rel = found.relative_to(folder).as_posix()
-            raise LogFormatError(
-                f"the folder's top-level Parquet files are read as its shards, and it also "
-                f"holds {safe(rel)!r}, which they would leave out; move the other logs out of "
-                "the folder, or pass each one as its own input (several inputs are merged by "
-                "run)", path=str(folder), code=ErrorCode.UNREAD_FILES)
+    logs = (*PARQUET_FILE_SUFFIXES, *_OTHER_LOG_SUFFIXES)
+    # one walk of the folder (its loop guard: a link to it or above it is not followed)
+    found: Path | None = None
+    for r in walk_files(folder, hidden=False):
+        top, *below = r.relative_to(folder).parts
+        if any(part.startswith(".") for part in (top, *below)) or top in WRITER_FILES \
+                or Path(top).suffix.lower() in PARQUET_FILE_SUFFIXES:
+            continue  # hidden, a writer's marker, a shard (a folder so named is read as one)
+        if r.suffix.lower() in (logs if below else _OTHER_LOG_SUFFIXES):
+            found = r  # sorted: the first such file
+            break
+    if found is not None:
+        rel = found.relative_to(folder).as_posix()
+        raise LogFormatError(
+            f"the folder's top-level Parquet files are read as its shards, and it also "
+            f"holds {safe(rel)!r}, which they would leave out; move the other logs out of "
+            "the folder, or pass each one as its own input (several inputs are merged by "
+            "run)", path=str(folder), code=ErrorCode.UNREAD_FILES)
 
 
 def provenance_of(schema: pa.Schema, path: str | None = None) -> dict[str, Any]:

@@ -222,7 +222,8 @@ def _shards(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("link", ["parent", "grandparent", "itself"])
+@pytest.mark.parametrize("link", ["parent", "grandparent", "itself", "top_parent",
+                                  "top_itself"])
 def test_a_link_out_of_the_folder_never_reads_the_folders_around_it(tmp_path: Path,
                                                                     link: str) -> None:
     """A link inside the log to a folder above it (``..``, ``/``, the home folder) or to
@@ -234,8 +235,11 @@ def test_a_link_out_of_the_folder_never_reads_the_folders_around_it(tmp_path: Pa
 
     exp1, exp2 = _shards(tmp_path / "logs" / "exp1"), _shards(tmp_path / "logs" / "exp2")
     (exp1 / "notes").mkdir()
-    target = {"parent": "..", "grandparent": "../..", "itself": "."}[link]
-    os.symlink(target, exp1 / "notes" / "up")
+    # a link in a subfolder, or beside the shards themselves
+    where = exp1 if link.startswith("top_") else exp1 / "notes"
+    target = {"parent": "..", "grandparent": "../..", "itself": ".", "top_parent": "..",
+              "top_itself": "."}[link]
+    os.symlink(target, where / "up")
     res = grokaudit.audit_path(exp1, by="wd")
     assert res.to_dict()["input"]["runs_read"] == sweep_df()["run"].nunique()
     hashed = [f["path"] for f in res.to_dict()["trail"]["inputs"]]
