@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import click
 
-from .errors import ErrorCode, GrokauditError, flag_spelling
+from .errors import ConfigError, ErrorCode, GrokauditError, flag_spelling
 from .options import (
     acc_scale_options,
     audit_options,
@@ -351,6 +351,16 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
 # grokaudit check
 # ------------------------------------------------------------------------------------------
 
+def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--stream`` and ``--part-rows`` (``check`` and ``report``)."""
+    f = click.option("--part-rows", "part_rows", type=int, default=None, metavar="N",
+                     help="with --stream: rows per part (default 2000000)")(f)
+    return click.option(
+        "--stream", is_flag=True,
+        help="read a canonical Parquet file or hive dataset folder part by part, with memory "
+             "bounded by the part: for logs larger than memory. The output is the same")(f)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @audit_options
@@ -370,12 +380,7 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
               help="where the per-run clocks are computed: threads of this process, or Ray "
                    "tasks over groups of runs (RAY_ADDRESS, else a local Ray instance; extra "
                    "`ray`). The output is the same")
-@click.option("--stream", is_flag=True,
-              help="read a canonical Parquet file or hive dataset folder part by part, with "
-                   "memory bounded by the part: for logs larger than memory. The output is "
-                   "the same")
-@click.option("--part-rows", "part_rows", type=int, default=None, metavar="N",
-              help="with --stream: rows per part (default 2000000)")
+@stream_options
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
           config_file: str | None, engine_name: str, stream: bool, part_rows: int | None,
@@ -405,9 +410,19 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     # Ray, when asked for, is started (or reached) once the outputs are known to be writable
     click.get_current_context().with_resource(engine(engine_name))
     if stream or part_rows is not None:
-        result = _streamed(paths, params, cfg, part_rows, stream, report_out, sensitivity)
+        if sensitivity:
+            raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
+                              "it (its reruns need the whole log)", option="--stream",
+                              code=ErrorCode.INVALID_OPTION)
+        result, trajectories = _streamed(paths, params, cfg, part_rows, stream)
         result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
-        emit(result, lambda: _render(result, verbose), json_out=outs["json"], quiet=quiet)
+        if outs["report"] is not None:
+            from .html_report import write_report
+
+            write_report(result, trajectories, outs["report"],
+                         progress=progress_printer("report"))
+        emit(result, lambda: _with_report(_render(result, verbose), outs["report"]),
+             json_out=outs["json"], quiet=quiet)
         return
     # the trail's sha256 of each input is computed while the audit reads it
     hashes = click.get_current_context().with_resource(HashAhead(_inputs(paths, config_file)))
@@ -430,18 +445,10 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
         write_report(result, log, outs["report"], progress=progress_printer("report"))
 
-    def render() -> str:
-        from .printing import render as print_result
-
-        text = print_result(sens if sens is not None else result, verbose=verbose)
-        if outs["report"] is not None:
-            # said on the result line itself, so that -q (which prints only that line) says it
-            lines = text.rstrip("\n").split("\n")
-            lines[-1] += f" · report written to {safe(outs['report'].path)}"
-            text = "\n".join(lines) + "\n"
-        return text
-
-    emit(sens if sens is not None else result, render, json_out=outs["json"], quiet=quiet)
+    emit(sens if sens is not None else result,
+         lambda: _with_report(_render(sens if sens is not None else result, verbose),
+                              outs["report"]),
+         json_out=outs["json"], quiet=quiet)
 
 
 def _render(result: Any, verbose: bool) -> str:
@@ -450,28 +457,43 @@ def _render(result: Any, verbose: bool) -> str:
     return render(result, verbose=verbose)
 
 
-def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_rows: int | None,
-              stream: bool, report_out: str | None, sensitivity: bool) -> Any:
-    """``check --stream``: the audit of one canonical Parquet file or dataset folder, part
-    by part (:func:`grokaudit.stream.audit_stream`)."""
-    from .errors import ConfigError, ErrorCode
-    from .stream import PART_ROWS, audit_stream
+def _with_report(text: str, report: Any) -> str:
+    """``text`` with the report's path said on its result line (so that -q, which prints only
+    that line, says it too)."""
+    if report is None:
+        return text
+    lines = text.rstrip("\n").split("\n")
+    lines[-1] += f" · report written to {safe(report.path)}"
+    return "\n".join(lines) + "\n"
 
+
+def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_rows: int | None,
+              stream: bool, command: str = "check") -> tuple[Any, Any]:
+    """``--stream``: the audit of one canonical Parquet file or dataset folder, part by part,
+    and its trajectories for a report (:func:`grokaudit.stream.audit_stream_with_trajectories`).
+    """
+    from .stream import PART_ROWS, audit_stream_with_trajectories
+
+    _stream_refusals(paths, params, stream)
+    return audit_stream_with_trajectories(
+        paths[0], cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
+        progress=progress_printer(command))
+
+
+def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bool) -> None:
+    """What ``--stream`` is not for: ConfigError (exit 2) naming the first such option."""
     if not stream:
         raise ConfigError("--part-rows is the part size of --stream: add --stream, or drop "
                           "--part-rows", option="--part-rows", code=ErrorCode.INVALID_OPTION)
-    given = (("--report", report_out is not None), ("--sensitivity", sensitivity),
-             ("several paths", len(paths) > 1), ("--format", params.get("fmt")),
+    given = (("several paths", len(paths) > 1), ("--format", params.get("fmt")),
              ("--map", params.get("maps")), ("--run-from", params.get("run_from")),
              ("--cond", params.get("conds")))
     clash = [flag for flag, on in given if on]
     if clash:
-        raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder and "
-                          f"writes the result: {clash[0]} is not for it (the figures of "
-                          "--report and the reruns of --sensitivity need the whole log)",
+        raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder: "
+                          f"{clash[0]} is not for it (audit without --stream, or convert the "
+                          "log to canonical Parquet first)",
                           option="--stream", code=ErrorCode.INVALID_OPTION)
-    return audit_stream(paths[0], cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
-                        progress=progress_printer("check"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -637,10 +659,11 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="draw the figures in N worker processes (default: one per CPU; 1: in this "
                    "process)")
+@stream_options
 @audit_options
 def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: bool,
-           jobs: int | None, profile: str | None, config_file: str | None,
-           **params: Any) -> None:
+           jobs: int | None, profile: str | None, config_file: str | None, stream: bool,
+           part_rows: int | None, **params: Any) -> None:
     """Audit the training log at PATH (several are merged by run, as in `check`) and write a
     self-contained HTML report.
 
@@ -661,11 +684,15 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     # after the outputs (an output that is the log is refused as such, extra or not), before
     # the audit runs (without importing matplotlib yet)
     check_matplotlib()
-    table = _read(paths, params, cfg)
-    log = validated_log(table, cfg, _source(paths))
-    del table
-    result = dataclasses.replace(audit_log(log, cfg),
-                                 trail=_trail(cfg, paths, params, config_file))
+    log: Any
+    if stream or part_rows is not None:
+        result, log = _streamed(paths, params, cfg, part_rows, stream, "report")
+    else:
+        table = _read(paths, params, cfg)
+        log = validated_log(table, cfg, _source(paths))
+        del table
+        result = audit_log(log, cfg)
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress_printer("report"))
     from .report import written_line
@@ -773,7 +800,16 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     cfg = build_config(None, common["config_file"], shared_overrides(common))
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
-    table = _read(path, common, cfg)
+    table: Any
+    if common["stream"] or common["part_rows"] is not None:
+        from .stream import PART_ROWS, open_log_parts
+
+        _stream_refusals(path, common, common["stream"])
+        part_rows = common["part_rows"]
+        table = open_log_parts(path[0], cfg, part_rows=PART_ROWS if part_rows is None
+                               else part_rows, progress=progress_printer("claim"))
+    else:
+        table = _read(path, common, cfg)
     result = call(table, cfg, _source(path))
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
                                                        common["config_file"]))
@@ -791,11 +827,14 @@ _COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_thresh
 
 def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     common = {k: kw.pop(k) for k in _COMMON}
+    # --stream: every claim but precursor (whose null draws read every run's points at once)
+    common["stream"], common["part_rows"] = kw.pop("stream", False), kw.pop("part_rows", None)
     return common, kw
 
 
 @cli.command()
 @claim_options
+@stream_options
 @click.option("--by", required=True, metavar="COL[,COL]",
               help="hyperparameters of the scaling fit, e.g. H,D,lr,wd (positive)")
 @click.option("--interactions", is_flag=True, help="add every pairwise product of the logs")
@@ -822,6 +861,7 @@ def onset(**kw: Any) -> None:
 
 @cli.command()
 @claim_options
+@stream_options
 @click.option("--by", required=True, metavar="COL", help="the dose axis, e.g. rho")
 @click.option("--fit-range", default=None, metavar="LO,HI",
               help="fit the laws on cells with LO ≤ dose ≤ HI only [all]")
@@ -858,6 +898,7 @@ def dose(**kw: Any) -> None:
 
 @cli.command()
 @claim_options
+@stream_options
 @click.option("--by", required=True, metavar="COL", help="the control parameter λ, e.g. wd")
 @click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=499,
               show_default=True, help="bootstrap resamples")
@@ -898,6 +939,7 @@ def precursor(**kw: Any) -> None:
 
 @cli.command()
 @claim_options
+@stream_options
 @click.option("--by", required=True, metavar="COL", help="the arm column, e.g. method")
 @click.option("--pair", required=True, metavar="COL", help="the pairing column, e.g. seed")
 @click.option("--arms", default=None, metavar="FIRST,SECOND",

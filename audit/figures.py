@@ -34,7 +34,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -234,19 +234,40 @@ class DashboardData:
     grok_threshold: float | None
 
 
+@runtime_checkable
+class Trajectories(Protocol):
+    """Where the figures' trajectories come from when the log is not in memory as one
+    :class:`~grokaudit.schema.LogTable` (:class:`grokaudit.stream.StreamTrajectories`)."""
+
+    def dashboard_data(self, result: AuditResult, *, log_steps: bool = False
+                       ) -> list[DashboardData]:
+        """Each study's dashboard data, in ``result.studies`` order."""
+        ...
+
+
+def cell_data(cell: CellSummary, log: LogTable, rows: Sequence[int], metric: str) -> CellData:
+    """One cell's trajectories, from the runs ``rows`` of ``log`` (the cell's runs)."""
+    return CellData(cell, cell_band(log, rows, metric), cell_band(log, rows, "test_acc"),
+                    cell_band(log, rows, "train_acc"))
+
+
 def dashboard_data(study: StudyResult, log: LogTable, result: AuditResult, *,
                    log_steps: bool = False) -> DashboardData:
     """The trajectories and limits of one study's dashboard (numpy only: no matplotlib)."""
     rows = run_rows(log)
-    thr = result.config.get("grok_threshold")
     cells = []
     for c in study.cells:
-        rs = [rows[x] for x in c.runs if x in rows]
-        cells.append(CellData(c, cell_band(log, rs, study.metric),
-                              cell_band(log, rs, "test_acc"), cell_band(log, rs, "train_acc")))
-    xlim = _step_limits(log, [rows[x] for c in study.cells for x in c.runs if x in rows],
-                        log_steps)
-    return DashboardData(study, tuple(cells), xlim,
+        cells.append(cell_data(c, log, [rows[x] for x in c.runs if x in rows], study.metric))
+    steps = step_range(log, [rows[x] for c in study.cells for x in c.runs if x in rows])
+    return assembled(study, cells, steps, result, log_steps=log_steps)
+
+
+def assembled(study: StudyResult, cells: Sequence[CellData], steps: StepRange,
+              result: AuditResult, *, log_steps: bool = False) -> DashboardData:
+    """One study's dashboard from its cells' trajectories and the range of its runs' steps
+    (gathered from the whole log, or cell by cell from a log read in parts)."""
+    thr = result.config.get("grok_threshold")
+    return DashboardData(study, tuple(cells), step_limits(steps, log_steps),
                          float(thr) if isinstance(thr, (int, float)) else None)
 
 
@@ -458,16 +479,48 @@ class _rc:
         self._ctx.__exit__(*exc)
 
 
-def _step_limits(log: LogTable, rows: list[int], log_steps: bool) -> tuple[float, float]:
-    """Shared step limits of a study's panels, with room on the right for censoring arrows."""
+@dataclass(frozen=True)
+class StepRange:
+    """The smallest and largest step of some runs, and of their positive steps (a log-scaled
+    axis): what a study's step limits need, combinable over runs read apart (None: none)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    pos_lo: float | None = None
+    pos_hi: float | None = None
+
+    def joined(self, other: StepRange) -> StepRange:
+        def pick(a: float | None, b: float | None, f: Any) -> float | None:
+            return b if a is None else a if b is None else f(a, b)
+
+        return StepRange(pick(self.lo, other.lo, min), pick(self.hi, other.hi, max),
+                         pick(self.pos_lo, other.pos_lo, min),
+                         pick(self.pos_hi, other.pos_hi, max))
+
+
+def step_range(log: LogTable, rows: Sequence[int]) -> StepRange:
+    """The range of the steps of the runs ``rows`` of ``log``."""
+    if not rows:
+        return StepRange()
     steps = np.concatenate([log.step[log.offsets[i]:log.offsets[i + 1]] for i in rows]
-                           ) if rows else np.array([0, 1])
-    steps = steps.astype(float)
+                           ).astype(float)
+    pos = steps[steps > 0]
+    return StepRange(float(steps.min()), float(steps.max()),
+                     float(pos.min()) if pos.size else None,
+                     float(pos.max()) if pos.size else None)
+
+
+def step_limits(r: StepRange, log_steps: bool) -> tuple[float, float]:
+    """Shared step limits of a study's panels, with room on the right for censoring arrows
+    (no runs: the steps 0 and 1)."""
+    if r.lo is None or r.hi is None:
+        r = StepRange(0.0, 1.0, 1.0, 1.0)
     if log_steps:
-        pos = steps[steps > 0]
-        lo, hi = (float(pos.min()), float(pos.max())) if pos.size else (1.0, 10.0)
-        return lo, hi * 1.5
-    lo, hi = float(steps.min()), float(steps.max())
+        if r.pos_lo is None or r.pos_hi is None:
+            return 1.0, 10.0 * 1.5
+        return r.pos_lo, r.pos_hi * 1.5
+    lo, hi = r.lo, r.hi
+    assert lo is not None and hi is not None
     return lo, hi + 0.08 * ((hi - lo) or 1.0)
 
 

@@ -23,7 +23,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ErrorCode, OutputError
 from .outputs import Output, resolve_output, resolve_output_dir
@@ -40,6 +40,9 @@ from .results import (
 )
 from .schema import LogTable
 from .text import cell_label, format_value, safe
+
+if TYPE_CHECKING:
+    from .figures import Trajectories
 
 #: What each verdict, gate and study-level code means, in words (for readers of the page).
 WORDS: dict[str, str] = {
@@ -457,7 +460,7 @@ class FigureWorkers:
         self.close()
 
 
-def figure_outputs(result: AuditResult, log: LogTable, *, log_steps: bool = False,
+def figure_outputs(result: AuditResult, log: LogTable | Trajectories, *, log_steps: bool = False,
                    png: bool = False, jobs: int | None = None,
                    workers: FigureWorkers | None = None,
                    progress: Callable[[str], None] | None = None
@@ -469,11 +472,12 @@ def figure_outputs(result: AuditResult, log: LogTable, *, log_steps: bool = Fals
     here (None: one per CPU; 1, or a single study: in this process). The output is the same
     either way, byte for byte. ``progress`` receives one line per figure drawn.
     """
-    from .figures import dashboard_data, render_dashboard
+    from .figures import Trajectories, dashboard_data, render_dashboard
 
     studies = result.studies
     n = len(studies)
-    data = [dashboard_data(s, log, result, log_steps=log_steps) for s in studies]
+    data = (log.dashboard_data(result, log_steps=log_steps) if isinstance(log, Trajectories)
+            else [dashboard_data(s, log, result, log_steps=log_steps) for s in studies])
     dpi = 120 if png else None
     out: list[tuple[str, bytes | None] | None] = [None] * n
 
@@ -510,13 +514,14 @@ def figure_outputs(result: AuditResult, log: LogTable, *, log_steps: bool = Fals
     return [o for o in out if o is not None]
 
 
-def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
-                figures: Sequence[Any] | None = None, jobs: int | None = None,
+def render_html(result: AuditResult, log: LogTable | Trajectories, *,
+                log_steps: bool = False, figures: Sequence[Any] | None = None, jobs: int | None = None,
                 svgs: Sequence[str] | None = None) -> str:
     """The whole report as one self-contained HTML page (str).
 
-    ``log`` is the validated log the audit read (:func:`grokaudit.schema.build_log_table`); its
-    trajectories are drawn, every marked number comes from ``result``. ``figures`` reuses
+    ``log`` is the validated log the audit read (:func:`grokaudit.schema.build_log_table`), or
+    the trajectories of a log audited in parts (:class:`grokaudit.stream.StreamTrajectories`);
+    its trajectories are drawn, every marked number comes from ``result``. ``figures`` reuses
     Figures from :func:`dashboards`, ``svgs`` the page-ready SVG of :func:`figure_outputs`;
     otherwise the figures are drawn here (``jobs`` as in :func:`figure_outputs`). Raises
     MissingExtraError without matplotlib.
@@ -553,7 +558,7 @@ def render_html(result: AuditResult, log: LogTable, *, log_steps: bool = False,
     return "".join(parts)
 
 
-def write_report(result: AuditResult, log: LogTable, path: str | Path | Output,
+def write_report(result: AuditResult, log: LogTable | Trajectories, path: str | Path | Output,
                  png_dir: str | Path | None = None, *, log_steps: bool = False,
                  progress: Callable[[str], None] | None = None, jobs: int | None = None,
                  workers: FigureWorkers | None = None) -> Path:

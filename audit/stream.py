@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,9 @@ from .schema import (
     no_run_long_enough,
 )
 
+if TYPE_CHECKING:
+    from .figures import DashboardData
+
 #: Rows per part (the default of ``part_rows``): a part is validated and clocked in memory.
 PART_ROWS = 2_000_000
 
@@ -103,6 +106,16 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
     memory bounded by the part (about ``part_rows`` rows, more where one run is longer) and the
     per-run results: the same result as :func:`~grokaudit.api.audit_path`. ``progress`` gets
     one line per part. Raises :class:`LogFormatError`."""
+    return audit_stream_with_trajectories(path, config, part_rows=part_rows,
+                                          progress=progress, **options)[0]
+
+
+def audit_stream_with_trajectories(path: str | Path, config: AuditConfig | None = None, *,
+                                   part_rows: int = PART_ROWS,
+                                   progress: Progress | None = None, **options: Any
+                                   ) -> tuple[AuditResult, StreamTrajectories]:
+    """:func:`audit_stream`, and the log's trajectories for the report's figures
+    (:class:`StreamTrajectories`: the runs read again, cells batch by batch, when drawn)."""
     from . import __version__
     from .api import _config, audit_plan, reduce_audit
     from .limits import Limits, check_declared
@@ -147,8 +160,127 @@ def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
         mclocks[m] = _reduced(mclocks[m], acc.t_grok if shared[m] else None)
     s.drop_records()
     result = reduce_audit(log, cfg, plan, acc, mclocks, horizons)
-    return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
-                                                        inputs=[str(path)]))
+    return (dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
+                                                         inputs=[str(path)])),
+            StreamTrajectories(s, part_rows))
+
+
+class StreamTrajectories:
+    """The trajectories of a log audited in parts, for the report's figures
+    (:func:`grokaudit.figures.dashboard_data`'s, byte for byte): the runs of the studies'
+    cells are read again, a batch of cells of about ``part_rows`` rows at a time, and only each
+    cell's median and seed band is kept. A cell is never split, so a batch is larger than
+    ``part_rows`` only where one cell is. Cells whose runs lie in one part (a dataset
+    partitioned by condition) cost about one more read of the log; cells spread over every
+    part (runs of all cells interleaved in one file) cost one read of the log per batch."""
+
+    def __init__(self, stream: _Stream, part_rows: int) -> None:
+        self._s, self._part_rows = stream, part_rows
+
+    def dashboard_data(self, result: AuditResult, *, log_steps: bool = False
+                       ) -> list[DashboardData]:
+        """Each study's :class:`~grokaudit.figures.DashboardData`, in ``result.studies``
+        order."""
+        from .figures import CellData, StepRange, assembled, cell_data, step_range
+
+        s = self._s
+        index = s.index()
+        per_run = np.concatenate([np.full(p.run_ids.size, (p.rows[1] - p.rows[0])
+                                          / max(p.run_ids.size, 1)) for p in s.parts])
+        # the cells of every study, each set of runs read once (a cell is in one study per
+        # metric)
+        sets: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        for i, st in enumerate(result.studies):
+            for j, c in enumerate(st.cells):
+                nums = tuple(index[x] for x in c.runs if x in index)
+                sets.setdefault(nums, []).append((i, j))
+        found: dict[tuple[int, int], CellData] = {}
+        ranges = [StepRange() for _ in result.studies]
+        batches: list[list[tuple[int, ...]]] = [[]]
+        size = 0.0
+        for nums in sets:
+            rows = float(per_run[list(nums)].sum()) if nums else 0.0
+            if batches[-1] and size + rows > self._part_rows:
+                batches.append([])
+                size = 0.0
+            batches[-1].append(nums)
+            size += rows
+        for b, batch in enumerate(batches):
+            wanted = np.asarray(sorted({k for nums in batch for k in nums}), dtype=np.int64)
+            log = s.fetch(wanted)[0] if wanted.size else None
+            at = {} if log is None else {str(r): k for k, r in enumerate(log.run_ids.tolist())}
+            for nums in batch:
+                for i, j in sets[nums]:
+                    st = result.studies[i]
+                    c = st.cells[j]
+                    rows_ = [at[x] for x in c.runs if x in at]
+                    if log is None or not rows_:
+                        found[i, j] = CellData(c, None, None, None)
+                        continue
+                    found[i, j] = cell_data(c, log, rows_, st.metric)
+                    ranges[i] = ranges[i].joined(step_range(log, rows_))
+            del log
+            _trim()
+            s.say(f"figures: cells read again, batch {b + 1}/{len(batches)} "
+                  f"({wanted.size:,} runs)")
+        return [assembled(st, [found[i, j] for j in range(len(st.cells))], ranges[i], result,
+                          log_steps=log_steps)
+                for i, st in enumerate(result.studies)]
+
+
+def open_log_parts(path: str | Path, config: AuditConfig, *, part_rows: int = PART_ROWS,
+                   progress: Progress | None = None) -> LogParts:
+    """The canonical Parquet file or hive dataset folder at ``path``, validated part by part
+    under ``config`` as the claim commands validate a log (no metric columns required): its
+    runs, conditions and summary, and its points left on disk (:class:`LogParts`). Raises
+    :class:`LogFormatError` as the in-memory validation does."""
+    from .limits import Limits, check_declared
+
+    if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
+        raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
+                          option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
+    cfg = dataclasses.replace(config, metrics=())
+    check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
+    s = _Stream(open_dataset(path), cfg, str(path), progress)
+    s.clocks = False
+    s.plan_parts(part_rows)
+    s.read_parts()
+    return LogParts(s)
+
+
+class LogParts:
+    """A log validated part by part, for the claim commands: :attr:`log` holds the whole
+    log's runs, conditions and summary (the in-memory validation's, without the points), and
+    :meth:`map` computes something per run part by part, each part read and validated again.
+    Memory is bounded by the part and the per-run results."""
+
+    def __init__(self, stream: _Stream) -> None:
+        self._s = stream
+        self.log = stream.merged_log()
+        stream.drop_records()
+
+    @property
+    def source(self) -> str:
+        return self._s.source
+
+    def map(self, fn: Callable[[LogTable, slice], _T], what: str = "") -> _T:
+        """``fn(part, runs)`` for each part (``runs``: the part's runs in the whole log's
+        numbering), joined: arrays concatenated, per-run dataclasses field by field."""
+        s = self._s
+        out: list[Any] = []
+        for k, p in enumerate(s.parts):
+            if not p.run_ids.size:
+                continue
+            log = s._validated(k)
+            out.append(fn(log, s._runs_of(k)))
+            del log
+            _trim()
+            s.say(f"part {k + 1}/{len(s.parts)}: {what or 'read again'}")
+        if isinstance(out[0], np.ndarray):
+            joined: _T = np.concatenate(out)  # type: ignore[assignment]
+            return joined
+        consumed: _T = _consume(out)
+        return consumed
 
 
 class _Stream:
@@ -172,6 +304,8 @@ class _Stream:
         self.grid: np.ndarray | None = None  #: ``grid``: each run's floor window start
         #: refusals met so far: (rank, part, error); the in-memory audit's first is raised
         self.errors: list[tuple[tuple[float, ...], int, LogFormatError]] = []
+        #: clock each part as it is read (the audit); off for :class:`LogParts`
+        self.clocks = True
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -240,7 +374,7 @@ class _Stream:
         metrics = list(self.cfg.metrics) or list(log.summary.metrics)
         if self.relative and log.n_runs:
             p.best = best_sustained(pack(log.test_acc, log), self.cfg.sustain)
-        if log.n_runs and not self.deferred and not self.errors \
+        if log.n_runs and self.clocks and not self.deferred and not self.errors \
                 and all(m in log.series for m in metrics):
             p.acc = accuracy_clocks(log, self.cfg)
             p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg) for m in metrics}
@@ -436,11 +570,16 @@ class _Stream:
         table = pa.concat_tables(tables)
         del tables
         log = self._validate(table, LogPart(self.accuracy, self.series))
-        if self._index is None:
-            self._index = {str(r): i for i, r in enumerate(self.run_ids.tolist())}
-        where = np.fromiter((self._index[str(r)] for r in log.run_ids.tolist()),
+        index = self.index()
+        where = np.fromiter((index[str(r)] for r in log.run_ids.tolist()),
                             dtype=np.int64, count=log.n_runs)
         return log, where
+
+    def index(self) -> dict[str, int]:
+        """Run id → the run's whole-log number."""
+        if self._index is None:
+            self._index = {str(r): i for i, r in enumerate(self.run_ids.tolist())}
+        return self._index
 
     def _duplicates(self) -> tuple[tuple[str, ...], ...]:
         """``DUPLICATE_RUN`` over the whole log: each part's own, and the runs of different

@@ -3,6 +3,7 @@ the log's Arrow size, and whether the results are the same.
 
     python benchmarks/bench_stream.py                                   # 10 000 runs × 5 000 steps
     python benchmarks/bench_stream.py --runs 2000 --steps 1000 --dir /tmp/b
+    python benchmarks/bench_stream.py --report    # also `report` and `report --stream`
 
 One canonical log (``bench_side_by_side.make_chunk``: float32 metric and accuracies, ``rho``
 with 8 values, ``seed``) is written twice, chunk by chunk (never whole in memory): as one
@@ -66,15 +67,21 @@ def child(kind: str, path: str) -> None:
     from grokaudit.stream import audit_stream
 
     t0 = time.perf_counter()
-    if kind == "whole":
+    page = ""
+    if kind.startswith("report"):
+        page = report_child(kind, path)
+        res = None
+    elif kind == "whole":
         res = grokaudit.audit_path(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
     else:
         res = audit_stream(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
     secs = time.perf_counter() - t0
-    hwm = 0  # the audit's peak, before its JSON (of every run) is made for the comparison
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            hwm = int(line.split()[1]) * 1024
+    if res is None:  # a report: its page compared, the source's name aside
+        hwm = _hwm()
+        bare = hashlib.sha256(page.replace(path, "LOG").encode()).hexdigest()[:12]
+        print(json.dumps({"seconds": secs, "hwm": hwm, "full": bare, "bare": bare}))
+        return
+    hwm = _hwm()  # the audit's peak, before its JSON (of every run) is made for the comparison
     d = res.to_dict()
     d["trail"] = None
     full = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
@@ -82,6 +89,40 @@ def child(kind: str, path: str) -> None:
     d["input"].pop("provenance")
     bare = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
     print(json.dumps({"seconds": secs, "hwm": hwm, "full": full, "bare": bare}))
+
+
+def _hwm() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def report_child(kind: str, path: str) -> str:
+    """``report`` (in memory) or ``report --stream``: the audit and the page, drawn in this
+    process (no figure workers: their memory is not this process's); the page, without its
+    trail (it names how the log was read)."""
+    import dataclasses
+    import tempfile
+
+    from grokaudit.api import _config, audit_log, validated_log
+    from grokaudit.html_report import write_report
+    from grokaudit.loader import read_source
+    from grokaudit.readers import ADAPTERS
+    from grokaudit.schema import Owned
+    from grokaudit.stream import audit_stream_with_trajectories
+
+    opts = {"by": "rho", "metrics": ["emb_erank"], "max_rows": 10**12}
+    if kind == "report-whole":
+        cfg = _config(None, opts)
+        log: object = validated_log(Owned(read_source(path, readers=ADAPTERS)), cfg, path)
+        res = audit_log(log, cfg)  # type: ignore[arg-type]
+    else:
+        res, log = audit_stream_with_trajectories(path, **opts)
+    res = dataclasses.replace(res, trail=None)
+    with tempfile.TemporaryDirectory() as d:
+        out = write_report(res, log, Path(d) / "r.html", jobs=1)  # type: ignore[arg-type]
+        return out.read_text()
 
 
 def measure(kind: str, path: Path) -> dict[str, float | str]:
@@ -99,6 +140,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5_000)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/grokaudit_bench_stream"))
     ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"))
+    ap.add_argument("--report", action="store_true",
+                    help="also the HTML report: `report` in memory and `report --stream`")
     a = ap.parse_args()
     if a.child:
         child(*a.child)
@@ -123,6 +166,16 @@ def main() -> None:
         print(f"| {'in memory' if kind == 'whole' else 'streamed'} | {label} | "
               f"{float(r['seconds']):.2f} | {float(r['hwm']) / 2**20:,.0f} | "
               f"{float(r['hwm']) / size:.2f} | {same} |")
+    if a.report:
+        base = measure("report-whole", file)
+        for kind, path, label in (("report-whole", file, "one file"),
+                                  ("report-stream", file, "one file"),
+                                  ("report-stream", folder, "hive folder")):
+            r = base if (kind, path) == ("report-whole", file) else measure(kind, path)
+            same = "—" if r is base else ("yes" if r["bare"] == base["bare"] else "NO")
+            print(f"| report{' --stream' if kind == 'report-stream' else ''} | {label} | "
+                  f"{float(r['seconds']):.2f} | {float(r['hwm']) / 2**20:,.0f} | "
+                  f"{float(r['hwm']) / size:.2f} | {same} |")
 
 
 if __name__ == "__main__":

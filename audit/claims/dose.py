@@ -389,17 +389,24 @@ def _mediator_values(rc: RunClocks, mediator: str, source: str | None) -> np.nda
                              param="mediator", code=ErrorCode.NOT_A_SERIES)
     from ..clocks import pack
 
-    P = pack(rc.log.series[mediator], rc.log)
     pos = rc.pos
-    tg = f["tg_upper"].to_numpy(dtype=float)
-    use = P.valid[pos] & (P.steps[pos] <= tg[:, None])
-    with np.errstate(all="ignore"):
-        import warnings
+    # per run of the log: the grok step's upper end (NaN: a run of another study, not used)
+    tg = np.full(rc.log.n_runs, np.nan)
+    tg[pos] = f["tg_upper"].to_numpy(dtype=float)
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out: np.ndarray = np.nanmedian(np.where(use, P.values[pos], np.nan), axis=1)
-            return out
+    def medians(log: LogTable, runs: slice) -> np.ndarray:
+        P = pack(log.series[mediator], log)
+        use = P.valid & (P.steps <= tg[runs][:, None])
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out: np.ndarray = np.nanmedian(np.where(use, P.values, np.nan), axis=1)
+                return out
+
+    values: np.ndarray = rc.per_run(medians, f"mediator {mediator}")[pos]
+    return values
 
 
 def _recovery(f: pd.DataFrame, med: np.ndarray, base: np.ndarray, raised: np.ndarray,

@@ -687,7 +687,7 @@ def _at_threshold(rc: RunClocks, config: AuditConfig, source: str | None, by: Se
                   ) -> tuple[ThresholdRow, dict[tuple[int, int], int]]:
     """The study's runs re-clocked at grok threshold ``t``: their cells and fits, and the
     ordering of the cells' median t_grok."""
-    rct = run_clocks(rc.log, replace(config, grok_threshold=t), source, rc.step_unit)
+    rct = run_clocks(rc.points, replace(config, grok_threshold=t), source, rc.step_unit)
     rct = rct.subset(np.isin(rct.frame["run"], rc.frame["run"]))
     cells_t = _cells(rct, by, level)
     ft = _fits(rct.frame, by, interactions, level, family=family)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..design import Design, cell_value
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
 from ..results import Interval
 from ..schema import LogTable
+from ..stream import LogParts
 
 #: What a log's ``step`` column may count, as the adapters and the trainer spell it.
 STEP_UNITS = {"step": "steps", "steps": "steps", "epoch": "epochs", "epochs": "epochs"}
@@ -51,6 +52,23 @@ class RunClocks:
     frame: pd.DataFrame
     step_unit: str
     interval_censoring: bool = True
+    #: a log read in parts (``--stream``): ``log`` then holds no points, and a per-run
+    #: quantity of the points is computed part by part (:meth:`per_run`)
+    parts: LogParts | None = None
+
+    @property
+    def points(self) -> LogTable | LogParts:
+        """Where the points are: the log, or its parts."""
+        return self.log if self.parts is None else self.parts
+
+    def per_run(self, fn: Callable[[LogTable, slice], np.ndarray], what: str = ""
+                ) -> np.ndarray:
+        """``fn(log, runs)``'s per-run values for every run of the log (``runs``: the
+        positions of ``log``'s runs in the whole log), computed on the whole log or part by
+        part; index it with :attr:`pos`."""
+        if self.parts is None:
+            return fn(self.log, slice(0, self.log.n_runs))
+        return self.parts.map(fn, what)
 
     @property
     def pos(self) -> np.ndarray:
@@ -60,7 +78,7 @@ class RunClocks:
 
     def subset(self, mask: np.ndarray) -> RunClocks:
         return RunClocks(self.log, self.acc, self.frame[mask].reset_index(drop=True),
-                         self.step_unit, self.interval_censoring)
+                         self.step_unit, self.interval_censoring, self.parts)
 
     def median(self, which: str, rows: np.ndarray | None = None) -> Interval | None:
         """The core's censoring-aware median (:func:`grokaudit.cells.interval_median`) of
@@ -118,15 +136,21 @@ def step_unit_of(log: LogTable, given: str | None = None) -> str:
     return STEP_UNITS.get(str(raw).strip().lower(), str(raw))
 
 
-def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
+def run_clocks(table: pa.Table | pd.DataFrame | LogTable | LogParts, cfg: AuditConfig,
                source: str | None = None, step_unit: str | None = None) -> RunClocks:
-    """The per-run clocks of every run in ``table`` under ``cfg`` (thresholds, censoring)."""
+    """The per-run clocks of every run in ``table`` under ``cfg`` (thresholds, censoring);
+    of a log read in parts (:class:`~grokaudit.stream.LogParts`), part by part."""
     if cfg.grok_relative != "off":
         raise ConfigError("grok_relative = study is an option of `check` and `report`; the claim "
                           "commands fit t_grok at absolute thresholds (--thresholds)",
                           code=ErrorCode.INVALID_OPTION, option="grok_relative")
-    log = load_log(table, cfg, source)
-    acc = accuracy_clocks(log, cfg)
+    parts = table if isinstance(table, LogParts) else None
+    if parts is not None:
+        log = parts.log
+        acc = parts.map(lambda lg, _: accuracy_clocks(lg, cfg), "accuracy clocks")
+    else:
+        log = load_log(table, cfg, source)
+        acc = accuracy_clocks(log, cfg)
     f = log.conditions.reset_index()
     f["run"] = f["run"].astype(str)
     f[POS] = np.arange(len(f), dtype=np.int64)
@@ -155,11 +179,16 @@ def run_clocks(table: pa.Table | pd.DataFrame | LogTable, cfg: AuditConfig,
     f["sustained"] = acc.sustained
     f["first_step"] = acc.span_first
     f["last_step"] = acc.span_last
-    return RunClocks(log, acc, f, step_unit_of(log, step_unit), cfg.interval_censoring)
+    return RunClocks(log, acc, f, step_unit_of(log, step_unit), cfg.interval_censoring, parts)
 
 
 def require_series(rc: RunClocks, col: str, param: str) -> np.ndarray:
-    """The per-row values of a per-step column, or :class:`LogFormatError` naming ``param``."""
+    """The per-row values of a per-step column, or :class:`LogFormatError` naming ``param``;
+    :class:`ConfigError` for a log read in parts (its points are not held)."""
+    if rc.parts is not None:
+        raise ConfigError(f"{param_name(param)}: the per-step values of every run are read at "
+                          "once; audit without --stream", code=ErrorCode.INVALID_OPTION,
+                          option="--stream")
     if col not in rc.log.series:
         raise LogFormatError(f"{param_name(param)} column {col!r} is not a per-step column; "
                              f"per-step columns present: {sorted(rc.log.series) or 'none'}",

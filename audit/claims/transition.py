@@ -343,9 +343,13 @@ def _levels(rc: RunClocks, by: str, levels: np.ndarray, short: np.ndarray, level
     use = ~short
     heads = None
     if "attn_head_cos" in rc.log.series:
-        P = pack(rc.log.series["attn_head_cos"], rc.log)
-        pos = rc.pos
-        heads = P.values[pos, np.maximum(P.counts[pos] - 1, 0)]
+        def last(log: LogTable, _: slice) -> np.ndarray:
+            P = pack(log.series["attn_head_cos"], log)
+            out: np.ndarray = P.values[np.arange(P.counts.size),
+                                       np.maximum(P.counts - 1, 0)]
+            return out
+
+        heads = rc.per_run(last, "attn_head_cos")[rc.pos]
     sustained = f["sustained"].to_numpy(dtype=bool)
     cells = []
     medT = np.full(levels.size, np.nan)

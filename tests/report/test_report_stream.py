@@ -1,0 +1,176 @@
+"""The report of a log read in parts (``report --stream``, ``check --stream --report``) draws
+the in-memory report's figures, byte for byte: each cell's runs are read again, a batch of
+cells at a time, and only each cell's median and seed band is kept. Logs are written by
+pyarrow's own writers: one file in row groups that cut runs, and a hive dataset folder."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'grokaudit[report]'")
+
+from grokaudit.api import _config, audit_log, validated_log  # noqa: E402
+from grokaudit.figures import Band, DashboardData, dashboard_data  # noqa: E402
+from grokaudit.html_report import render_html  # noqa: E402
+from grokaudit.loader import read_source  # noqa: E402
+from grokaudit.readers import ADAPTERS  # noqa: E402
+from grokaudit.stream import audit_stream_with_trajectories  # noqa: E402
+
+
+def _log() -> pd.DataFrame:
+    """Four cells of three seeds; the seeds of a cell log at different steps (the band is
+    drawn on their union), one run from step 0 (a log-scaled axis leaves it out), one run
+    stops early, one logs its metric only every other row."""
+    rng = np.random.default_rng(11)
+    frames = []
+    for i, wd in enumerate((0.1, 0.5, 1.0, 3.0)):
+        for seed in range(3):
+            first, cad = (0 if seed == 0 else 40 + 10 * seed), 100 + 30 * seed
+            end = 9_000 if (i, seed) == (2, 1) else 24_000
+            s = np.arange(first, end, cad, dtype=np.int64)
+            grok = 2_000 + 1_500 * i + 150 * seed
+            test = np.where(s >= grok, 0.99, 0.05 + 0.01 * rng.random(s.size))
+            m = 4.0 + i + 25.0 * np.exp(-np.clip(s - grok, 0, None) / 2_500.0)
+            m = m * (1 + 0.003 * rng.standard_normal(s.size))
+            if (i, seed) == (1, 2):
+                m[1::2] = np.nan
+            frames.append(pd.DataFrame({
+                "run": f"wd{wd}_s{seed}", "step": s, "test_acc": test,
+                "train_acc": np.minimum(1.0, 0.3 + s / 1_000.0), "emb_erank": m,
+                "wd": wd, "seed": seed}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _file(tmp_path: Path) -> Path:
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.Table.from_pandas(_log(), preserve_index=False), path,
+                   row_group_size=137)  # row groups that cut runs
+    return path
+
+
+def _hive(tmp_path: Path) -> Path:
+    root = tmp_path / "sweep"
+    pq.write_to_dataset(pa.Table.from_pandas(_log(), preserve_index=False), root,
+                        partition_cols=["wd"])
+    return root
+
+
+def _in_memory(path: Path, **options: Any) -> tuple[Any, Any]:
+    cfg = _config(None, options)
+    log = validated_log(read_source(path, readers=ADAPTERS), cfg, str(path))
+    return audit_log(log, cfg), log
+
+
+def _same_band(a: Band | None, b: Band | None) -> None:
+    assert (a is None) == (b is None)
+    if a is not None and b is not None:
+        assert a.n_runs == b.n_runs
+        for f in ("step", "median", "low", "high"):
+            x, y = getattr(a, f), getattr(b, f)
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), f
+
+
+def _same_data(a: list[DashboardData], b: list[DashboardData]) -> None:
+    assert len(a) == len(b) > 0
+    for da, db in zip(a, b, strict=True):
+        assert da.xlim == db.xlim and da.grok_threshold == db.grok_threshold
+        assert da.study.to_dict() == db.study.to_dict()
+        assert len(da.cells) == len(db.cells)
+        for ca, cb in zip(da.cells, db.cells, strict=True):
+            assert ca.cell.to_dict() == cb.cell.to_dict()
+            for f in ("metric", "test", "train"):
+                _same_band(getattr(ca, f), getattr(cb, f))
+
+
+@pytest.mark.parametrize("where", ["file", "hive"])
+@pytest.mark.parametrize("part_rows", [150, 700, 10**6])
+@pytest.mark.parametrize("log_steps", [False, True])
+def test_streamed_trajectories_are_the_in_memory_trajectories(
+        tmp_path: Path, where: str, part_rows: int, log_steps: bool) -> None:
+    path = _file(tmp_path) if where == "file" else _hive(tmp_path)
+    whole, log = _in_memory(path, by="wd", metrics=["emb_erank"])
+    lines: list[str] = []
+    streamed, traj = audit_stream_with_trajectories(path, by="wd", metrics=["emb_erank"],
+                                                    part_rows=part_rows,
+                                                    progress=lines.append)
+    assert streamed.to_dict()["studies"] == whole.to_dict()["studies"]
+    expected = [dashboard_data(s, log, whole, log_steps=log_steps) for s in whole.studies]
+    got = traj.dashboard_data(streamed, log_steps=log_steps)
+    _same_data(got, expected)
+    batches = [ln for ln in lines if ln.startswith("figures:")]
+    # a small part: the cells are read again in several batches; a large one: in one
+    assert (len(batches) > 1) == (part_rows < 10**6)
+
+
+def test_a_cell_never_splits_across_batches(tmp_path: Path) -> None:
+    """With parts smaller than one run, each batch still holds whole cells: the same bands."""
+    path = _file(tmp_path)
+    whole, log = _in_memory(path, by="wd", metrics=["emb_erank"])
+    lines: list[str] = []
+    streamed, traj = audit_stream_with_trajectories(path, by="wd", metrics=["emb_erank"],
+                                                    part_rows=1, progress=lines.append)
+    _same_data(traj.dashboard_data(streamed),
+               [dashboard_data(s, log, whole) for s in whole.studies])
+    cells = sum(len(s.cells) for s in whole.studies)
+    assert sum(ln.startswith("figures:") for ln in lines) == cells
+
+
+def test_the_streamed_page_is_the_in_memory_page(tmp_path: Path) -> None:
+    path = _hive(tmp_path)
+    whole, log = _in_memory(path, by="wd", metrics=["emb_erank"])
+    streamed, traj = audit_stream_with_trajectories(path, by="wd", metrics=["emb_erank"],
+                                                    part_rows=500)
+    streamed = dataclasses.replace(streamed, trail=whole.trail)
+    assert render_html(streamed, traj, jobs=1) == render_html(whole, log, jobs=1)
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+    from grokaudit.cli import cli
+
+    r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _without_command(html: str) -> str:
+    """The page without the trail's command line (it names the flags, which differ)."""
+    start = html.index("<li>command: ")
+    return html[:start] + html[html.index("</li>", start):]
+
+
+@pytest.mark.parametrize("how", [["report", "-o"], ["check", "--report"]])
+def test_report_stream_writes_the_page_report_writes(tmp_path: Path, how: list[str]) -> None:
+    path = _hive(tmp_path)
+    pages = {}
+    for name, extra in (("whole", []), ("parts", ["--stream", "--part-rows", "400"])):
+        out = tmp_path / f"{name}.html"
+        code, _, _ = _cli(how[0], str(path), "--by", "wd", "--metric", "emb_erank",
+                          how[1], str(out), *extra)
+        assert code in (0, 1)
+        pages[name] = (code, out.read_text())
+    assert pages["whole"][0] == pages["parts"][0]
+    assert _without_command(pages["whole"][1]) == _without_command(pages["parts"][1])
+    assert "--stream" in pages["parts"][1] and "--stream" not in pages["whole"][1]
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--part-rows", "500"], "--part-rows"),
+    (["--stream", "--format", "table"], "--stream"),
+    (["--stream", "--part-rows", "0"], "part_rows"),
+])
+def test_report_stream_refusals_are_one_line_and_exit_2(tmp_path: Path, extra: list[str],
+                                                        option: str) -> None:
+    path = _file(tmp_path)
+    out = tmp_path / "r.html"
+    code, stdout, err = _cli("report", str(path), "--by", "wd", "-o", str(out), *extra)
+    assert code == 2 and stdout == "" and not out.exists()
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert option.replace("_", "-") in err
