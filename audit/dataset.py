@@ -195,7 +195,12 @@ def _partition_of(rel: Path) -> dict[str, Any]:
         key, sep, raw = part.partition("=")
         if not sep or not key or key.startswith("."):
             continue
-        out[urllib.parse.unquote(key)] = partition_value(raw)
+        name = urllib.parse.unquote(key)
+        if name == "run":  # a run id is a name, never a number: run=007 is not run=7
+            text = urllib.parse.unquote(raw)
+            out[name] = None if text == HIVE_NULL else text
+            continue
+        out[name] = partition_value(raw)
     return out
 
 
@@ -305,13 +310,18 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         _refuse_text_in_numeric_columns(files, schemas)  # as the validation refuses them
         raise _not_streamable(root, f"its files have incompatible columns ({exc})") from None
     columns = tuple(unified.names)
-    if "run" not in columns:
+    partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
+    # `run=ID/` folders (pandas' and pyarrow's partition_cols=["run"]) name the runs of
+    # files without a run column
+    run_folders = "run" not in columns and not shards and all("run" in p for p in partitions)
+    if "run" not in columns and not run_folders:
         raise LogFormatError(
-            "has no 'run' column: a log read in parts names each row's run (a folder of "
-            "one-run files is read whole, without --stream)", path=str(files[0]),
-            column="run", code=ErrorCode.MISSING_COLUMN)
+            "has no 'run' column: a log read in parts names each row's run, by a 'run' column "
+            "or 'run=ID' partition folders (a folder of one-run files is read whole, without "
+            "--stream)", path=str(files[0]), column="run", code=ErrorCode.MISSING_COLUMN)
     runless = [f for f, sc in zip(files, schemas) if "run" not in sc.names]
-    if runless and not shards:  # a one-run file among partitioned parts: the adapters name it
+    if runless and not shards and not run_folders:
+        # a one-run file among partitioned parts: the adapters name it
         raise _not_streamable(root, f"the part {safe(runless[0].relative_to(root).as_posix())!r}"
                                     " has no 'run' column (a one-run file is read by the "
                                     "adapters, named by its path)")
@@ -325,7 +335,6 @@ def open_dataset(path: str | Path) -> ParquetDataset:
             units.append(Unit(i, None, meta.num_rows))
         else:
             empty.append(f.relative_to(root).as_posix())
-    partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
     keys: list[str] = []
     for p in partitions:
         keys += [k for k in p if k not in keys]
@@ -360,7 +369,7 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
     """The folder of canonical Parquet files at ``path`` under (hive partition) folders
     (``run``, ``step`` and the test accuracy in its files, nothing else), read without the
     adapters; None for any other folder (the adapters read it)."""
-    from .loader import _canonical_columns
+    from .loader import canonical_names
 
     try:
         ds = open_dataset(path)
@@ -372,6 +381,6 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
             # refused, as --stream refuses it, with the same code
             raise
         return None
-    if not _canonical_columns(ds.files[0]):
+    if not canonical_names(ds.file_columns[0] | set(ds.partition_keys)):
         return None
     return ds

@@ -185,6 +185,12 @@ def _canonical_columns(p: Path) -> bool:
     names = _column_names(p)
     if names is None:
         return p.suffix.lower() in (".parquet", ".pq")  # damaged: the canonical reader says why
+    return canonical_names(names)
+
+
+def canonical_names(names: set[str] | frozenset[str]) -> bool:
+    """Column names of a canonical table: ``run``, ``step``, and ``test_acc`` unless no column
+    could be the test accuracy (see :func:`_canonical_columns`)."""
     if not {"run", "step"} <= names:
         return False
     return "test_acc" in names or choose_accuracy({n: 1 for n in names}, "test_acc") is None

@@ -3,7 +3,7 @@ the log's Arrow size, and whether the results are the same.
 
     python benchmarks/bench_stream.py                                   # 10 000 runs × 5 000 steps
     python benchmarks/bench_stream.py --runs 2000 --steps 1000 --dir /tmp/b
-    python benchmarks/bench_stream.py --report    # also `report` and `report --stream`
+    python benchmarks/bench_stream.py --report --claims   # also `report`, `dose`, streamed
 
 One canonical log (``bench_side_by_side.make_chunk``: float32 metric and accuracies, ``rho``
 with 8 values, ``seed``) is written twice, chunk by chunk (never whole in memory): as one
@@ -13,6 +13,9 @@ file (in memory), ``audit_stream`` on the file and on the folder. Peak RSS is th
 VmHWM when the audit returns (before the JSON made for the comparison); the Arrow size is the sum over row groups of the columns as Arrow holds them (run ids
 dictionary-encoded). "Same" compares the JSON with the in-memory audit of the file (the trail
 aside; for the folder the input's source and provenance too: they name the files read).
+``--report``: the page of ``report`` against ``report --stream`` (figures drawn in the process,
+the trail left out; the folder's page without its provenance section); ``--claims``: the JSON
+of ``dose --by rho`` against ``dose --by rho --stream``.
 """
 
 from __future__ import annotations
@@ -71,15 +74,22 @@ def child(kind: str, path: str) -> None:
     if kind.startswith("report"):
         page = report_child(kind, path)
         res = None
+    elif kind.startswith("dose"):
+        page = dose_child(kind, path)
+        res = None
     elif kind == "whole":
         res = grokaudit.audit_path(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
     else:
         res = audit_stream(path, by="rho", metrics=["emb_erank"], max_rows=10**12)
     secs = time.perf_counter() - t0
-    if res is None:  # a report: its page compared, the source's name aside
+    if res is None:  # a report's page or a claim's JSON, the source's name aside
         hwm = _hwm()
-        bare = hashlib.sha256(page.replace(path, "LOG").encode()).hexdigest()[:12]
-        print(json.dumps({"seconds": secs, "hwm": hwm, "full": bare, "bare": bare}))
+        full = hashlib.sha256(page.replace(path, "LOG").encode()).hexdigest()[:12]
+        # a folder's page also lists its files as the provenance: compared without it
+        cut = page.find("<h3>Provenance</h3>")
+        bare = hashlib.sha256((page[:cut] if cut >= 0 else page).replace(path, "LOG")
+                              .encode()).hexdigest()[:12]
+        print(json.dumps({"seconds": secs, "hwm": hwm, "full": full, "bare": bare}))
         return
     hwm = _hwm()  # the audit's peak, before its JSON (of every run) is made for the comparison
     d = res.to_dict()
@@ -107,6 +117,7 @@ def report_child(kind: str, path: str) -> str:
 
     from grokaudit.api import _config, audit_log, validated_log
     from grokaudit.html_report import write_report
+    from grokaudit.limits import Limits
     from grokaudit.loader import read_source
     from grokaudit.readers import ADAPTERS
     from grokaudit.schema import Owned
@@ -115,7 +126,8 @@ def report_child(kind: str, path: str) -> str:
     opts = {"by": "rho", "metrics": ["emb_erank"], "max_rows": 10**12}
     if kind == "report-whole":
         cfg = _config(None, opts)
-        log: object = validated_log(Owned(read_source(path, readers=ADAPTERS)), cfg, path)
+        log: object = validated_log(Owned(read_source(path, limits=Limits.of(cfg),
+                                                      readers=ADAPTERS)), cfg, path)
         res = audit_log(log, cfg)  # type: ignore[arg-type]
     else:
         res, log = audit_stream_with_trajectories(path, **opts)
@@ -123,6 +135,28 @@ def report_child(kind: str, path: str) -> str:
     with tempfile.TemporaryDirectory() as d:
         out = write_report(res, log, Path(d) / "r.html", jobs=1)  # type: ignore[arg-type]
         return out.read_text()
+
+
+def dose_child(kind: str, path: str) -> str:
+    """``dose --by rho`` (in memory) or ``dose --by rho --stream``: the claim's JSON without
+    its trail."""
+    from grokaudit.claims.dose import run_dose
+    from grokaudit.config import make_config
+    from grokaudit.limits import Limits
+    from grokaudit.loader import read_source
+    from grokaudit.readers import ADAPTERS
+    from grokaudit.schema import Owned
+    from grokaudit.stream import open_log_parts
+
+    cfg = make_config(max_rows=10**12)
+    table: object = (Owned(read_source(path, limits=Limits.of(cfg), readers=ADAPTERS))
+                     if kind == "dose-whole" else open_log_parts(path, cfg))
+    res = run_dose(table, cfg, by="rho", n_resamples=20, source="LOG")  # type: ignore[arg-type]
+    d = res.to_dict()
+    d.pop("trail", None)
+    d["input"].pop("source", None)
+    d["input"].pop("provenance", None)
+    return json.dumps(d, sort_keys=True)
 
 
 def measure(kind: str, path: Path) -> dict[str, float | str]:
@@ -142,6 +176,9 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"))
     ap.add_argument("--report", action="store_true",
                     help="also the HTML report: `report` in memory and `report --stream`")
+    ap.add_argument("--claims", action="store_true",
+                    help="also a claim: `dose --by rho` in memory and with --stream")
+    ap.add_argument("--skip-check", action="store_true", help="not the audit itself")
     a = ap.parse_args()
     if a.child:
         child(*a.child)
@@ -157,25 +194,30 @@ def main() -> None:
           f"{size / 2**20:,.0f} MiB\n")
     print("| audit | input | seconds | peak RSS (MiB) | peak RSS ÷ Arrow size | same |")
     print("|---|---|---:|---:|---:|---|")
-    base = measure("whole", file)
-    for kind, path, label in (("whole", file, "one file"), ("stream", file, "one file"),
-                              ("stream", folder, "hive folder")):
+    base = measure("whole", file) if not a.skip_check else None
+    for kind, path, label in (() if a.skip_check else (
+            ("whole", file, "one file"), ("stream", file, "one file"),
+            ("stream", folder, "hive folder"))):
+        assert base is not None
         r = base if (kind, path) == ("whole", file) else measure(kind, path)
         key = "full" if path == file else "bare"
         same = "—" if r is base else ("yes" if r[key] == base[key] else "NO")
         print(f"| {'in memory' if kind == 'whole' else 'streamed'} | {label} | "
               f"{float(r['seconds']):.2f} | {float(r['hwm']) / 2**20:,.0f} | "
               f"{float(r['hwm']) / size:.2f} | {same} |")
-    if a.report:
-        base = measure("report-whole", file)
-        for kind, path, label in (("report-whole", file, "one file"),
-                                  ("report-stream", file, "one file"),
-                                  ("report-stream", folder, "hive folder")):
-            r = base if (kind, path) == ("report-whole", file) else measure(kind, path)
-            same = "—" if r is base else ("yes" if r["bare"] == base["bare"] else "NO")
-            print(f"| report{' --stream' if kind == 'report-stream' else ''} | {label} | "
+    for name, on in (("report", a.report), ("dose", a.claims)):
+        if not on:
+            continue
+        base = measure(f"{name}-whole", file)
+        for kind, path, label in ((f"{name}-whole", file, "one file"),
+                                  (f"{name}-stream", file, "one file"),
+                                  (f"{name}-stream", folder, "hive folder")):
+            r = base if (kind, path) == (f"{name}-whole", file) else measure(kind, path)
+            key = "full" if path == file else "bare"
+            same = "—" if r is base else ("yes" if r[key] == base[key] else "NO")
+            print(f"| {name}{' --stream' if kind.endswith('stream') else ''} | {label} | "
                   f"{float(r['seconds']):.2f} | {float(r['hwm']) / 2**20:,.0f} | "
-                  f"{float(r['hwm']) / size:.2f} | {same} |")
+                  f"{float(r['hwm']) / size:.2f} | {same} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -67,3 +67,53 @@ def test_a_nan_partition_value_is_a_missing_condition(sweep: pd.DataFrame,
     with pytest.raises(LogFormatError) as exc:
         audit_path(tmp_path / "ds", by="wd")
     assert exc.value.code is ErrorCode.CONDITION_MISSING
+
+
+def _without_source(d: dict[str, object]) -> dict[str, object]:
+    d = dict(d)
+    d.pop("trail", None)
+    inp = dict(d["input"])  # type: ignore[call-overload]
+    inp.pop("source")
+    inp.pop("provenance")
+    d["input"] = inp
+    return d
+
+
+@pytest.mark.parametrize("writer", ["pandas", "pyarrow"])
+def test_run_partition_folders_name_the_runs(sweep: pd.DataFrame, tmp_path: Path,
+                                             writer: str) -> None:
+    """``partition_cols=["run"]``: the files hold no run column, the ``run=ID`` folders name
+    the runs. The audit is the one-file audit, in memory and read in parts (it was refused as
+    a "random search" over a ``run_cond`` condition in memory, and had no run column in
+    parts)."""
+    from grokaudit.stream import audit_stream
+
+    if writer == "pandas":
+        sweep.to_parquet(tmp_path / "ds", partition_cols=["run"], index=False)
+    else:
+        pq.write_to_dataset(pa.Table.from_pandas(sweep, preserve_index=False), tmp_path / "ds",
+                            partition_cols=["run"])
+    assert all(p.name.startswith("run=") for p in (tmp_path / "ds").iterdir())
+    by_file = _without_source(audit_path(_flat(sweep, tmp_path), by="wd").to_dict())
+    by_folder = _without_source(audit_path(tmp_path / "ds", by="wd").to_dict())
+    streamed = _without_source(audit_stream(tmp_path / "ds", by="wd", part_rows=50).to_dict())
+    assert by_folder == by_file
+    assert streamed == by_file
+
+
+def test_run_folder_names_stay_text(sweep: pd.DataFrame, tmp_path: Path) -> None:
+    """A run id is a name: ``run=007`` and ``run=7`` are two runs, never the number 7."""
+    from grokaudit.stream import audit_stream
+
+    first, second = sorted(sweep["run"].unique())[:2]
+    df = sweep[sweep["run"].isin([first, second])].copy()
+    df["run"] = df["run"].map({first: "007", second: "7"})
+    root = tmp_path / "ds"
+    for rid, rows in df.groupby("run"):
+        (root / f"run={rid}").mkdir(parents=True)
+        pq.write_table(pa.Table.from_pandas(rows.drop(columns=["run"]), preserve_index=False),
+                       root / f"run={rid}" / "part-0.parquet")
+    for res in (audit_path(root, by="wd"), audit_stream(root, by="wd")):
+        assert res.to_dict()["input"]["runs_kept"] == 2
+        ids = {r for s in res.studies for c in s.cells for r in c.runs}
+        assert ids == {"007", "7"}
