@@ -71,8 +71,10 @@ def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list
 
 def shard_files(folder: Path) -> list[Path]:
     """The Parquet shards of a folder read as a folder of shards: its top-level ``.parquet``
-    and ``.pq`` files (any case), sorted by name."""
-    return sorted(q for q in folder.iterdir() if q.suffix.lower() in PARQUET_FILE_SUFFIXES)
+    and ``.pq`` files (any case), sorted by name; not macOS's ``._NAME`` files, which it
+    writes beside each file it copies to a foreign disk (their metadata, never Parquet)."""
+    return sorted(q for q in folder.iterdir()
+                  if q.suffix.lower() in PARQUET_FILE_SUFFIXES and not q.name.startswith("._"))
 
 
 def refuse_unread_beside_shards(folder: Path) -> None:

@@ -263,6 +263,25 @@ def test_a_folder_of_shards_is_the_loaders_folder_of_shards(tmp_path: Path) -> N
         "part-0.parquet", "part-1.parquet", "part-2.parquet"]
 
 
+def test_macos_metadata_files_beside_shards_are_no_shards(tmp_path: Path) -> None:
+    """macOS writes ``._NAME`` beside each file it copies to a foreign disk (its metadata,
+    not Parquet): a folder of shards carrying them reads its shards, in memory and in parts
+    (the first such file was read as a shard and refused the folder as unreadable). Other
+    hidden Parquet files are still shards (``test_a_folder_is_read_file_for_file…``)."""
+    df = rich_log()
+    runs = pd.unique(df["run"])
+    (tmp_path / "shards").mkdir()
+    for k, chunk in enumerate((runs[:7], runs[7:])):
+        name = f"part-{k}.parquet"
+        _write(df[df["run"].isin(chunk)], tmp_path / "shards" / name, 400)
+        (tmp_path / "shards" / f"._{name}").write_bytes(b"\x00\x05\x16\x07Mac OS X  ")
+    whole = grokaudit.audit_path(tmp_path / "shards", by="wd", metrics=["emb_erank"])
+    _same(whole, audit_stream(tmp_path / "shards", by="wd", metrics=["emb_erank"],
+                              part_rows=600))
+    assert whole.to_dict()["input"]["provenance"]["shards"] == ["part-0.parquet",
+                                                                 "part-1.parquet"]
+
+
 def test_shards_are_joined_as_the_loader_joins_them(tmp_path: Path) -> None:
     df = rich_log()
     (tmp_path / "mixed").mkdir()
