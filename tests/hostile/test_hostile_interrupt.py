@@ -52,6 +52,31 @@ main(["check", {str(LOG)!r}, "--json", {str(tmp_path / 'r.json')!r}])
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_while_a_command_loads_its_libraries_exits_130(tmp_path: Path) -> None:
+    """Start-up loads only the command line (``import grokaudit.cli`` loads neither pandas,
+    pyarrow nor numpy): a Ctrl-C while the command then loads them is its interruption,
+    exit 130 and one line. It was a traceback and exit 1, since ``import grokaudit`` loaded
+    them all before the command line could catch anything."""
+    child = f"""
+import sys
+import grokaudit.cli
+loaded = [m for m in ("pandas", "pyarrow", "numpy") if m in sys.modules]
+assert not loaded, loaded
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, CtrlC())
+grokaudit.cli.main(["check", {str(LOG)!r}, "--json", {str(tmp_path / 'r.json')!r}])
+"""
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads sigaction via ctypes")
 def test_sigint_stays_pythons_while_check_reads_a_csv(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
