@@ -124,28 +124,38 @@ def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
         found = log.train_acc
     else:
         found = log.series.get(column)
-    if found is None:
+    if found is None or not len(rows):
         return None
-    values = found
-    per_run = []
-    for i in rows:
-        a, b = int(log.offsets[i]), int(log.offsets[i + 1])
-        v = values[a:b]
-        ok = ~np.isnan(v)
-        if ok.sum():
-            # float64 as the clocks compute (a float32 column is kept as stored in the log)
-            per_run.append((log.step[a:b][ok].astype(float), v[ok].astype(float)))
-    if not per_run:
+    # every run's points at once: the runs' rows gathered, missing values left out
+    starts = log.offsets[np.asarray(rows, dtype=np.int64)].astype(np.int64)
+    counts = log.offsets[np.asarray(rows, dtype=np.int64) + 1].astype(np.int64) - starts
+    at = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+    v = found[at]
+    ok = ~np.isnan(v)
+    # float64 as the clocks compute (a float32 column is kept as stored in the log)
+    steps, vals = log.step[at][ok].astype(float), v[ok].astype(float)
+    run = np.repeat(np.arange(len(rows)), counts)[ok]
+    kept = np.bincount(run, minlength=len(rows))
+    n_runs = int((kept > 0).sum())
+    if not n_runs:
         return None
-    grid = np.unique(np.concatenate([s for s, _ in per_run]))
-    M = np.vstack([np.interp(grid, s, v, left=np.nan, right=np.nan) for s, v in per_run])
+    grid = np.unique(steps)
+    if (kept[kept > 0] == grid.size).all() and \
+            (steps.reshape(n_runs, grid.size) == grid).all():
+        # every run logged at every step of the grid: its values are the row (what
+        # np.interp gives at its own points, exactly), without a per-run array
+        M = vals.reshape(n_runs, grid.size)
+    else:
+        bounds = np.r_[0, np.cumsum(kept)]
+        M = np.vstack([np.interp(grid, steps[a:b], vals[a:b], left=np.nan, right=np.nan)
+                       for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()) if b > a])
     with np.errstate(all="ignore"):
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
             return Band(grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0),
-                        np.nanmax(M, axis=0), len(per_run))
+                        np.nanmax(M, axis=0), n_runs)
 
 
 # ------------------------------------------------------------------------------------------

@@ -184,6 +184,7 @@ class StreamTrajectories:
         from .figures import CellData, StepRange, assembled, cell_data, step_range
 
         s = self._s
+        _trim()  # what the audit freed, handed back before the cells are read again
         index = s.index()
         per_run = np.concatenate([np.full(p.run_ids.size, (p.rows[1] - p.rows[0])
                                           / max(p.run_ids.size, 1)) for p in s.parts])
@@ -360,16 +361,18 @@ class _Stream:
 
     # -- the parts --------------------------------------------------------------------------
 
-    def _validate(self, table: pa.Table, record: LogPart) -> LogTable:
+    def _validate(self, table: Owned, record: LogPart) -> LogTable:
+        """The part handed over (``table`` the only reference to it: validation frees each
+        column once read), validated as the whole log is."""
         cfg = self.cfg
-        return build_log_table(Owned(table), path=self.source, acc_scale=cfg.acc_scale,
+        return build_log_table(table, path=self.source, acc_scale=cfg.acc_scale,
                                column_scales=column_scales(cfg),
                                on_duplicate=cfg.on_duplicate, metrics=cfg.metrics,
                                grok_on=cfg.grok_on, part=record)
 
     def _part(self, rows: tuple[int, int]) -> _Part:
         record = LogPart(self.accuracy, self.series)
-        log = self._validate(self.ds.read_rows(*rows), record)
+        log = self._validate(Owned(self.ds.read_rows(*rows)), record)
         p = _Part(rows, log.run_ids, log.summary, record, tuple(log.series))
         metrics = list(self.cfg.metrics) or list(log.summary.metrics)
         if self.relative and log.n_runs:
@@ -416,7 +419,7 @@ class _Stream:
         return slice(self._bases[k], self._bases[k + 1])
 
     def _validated(self, k: int) -> LogTable:
-        return self._validate(self.ds.read_rows(*self.parts[k].rows),
+        return self._validate(Owned(self.ds.read_rows(*self.parts[k].rows)),
                               LogPart(self.accuracy, self.series))
 
     def grid_starts(self, cells: np.ndarray) -> np.ndarray:
@@ -567,8 +570,8 @@ class _Stream:
         for k in np.unique(self._run_part[wanted]).tolist():
             first, stop = self.parts[k].rows
             tables.append(self.ds.read_rows(first, stop, runs=ids))
-        table = pa.concat_tables(tables)
-        del tables
+        table = Owned(pa.concat_tables(tables))
+        tables.clear()  # the concatenated table holds the only reference to their columns
         log = self._validate(table, LogPart(self.accuracy, self.series))
         index = self.index()
         where = np.fromiter((index[str(r)] for r in log.run_ids.tolist()),
