@@ -6,6 +6,7 @@ pyarrow's own writers: one file in row groups that cut runs, and a hive dataset 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,49 @@ def test_report_stream_refusals_are_one_line_and_exit_2(tmp_path: Path, extra: l
     assert code == 2 and stdout == "" and not out.exists()
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert option.replace("_", "-") in err
+
+
+def _bands_by_interpolation(log: Any, rows: list[int], column: str) -> tuple[np.ndarray, ...]:
+    """The band as defined: each run's logged points interpolated onto the union of the
+    runs' steps (within its own range), then the median, lowest and highest per step."""
+    values = {"test_acc": log.test_acc, "train_acc": log.train_acc}.get(column)
+    values = log.series[column] if values is None else values
+    per_run = []
+    for i in rows:
+        a, b = int(log.offsets[i]), int(log.offsets[i + 1])
+        v, s = values[a:b].astype(float), log.step[a:b].astype(float)
+        ok = ~np.isnan(v)
+        if ok.any():
+            per_run.append((s[ok], v[ok]))
+    grid = np.unique(np.concatenate([s for s, _ in per_run]))
+    M = np.vstack([np.interp(grid, s, v, left=np.nan, right=np.nan) for s, v in per_run])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0), np.nanmax(M, axis=0)
+
+
+@pytest.mark.parametrize("shape", ["one grid", "own grids", "a gap", "a run never logged"])
+def test_a_cell_band_is_the_per_run_interpolation(shape: str) -> None:
+    from grokaudit.figures import cell_band
+
+    rng = np.random.default_rng(3)
+    frames = []
+    for k in range(5):
+        s = np.arange(0, 2_000, 100 if shape != "own grids" else 100 + 7 * k, dtype=np.int64)
+        m = 10.0 + k + rng.standard_normal(s.size)
+        if shape == "a gap" and k == 2:
+            m[3:6] = np.nan  # a run that misses some steps of the grid
+        if shape == "a run never logged" and k == 4:
+            m[:] = np.nan
+        frames.append(pd.DataFrame({"run": f"r{k}", "step": s, "test_acc": 0.5,
+                                    "train_acc": 1.0, "emb_erank": m, "wd": 1.0}))
+    cfg = _config(None, {"metrics": ["emb_erank"]})
+    log = validated_log(pd.concat(frames, ignore_index=True), cfg)
+    rows = [4, 0, 3, 1, 2]  # the cell's order, not the log's
+    band = cell_band(log, rows, "emb_erank")
+    assert band is not None
+    grid, med, low, high = _bands_by_interpolation(log, rows, "emb_erank")
+    assert band.n_runs == (4 if shape == "a run never logged" else 5)
+    for got, want in ((band.step, grid), (band.median, med), (band.low, low),
+                      (band.high, high)):
+        assert np.array_equal(got, want, equal_nan=True)
