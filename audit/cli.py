@@ -410,6 +410,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     # Ray, when asked for, is started (or reached) once the outputs are known to be writable
     click.get_current_context().with_resource(engine(engine_name))
     if stream or part_rows is not None:
+        _stream_refusals(paths, params, stream)
         if sensitivity:
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",

@@ -160,6 +160,12 @@ class ParquetDataset:
         return out
 
 
+class RunFoldersRefused(LogFormatError):
+    """A folder whose runs are named by ``run=ID`` partition folders, but not for every part
+    or also by a part's own ``run`` column: refused in memory too (the adapters would read
+    ``run`` as a condition, ``run_cond``, and misname every run)."""
+
+
 def _not_streamable(path: Path, why: str) -> LogFormatError:
     return LogFormatError(f"cannot be streamed: {why}; audit it without --stream (read whole)",
                           path=str(path), code=ErrorCode.FORMAT_MISMATCH)
@@ -312,8 +318,18 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     columns = tuple(unified.names)
     partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
     # `run=ID/` folders (pandas' and pyarrow's partition_cols=["run"]) name the runs of
-    # files without a run column
-    run_folders = "run" not in columns and not shards and all("run" in p for p in partitions)
+    # files without a run column: every part in one, none naming its runs itself
+    run_folders = not shards and any("run" in p for p in partitions)
+    if run_folders:
+        for f, p, sc in zip(files, partitions, schemas):
+            why = ("has a 'run' column inside a 'run=ID' folder: both would name its runs"
+                   if "run" in sc.names else "is in no 'run=ID' folder and has no 'run' "
+                   "column: its runs have no name" if "run" not in p else "")
+            if why:
+                raise RunFoldersRefused(
+                    f"the part {safe(f.relative_to(root).as_posix())!r} {why}; name the runs "
+                    "one way: every part in a 'run=ID' folder, or a 'run' column in every "
+                    "part", path=str(root), column="run", code=ErrorCode.FORMAT_MISMATCH)
     if "run" not in columns and not run_folders:
         raise LogFormatError(
             "has no 'run' column: a log read in parts names each row's run, by a 'run' column "
@@ -373,6 +389,8 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
 
     try:
         ds = open_dataset(path)
+    except RunFoldersRefused:
+        raise
     except LogFormatError as exc:
         if exc.code in (ErrorCode.PROVENANCE_MALFORMED, ErrorCode.FILE_EMPTY,
                         ErrorCode.DUPLICATE_COLUMN):

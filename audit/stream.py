@@ -90,6 +90,7 @@ class _Part:
 
     rows: tuple[int, int]  #: rows ``first:stop`` of the whole log
     run_ids: np.ndarray
+    run_rows: np.ndarray  #: each run's rows, as validated
     summary: InputSummary
     record: LogPart
     series: tuple[str, ...]
@@ -181,13 +182,12 @@ class StreamTrajectories:
                        ) -> list[DashboardData]:
         """Each study's :class:`~grokaudit.figures.DashboardData`, in ``result.studies``
         order."""
-        from .figures import CellData, StepRange, assembled, cell_data, step_range
+        from .figures import CellData, StepRange, assembled, cell_band, step_range
 
         s = self._s
         _trim()  # what the audit freed, handed back before the cells are read again
         index = s.index()
-        per_run = np.concatenate([np.full(p.run_ids.size, (p.rows[1] - p.rows[0])
-                                          / max(p.run_ids.size, 1)) for p in s.parts])
+        per_run = np.concatenate([p.run_rows for p in s.parts])
         # the cells of every study, each set of runs read once (a cell is in one study per
         # metric)
         sets: dict[tuple[int, ...], list[tuple[int, int]]] = {}
@@ -196,6 +196,8 @@ class StreamTrajectories:
                 nums = tuple(index[x] for x in c.runs if x in index)
                 sets.setdefault(nums, []).append((i, j))
         found: dict[tuple[int, int], CellData] = {}
+        # the accuracy bands of a set of runs, computed once for the studies of every metric
+        shared: dict[tuple[int, ...], tuple[Any, Any]] = {}
         ranges = [StepRange() for _ in result.studies]
         batches: list[list[tuple[int, ...]]] = [[]]
         size = 0.0
@@ -218,7 +220,10 @@ class StreamTrajectories:
                     if log is None or not rows_:
                         found[i, j] = CellData(c, None, None, None)
                         continue
-                    found[i, j] = cell_data(c, log, rows_, st.metric)
+                    if nums not in shared:
+                        shared[nums] = (cell_band(log, rows_, "test_acc"),
+                                        cell_band(log, rows_, "train_acc"))
+                    found[i, j] = CellData(c, cell_band(log, rows_, st.metric), *shared[nums])
                     ranges[i] = ranges[i].joined(step_range(log, rows_))
             del log
             _trim()
@@ -373,7 +378,8 @@ class _Stream:
     def _part(self, rows: tuple[int, int]) -> _Part:
         record = LogPart(self.accuracy, self.series)
         log = self._validate(Owned(self.ds.read_rows(*rows)), record)
-        p = _Part(rows, log.run_ids, log.summary, record, tuple(log.series))
+        p = _Part(rows, log.run_ids, np.diff(log.offsets), log.summary, record,
+                  tuple(log.series))
         metrics = list(self.cfg.metrics) or list(log.summary.metrics)
         if self.relative and log.n_runs:
             p.best = best_sustained(pack(log.test_acc, log), self.cfg.sustain)

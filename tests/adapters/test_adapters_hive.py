@@ -117,3 +117,29 @@ def test_run_folder_names_stay_text(sweep: pd.DataFrame, tmp_path: Path) -> None
         assert res.to_dict()["input"]["runs_kept"] == 2
         ids = {r for s in res.studies for c in s.cells for r in c.runs}
         assert ids == {"007", "7"}
+
+
+@pytest.mark.parametrize("case", ["a part outside", "a part with its own run column"])
+def test_runs_named_two_ways_are_refused_on_both_paths(sweep: pd.DataFrame, tmp_path: Path,
+                                                       case: str) -> None:
+    """``run=ID`` folders beside a part in none, or around a part with its own ``run``
+    column: refused naming that part, in memory as in parts (in memory the adapters read
+    ``run`` as a condition, ``run_cond``, and refused the design as "a random search")."""
+    from grokaudit.stream import audit_stream
+
+    root = tmp_path / "ds"
+    for k, (rid, rows) in enumerate(sweep.groupby("run")):
+        keep = case == "a part with its own run column" and k == 0
+        table = pa.Table.from_pandas(rows if keep else rows.drop(columns=["run"]),
+                                     preserve_index=False)
+        if case == "a part outside" and k == 0:
+            root.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, root / "loose.parquet")
+            continue
+        (root / f"run={rid}").mkdir(parents=True)
+        pq.write_table(table, root / f"run={rid}" / "part-0.parquet")
+    for audit in (lambda: audit_path(root, by="wd"), lambda: audit_stream(root, by="wd")):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        assert exc.value.code is ErrorCode.FORMAT_MISMATCH and exc.value.column == "run"
+        assert ("loose.parquet" if case == "a part outside" else "run=") in str(exc.value)

@@ -514,3 +514,13 @@ def test_a_later_files_provenance_is_not_dropped(tmp_path: Path, layout: str) ->
         with pytest.raises(LogFormatError) as exc:
             audit()
         assert exc.value.code == ErrorCode.PROVENANCE_MALFORMED
+
+
+def test_part_rows_without_stream_is_said_before_what_stream_refuses(tmp_path: Path) -> None:
+    """``--part-rows`` with ``--sensitivity`` and no ``--stream``: the missing ``--stream`` is
+    the error, not "--stream … --sensitivity is not for it"."""
+    path = _write(rich_log(), tmp_path / "log.parquet", row_group=333)
+    code, out, err = _cli("check", str(path), "--by", "wd", "--part-rows", "100",
+                          "--sensitivity")
+    assert code == 2 and out == ""
+    assert "--part-rows" in err and "--sensitivity" not in err

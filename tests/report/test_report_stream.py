@@ -221,3 +221,39 @@ def test_a_cell_band_is_the_per_run_interpolation(shape: str) -> None:
     for got, want in ((band.step, grid), (band.median, med), (band.low, low),
                       (band.high, high)):
         assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_a_batch_holds_no_more_rows_than_a_part_unless_one_cell_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells of long runs beside cells of short ones, in every part: each batch read again
+    holds at most ``part_rows`` rows, or one cell (batches were sized by each part's average
+    run, and a batch of long runs was 8× the part)."""
+    import grokaudit.stream as st
+
+    frames = []
+    for k in range(12):
+        for cell, n in ((k, 300), (100 + k, 10), (200 + k, 10)):
+            for seed in range(2):
+                s = np.arange(n, dtype=np.int64) * 10
+                frames.append(pd.DataFrame({
+                    "run": f"{cell}_s{seed}", "step": s,
+                    "test_acc": np.where(s >= s[-1] // 3, 0.99, 0.05), "train_acc": 1.0,
+                    "emb_erank": 5 + np.exp(-s / 100.0), "cellid": cell, "seed": seed}))
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.Table.from_pandas(pd.concat(frames, ignore_index=True),
+                                        preserve_index=False), path, row_group_size=64)
+    sizes: list[int] = []
+    fetch = st._Stream.fetch
+
+    def counted(self: Any, runs: np.ndarray) -> Any:
+        out = fetch(self, runs)
+        sizes.append(int(out[0].offsets[-1]))
+        return out
+
+    part_rows = 1000
+    res, traj = audit_stream_with_trajectories(path, by="cellid", metrics=["emb_erank"],
+                                               part_rows=part_rows)
+    monkeypatch.setattr(st._Stream, "fetch", counted)
+    traj.dashboard_data(res)
+    assert len(sizes) > 1 and max(sizes) <= part_rows  # the largest cell is 600 rows
+    assert sum(sizes) == sum(len(f) for f in frames)
