@@ -352,7 +352,8 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
 # ------------------------------------------------------------------------------------------
 
 def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--stream`` and ``--part-rows`` (``check`` and ``report``)."""
+    """``--stream`` and ``--part-rows`` (``check``, ``report`` and the claims but
+    ``precursor``)."""
     f = click.option("--part-rows", "part_rows", type=int, default=None, metavar="N",
                      help="with --stream: rows per part (default 2000000)")(f)
     return click.option(
@@ -422,6 +423,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
             write_report(result, trajectories, outs["report"],
                          progress=progress_printer("report"))
+        del trajectories  # the parts' records, not kept while the result is written
         emit(result, lambda: _with_report(_render(result, verbose), outs["report"]),
              json_out=outs["json"], quiet=quiet)
         return
