@@ -99,6 +99,24 @@ class ParquetDataset:
             t = pa.table(cols, names=list(names)).replace_schema_metadata(meta)
         return t
 
+    @functools.cached_property
+    def _opened(self) -> dict[bool, pq.ParquetFile]:
+        return {}
+
+    def _parquet(self, i: int, run_dictionary: bool) -> pq.ParquetFile:
+        """File ``i`` opened for reading (``run`` dictionary-encoded or not). One file read by
+        its row groups is opened once: its footer, which lists every row group, is parsed
+        once, not once per row group (a file of many small row groups read in parts was
+        several times slower than read whole). A folder's files are opened when read."""
+        if not self.root.is_file():
+            return pq.ParquetFile(self.files[i],
+                                  read_dictionary=["run"] if run_dictionary else None)
+        f = self._opened.get(run_dictionary)
+        if f is None:
+            f = self._opened[run_dictionary] = pq.ParquetFile(
+                self.files[i], read_dictionary=["run"] if run_dictionary else None)
+        return f
+
     def read_all(self) -> pa.Table:
         """The whole log as one table, a folder's provenance in the schema metadata (the
         in-memory reading of what :mod:`grokaudit.stream` reads in parts)."""
@@ -134,8 +152,7 @@ class ParquetDataset:
                 # run ids as stored, dictionary-encoded (as the loader reads them): no text
                 # decoded per row (a shard without the column: missing there, as the loader
                 # reads it)
-                f = pq.ParquetFile(path, read_dictionary=["run"] if "run" in cols
-                                   and "run" in self.file_columns[u.file] else None)
+                f = self._parquet(u.file, "run" in cols and "run" in self.file_columns[u.file])
                 here = [c for c in cols if c in f.schema_arrow.names]
                 t = (f.read(columns=here) if u.row_groups is None
                      else f.read_row_groups(list(u.row_groups), columns=here))

@@ -2,6 +2,8 @@
 
     python benchmarks/bench_before_after.py OLD_PACKAGE_DIR                 # 2 000 × 5 000
     python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --runs 100000 --steps 50
+    python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --stream --row-group 1000 \
+        --runs 2000 --steps 500        # check --stream on a file of many small row groups
 
 ``OLD_PACKAGE_DIR`` is a folder holding the code before the change as an importable
 ``grokaudit`` package (for example ``git worktree add /tmp/old <commit>`` and a folder
@@ -29,10 +31,16 @@ from bench_side_by_side import write_log  # noqa: E402
 CHILD = r'''
 import importlib.util, sys, time
 import grokaudit
+import grokaudit.api  # loaded before the timer (``import grokaudit`` is lazy after 2026-12)
+if sys.argv[2] == "stream":
+    from grokaudit.stream import audit_stream
 # no row cap where the version has one: these logs are larger than the default cap on purpose
 cap = {"max_rows": 10**12} if importlib.util.find_spec("grokaudit.limits") else {}
 t = time.perf_counter()
-r = grokaudit.audit_path(sys.argv[1], by="rho", metrics=["emb_erank"], **cap)
+if sys.argv[2] == "stream":
+    r = audit_stream(sys.argv[1], by="rho", metrics=["emb_erank"])
+else:
+    r = grokaudit.audit_path(sys.argv[1], by="rho", metrics=["emb_erank"], **cap)
 dt = time.perf_counter() - t
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]
 print(dt, int(hwm) / 1024, len(r.findings))
@@ -45,9 +53,17 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--stream", action="store_true",
+                    help="audit_stream (check --stream) instead of audit_path")
+    ap.add_argument("--row-group", type=int, default=None, metavar="N",
+                    help="write the log in row groups of N rows (default: about 1 M)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         path = write_log(Path(d) / "log.parquet", a.runs, a.steps, 1)
+        if a.row_group:
+            import pyarrow.parquet as pq
+
+            pq.write_table(pq.read_table(path), path, row_group_size=a.row_group)
         got: dict[str, list[tuple[float, ...]]] = {"before": [], "after": []}
         for i in range(a.repeat):
             for kind in (("before", "after") if i % 2 == 0 else ("after", "before")):
@@ -56,15 +72,19 @@ def main() -> int:
                     env["PYTHONPATH"] = a.old
                 else:
                     env.pop("PYTHONPATH", None)
-                out = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env,
+                out = subprocess.run([sys.executable, "-c", CHILD, str(path),
+                                      "stream" if a.stream else "path"], env=env,
                                      capture_output=True, text=True, cwd=d)
                 if out.returncode:
                     print(out.stderr[-2000:], file=sys.stderr)
                     return 1
                 got[kind].append(tuple(float(x) for x in out.stdout.split()))
-    print(f"{a.runs} runs × {a.steps} steps, best of {a.repeat} fresh processes each")
+    how = "audit_stream" if a.stream else "audit_path"
+    print(f"{a.runs} runs × {a.steps} steps"
+          f"{f' in row groups of {a.row_group} rows' if a.row_group else ''}, best of "
+          f"{a.repeat} fresh processes each")
     for kind, v in got.items():
-        print(f"{kind:<7} audit_path {min(x[0] for x in v):.3f} s   peak RSS "
+        print(f"{kind:<7} {how} {min(x[0] for x in v):.3f} s   peak RSS "
               f"{min(x[1] for x in v):.0f} MiB   findings {int(v[0][2])}")
     ratio = min(x[0] for x in got["after"]) / min(x[0] for x in got["before"])
     print(f"after / before: {ratio:.3f}")

@@ -38,6 +38,7 @@ def child(kind: str, path: str, workers: int) -> dict[str, float | str]:
     """One measurement in this (fresh) process."""
     os.environ["GROKAUDIT_THREADS"] = str(workers)
     import grokaudit
+    import grokaudit.api  # noqa: F401  loaded here, not on first use inside the timer
     from grokaudit.blocks import engine, ray_cpus
 
     start = 0.0

@@ -67,6 +67,7 @@ def arrow_size(path: Path) -> int:
 
 def child(kind: str, path: str) -> None:
     import grokaudit
+    import grokaudit.api  # noqa: F401  loaded here, not on first use inside the timer
     from grokaudit.stream import audit_stream
 
     t0 = time.perf_counter()
