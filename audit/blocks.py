@@ -36,6 +36,18 @@ _pool_lock = threading.Lock()
 _warnings_lock = threading.RLock()
 
 
+def leave_ctrl_c_to_the_main_thread() -> None:
+    """Block SIGINT in the calling worker thread (a pool's initializer, a helper thread's first
+    call). The kernel delivers a signal sent to the process to any thread that does not block
+    it; delivered to an idle worker, Python acts on it only when the main thread next runs
+    Python code, so a Ctrl-C during a blocking call in the main thread went unheard. Blocked
+    here, it reaches the main thread, which is interrupted at once."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):  # POSIX
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 def _forget_pool_in_child() -> None:
     """A forked child has none of its parent's threads: it makes its own pool when needed."""
     global _pools, _pool_lock, _warnings_lock
@@ -131,7 +143,8 @@ def _executor(n: int) -> ThreadPoolExecutor:
     with _pool_lock:
         pool = _pools.get(n)
         if pool is None:
-            pool = _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit")
+            pool = _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit",
+                                                  initializer=leave_ctrl_c_to_the_main_thread)
         return pool
 
 

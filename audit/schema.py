@@ -600,7 +600,10 @@ class ParquetSource:
     def _start(self, name: str) -> None:
         if name not in self._ahead:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(2, thread_name_prefix="grokaudit-read")
+                from .blocks import leave_ctrl_c_to_the_main_thread
+
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="grokaudit-read",
+                                                initializer=leave_ctrl_c_to_the_main_thread)
             self._ahead[name] = self._pool.submit(self._read, name)
 
     def _read(self, name: str) -> pa.ChunkedArray:

@@ -105,6 +105,9 @@ class HashAhead:
         self._thread.start()
 
     def _run(self) -> None:
+        from .blocks import leave_ctrl_c_to_the_main_thread
+
+        leave_ctrl_c_to_the_main_thread()
         try:
             self._out = input_files(self.paths, stop=self._stop)
         except _Stopped:

@@ -147,3 +147,33 @@ def test_a_closed_stderr_does_not_turn_the_exit_code_into_1(tmp_path: Path, mode
     finally:
         os.close(w)
     assert proc.returncode == code
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_worker_threads_leave_ctrl_c_to_the_main_thread(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C delivered to an idle worker thread was heard only when the main thread next
+    ran Python code: ``test_a_real_sigint…`` slept its 30 s and the audit went on (exit 2,
+    then). The clock threads, the column readers and the trail's hashing thread block SIGINT,
+    so that the kernel delivers it to the main thread."""
+    from grokaudit import blocks
+    from grokaudit.trail import HashAhead
+
+    monkeypatch.setenv("GROKAUDIT_THREADS", "2")
+    masks = blocks.map_blocks(lambda _: signal.pthread_sigmask(signal.SIG_BLOCK, []),
+                              [slice(0, 1), slice(1, 2), slice(2, 3), slice(3, 4)])
+    assert all(signal.SIGINT in m for m in masks)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # main: not
+    seen: list[set[int]] = []
+    import grokaudit.trail as trail
+
+    real = trail.input_files
+
+    def spy(*a: object, **k: object) -> object:
+        seen.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trail, "input_files", spy)
+    with HashAhead([str(LOG)]) as h:
+        h.files()
+    assert seen and signal.SIGINT in seen[0]
