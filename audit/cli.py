@@ -416,7 +416,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
-        result, trajectories = _streamed(paths, params, cfg, part_rows, stream)
+        result, trajectories = _streamed(paths[0], cfg, part_rows)
         result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
         if outs["report"] is not None:
             from .html_report import write_report
@@ -470,16 +470,15 @@ def _with_report(text: str, report: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _streamed(paths: Sequence[str], params: Mapping[str, Any], cfg: Any, part_rows: int | None,
-              stream: bool, command: str = "check") -> tuple[Any, Any]:
-    """``--stream``: the audit of one canonical Parquet file or dataset folder, part by part,
-    and its trajectories for a report (:func:`grokaudit.stream.audit_stream_with_trajectories`).
-    """
+def _streamed(path: str, cfg: Any, part_rows: int | None, command: str = "check"
+              ) -> tuple[Any, Any]:
+    """``--stream`` (the caller has made :func:`_stream_refusals`): the audit of one canonical
+    Parquet file or dataset folder, part by part, and its trajectories for a report
+    (:func:`grokaudit.stream.audit_stream_with_trajectories`)."""
     from .stream import PART_ROWS, audit_stream_with_trajectories
 
-    _stream_refusals(paths, params, stream)
     return audit_stream_with_trajectories(
-        paths[0], cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
+        path, cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
         progress=progress_printer(command))
 
 
@@ -689,7 +688,8 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     check_matplotlib()
     log: Any
     if stream or part_rows is not None:
-        result, log = _streamed(paths, params, cfg, part_rows, stream, "report")
+        _stream_refusals(paths, params, stream)
+        result, log = _streamed(paths[0], cfg, part_rows, "report")
     else:
         table = _read(paths, params, cfg)
         log = validated_log(table, cfg, _source(paths))

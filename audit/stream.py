@@ -119,19 +119,10 @@ def audit_stream_with_trajectories(path: str | Path, config: AuditConfig | None 
     (:class:`StreamTrajectories`: the runs read again, cells batch by batch, when drawn)."""
     from . import __version__
     from .api import _config, audit_plan, reduce_audit
-    from .limits import Limits, check_declared
     from .trail import make_trail
 
     cfg = _config(config, options)
-    if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
-        raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
-                          option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
-    # the row cap guards memory, which parts bound; the column cap still holds for each part
-    check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
-    ds = open_dataset(path)
-    s = _Stream(ds, cfg, str(path), progress)
-    s.plan_parts(part_rows)
-    s.read_parts()
+    s = _read_stream(path, cfg, part_rows, progress, clocks=True)
     log = s.merged_log()
     plan = audit_plan(log, cfg)
     if s.deferred:  # the clocks need the cells' grids or the studies' ceilings first
@@ -240,18 +231,26 @@ def open_log_parts(path: str | Path, config: AuditConfig, *, part_rows: int = PA
     under ``config`` as the claim commands validate a log (no metric columns required): its
     runs, conditions and summary, and its points left on disk (:class:`LogParts`). Raises
     :class:`LogFormatError` as the in-memory validation does."""
+    return LogParts(_read_stream(path, dataclasses.replace(config, metrics=()), part_rows,
+                                 progress, clocks=False))
+
+
+def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
+                 progress: Progress | None, *, clocks: bool) -> _Stream:
+    """The log at ``path`` planned into parts of about ``part_rows`` rows and each part read
+    and validated (and clocked, with ``clocks``): what the audit and the claims share."""
     from .limits import Limits, check_declared
 
     if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
         raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
                           option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
-    cfg = dataclasses.replace(config, metrics=())
+    # the row cap guards memory, which parts bound; the column cap still holds for each part
     check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
     s = _Stream(open_dataset(path), cfg, str(path), progress)
-    s.clocks = False
+    s.clocks = clocks
     s.plan_parts(part_rows)
     s.read_parts()
-    return LogParts(s)
+    return s
 
 
 class LogParts:
