@@ -243,6 +243,21 @@ def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
     return types
 
 
+def _read_by_the_adapters(q: Path, parts: Sequence[Path]) -> bool:
+    """Whether the in-memory read of a partitioned folder reads the file ``q`` beside its
+    Parquet parts: a table in another format (CSV, JSON…), a config file by its well-known name
+    (``config.yaml``) or a part's same-stem YAML, whose values become conditions. Other files
+    (``LICENSE``, ``README.md``, notes, a sweep's YAML) are no part of the log on either path."""
+    from .adapters.records import TABLE_SUFFIXES
+    from .roles import SIDECAR_NAMES
+
+    suffix = q.suffix.lower()
+    if suffix in TABLE_SUFFIXES or q.name in SIDECAR_NAMES:
+        return True
+    return suffix in (".yaml", ".yml") and any(
+        p.parent == q.parent and p.stem == q.stem for p in parts)
+
+
 def _folder_files(root: Path) -> tuple[list[Path], bool]:
     """The Parquet files of a folder, and whether it is a folder of shards: the loader's
     shards (the top level only, as :func:`~grokaudit.schema.read_arrow` lists them) when it
@@ -256,18 +271,19 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     if is_canonical(root):
         refuse_unread_beside_shards(root)  # as the loader refuses it
         return shard_files(root), True
-    files = []
+    files, others = [], []
     # a partition folder it cannot list is refused; hidden folders are no part of the log
     for q in walk_files(root, strict=True, hidden=False):
         rel = q.relative_to(root)
         if not q.is_file() or any(p.startswith(".") for p in rel.parts) \
                 or q.name in WRITER_FILES or q.suffix.lower() == ".crc":
             continue
-        if q.suffix.lower() not in PARQUET_FILE_SUFFIXES:
-            raise _not_streamable(root, f"the folder holds {safe(rel.as_posix())!r}, which is "
-                                        "not a Parquet part (config files and other formats "
-                                        "are read by the adapters)")
-        files.append(q)
+        (files if q.suffix.lower() in PARQUET_FILE_SUFFIXES else others).append(q)
+    for q in others:
+        if _read_by_the_adapters(q, files):
+            raise _not_streamable(root, f"the folder holds {safe(q.relative_to(root).as_posix())!r}"
+                                        ", which is not a Parquet part (config files and other "
+                                        "formats are read by the adapters)")
     if not files:
         raise _not_streamable(root, "the folder holds no Parquet file")
     return files, False

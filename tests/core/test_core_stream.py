@@ -200,16 +200,41 @@ def test_options_that_compare_runs_before_their_clocks_stream_too(
         assert relative and all(relative)
 
 
-def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("beside", ["config.yaml", "wd=0.1/part-0.yaml", "wd=0.3/extra.csv",
+                                    "notes.json"])
+def test_inputs_that_are_not_canonical_parquet_are_refused(tmp_path: Path, beside: str
+                                                          ) -> None:
     rich_log().to_csv(tmp_path / "log.csv", index=False)
-    (tmp_path / "ds" / "wd=0.1").mkdir(parents=True)
-    _write(rich_log().drop(columns=["wd"]), tmp_path / "ds" / "wd=0.1" / "part-0.parquet",
-           row_group=1000)
-    (tmp_path / "ds" / "config.yaml").write_text("lr: 1\n")  # read by the adapters
-    for p in (tmp_path / "log.csv", tmp_path / "ds"):
-        with pytest.raises(LogFormatError) as exc:
-            audit_stream(p, by="wd")
-        assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(tmp_path / "log.csv", by="wd")
+    assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+    # a file beside the parts that the in-memory read reads (a config file by its name or a
+    # part's stem, a table in another format): its values would be lost in parts
+    folder = _hive(rich_log(), tmp_path / "ds")
+    assert (folder / "wd=0.1" / "part-0.parquet").is_file()  # part-0.yaml: its same-stem YAML
+    target = folder / beside
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("run,step\nx,1\n" if beside.endswith(".csv")
+                      else '{"lr": 1}' if beside.endswith(".json") else "lr: 1\n")
+    with pytest.raises(LogFormatError) as exc:
+        audit_stream(folder, by="wd")
+    assert exc.value.code == ErrorCode.FORMAT_MISMATCH
+
+
+def test_files_the_in_memory_read_leaves_out_are_no_part_of_the_streamed_log(
+        tmp_path: Path) -> None:
+    """A published dataset's licence, README, notes and sweep definition sit beside its
+    parts: the in-memory read leaves them out, and so does the stream (it refused them)."""
+    folder = _hive(rich_log(), tmp_path / "ds")
+    (folder / "LICENSE").write_text("MIT License\n")
+    (folder / "README.md").write_text("# a sweep\n")
+    (folder / "wd=0.3" / "notes.txt").write_text("seed 3 stopped early\n")
+    (folder / "sweep.yaml").write_text("wd: [0.1, 0.3, 1.0]\n")  # no part's stem, no config name
+    whole = grokaudit.audit_path(folder, by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(folder, by="wd", metrics=["emb_erank"], part_rows=900)
+    _same(whole, streamed)
+    files = streamed.to_dict()["input"]["provenance"]["source_files"]
+    assert len(files) == 3 and all(f.endswith(".parquet") for f in files)
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
