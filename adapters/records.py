@@ -46,10 +46,9 @@ from grokaudit.roles import (
     is_outcome_name,
     is_summary_parent,
 )
+from grokaudit.shards import TABLE_SUFFIXES
 from grokaudit.text import safe
 
-TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
-                  ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 #: Nesting deeper than this is no log (a JSON bomb, or not a training log at all).
 MAX_DEPTH = 64
 #: Cells a CSV writer uses for "no value" (pandas' and Keras' spellings).

@@ -248,8 +248,8 @@ def _read_by_the_adapters(q: Path, parts: Sequence[Path]) -> bool:
     Parquet parts: a table in another format (CSV, JSON…), a config file by its well-known name
     (``config.yaml``) or a part's same-stem YAML, whose values become conditions. Other files
     (``LICENSE``, ``README.md``, notes, a sweep's YAML) are no part of the log on either path."""
-    from .adapters.records import TABLE_SUFFIXES
     from .roles import SIDECAR_NAMES
+    from .shards import TABLE_SUFFIXES
 
     suffix = q.suffix.lower()
     if suffix in TABLE_SUFFIXES or q.name in SIDECAR_NAMES:

@@ -28,6 +28,10 @@ PARQUET_FILE_SUFFIXES = (".parquet", ".pq")
 WRITER_FILES = frozenset({"_SUCCESS", "_common_metadata", "_metadata"})
 #: Logs in the other canonical formats: a folder of shards that holds one is refused.
 _OTHER_LOG_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")
+#: The formats of the generic table reader, by file suffix: in a folder it reads, files with
+#: other suffixes (a licence, notes) are no part of the log.
+TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv",
+                  ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 
 
 def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list[Path]:
