@@ -181,8 +181,8 @@ class CtrlC:
     second Ctrl-C cannot cut the summary short. pyarrow's own Ctrl-C handling is turned off
     inside the context: during a CSV read it takes SIGINT from Python and, when the read ends
     before its signal thread has passed the signal on, the press is lost (the watch would go
-    on polling). Outside the main thread (where Python cannot set a signal handler) it does
-    nothing."""
+    on polling). Outside the main thread (where Python cannot set a signal handler), and in a
+    process started with SIGINT ignored, it does nothing."""
 
     def __init__(self) -> None:
         self.pressed = False  #: Ctrl-C was pressed at least once
@@ -191,7 +191,10 @@ class CtrlC:
         self._installed = False
 
     def __enter__(self) -> CtrlC:
-        if threading.current_thread() is threading.main_thread():
+        # a process started with Ctrl-C ignored (a script's background job) keeps ignoring it,
+        # as every other command does: Python leaves an inherited SIG_IGN in place
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             self._old = signal.signal(signal.SIGINT, self._handle)
             self._installed = True
             pa.enable_signal_handlers(False)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from grokaudit.cli import cli
+from helpers.signals import as_from_a_terminal
 
 LOG = Path(__file__).resolve().parents[2] / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
 
@@ -45,7 +46,7 @@ from grokaudit.cli import main
 main(["check", {str(LOG)!r}, "--json", {str(tmp_path / 'r.json')!r}])
 """
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, preexec_fn=as_from_a_terminal)
     assert proc.returncode == 128 + signal.SIGINT, proc.stderr
     assert "Traceback" not in proc.stderr and "Aborted" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

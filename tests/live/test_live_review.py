@@ -23,6 +23,7 @@ from grokaudit.cli import cli
 from grokaudit.errors import ErrorCode
 from grokaudit.live import LiveRun, Missing
 from grokaudit.watch import Watcher, watch
+from helpers.signals import as_from_a_terminal
 
 STEPS = np.arange(0, 20001, 100)
 
@@ -200,7 +201,8 @@ def test_ctrl_c_exits_130_with_the_summary(tmp_path: Path) -> None:
     p = _csv(tmp_path / "log.csv")
     proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(p), "--interval",
                              "0.2", "--jsonl", "--metric", "emb_erank"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     first = proc.stdout.readline()  # the first state: the watch is under way
     assert json.loads(first)["event"] == "run"
     time.sleep(0.5)

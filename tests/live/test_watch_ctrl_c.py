@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.signals import as_from_a_terminal
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 
@@ -132,7 +133,8 @@ def _run(tmp_path: Path, mode: str) -> tuple[int, list[str], str]:
     child = tmp_path / "child.py"
     child.write_text(CHILD, encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(child), mode, str(_log(tmp_path))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     try:
         out, err = proc.communicate(timeout=120)
     finally:
@@ -173,7 +175,8 @@ def test_watch_piped_to_a_reader_that_left_exits_130_on_ctrl_c(tmp_path: Path) -
     proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(_log(tmp_path)),
                              "--interval", "0.2", "--idle", "60", "--jsonl", "--metric",
                              "emb_erank"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=as_from_a_terminal)
     try:
         assert proc.stdout is not None and proc.stdout.readline()  # head -1 read its line
         proc.stdout.close()  # and left
@@ -186,3 +189,24 @@ def test_watch_piped_to_a_reader_that_left_exits_130_on_ctrl_c(tmp_path: Path) -
             proc.communicate()
     assert proc.returncode == 130, err
     assert b"Traceback" not in err
+
+
+def test_a_watch_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -> None:
+    """A script's background job (``grokaudit watch LOG &``) starts with SIGINT ignored, so
+    that a Ctrl-C at the terminal leaves it running: watch keeps it ignored, as `check` and
+    every Python program do (it installed its own handler over it)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(_log(tmp_path)),
+                             "--interval", "0.2", "--idle", "60", "--jsonl", "--metric",
+                             "emb_erank"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None and proc.stdout.readline()  # the watch is under way
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert proc.poll() is None  # still watching
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
