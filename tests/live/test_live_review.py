@@ -203,11 +203,16 @@ def test_ctrl_c_exits_130_with_the_summary(tmp_path: Path) -> None:
                              "0.2", "--jsonl", "--metric", "emb_erank"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
-    first = proc.stdout.readline()  # the first state: the watch is under way
-    assert json.loads(first)["event"] == "run"
-    time.sleep(0.5)
-    os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        first = proc.stdout.readline()  # the first state: the watch is under way
+        assert json.loads(first)["event"] == "run"
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # no watch left running after a failure
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "Aborted" not in err
     assert json.loads(out.splitlines()[-1])["event"] == "summary"
