@@ -271,7 +271,8 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     if is_canonical(root):
         refuse_unread_beside_shards(root)  # as the loader refuses it
         return shard_files(root), True
-    files, others = [], []
+    files: list[Path] = []
+    others: list[Path] = []
     # a partition folder it cannot list is refused; hidden folders are no part of the log
     for q in walk_files(root, strict=True, hidden=False):
         rel = q.relative_to(root)

@@ -14,6 +14,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+# One thread per library in the test processes and the scripts they start (torch, OpenBLAS,
+# pyarrow read OMP_NUM_THREADS): pytest-xdist runs one worker per CPU, and more threads in each
+# only contend (the logging guide's four MLflow runs at once: 59 s with the default threads,
+# 27 s with one each, on 2 cores).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 if importlib.util.find_spec("hypothesis") is not None:
     from grokaudit.adversarial_suite import profiles
 
@@ -27,3 +33,9 @@ def umask() -> Iterator[Callable[[int], int]]:
     os.umask(old)
     yield os.umask
     os.umask(old)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked slow run first (in their order): started last, a one-minute test kept
+    one worker busy while the others had finished."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -61,6 +61,7 @@ def _true_law_log(seed: int, scale: float, n: int = 3, sigma: float = 0.3) -> pd
     return make_log(pd.DataFrame(rows), every=max(budget // 200, 1))
 
 
+@pytest.mark.slow
 def test_dose_check_rarely_contradicts_a_true_law() -> None:
     """Data from a true exponential law whose slowest cell is often censored (its true median
     at or just below the budget). The check before review 3 compared the bootstrap limit of

@@ -39,6 +39,7 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_gives_the_same_json_as_threads(ray_local, tmp_path: Path) -> None:
     df = _sweep()
     log = tmp_path / "log.parquet"

@@ -222,6 +222,7 @@ def test_long_runs(tmp_path: Path) -> None:
     assert doc["input"]["rows_kept"] == 3 * steps.size
 
 
+@pytest.mark.slow
 def test_100k_runs_of_3_steps(tmp_path: Path) -> None:
     """100 000 runs × 3 steps: the command finishes (a real process, its memory its own) and
     the audit is correct: every run kept, 10 cells of 10 000 runs."""

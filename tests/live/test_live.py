@@ -133,6 +133,7 @@ def test_bad_input_is_refused_with_its_code() -> None:
     assert cexc.value.code is ErrorCode.OPTION_OUT_OF_RANGE
 
 
+@pytest.mark.slow
 def test_runlogger_live_is_the_same_audit(tmp_path) -> None:
     s = STEPS.astype(float)
     cols = _settling(s)

@@ -121,6 +121,7 @@ def test_the_claim_commands_refuse_pooled_arms_through_the_cli(tmp_path, monkeyp
                                                           {"arch": "transformer"}]
 
 
+@pytest.mark.slow
 def test_suite_reports_the_claim_cases_and_fails_on_a_claim_mutant(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["suite", "--max-examples", "0"])

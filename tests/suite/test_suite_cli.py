@@ -30,6 +30,7 @@ def test_suite_reference_profile_fails_several_cases(tmp_path, monkeypatch):
     assert {"non_monotone_rebound", "late_second_collapse", "half_seeds_censored"} <= failed
 
 
+@pytest.mark.slow
 def test_suite_uses_the_config_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "mine.toml"
