@@ -10,6 +10,17 @@ from grokaudit.cli import cli
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
+@pytest.fixture
+def no_claim_cases(monkeypatch):
+    """The suite without its claim cases, for the tests of what the command does with the core
+    cases, its options and its outputs: the claim cases take most of a suite's time, and they
+    run under the default and the users' thresholds in test_suite_claims.py (and here in full
+    for the default profile and the thresholds they follow that no other test varies)."""
+    import grokaudit.adversarial_suite.runner as runner
+
+    monkeypatch.setattr(runner, "run_claim_cases", lambda cfg=None: ())
+
+
 def test_suite_passes_on_the_default_profile_and_writes_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no grokaudit.toml / pyproject above: the defaults
     r = CliRunner().invoke(cli, ["suite", "--max-examples", "5", "--json", "-"])
@@ -20,6 +31,7 @@ def test_suite_passes_on_the_default_profile_and_writes_json(tmp_path, monkeypat
     assert len(data["properties"]) == 4 and all(p["pass"] for p in data["properties"])
 
 
+@pytest.mark.usefixtures("no_claim_cases")
 def test_suite_reference_profile_fails_several_cases(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["suite", "--profile", "reference", "--max-examples", "0",
@@ -30,7 +42,7 @@ def test_suite_reference_profile_fails_several_cases(tmp_path, monkeypatch):
     assert {"non_monotone_rebound", "late_second_collapse", "half_seeds_censored"} <= failed
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("no_claim_cases")
 def test_suite_uses_the_config_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "mine.toml"
@@ -49,6 +61,7 @@ def test_suite_uses_the_config_file(tmp_path, monkeypatch):
     assert r.exit_code == 2
 
 
+@pytest.mark.usefixtures("no_claim_cases")
 def test_suite_runs_the_cases_without_hypothesis(tmp_path, monkeypatch):
     import grokaudit.adversarial_suite as pkg
 
@@ -92,10 +105,14 @@ def _toml(values):
     ({"rel_tol": 0.1, "transient_threshold": 2.0}, 0),
     ({"rel_tol": 0.03, "transient_threshold": 1.5, "smooth": 5, "sustain": 5}, 0),
 ], ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v))
-def test_suite_passes_under_the_users_thresholds(tmp_path, monkeypatch, values, examples):
+def test_suite_passes_under_the_users_thresholds(tmp_path, monkeypatch, request, values,
+                                                examples):
     """`grokaudit suite --config` against a project's thresholds: no false FAIL (before, any
     grok_threshold above 0.93 failed the property run, and a rel_tol or transient_threshold
-    of its own failed named cases)."""
+    of its own failed named cases). The claim cases run where no other test varies these
+    thresholds for them (test_suite_claims.py runs them at low and high accuracy thresholds)."""
+    if set(values) <= {"grok_threshold", "full_threshold"} and not examples:
+        request.getfixturevalue("no_claim_cases")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "grokaudit.toml").write_text(_toml(values), encoding="utf-8")
     r = CliRunner().invoke(cli, ["suite", "--config", "grokaudit.toml", "--max-examples",
@@ -109,6 +126,7 @@ def test_suite_passes_under_the_users_thresholds(tmp_path, monkeypatch, values, 
         assert data["properties"] and all(p["pass"] for p in data["properties"])
 
 
+@pytest.mark.usefixtures("no_claim_cases")
 def test_suite_says_which_threshold_a_case_keeps(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "grokaudit.toml").write_text("censor_warn = 0.6\n", encoding="utf-8")
@@ -142,6 +160,7 @@ def test_suite_json_path_is_checked_before_any_case_runs(tmp_path, monkeypatch):
     assert cfg.read_text(encoding="utf-8") == "grok_threshold = 0.95\n"
 
 
+@pytest.mark.usefixtures("no_claim_cases")
 def test_suite_writes_json_to_a_file_atomically(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out.json"

@@ -24,7 +24,7 @@ p = 11
 alpha = 0.5
 d_emb = 8
 lr = 0.01
-steps = 1200
+steps = 600
 log_every = 100
 [grid]
 hidden = [16, 24]   # two shapes: two groups, so resume crosses a finished group
