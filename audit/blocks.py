@@ -38,10 +38,11 @@ _warnings_lock = threading.RLock()
 
 def leave_ctrl_c_to_the_main_thread() -> None:
     """Block SIGINT in the calling worker thread (a pool's initializer, a helper thread's first
-    call). The kernel delivers a signal sent to the process to any thread that does not block
-    it; delivered to an idle worker, Python acts on it only when the main thread next runs
-    Python code, so a Ctrl-C during a blocking call in the main thread went unheard. Blocked
-    here, it reaches the main thread, which is interrupted at once."""
+    call). POSIX lets the kernel deliver a signal sent to the process to any thread that does
+    not block it (Linux prefers the main thread, but not, for one, while it has another signal
+    pending); delivered to a worker, Python acts on it only when the main thread next runs
+    Python code, so a Ctrl-C during a blocking call in the main thread would go unheard until
+    the call returned. Blocked here, it can only reach the main thread."""
     import signal
 
     if hasattr(signal, "pthread_sigmask"):  # POSIX
