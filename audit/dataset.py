@@ -108,13 +108,12 @@ class ParquetDataset:
         its row groups is opened once: its footer, which lists every row group, is parsed
         once, not once per row group (a file of many small row groups read in parts was
         several times slower than read whole). A folder's files are opened when read."""
-        if not self.root.is_file():
-            return pq.ParquetFile(self.files[i],
-                                  read_dictionary=["run"] if run_dictionary else None)
-        f = self._opened.get(run_dictionary)
+        one_file = self.root.is_file()
+        f = self._opened.get(run_dictionary) if one_file else None
         if f is None:
-            f = self._opened[run_dictionary] = pq.ParquetFile(
-                self.files[i], read_dictionary=["run"] if run_dictionary else None)
+            f = pq.ParquetFile(self.files[i], read_dictionary=["run"] if run_dictionary else None)
+            if one_file:
+                self._opened[run_dictionary] = f
         return f
 
     def read_all(self) -> pa.Table:
@@ -243,19 +242,19 @@ def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
     return types
 
 
-def _read_by_the_adapters(q: Path, parts: Sequence[Path]) -> bool:
+def _read_by_the_adapters(q: Path, part_stems: set[tuple[Path, str]]) -> bool:
     """Whether the in-memory read of a partitioned folder reads the file ``q`` beside its
     Parquet parts: a table in another format (CSV, JSON…), a config file by its well-known name
-    (``config.yaml``) or a part's same-stem YAML, whose values become conditions. Other files
-    (``LICENSE``, ``README.md``, notes, a sweep's YAML) are no part of the log on either path."""
+    (``config.yaml``) or a part's same-stem YAML (``part_stems``: each part's folder and
+    stem), whose values become conditions. Other files (``LICENSE``, ``README.md``, notes, a
+    sweep's YAML) are no part of the log on either path."""
     from .roles import SIDECAR_NAMES
     from .shards import TABLE_SUFFIXES
 
     suffix = q.suffix.lower()
     if suffix in TABLE_SUFFIXES or q.name in SIDECAR_NAMES:
         return True
-    return suffix in (".yaml", ".yml") and any(
-        p.parent == q.parent and p.stem == q.stem for p in parts)
+    return suffix in (".yaml", ".yml") and (q.parent, q.stem) in part_stems
 
 
 def _folder_files(root: Path) -> tuple[list[Path], bool]:
@@ -280,8 +279,9 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
                 or q.name in WRITER_FILES or q.suffix.lower() == ".crc":
             continue
         (files if q.suffix.lower() in PARQUET_FILE_SUFFIXES else others).append(q)
+    part_stems = {(p.parent, p.stem) for p in files}  # (folder, stem) of every part
     for q in others:
-        if _read_by_the_adapters(q, files):
+        if _read_by_the_adapters(q, part_stems):
             raise _not_streamable(root, f"the folder holds {safe(q.relative_to(root).as_posix())!r}"
                                         ", which is not a Parquet part (config files and other "
                                         "formats are read by the adapters)")
