@@ -294,3 +294,47 @@ def test_a_streamed_duplicate_count_is_never_printed_as_the_whole_logs(tmp_path:
     m = re.search(r"(at least )?(\d+) duplicate", str(parts.value))
     assert n_whole == 2 * 3 and m is not None and int(m.group(2)) < n_whole
     assert m.group(1)  # a part's count is a bound
+
+
+@pytest.mark.parametrize("odd", ["dangling_config_link", "licence_unreadable", "readme_folder",
+                                 "empty_licence"])
+def test_odd_files_beside_the_parts_read_alike_streamed_or_not(hive: Path, odd: str) -> None:
+    """Files beside a dataset's parts that the in-memory read leaves out are left out in
+    parts too, whatever they are: a config file's name on a dangling link (no reader can read
+    it), a licence no one may read, a folder named like a README, an empty licence. Both paths
+    audit the same runs (the streamed one never refuses the folder for them)."""
+    import os
+
+    if odd == "dangling_config_link":
+        os.symlink(hive / "nowhere.yaml", hive / "config.yaml")
+    elif odd == "licence_unreadable":
+        (hive / "LICENSE").write_text("MIT\n")
+        (hive / "LICENSE").chmod(0)
+    elif odd == "readme_folder":
+        (hive / "README.md").mkdir()
+        (hive / "README.md" / "figure.png").write_bytes(b"\x89PNG")
+    else:
+        (hive / "LICENSE").write_bytes(b"")
+    before = snapshot(hive)
+    whole = cli(["check", hive, "--by", "wd", "--json", "-", "-q"])
+    streamed = cli(["check", hive, "--by", "wd", "--stream", "--part-rows", "50", "--json", "-",
+                    "-q"])
+    expect_audit(whole), expect_audit(streamed)
+    import json
+
+    a, b = json.loads(whole.stdout)["input"], json.loads(streamed.stdout)["input"]
+    assert a["runs_read"] == b["runs_read"] == sweep_df()["run"].nunique()
+    assert a["rows_read"] == b["rows_read"]
+    assert_unchanged(before, hive)
+
+
+@pytest.mark.parametrize("which", ["config_name", "part_stem"])
+def test_a_config_file_beside_the_parts_is_never_left_out_in_parts(hive: Path,
+                                                                   which: str) -> None:
+    """A config file by its well-known name, or a part's same-stem YAML (in any case of its
+    suffix): its values would be conditions in memory; streamed, the folder is refused with
+    one coded line rather than audited without them."""
+    part = sorted(hive.rglob("*.parquet"))[0]
+    target = hive / "hparams.yml" if which == "config_name" else part.with_suffix(".YAML")
+    target.write_text("lr: 0.1\n")
+    expect_error(cli(["check", hive, "--by", "wd", "--stream"]), "FORMAT_MISMATCH")
