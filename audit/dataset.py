@@ -136,6 +136,13 @@ class ParquetDataset:
         t = t.slice(first - int(s[lo]), stop - first)
         if runs is not None:
             t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
+            i = t.schema.get_field_index("run")
+            col = t.column(i)
+            if pa.types.is_dictionary(col.type):
+                # the stored dictionaries list every run of their row groups: only the runs
+                # kept (validation would decode all of them, a string object each)
+                t = t.set_column(i, t.schema.field(i), pc.dictionary_encode(
+                    col.cast(col.type.value_type)).cast(col.type))
         return t
 
     def read(self, units: Sequence[int], columns: Sequence[str] | None = None) -> pa.Table:

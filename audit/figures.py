@@ -115,7 +115,8 @@ def run_rows(log: LogTable) -> dict[str, int]:
     return {str(r): i for i, r in enumerate(log.run_ids)}
 
 
-def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
+def cell_band(log: LogTable, rows: Sequence[int] | np.ndarray, column: str
+              ) -> Band | None:
     """The median and seed band of ``column`` over the runs ``rows``; None when nothing logged."""
     found: np.ndarray | None
     if column == "test_acc":
@@ -126,6 +127,48 @@ def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
         found = log.series.get(column)
     if found is None or not len(rows):
         return None
+    same = _one_grid(log, np.asarray(rows, dtype=np.int64), found)
+    grid, M = same if same is not None else _on_grid(log, rows, found)
+    if M is None:
+        return None
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+            return Band(grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0),
+                        np.nanmax(M, axis=0), M.shape[0])
+
+
+def _one_grid(log: LogTable, rows: np.ndarray, found: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case read without gathering: the runs ``rows`` are consecutive in the log,
+    each logs the column at every one of its steps, and all share one step grid. Their values
+    are then a slice of the column, reshaped (what :func:`_on_grid` gives, exactly); None
+    otherwise."""
+    if not rows.size or not (np.diff(rows) == 1).all():
+        return None
+    off = log.offsets[int(rows[0]):int(rows[-1]) + 2].astype(np.int64)
+    counts = np.diff(off)
+    T = int(counts[0])
+    if T < 1 or not (counts == T).all():
+        return None
+    a, b = int(off[0]), int(off[-1])
+    v = found[a:b]
+    if np.isnan(v).any():
+        return None
+    S = log.step[a:b].reshape(rows.size, T)
+    grid = S[0].astype(float)
+    if not (np.diff(grid) > 0).all() or not (S == S[0]).all():
+        return None
+    return grid, v.reshape(rows.size, T).astype(float)
+
+
+def _on_grid(log: LogTable, rows: Sequence[int] | np.ndarray, found: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The runs ``rows``' values of a column on the grid of all their steps (a run's values
+    interpolated where it logged other steps; NaN outside its own span); None when nothing is
+    logged."""
     # every run's points at once: the runs' rows gathered, missing values left out
     starts = log.offsets[np.asarray(rows, dtype=np.int64)].astype(np.int64)
     counts = log.offsets[np.asarray(rows, dtype=np.int64) + 1].astype(np.int64) - starts
@@ -137,25 +180,18 @@ def cell_band(log: LogTable, rows: Sequence[int], column: str) -> Band | None:
     run = np.repeat(np.arange(len(rows)), counts)[ok]
     kept = np.bincount(run, minlength=len(rows))
     n_runs = int((kept > 0).sum())
-    if not n_runs:
-        return None
     grid = np.unique(steps)
+    if not n_runs:
+        return grid, None
     if (kept[kept > 0] == grid.size).all() and \
             (steps.reshape(n_runs, grid.size) == grid).all():
         # every run logged at every step of the grid: its values are the row (what
         # np.interp gives at its own points, exactly), without a per-run array
-        M = vals.reshape(n_runs, grid.size)
-    else:
-        bounds = np.r_[0, np.cumsum(kept)]
-        M = np.vstack([np.interp(grid, steps[a:b], vals[a:b], left=np.nan, right=np.nan)
-                       for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()) if b > a])
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
-            return Band(grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0),
-                        np.nanmax(M, axis=0), n_runs)
+        return grid, vals.reshape(n_runs, grid.size)
+    bounds = np.r_[0, np.cumsum(kept)]
+    return grid, np.vstack([np.interp(grid, steps[a:b], vals[a:b], left=np.nan, right=np.nan)
+                            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())
+                            if b > a])
 
 
 # ------------------------------------------------------------------------------------------
@@ -508,9 +544,9 @@ class StepRange:
                          pick(self.pos_hi, other.pos_hi, max))
 
 
-def step_range(log: LogTable, rows: Sequence[int]) -> StepRange:
+def step_range(log: LogTable, rows: Sequence[int] | np.ndarray) -> StepRange:
     """The range of the steps of the runs ``rows`` of ``log``."""
-    if not rows:
+    if not len(rows):
         return StepRange()
     steps = np.concatenate([log.step[log.offsets[i]:log.offsets[i + 1]] for i in rows]
                            ).astype(float)

@@ -177,44 +177,54 @@ class StreamTrajectories:
 
         s = self._s
         _trim()  # what the audit freed, handed back before the cells are read again
-        index = s.index()
         per_run = np.concatenate([p.run_rows for p in s.parts])
+        cells = [(i, j, c) for i, st in enumerate(result.studies)
+                 for j, c in enumerate(st.cells)]
+        numbered = s.numbers([x for _, _, c in cells for x in c.runs])
         # the cells of every study, each set of runs read once (a cell is in one study per
-        # metric)
-        sets: dict[tuple[int, ...], list[tuple[int, int]]] = {}
-        for i, st in enumerate(result.studies):
-            for j, c in enumerate(st.cells):
-                nums = tuple(index[x] for x in c.runs if x in index)
-                sets.setdefault(nums, []).append((i, j))
+        # metric): keyed by its runs' numbers as bytes (8 a run, not a tuple of Python ints)
+        sets: dict[bytes, tuple[np.ndarray, list[tuple[int, int]]]] = {}
+        at_cell = 0
+        for i, j, c in cells:
+            these = numbered[at_cell:at_cell + len(c.runs)]
+            at_cell += len(c.runs)
+            these = these[these >= 0]
+            sets.setdefault(these.tobytes(), (these, []))[1].append((i, j))
+        del numbered, cells
+        _trim()
         found: dict[tuple[int, int], CellData] = {}
         # the accuracy bands of a set of runs, computed once for the studies of every metric
-        shared: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        shared: dict[bytes, tuple[Any, Any]] = {}
         ranges = [StepRange() for _ in result.studies]
-        batches: list[list[tuple[int, ...]]] = [[]]
+        batches: list[list[bytes]] = [[]]
         size = 0.0
-        for nums in sets:
-            rows = float(per_run[list(nums)].sum()) if nums else 0.0
+        for key, (nums, _) in sets.items():
+            rows = float(per_run[nums].sum())
             if batches[-1] and size + rows > self._part_rows:
                 batches.append([])
                 size = 0.0
-            batches[-1].append(nums)
+            batches[-1].append(key)
             size += rows
+        metrics = sorted({st.metric for st in result.studies})  # the columns the bands read
         for b, batch in enumerate(batches):
-            wanted = np.asarray(sorted({k for nums in batch for k in nums}), dtype=np.int64)
-            log = s.fetch(wanted)[0] if wanted.size else None
-            at = {} if log is None else {str(r): k for k, r in enumerate(log.run_ids.tolist())}
-            for nums in batch:
-                for i, j in sets[nums]:
+            wanted = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)]
+                                              + [sets[key][0] for key in batch]))
+            log, where = (s.fetch(wanted, metrics) if wanted.size else (None, wanted))
+            by_number = np.argsort(where, kind="stable")
+            numbers = where[by_number]
+            for key in batch:
+                nums, members = sets[key]
+                rows_ = _rows_of(nums, numbers, by_number)
+                for i, j in members:
                     st = result.studies[i]
                     c = st.cells[j]
-                    rows_ = [at[x] for x in c.runs if x in at]
-                    if log is None or not rows_:
+                    if log is None or not rows_.size:
                         found[i, j] = CellData(c, None, None, None)
                         continue
-                    if nums not in shared:
-                        shared[nums] = (cell_band(log, rows_, "test_acc"),
-                                        cell_band(log, rows_, "train_acc"))
-                    found[i, j] = CellData(c, cell_band(log, rows_, st.metric), *shared[nums])
+                    if key not in shared:
+                        shared[key] = (cell_band(log, rows_, "test_acc"),
+                                       cell_band(log, rows_, "train_acc"))
+                    found[i, j] = CellData(c, cell_band(log, rows_, st.metric), *shared[key])
                     ranges[i] = ranges[i].joined(step_range(log, rows_))
             del log
             _trim()
@@ -223,6 +233,18 @@ class StreamTrajectories:
         return [assembled(st, [found[i, j] for j in range(len(st.cells))], ranges[i], result,
                           log_steps=log_steps)
                 for i, st in enumerate(result.studies)]
+
+
+def _rows_of(nums: np.ndarray, numbers: np.ndarray, by_number: np.ndarray) -> np.ndarray:
+    """The rows of a read log holding the runs ``nums`` (whole-log numbers), in that order,
+    those not read left out; ``numbers`` are the read runs' numbers sorted, ``by_number``
+    their rows in that order."""
+    k = np.searchsorted(numbers, nums)
+    inside = k < numbers.size
+    k, nums = k[inside], nums[inside]
+    there = numbers[k] == nums
+    rows: np.ndarray = by_number[k[there]]
+    return rows
 
 
 def open_log_parts(path: str | Path, config: AuditConfig, *, part_rows: int = PART_ROWS,
@@ -298,7 +320,8 @@ class _Stream:
         self.series: frozenset[str] = frozenset()
         self.bounds: list[tuple[int, int]] = []
         self.parts: list[_Part] = []
-        self._index: dict[str, int] | None = None
+        #: the run ids' object addresses, sorted, and their numbers (:meth:`numbers`)
+        self._ids: tuple[np.ndarray, np.ndarray] | None = None
         self._run_part: np.ndarray | None = None
         self._bases: list[int] = []  #: each part's first run in the whole log's numbering
         self.run_ids = np.zeros(0, dtype=object)
@@ -565,29 +588,52 @@ class _Stream:
 
     # -- read again: only the runs concerned --------------------------------------------------
 
-    def fetch(self, runs: np.ndarray) -> tuple[LogTable, np.ndarray]:
+    def fetch(self, runs: np.ndarray, columns: Sequence[str] | None = None
+              ) -> tuple[LogTable, np.ndarray]:
         """The runs numbered ``runs`` (whole-log numbers), read again and validated as
-        before; with each of the returned log's runs' whole-log number."""
+        before; with each of the returned log's runs' whole-log number. ``columns``: only
+        these per-step columns besides the run, step and accuracy columns and the grok
+        criterion's (the others, conditions included, are not read: the log returned has
+        none)."""
         assert self._run_part is not None
         wanted = np.unique(np.asarray(runs, dtype=np.int64))
         ids = pa.array([str(r) for r in self.run_ids[wanted]], type=pa.string())
+        read = None if columns is None else list(dict.fromkeys(
+            ["run", "step", *ACCURACY_COLUMNS, self.cfg.grok_on, *self.cfg.metrics, *columns]))
         tables = []
         for k in np.unique(self._run_part[wanted]).tolist():
             first, stop = self.parts[k].rows
-            tables.append(self.ds.read_rows(first, stop, runs=ids))
+            tables.append(self.ds.read_rows(first, stop, columns=read, runs=ids))
         table = Owned(pa.concat_tables(tables))
         tables.clear()  # the concatenated table holds the only reference to their columns
+        _trim()  # the reader's buffers (the parts' whole row groups, before the filter)
         log = self._validate(table, LogPart(self.accuracy, self.series))
-        index = self.index()
-        where = np.fromiter((index[str(r)] for r in log.run_ids.tolist()),
-                            dtype=np.int64, count=log.n_runs)
-        return log, where
+        return log, self.numbers(log.run_ids.tolist())
 
-    def index(self) -> dict[str, int]:
-        """Run id → the run's whole-log number."""
-        if self._index is None:
-            self._index = {str(r): i for i, r in enumerate(self.run_ids.tolist())}
-        return self._index
+    def numbers(self, ids: Sequence[Any]) -> np.ndarray:
+        """Each run id's number in the whole log (int64), −1 for an id not in it.
+
+        The audit names runs by the log's own id objects (the results' run ids are
+        :attr:`run_ids`' objects), so they are found by identity first: a sorted array of
+        the objects' addresses (8 bytes a run; a dict of a million ids held about 100 MiB
+        while the figures were drawn). Ids that are other objects are found by value."""
+        if self._ids is None:
+            keys = np.fromiter(map(id, self.run_ids.tolist()), dtype=np.uint64,
+                               count=self.run_ids.size)
+            order = np.argsort(keys, kind="stable")
+            self._ids = (keys[order], order.astype(np.int64))
+        keys, order = self._ids
+        ids = list(ids)
+        q = np.fromiter(map(id, ids), dtype=np.uint64, count=len(ids))
+        k = np.minimum(np.searchsorted(keys, q), max(keys.size - 1, 0))
+        hit = (keys[k] == q) if keys.size else np.zeros(q.size, dtype=bool)
+        out = np.where(hit, order[k] if keys.size else -1, -1).astype(np.int64)
+        miss = np.flatnonzero(~hit)
+        if miss.size:  # other objects (a result made elsewhere): by value, only these
+            wanted = {str(ids[i]) for i in miss.tolist()}
+            found = {str(r): n for n, r in enumerate(self.run_ids.tolist()) if str(r) in wanted}
+            out[miss] = [found.get(str(ids[i]), -1) for i in miss.tolist()]
+        return out
 
     def _duplicates(self) -> tuple[tuple[str, ...], ...]:
         """``DUPLICATE_RUN`` over the whole log: each part's own, and the runs of different

@@ -575,3 +575,24 @@ def test_one_file_is_opened_once_however_many_row_groups(tmp_path: Path,
     # the dataset's look at the file, and the file opened once for reading with and once
     # without its run ids dictionary-encoded
     assert 0 < opened.count(str(path)) <= 4
+
+
+def test_runs_read_again_carry_only_their_own_run_ids(tmp_path: Path) -> None:
+    """A file's row groups store a dictionary of every run they hold; the rows of a few runs,
+    read again, carry a dictionary of those runs alone (validation turns each entry into a
+    string object: a cell read again for the report decoded every run of the log)."""
+    from grokaudit.dataset import open_dataset
+
+    n = 40
+    table = pa.table({"run": [f"r{k:02d}" for k in range(n) for _ in range(5)],
+                      "step": [s for _ in range(n) for s in range(5)]})
+    path = tmp_path / "log.parquet"
+    pq.write_table(table, path, row_group_size=100)  # 20 runs in each row group
+    ds = open_dataset(path)
+    wanted = ["r03", "r17", "r25"]
+    got = ds.read_rows(0, n * 5, runs=pa.array(wanted))
+    run = got.column("run")
+    assert pa.types.is_dictionary(run.type)  # the type the other parts are read as
+    assert sorted(set(run.to_pylist())) == wanted
+    assert sorted({v for c in run.chunks for v in c.dictionary.to_pylist()}) == wanted
+    assert got.num_rows == 15

@@ -111,6 +111,23 @@ def test_streamed_trajectories_are_the_in_memory_trajectories(
     assert (len(batches) > 1) == (part_rows < 10**6)
 
 
+@pytest.mark.parametrize("where", ["file", "hive"])
+def test_the_figures_of_a_result_made_elsewhere_find_its_runs_by_name(
+        tmp_path: Path, where: str) -> None:
+    """The trajectories find a cell's runs by the audit's own run id objects, and by name
+    when a result names them with other objects (here the in-memory audit's): the same
+    bands either way, no cell left empty."""
+    path = _file(tmp_path) if where == "file" else _hive(tmp_path)
+    whole, log = _in_memory(path, by="wd", metrics=["emb_erank"])
+    streamed, traj = audit_stream_with_trajectories(path, by="wd", metrics=["emb_erank"],
+                                                    part_rows=700)
+    ids = {id(r) for s in whole.studies for c in s.cells for r in c.runs}
+    assert not ids & {id(r) for s in streamed.studies for c in s.cells for r in c.runs}
+    expected = [dashboard_data(s, log, whole) for s in whole.studies]
+    _same_data(traj.dashboard_data(whole), expected)
+    _same_data(traj.dashboard_data(streamed), expected)
+
+
 def test_a_cell_never_splits_across_batches(tmp_path: Path) -> None:
     """With parts smaller than one run, each batch still holds whole cells: the same bands."""
     path = _file(tmp_path)
@@ -196,15 +213,22 @@ def _bands_by_interpolation(log: Any, rows: list[int], column: str) -> tuple[np.
         return grid, np.nanmedian(M, axis=0), np.nanmin(M, axis=0), np.nanmax(M, axis=0)
 
 
-@pytest.mark.parametrize("shape", ["one grid", "own grids", "a gap", "a run never logged"])
-def test_a_cell_band_is_the_per_run_interpolation(shape: str) -> None:
-    from grokaudit.figures import cell_band
+@pytest.mark.parametrize("rows", [[4, 0, 3, 1, 2], [0, 1, 2, 3, 4], [1, 2, 3]],
+                         ids=["scattered", "consecutive", "some consecutive"])
+@pytest.mark.parametrize("shape", ["one grid", "one grid, float32", "own grids", "a gap",
+                                   "a run never logged"])
+def test_a_cell_band_is_the_per_run_interpolation(shape: str, rows: list[int]) -> None:
+    """Whichever runs and in whatever order: runs consecutive in the log on one grid are
+    read as a slice of the column (no gather), and give the band as defined."""
+    from grokaudit.figures import _one_grid, cell_band
 
     rng = np.random.default_rng(3)
     frames = []
     for k in range(5):
         s = np.arange(0, 2_000, 100 if shape != "own grids" else 100 + 7 * k, dtype=np.int64)
         m = 10.0 + k + rng.standard_normal(s.size)
+        if shape == "one grid, float32":
+            m = m.astype(np.float32)
         if shape == "a gap" and k == 2:
             m[3:6] = np.nan  # a run that misses some steps of the grid
         if shape == "a run never logged" and k == 4:
@@ -213,11 +237,16 @@ def test_a_cell_band_is_the_per_run_interpolation(shape: str) -> None:
                                     "train_acc": 1.0, "emb_erank": m, "wd": 1.0}))
     cfg = _config(None, {"metrics": ["emb_erank"]})
     log = validated_log(pd.concat(frames, ignore_index=True), cfg)
-    rows = [4, 0, 3, 1, 2]  # the cell's order, not the log's
+    if shape == "one grid, float32":
+        assert log.series["emb_erank"].dtype == np.float32  # kept as stored
     band = cell_band(log, rows, "emb_erank")
     assert band is not None
+    # the slice is read exactly where the runs are consecutive and share one full grid
+    sliced = _one_grid(log, np.asarray(rows), log.series["emb_erank"]) is not None
+    full = shape.startswith("one grid") or (shape == "a run never logged" and 4 not in rows)
+    assert sliced == (full and rows == sorted(rows))
     grid, med, low, high = _bands_by_interpolation(log, rows, "emb_erank")
-    assert band.n_runs == (4 if shape == "a run never logged" else 5)
+    assert band.n_runs == len(rows) - (shape == "a run never logged" and 4 in rows)
     for got, want in ((band.step, grid), (band.median, med), (band.low, low),
                       (band.high, high)):
         assert np.array_equal(got, want, equal_nan=True)
@@ -245,8 +274,8 @@ def test_a_batch_holds_no_more_rows_than_a_part_unless_one_cell_does(
     sizes: list[int] = []
     fetch = st._Stream.fetch
 
-    def counted(self: Any, runs: np.ndarray) -> Any:
-        out = fetch(self, runs)
+    def counted(self: Any, runs: np.ndarray, columns: Any = None) -> Any:
+        out = fetch(self, runs, columns)
         sizes.append(int(out[0].offsets[-1]))
         return out
 
