@@ -226,6 +226,8 @@ class Result(Protocol):
 
     def to_json(self, indent: int | None = 2) -> str: ...
 
+    def json_chunks(self, indent: int | None = 2) -> Iterator[str]: ...
+
 
 def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, Any]]
                     ) -> dict[str, Any]:
@@ -253,7 +255,8 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
     if json_out is not None:
         from .text import safe_json
 
-        json_out.write_text(safe_json(result.to_json()))
+        # written as it is encoded: a million runs' JSON is never whole in memory
+        json_out.write_chunks(result.json_chunks(), transform=safe_json)
         if json_out.is_stdout:
             sys.exit(result.exit_code)
     if render is None:

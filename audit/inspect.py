@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,10 @@ class Inspection:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
                           ensure_ascii=False) + "\n"
+
+    def json_chunks(self, indent: int | None = 2) -> Iterator[str]:
+        """:meth:`to_json` as the command line writes a result (a description is small)."""
+        yield self.to_json(indent)
 
 
 def _as_stored(x: Any) -> Any:

@@ -16,7 +16,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,40 @@ class Output:
     def write_text(self, text: str) -> None:
         """Write ``text`` (UTF-8) to the file atomically, or to standard output."""
         self.write_bytes(text.encode("utf-8"))
+
+    def write_chunks(self, chunks: Iterable[str], transform: Callable[[str], str] | None = None,
+                     batch: int = 1 << 16) -> None:
+        """Write the text ``chunks`` (UTF-8) as :meth:`write_text` writes their join, without
+        holding the whole text: ``batch`` chunks at a time, each batch's text passed through
+        ``transform`` (a character-wise rewrite, such as :func:`~grokaudit.text.safe_json`:
+        applied per chunk it cost more than the encoding), into the temporary file (renamed
+        once complete: an error part-way leaves no file) or to standard output."""
+        def text(buf: list[str]) -> bytes:
+            joined = "".join(buf)
+            return (joined if transform is None else transform(joined)).encode("utf-8")
+
+        def pieces() -> Iterator[bytes]:
+            buf: list[str] = []
+            for c in chunks:
+                buf.append(c)
+                if len(buf) >= batch:
+                    yield text(buf)
+                    buf.clear()
+            if buf:
+                yield text(buf)
+
+        if self.path is None:
+            for data in pieces():
+                sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            return
+
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as fh:
+                for data in pieces():
+                    fh.write(data)
+
+        atomic_write_with(self.path, write, flag=self.flag, pinned=self.parent_id or True)
 
     def write_bytes(self, data: bytes) -> None:
         if self.path is None:

@@ -11,7 +11,7 @@ import enum
 import html
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -493,6 +493,14 @@ class StudyResult:
                 else Reason.SINGLE_CONDITION.value)
 
     def to_dict(self) -> dict[str, Any]:
+        return self._dict([r.to_dict() for r in self.runs])
+
+    def json_tree(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the runs made one at a time as the JSON is written
+        (:meth:`Result.json_chunks`), never all at once."""
+        return self._dict(OneAtATime(self.runs, _run_dict))
+
+    def _dict(self, runs: list[Any]) -> dict[str, Any]:
         return {
             "study": plain(dict(self.study)), "metric": self.metric, "axis": self.axis,
             "verdict": self.verdict.value if self.verdict else None,
@@ -500,8 +508,29 @@ class StudyResult:
             "cells": [c.to_dict() for c in self.cells],
             "orderings": [o.to_dict() for o in self.orderings],
             "findings": [f.to_dict() for f in self.findings],
-            "runs": [r.to_dict() for r in self.runs],
+            "runs": runs,
         }
+
+
+def _run_dict(r: RunResult) -> dict[str, Any]:
+    return r.to_dict()
+
+
+class OneAtATime(list):  # type: ignore[type-arg]
+    """A list for the JSON encoder that holds nothing: each item is made from ``items`` by
+    ``make`` when the encoder reaches it, and dropped once written (a study's million runs
+    were a million dicts, then the whole text, before the first byte was written). Only
+    the encoder reads it: its length and its iteration."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._items, self._make = items, make
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self._make(x) for x in self._items)
 
 
 class Result:
@@ -538,6 +567,20 @@ class Result:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
                           ensure_ascii=False) + "\n"
 
+    def json_tree(self) -> Any:
+        """What :meth:`json_chunks` encodes: :meth:`to_dict`, or a tree of the same JSON
+        whose long lists are made as they are written."""
+        return self.to_dict()
+
+    def json_chunks(self, indent: int | None = 2) -> Iterator[str]:
+        """:meth:`to_json` in pieces, the same text: for writing a large result (a million
+        runs) without holding its whole JSON, nor every run's dict, in memory."""
+        enc = json.JSONEncoder(indent=indent, allow_nan=False, ensure_ascii=False)
+        # iterencode is json.dumps' own encoder, chunk by chunk (with an indent json.dumps
+        # uses this pure-Python encoder too): the same bytes
+        yield from enc.iterencode(self.json_tree())
+        yield "\n"
+
 
 @dataclass(frozen=True)
 class AuditResult(Result):
@@ -564,6 +607,12 @@ class AuditResult(Result):
         raise KeyError(f"no study for metric={metric!r} {key}")
 
     def to_dict(self) -> dict[str, Any]:
+        return self._dict([s.to_dict() for s in self.studies])
+
+    def json_tree(self) -> dict[str, Any]:
+        return self._dict([s.json_tree() for s in self.studies])
+
+    def _dict(self, studies: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "grokaudit_version": self.version,
@@ -580,7 +629,7 @@ class AuditResult(Result):
                     for s in self.studies
                 ],
             },
-            "studies": [s.to_dict() for s in self.studies],
+            "studies": studies,
             "findings": [f.to_dict() for f in self.findings],
             "trail": None if self.trail is None else self.trail.to_dict(),
         }

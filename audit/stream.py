@@ -597,7 +597,8 @@ class _Stream:
         none)."""
         assert self._run_part is not None
         wanted = np.unique(np.asarray(runs, dtype=np.int64))
-        ids = pa.array([str(r) for r in self.run_ids[wanted]], type=pa.string())
+        names = [str(r) for r in self.run_ids[wanted]]
+        ids = pa.array(names, type=pa.string())
         read = None if columns is None else list(dict.fromkeys(
             ["run", "step", *ACCURACY_COLUMNS, self.cfg.grok_on, *self.cfg.metrics, *columns]))
         tables = []
@@ -608,7 +609,9 @@ class _Stream:
         tables.clear()  # the concatenated table holds the only reference to their columns
         _trim()  # the reader's buffers (the parts' whole row groups, before the filter)
         log = self._validate(table, LogPart(self.accuracy, self.series))
-        return log, self.numbers(log.run_ids.tolist())
+        number = dict(zip(names, wanted.tolist()))  # the runs read, not the whole log's
+        return log, np.fromiter((number[str(r)] for r in log.run_ids.tolist()),
+                                dtype=np.int64, count=log.n_runs)
 
     def numbers(self, ids: Sequence[Any]) -> np.ndarray:
         """Each run id's number in the whole log (int64), −1 for an id not in it.

@@ -125,3 +125,63 @@ def test_the_arrow_table_holds_the_rows_values(profile):
         assert tab.column("grok_sustained")[k].as_py() == r.grok_sustained
         for name in ("t_grok", "t_compress", "lag", "t_mem"):
             assert _iv(tab, name, k) == getattr(r, name)
+
+
+@pytest.mark.parametrize("profile", ["default", "reference"])
+@pytest.mark.parametrize("indent", [2, None])
+def test_the_json_written_in_pieces_is_the_json(profile: str, indent: int | None) -> None:
+    """``json_chunks`` (what ``--json`` writes, run by run) gives ``to_json``'s text."""
+    res = grokaudit.audit_table(censored_study(), by="rho", profile=profile, fail_on=("none",))
+    assert len(res.studies[0].runs) > 1
+    assert "".join(res.json_chunks(indent)) == res.to_json(indent)
+
+
+def test_the_json_in_pieces_makes_each_run_as_it_is_written(monkeypatch) -> None:
+    """No run's dict is made before the encoder reaches it, and none is kept: at most one
+    run's dict is alive at a time while the runs are written (a million runs were a million
+    dicts, then the whole text, before the first byte)."""
+    import gc
+    import weakref
+
+    res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
+    alive: list[Any] = []
+    most = [0]
+    real = RunResult.to_dict
+
+    class Tracked(dict):  # type: ignore[type-arg]
+        pass
+
+    def to_dict(self: RunResult) -> dict[str, Any]:
+        gc.collect()
+        now = [r for r in alive if r() is not None]
+        most[0] = max(most[0], len(now))
+        d = Tracked(real(self))
+        alive.append(weakref.ref(d))
+        return d
+
+    monkeypatch.setattr(RunResult, "to_dict", to_dict)
+    chunks = res.json_chunks()
+    assert not alive  # nothing made before writing starts
+    text = "".join(chunks)
+    assert len(alive) == sum(len(s.runs) for s in res.studies) > 1
+    assert most[0] <= 1
+    monkeypatch.setattr(RunResult, "to_dict", real)
+    assert text == res.to_json()
+
+
+def test_a_json_that_fails_part_way_leaves_no_file(tmp_path) -> None:
+    """Written in pieces, the JSON still lands whole or not at all."""
+    from grokaudit.errors import OutputError
+    from grokaudit.outputs import resolve_output
+
+    out = resolve_output(str(tmp_path / "r.json"), flag="--json")
+
+    def chunks() -> Any:
+        yield "{"
+        raise OutputError("stopped", code=grokaudit.errors.ErrorCode.OUTPUT_NOT_WRITABLE)
+
+    with pytest.raises(OutputError):
+        out.write_chunks(chunks(), batch=1)
+    assert list(tmp_path.iterdir()) == []
+    out.write_chunks(iter(["{", '"a": 1', "}\n"]), transform=str.upper, batch=2)
+    assert (tmp_path / "r.json").read_text() == '{"A": 1}\n'
