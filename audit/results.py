@@ -495,9 +495,11 @@ class StudyResult:
     def to_dict(self) -> dict[str, Any]:
         return self._dict([r.to_dict() for r in self.runs])
 
-    def json_tree(self) -> dict[str, Any]:
+    def _json_tree(self) -> dict[str, Any]:
         """:meth:`to_dict` with the runs made one at a time as the JSON is written
-        (:meth:`Result.json_chunks`), never all at once."""
+        (:meth:`Result.json_chunks`), never all at once. Private: json's C encoder (used by
+        ``json.dumps`` without an indent) reads a list's own items, which this tree's runs
+        list does not hold — only json_chunks' encoder walks it."""
         return self._dict(OneAtATime(self.runs, _run_dict))
 
     def _dict(self, runs: list[Any]) -> dict[str, Any]:
@@ -567,9 +569,10 @@ class Result:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
                           ensure_ascii=False) + "\n"
 
-    def json_tree(self) -> Any:
+    def _json_tree(self) -> Any:
         """What :meth:`json_chunks` encodes: :meth:`to_dict`, or a tree of the same JSON
-        whose long lists are made as they are written."""
+        whose long lists are made as they are written (:class:`OneAtATime`: for json_chunks'
+        pure-Python encoder only)."""
         return self.to_dict()
 
     def json_chunks(self, indent: int | None = 2) -> Iterator[str]:
@@ -578,7 +581,7 @@ class Result:
         enc = json.JSONEncoder(indent=indent, allow_nan=False, ensure_ascii=False)
         # iterencode is json.dumps' own encoder, chunk by chunk (with an indent json.dumps
         # uses this pure-Python encoder too): the same bytes
-        yield from enc.iterencode(self.json_tree())
+        yield from enc.iterencode(self._json_tree())
         yield "\n"
 
 
@@ -609,8 +612,8 @@ class AuditResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return self._dict([s.to_dict() for s in self.studies])
 
-    def json_tree(self) -> dict[str, Any]:
-        return self._dict([s.json_tree() for s in self.studies])
+    def _json_tree(self) -> dict[str, Any]:
+        return self._dict([s._json_tree() for s in self.studies])
 
     def _dict(self, studies: list[dict[str, Any]]) -> dict[str, Any]:
         return {

@@ -592,9 +592,9 @@ class _Stream:
               ) -> tuple[LogTable, np.ndarray]:
         """The runs numbered ``runs`` (whole-log numbers), read again and validated as
         before; with each of the returned log's runs' whole-log number. ``columns``: only
-        these per-step columns besides the run, step and accuracy columns and the grok
-        criterion's (the others, conditions included, are not read: the log returned has
-        none)."""
+        these per-step columns besides the run, step and accuracy columns, the grok
+        criterion's and the audited metrics (the others, conditions included, are not read:
+        the log returned has none)."""
         assert self._run_part is not None
         wanted = np.unique(np.asarray(runs, dtype=np.int64))
         names = [str(r) for r in self.run_ids[wanted]]
@@ -619,7 +619,8 @@ class _Stream:
         The audit names runs by the log's own id objects (the results' run ids are
         :attr:`run_ids`' objects), so they are found by identity first: a sorted array of
         the objects' addresses (8 bytes a run; a dict of a million ids held about 100 MiB
-        while the figures were drawn). Ids that are other objects are found by value."""
+        while the figures were drawn). Ids that are other objects (a result made elsewhere)
+        are found by value."""
         if self._ids is None:
             keys = np.fromiter(map(id, self.run_ids.tolist()), dtype=np.uint64,
                                count=self.run_ids.size)
