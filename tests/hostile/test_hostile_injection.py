@@ -284,3 +284,22 @@ def test_generated_hostile_names(tmp_path_factory: pytest.TempPathFactory, run_t
     assert not RAW_CONTROL.search(text)
     strings = [v for v in json_values(json.loads(text)) if isinstance(v, str)]
     assert cond in strings and f"1.0/0/{run_tag}" in strings
+
+
+@pytest.mark.parametrize("batch", [1, 7, 1 << 16])
+def test_json_written_in_pieces_escapes_as_the_whole_text(evil_log: Path, tmp_path: Path,
+                                                          batch: int) -> None:
+    """``--json`` is written batch by batch, each batch's text escaped on its own: with
+    batches of one encoder chunk, of a few, or of many, the file is the whole text escaped
+    (run ids, a metric and a condition carrying controls, U+2028 and bidi marks)."""
+    import grokaudit
+    from grokaudit.outputs import resolve_output
+    from grokaudit.text import safe_json
+
+    res = grokaudit.audit_path(evil_log, cell=["arch"])
+    out = resolve_output(str(tmp_path / "r.json"), flag="--json")
+    out.write_chunks(res.json_chunks(), transform=safe_json, batch=batch)
+    text = (tmp_path / "r.json").read_text(encoding="utf-8")
+    assert text == safe_json(res.to_json())
+    assert not RAW_CONTROL.search(text) and "\u2028" not in text
+    _check_json(json.loads(text))
