@@ -46,21 +46,26 @@ class Output:
     def write_chunks(self, chunks: Iterable[str], transform: Callable[[str], str] | None = None,
                      batch: int = 1 << 16) -> None:
         """Write the text ``chunks`` (UTF-8) as :meth:`write_text` writes their join, without
-        holding the whole text: ``batch`` chunks at a time, each batch's text passed through
-        ``transform`` (a character-wise rewrite, such as :func:`~grokaudit.text.safe_json`:
-        applied per chunk it cost more than the encoding), into the temporary file (renamed
-        once complete: an error part-way leaves no file) or to standard output."""
+        holding the whole text: ``batch`` chunks (or 4 Mi characters) at a time, each batch's
+        text passed through ``transform`` (a character-wise rewrite, such as
+        :func:`~grokaudit.text.safe_json`: applied per chunk it cost more than the encoding),
+        into the temporary file (renamed once complete: an error part-way leaves no file) or
+        to standard output."""
         def text(buf: list[str]) -> bytes:
             joined = "".join(buf)
             return (joined if transform is None else transform(joined)).encode("utf-8")
 
         def pieces() -> Iterator[bytes]:
             buf: list[str] = []
+            size = 0
             for c in chunks:
                 buf.append(c)
-                if len(buf) >= batch:
+                size += len(c)
+                # a batch is also cut at 4 Mi characters: a chunk may be thousands of runs
+                if len(buf) >= batch or size >= 1 << 22:
                     yield text(buf)
                     buf.clear()
+                    size = 0
             if buf:
                 yield text(buf)
 

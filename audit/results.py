@@ -11,6 +11,7 @@ import enum
 import html
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -495,11 +496,17 @@ class StudyResult:
     def to_dict(self) -> dict[str, Any]:
         return self._dict([r.to_dict() for r in self.runs])
 
-    def _json_tree(self) -> dict[str, Any]:
+    def _json_tree(self, holes: dict[str, Any] | None = None) -> dict[str, Any]:
         """:meth:`to_dict` with the runs made one at a time as the JSON is written
         (:meth:`Result.json_chunks`), never all at once. Private: json's C encoder (used by
         ``json.dumps`` without an indent) reads a list's own items, which this tree's runs
-        list does not hold — only json_chunks' encoder walks it."""
+        list does not hold — only json_chunks' encoder walks it. With ``holes``, runs held
+        as columns (a RunTable) are a placeholder string, its key in ``holes`` as json
+        writes it: json_chunks writes them from their columns there."""
+        if holes is not None and hasattr(self.runs, "json_list"):
+            token = f"grokaudit-runs-{uuid.uuid4().hex}"
+            holes[json.encoder.encode_basestring(token)] = self.runs
+            return self._dict(token)  # type: ignore[arg-type]
         return self._dict(OneAtATime(self.runs, _run_dict))
 
     def _dict(self, runs: list[Any]) -> dict[str, Any]:
@@ -569,19 +576,41 @@ class Result:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
                           ensure_ascii=False) + "\n"
 
-    def _json_tree(self) -> Any:
+    def _json_tree(self, holes: dict[str, Any] | None = None) -> Any:
         """What :meth:`json_chunks` encodes: :meth:`to_dict`, or a tree of the same JSON
         whose long lists are made as they are written (:class:`OneAtATime`: for json_chunks'
-        pure-Python encoder only)."""
+        pure-Python encoder only), or left as placeholders listed in ``holes``
+        (:meth:`StudyResult._json_tree`)."""
         return self.to_dict()
 
     def json_chunks(self, indent: int | None = 2) -> Iterator[str]:
         """:meth:`to_json` in pieces, the same text: for writing a large result (a million
-        runs) without holding its whole JSON, nor every run's dict, in memory."""
+        runs) without holding its whole JSON, nor every run's dict, in memory. A study's
+        runs held as columns are written from them (:meth:`RunTable.json_list
+        <grokaudit.runtable.RunTable.json_list>`), with no per-run object."""
         enc = json.JSONEncoder(indent=indent, allow_nan=False, ensure_ascii=False)
         # iterencode is json.dumps' own encoder, chunk by chunk (with an indent json.dumps
         # uses this pure-Python encoder too): the same bytes
-        yield from enc.iterencode(self._json_tree())
+        holes: dict[str, Any] | None = (
+            {} if isinstance(indent, int) and not isinstance(indent, bool) and indent > 0
+            else None)
+        pad = ""  # the indentation of the line being written
+        last: tuple[str, str] = ("", "")  # the two chunks before this one
+        for chunk in enc.iterencode(self._json_tree(holes)):
+            runs = holes.get(chunk) if holes else None
+            if runs is not None and last == ('"runs"', enc.key_separator):
+                # the placeholder, written alone after its key: the runs' list there, at
+                # the level of its key (json's pure-Python encoder indents by levels)
+                assert holes is not None and isinstance(indent, int)
+                del holes[chunk]
+                yield from runs.json_list(" " * indent, len(pad) // indent)
+            else:
+                if "\n" in chunk:
+                    pad = chunk[chunk.rfind("\n") + 1:]
+                yield chunk
+            last = (last[1], chunk)
+        if holes:  # a placeholder json did not write where it was put
+            raise RuntimeError("the runs of a study were not written")
         yield "\n"
 
 
@@ -612,8 +641,8 @@ class AuditResult(Result):
     def to_dict(self) -> dict[str, Any]:
         return self._dict([s.to_dict() for s in self.studies])
 
-    def _json_tree(self) -> dict[str, Any]:
-        return self._dict([s._json_tree() for s in self.studies])
+    def _json_tree(self, holes: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._dict([s._json_tree(holes) for s in self.studies])
 
     def _dict(self, studies: list[dict[str, Any]]) -> dict[str, Any]:
         return {

@@ -4,6 +4,8 @@
     python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --runs 100000 --steps 50
     python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --stream --row-group 1000 \
         --runs 2000 --steps 500        # check --stream on a file of many small row groups
+    python benchmarks/bench_before_after.py OLD_PACKAGE_DIR --json --runs 200000 --steps 50
+                                       # and the JSON written as --json writes it
 
 ``OLD_PACKAGE_DIR`` is a folder holding the code before the change as an importable
 ``grokaudit`` package (for example ``git worktree add /tmp/old <commit>`` and a folder
@@ -12,8 +14,10 @@
 float32 metric and accuracies, 8 cells along ``rho``); then each audit runs in a fresh
 subprocess, before and after alternated (the order flipped every round), ``--repeat`` rounds.
 Printed: the best wall time of ``audit_path`` inside each process, its peak RSS (VmHWM), the
-number of findings, and the ratio after / before. Read ratios, never absolute times, on a
-shared machine.
+number of findings, and the ratio after / before. With ``--json`` each process then writes
+the result's JSON as ``check --json FILE`` does (``Output.write_chunks`` of ``json_chunks``,
+through ``safe_json``): its time, the peak RSS after it, and whether the two versions wrote the
+same bytes. Read ratios, never absolute times, on a shared machine.
 """
 
 from __future__ import annotations
@@ -42,8 +46,17 @@ if sys.argv[2] == "stream":
 else:
     r = grokaudit.audit_path(sys.argv[1], by="rho", metrics=["emb_erank"], **cap)
 dt = time.perf_counter() - t
+dtj, digest = 0.0, "-"
+if sys.argv[3] != "-":  # the JSON, as check --json FILE writes it
+    import hashlib
+    from grokaudit.outputs import resolve_output
+    from grokaudit.text import safe_json
+    t = time.perf_counter()
+    resolve_output(sys.argv[3], flag="--json").write_chunks(r.json_chunks(), transform=safe_json)
+    dtj = time.perf_counter() - t
+    digest = hashlib.sha256(open(sys.argv[3], "rb").read()).hexdigest()[:16]
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]
-print(dt, int(hwm) / 1024, len(r.findings))
+print(dt, int(hwm) / 1024, len(r.findings), dtj, digest)
 '''
 
 
@@ -55,6 +68,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--stream", action="store_true",
                     help="audit_stream (check --stream) instead of audit_path")
+    ap.add_argument("--json", action="store_true",
+                    help="also write the JSON as check --json FILE does, and time it")
     ap.add_argument("--row-group", type=int, default=None, metavar="N",
                     help="write the log in row groups of N rows (default: about 1 M)")
     a = ap.parse_args()
@@ -64,7 +79,7 @@ def main() -> int:
             import pyarrow.parquet as pq
 
             pq.write_table(pq.read_table(path), path, row_group_size=a.row_group)
-        got: dict[str, list[tuple[float, ...]]] = {"before": [], "after": []}
+        got: dict[str, list[list[str]]] = {"before": [], "after": []}
         for i in range(a.repeat):
             for kind in (("before", "after") if i % 2 == 0 else ("after", "before")):
                 env = dict(os.environ)
@@ -73,21 +88,29 @@ def main() -> int:
                 else:
                     env.pop("PYTHONPATH", None)
                 out = subprocess.run([sys.executable, "-c", CHILD, str(path),
-                                      "stream" if a.stream else "path"], env=env,
-                                     capture_output=True, text=True, cwd=d)
+                                      "stream" if a.stream else "path",
+                                      str(Path(d) / f"{kind}.json") if a.json else "-"],
+                                     env=env, capture_output=True, text=True, cwd=d)
                 if out.returncode:
                     print(out.stderr[-2000:], file=sys.stderr)
                     return 1
-                got[kind].append(tuple(float(x) for x in out.stdout.split()))
+                got[kind].append(out.stdout.split())
     how = "audit_stream" if a.stream else "audit_path"
     print(f"{a.runs} runs × {a.steps} steps"
           f"{f' in row groups of {a.row_group} rows' if a.row_group else ''}, best of "
           f"{a.repeat} fresh processes each")
+    def best(kind: str, k: int) -> float:
+        return min(float(x[k]) for x in got[kind])
+
     for kind, v in got.items():
-        print(f"{kind:<7} {how} {min(x[0] for x in v):.3f} s   peak RSS "
-              f"{min(x[1] for x in v):.0f} MiB   findings {int(v[0][2])}")
-    ratio = min(x[0] for x in got["after"]) / min(x[0] for x in got["before"])
-    print(f"after / before: {ratio:.3f}")
+        print(f"{kind:<7} {how} {best(kind, 0):.3f} s   peak RSS {best(kind, 1):.0f} MiB   "
+              f"findings {int(v[0][2])}"
+              + (f"   JSON written {best(kind, 3):.3f} s (sha256 {v[0][4]})" if a.json else ""))
+    print(f"after / before: {best('after', 0) / best('before', 0):.3f}")
+    if a.json:
+        same = {x[4] for v in got.values() for x in v}
+        print(f"JSON after / before: {best('after', 3) / best('before', 3):.3f}; "
+              f"{'the same bytes' if len(same) == 1 else 'DIFFERENT bytes'}")
     return 0
 
 

@@ -15,6 +15,8 @@ Hashes (SHA-256) the full ``to_json()`` of many audits:
 * the held-out public p = 59 sweep when ``../shared/external`` is present (``--external``).
 
 A difference prints the audit's label; ``--check`` exits 1 if any hash differs or is missing.
+Each audit's JSON as ``--json`` writes it (``json_chunks``: the runs written from their columns)
+is also compared with ``to_json``; any difference exits 1.
 """
 
 from __future__ import annotations
@@ -55,11 +57,21 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _hash(obj: Any) -> str:
+#: Audits whose JSON written in pieces (``json_chunks``: what ``--json`` writes, the runs from
+#: their columns) is not ``to_json``'s text.
+CHUNKS_DIFFER: list[str] = []
+CHUNKS_CHECKED = [0]
+
+
+def _hash(obj: Any, label: str = "") -> str:
     if isinstance(obj, grokaudit.LogFormatError):
         text = f"error:{obj.code}:{obj}"
     else:
         text = obj.to_json()
+        if hasattr(obj, "json_chunks"):  # a result (not a command's output)
+            CHUNKS_CHECKED[0] += 1
+            if "".join(obj.json_chunks()) != text:
+                CHUNKS_DIFFER.append(label)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -272,7 +284,7 @@ def collect(args: argparse.Namespace) -> dict[str, str]:
         sources.append(external())
     for src in sources:
         for label, res in src:
-            out[label] = _hash(res)
+            out[label] = _hash(res, label)
     return out
 
 
@@ -307,6 +319,12 @@ def main() -> int:
 
         blocks.MIN_BLOCKED, blocks.BLOCK_ELEMENTS = 0, 64
     hashes = collect(a)
+    for label in CHUNKS_DIFFER:
+        print(f"--json differs from to_json: {label}")
+    print(f"{CHUNKS_CHECKED[0]} audits written in pieces (--json): {len(CHUNKS_DIFFER)} differ "
+          "from to_json")
+    if CHUNKS_DIFFER:
+        return 1
     if a.save:
         Path(a.save).write_text(json.dumps(hashes, indent=1, sort_keys=True))
         print(f"{len(hashes)} audits hashed -> {a.save}")

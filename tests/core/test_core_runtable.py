@@ -136,14 +136,31 @@ def test_the_json_written_in_pieces_is_the_json(profile: str, indent: int | None
     assert "".join(res.json_chunks(indent)) == res.to_json(indent)
 
 
-def test_the_json_in_pieces_makes_each_run_as_it_is_written(monkeypatch) -> None:
-    """No run's dict is made before the encoder reaches it, and none is kept: at most one
-    run's dict is alive at a time while the runs are written (a million runs were a million
-    dicts, then the whole text, before the first byte)."""
+def test_the_json_in_pieces_makes_no_run_object(monkeypatch) -> None:
+    """Runs held as columns are written from the columns: no RunResult and no run dict is
+    made (a million runs were a million dicts, then 160 µs a run through json's encoder),
+    and the text is ``to_json``'s."""
+    res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
+    want = res.to_json()
+
+    def no_rows(self: RunTable, k: int) -> RunResult:
+        raise AssertionError("a RunResult was made while writing the JSON")
+
+    monkeypatch.setattr(RunTable, "_row", no_rows)
+    assert "".join(res.json_chunks()) == want
+    with pytest.raises(AssertionError):
+        res.to_json()
+
+
+def test_runs_made_elsewhere_are_written_one_dict_at_a_time(monkeypatch) -> None:
+    """A study whose runs are RunResults (a result built by hand, not by the audit) is
+    written through their dicts: none made before writing starts, at most one alive."""
     import gc
     import weakref
 
     res = grokaudit.audit_table(censored_study(), by="rho", fail_on=("none",))
+    res = dataclasses.replace(res, studies=tuple(
+        dataclasses.replace(s, runs=tuple(s.runs)) for s in res.studies))
     alive: list[Any] = []
     most = [0]
     real = RunResult.to_dict
@@ -169,6 +186,69 @@ def test_the_json_in_pieces_makes_each_run_as_it_is_written(monkeypatch) -> None
     assert text == res.to_json()
 
 
+def _odd_runs(profile: str) -> Any:
+    """The audit of the censored study with its run columns replaced by every kind of value
+    the JSON writes: ids that are not text, carry quotes, ``%``, controls, U+2028 and
+    astral characters; cells that are tuples, None, text, booleans, numpy numbers;
+    floats ±inf, NaN, -0.0, subnormal, whole at and beyond 2⁵³; intervals missing,
+    censored, left-censored, open above, not kept; an empty reason list."""
+    import numpy as np
+    from grokaudit.runtable import Intervals
+
+    res = grokaudit.audit_table(censored_study(), by="rho", profile=profile,
+                                fail_on=("none",))
+    s = res.studies[0]
+    t = s.runs
+    n = len(t)
+    ids = np.array([7, "a\"b%s%d", "ctl\x1b\n\u2028", "𝔘ni", np.str_("np"), -3.5]
+                   + [f"r{i}" for i in range(n - 6)], dtype=object)
+    odd = np.array([np.inf, -np.inf, np.nan, -0.0, 5e-324, 2.0**53, 2.0**53 + 2, -(2.0**60),
+                    0.1 + 0.2, 1e300, 3.0, -7.0, 1 / 3])
+    floats = {k: np.resize(np.roll(odd, j), n) for j, k in enumerate(t.floats)}
+    lower = np.resize(np.array([np.nan, 10.0, 10.0, 10.0, np.nan, 2.0**53, -0.0, 10.0]), n)
+    value = np.resize(np.array([np.nan, np.nan, 20.0, 20.0, 5.0, 2.0**53, 0.5, np.nan]), n)
+    upper = np.resize(np.array([np.nan, 30.0, np.inf, 30.0, np.nan, np.inf, 1.0, np.nan]), n)
+    kept = np.resize(np.array([True, True, True, False, True, True, True, True]), n)
+    intervals = {k: Intervals(np.roll(value, j), np.roll(lower, j), np.roll(upper, j),
+                              None if j % 2 else np.roll(kept, j))
+                 for j, k in enumerate(t.intervals)}
+    intervals["t_grok"] = t.intervals["t_grok"]  # a run always has one
+    cells = (("a", 1), None, 'q"uote\x7f', True, np.float32(0.85), np.int64(3), 2.5)
+    flags = {k: np.resize(np.array([True, False, False]), n) for k in t.flags}
+    reason_sets = (*t.reason_sets, ())
+    odd_t = dataclasses.replace(
+        t, run=ids, cell_values=cells, cell=np.arange(n) % len(cells), floats=floats,
+        flags=flags, intervals=intervals,
+        drift_interval=(np.resize(odd, n), np.roll(np.resize(odd, n), 3)),
+        reason_sets=reason_sets, reasons=np.arange(n) % len(reason_sets),
+        reference=None if t.reference is None else {
+            k: (np.resize(np.array([True, False]), n) if v.dtype == bool
+                else np.resize(np.roll(odd, 5), n)) for k, v in t.reference.items()})
+    return dataclasses.replace(res, studies=(dataclasses.replace(s, runs=odd_t),))
+
+
+@pytest.mark.parametrize("profile", ["default", "reference"])
+@pytest.mark.parametrize("batch", [1, 3, 4096])
+def test_runs_written_from_columns_are_json_of_their_rows(monkeypatch, profile: str,
+                                                          batch: int) -> None:
+    """Every kind of value a run holds is written from the columns as json writes the run's
+    dict, at every indent, whatever the batch size."""
+    import json
+
+    from grokaudit import runtable
+
+    monkeypatch.setattr(runtable, "JSON_BATCH", batch)
+    res = _odd_runs(profile)
+    for indent in (2, 1, 4, 0, None):
+        text = "".join(res.json_chunks(indent))
+        assert text == res.to_json(indent), indent
+    runs = json.loads(res.to_json())["studies"][0]["runs"]
+    assert {type(r["run"]) for r in runs} >= {int, float, str}
+    assert any(r["t_mem"] is None for r in runs) and any(r["lag"] and r["lag"]["left_censored"]
+                                                       for r in runs)
+    assert [] in [r["reasons"] for r in runs] and ["a", 1] in [r["cell"] for r in runs]
+
+
 def test_a_json_that_fails_part_way_leaves_no_file(tmp_path) -> None:
     """Written in pieces, the JSON still lands whole or not at all."""
     from grokaudit.errors import OutputError
@@ -185,3 +265,21 @@ def test_a_json_that_fails_part_way_leaves_no_file(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
     out.write_chunks(iter(["{", '"a": 1', "}\n"]), transform=str.upper, batch=2)
     assert (tmp_path / "r.json").read_text() == '{"A": 1}\n'
+
+
+def test_a_json_of_large_pieces_is_written_a_few_mib_at_a_time(tmp_path) -> None:
+    """A piece may hold thousands of runs: a batch is cut at 4 Mi characters as well as at
+    ``batch`` pieces, so that the text is never joined whole."""
+    from grokaudit.outputs import resolve_output
+
+    seen: list[int] = []
+
+    def upper(text: str) -> str:
+        seen.append(len(text))
+        return text.upper()
+
+    out = resolve_output(str(tmp_path / "r.json"), flag="--json")
+    big = "x" * (3 << 20)
+    out.write_chunks(iter([big, big, big, "y"]), transform=upper)
+    assert seen == [6 << 20, (3 << 20) + 1]
+    assert (tmp_path / "r.json").read_text() == (big * 3 + "y").upper()
