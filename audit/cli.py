@@ -331,6 +331,16 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
                       command=command_line(argv))
 
 
+def _hash_ahead(paths: Sequence[str], config_file: str | None) -> Any:
+    """The trail's sha256 of each input, computed while the audit reads it, and the inputs'
+    sizes and times noted now, before they are read (:class:`~grokaudit.trail.HashAhead`: a
+    file that changes while the audit runs is said in the trail). Called off if the command
+    fails."""
+    from .trail import HashAhead
+
+    return click.get_current_context().with_resource(HashAhead(_inputs(paths, config_file)))
+
+
 def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
           lazy: bool = False) -> Any:
     """The log at ``path`` read with the adapter options in ``params`` and the duplicate rule
@@ -399,7 +409,6 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     from .blocks import engine
     from .config import build_config
     from .schema import Owned
-    from .trail import HashAhead
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -419,8 +428,10 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
+        hashes = _hash_ahead(paths, config_file)
         result, trajectories = _streamed(paths[0], cfg, part_rows)
-        result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
+        result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file,
+                                                          hashes))
         if outs["report"] is not None:
             from .html_report import write_report
 
@@ -430,8 +441,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         emit(result, lambda: _with_report(_render(result, verbose), outs["report"]),
              json_out=outs["json"], quiet=quiet)
         return
-    # the trail's sha256 of each input is computed while the audit reads it
-    hashes = click.get_current_context().with_resource(HashAhead(_inputs(paths, config_file)))
+    hashes = _hash_ahead(paths, config_file)
     # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
@@ -692,13 +702,15 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     log: Any
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
+    hashes = _hash_ahead(paths, config_file)
+    if stream or part_rows is not None:
         result, log = _streamed(paths[0], cfg, part_rows, "report")
     else:
         table = _read(paths, params, cfg)
         log = validated_log(table, cfg, _source(paths))
         del table
         result = audit_log(log, cfg)
-    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file))
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress_printer("report"))
     from .report import written_line

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 import urllib.parse
 from collections.abc import Sequence
@@ -72,6 +73,8 @@ class ParquetDataset:
     provenance: dict[str, Any]
     schema: pa.Schema  #: the files' columns joined (numbers widened to a common type)
     file_columns: tuple[frozenset[str], ...] = ()  #: per file, its own columns
+    #: per file, its size and modification time (ns) when opened: checked at every read
+    stamps: tuple[tuple[int, int], ...] = ()
 
     @property
     def rows(self) -> int:
@@ -145,15 +148,36 @@ class ParquetDataset:
                     col.cast(col.type.value_type)).cast(col.type))
         return t
 
+    def unchanged(self, i: int) -> None:
+        """Refuse (``INPUT_CHANGED``) file ``i`` if its size or modification time is not what
+        it was when the dataset was opened, or it is gone: its parts would mix two versions
+        of the log (a sweep still being written, a file replaced while a long audit ran)."""
+        if not self.stamps:
+            return
+        path = self.files[i]
+        try:
+            st = os.stat(path)
+            now: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            now = None
+        if now != self.stamps[i]:
+            raise LogFormatError(
+                "changed while it was read in parts (" + ("it is gone" if now is None else
+                "its size or modification time differ from when the audit opened it")
+                + "): the parts would mix two versions of the log; audit it again once it "
+                "is written", path=str(path), code=ErrorCode.INPUT_CHANGED)
+
     def read(self, units: Sequence[int], columns: Sequence[str] | None = None) -> pa.Table:
         """Units ``units`` (consecutive, in order) as one table: the files' ``columns`` (all
-        by default) and the partition columns."""
+        by default) and the partition columns. A file that changed since the dataset was
+        opened is refused (:meth:`unchanged`)."""
         cols = list(self.columns) if columns is None else [c for c in columns
                                                              if c in self.columns]
         tables = []
         for i in units:
             u = self.units[i]
             path = self.files[u.file]
+            self.unchanged(u.file)
             try:
                 # run ids as stored, dictionary-encoded (as the loader reads them): no text
                 # decoded per row (a shard without the column: missing there, as the loader
@@ -314,11 +338,13 @@ def _refuse_text_in_numeric_columns(files: Sequence[Path], schemas: Sequence[pa.
                 raise bad_column_type(name, t, f)
 
 
-def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
-    schemas, metas = [], []
+def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any], list[tuple[int, int]]]:
+    schemas, metas, stamps = [], [], []
     for f in files:
-        if f.stat().st_size == 0:  # as the loader refuses it
+        st = f.stat()
+        if st.st_size == 0:  # as the loader refuses it
             raise empty_file(f)
+        stamps.append((st.st_size, st.st_mtime_ns))
         try:
             meta = pq.ParquetFile(f).metadata
             schemas.append(meta.schema.to_arrow_schema())
@@ -326,7 +352,7 @@ def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any]]:
             raise unreadable(f, "Parquet file", exc) from None
         refuse_columns_twice(schemas[-1].names, f)  # as the loader refuses it
         metas.append(meta)
-    return schemas, metas
+    return schemas, metas, stamps
 
 
 def open_dataset(path: str | Path) -> ParquetDataset:
@@ -346,7 +372,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
                                         "a folder of them is read in parts)")
     else:
         files, shards = _folder_files(root)
-    schemas, metas = _schemas(files)
+    schemas, metas, stamps = _schemas(files)
     try:
         unified = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -419,7 +445,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
     prov = json.loads(json.dumps(prov, sort_keys=True))  # as the metadata gives it back
     return ParquetDataset(root, tuple(files), columns, tuple(keys), tuple(partitions),
                           {k: t for k, t in types.items() if t is not None}, tuple(units), prov,
-                          unified, tuple(frozenset(sc.names) for sc in schemas))
+                          unified, tuple(frozenset(sc.names) for sc in schemas), tuple(stamps))
 
 
 def hive_dataset(path: Path) -> ParquetDataset | None:

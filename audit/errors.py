@@ -30,6 +30,8 @@ class ErrorCode(str, Enum):
     SHARDS_INCOMPATIBLE = "SHARDS_INCOMPATIBLE"
     UNREAD_FILES = "UNREAD_FILES"  #: a folder of shards also holds logs it would not read
     PROVENANCE_MALFORMED = "PROVENANCE_MALFORMED"
+    #: a file read in parts changed (or went) between its parts: they would mix two versions
+    INPUT_CHANGED = "INPUT_CHANGED"
     # -- columns and values ------------------------------------------------------------------
     MISSING_COLUMN = "MISSING_COLUMN"
     DUPLICATE_COLUMN = "DUPLICATE_COLUMN"

@@ -62,29 +62,55 @@ class InputFile:
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 
+def _listed(paths: Sequence[str]) -> list[Path]:
+    """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
+    sorted order); a path that is not there is skipped (the reader has refused it already)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            from .shards import walk_files
+
+            # what the readers read: linked files and folders included (loops left out)
+            out += walk_files(p)
+    return out
+
+
 def input_files(paths: Sequence[str], stop: threading.Event | None = None
                 ) -> tuple[InputFile, ...]:
     """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
     sorted order), with its size and sha256. A path that is not there is skipped (the reader
     has refused it already)."""
     out: list[InputFile] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_file():
-            files = [p]
-        elif p.is_dir():
-            from .shards import walk_files
-
-            # what the readers read: linked files and folders included (loops left out)
-            files = walk_files(p)
-        else:
-            continue
-        for q in files:
-            try:
-                out.append(InputFile(str(q), q.stat().st_size, sha256_of(q, stop)))
-            except OSError:
-                continue  # unreadable: the reader said so already
+    for q in _listed(paths):
+        try:
+            out.append(InputFile(str(q), q.stat().st_size, sha256_of(q, stop)))
+        except OSError:
+            continue  # unreadable: the reader said so already
     return tuple(out)
+
+
+def file_stamps(paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Each file :func:`input_files` lists, with its size and modification time (ns): what
+    tells that a file changed, appeared or went between two moments."""
+    out: dict[str, tuple[int, int]] = {}
+    for q in _listed(paths):
+        try:
+            st = q.stat()
+        except OSError:
+            continue
+        out[str(q)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def changed_since(before: Mapping[str, tuple[int, int]], paths: Sequence[str]
+                  ) -> tuple[str, ...]:
+    """The files under ``paths`` that changed, appeared or went since ``before``
+    (:func:`file_stamps`), sorted."""
+    now = file_stamps(paths)
+    return tuple(sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p)))
 
 
 class HashAhead:
@@ -97,6 +123,8 @@ class HashAhead:
 
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = tuple(str(p) for p in paths)
+        #: the files as they are before the audit reads them (:meth:`changed`)
+        self.before = file_stamps(self.paths)
         self._stop = threading.Event()
         self._out: tuple[InputFile, ...] | None = None
         self._error: BaseException | None = None
@@ -125,6 +153,12 @@ class HashAhead:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def changed(self) -> tuple[str, ...]:
+        """The input files that changed, appeared or went since the audit began (a log still
+        being written): for them the sha256, taken as the audit read, may not be of the bytes
+        it read."""
+        return changed_since(self.before, self.paths)
 
     def __enter__(self) -> HashAhead:
         return self
@@ -223,6 +257,7 @@ class Trail:
             out.append(f"inputs: {shown}{more}")
         if self.command is not None:
             out.append("command: " + " ".join(safe(a) for a in self.command))
+        out += [f"note: {n}" for n in self.notes]
         return out
 
 
@@ -260,11 +295,22 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAh
     else:
         path, digest, searched = None, None, ()
     given = {k: v for k, v in (mapping or {}).items() if v not in (None, (), [], {}, "")}
+    notes: tuple[str, ...] = ()
+    if isinstance(inputs, HashAhead):
+        files = inputs.files()
+        changed = inputs.changed()
+        if changed:  # said in the trail, never silently: the hashes may be of other bytes
+            shown = ", ".join(safe(c) for c in changed[:3])
+            notes = (f"{len(changed)} input file(s) changed, appeared or went while the audit "
+                     f"ran ({shown}{', …' if len(changed) > 3 else ''}): their sha256 and "
+                     "sizes are of the files as hashed, which may not be the bytes the audit "
+                     "read; audit the log again once it is written",)
+    else:
+        files = input_files(inputs)
     return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),
                  config_file=path, config_sha256=digest, config_searched=searched,
-                 mapping=given,
-                 inputs=inputs.files() if isinstance(inputs, HashAhead) else input_files(inputs),
-                 command=None if command is None else tuple(command))
+                 mapping=given, inputs=files,
+                 command=None if command is None else tuple(command), notes=notes)
 
 
 def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -276,5 +322,6 @@ def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:
     return ("grokaudit", *args)
 
 
-__all__ = ["HashAhead", "InputFile", "Trail", "changed_settings", "command_line", "config_source",
-           "input_files", "make_trail", "profile_label", "sha256_of"]
+__all__ = ["HashAhead", "InputFile", "Trail", "changed_settings", "changed_since", "command_line",
+           "config_source", "file_stamps", "input_files", "make_trail", "profile_label",
+           "sha256_of"]

@@ -596,3 +596,38 @@ def test_runs_read_again_carry_only_their_own_run_ids(tmp_path: Path) -> None:
     assert sorted(set(run.to_pylist())) == wanted
     assert sorted({v for c in run.chunks for v in c.dictionary.to_pylist()}) == wanted
     assert got.num_rows == 15
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+@pytest.mark.parametrize("change", ["rewritten", "removed"])
+def test_a_log_that_changes_between_its_parts_is_refused(tmp_path: Path, layout: str,
+                                                         change: str) -> None:
+    """A file rewritten (or removed) after the first part was read: its later parts would be
+    of another version of the log (and the trail's sha256 of neither). Refused naming the
+    file (``INPUT_CHANGED``), never audited as a mix."""
+    import os
+
+    df = rich_log()
+    if layout == "file":
+        path = _write(df, tmp_path / "log.parquet", row_group=300)
+        target = path
+    else:
+        path = _hive(df, tmp_path / "ds")
+        target = sorted(path.rglob("*.parquet"))[-1]  # read last
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        if len(lines) == 2:  # the first part read
+            if change == "removed":
+                target.unlink()
+            else:
+                _write(df.iloc[::-1], target, row_group=300)
+                st = target.stat()
+                os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=600, progress=progress)
+    assert err.value.code is ErrorCode.INPUT_CHANGED
+    assert Path(err.value.path or "") == target
+    assert len(lines) >= 2  # it was under way: the parts read before were not the refusal

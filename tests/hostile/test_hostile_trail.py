@@ -197,3 +197,35 @@ def test_an_error_while_hashing_ahead_reaches_the_caller(tmp_path: Path,
     p.write_bytes(b"x")
     with pytest.raises(ValueError):
         trail.HashAhead([str(p)]).files()
+
+
+def test_a_log_written_while_it_is_audited_is_said_in_the_trail(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log still being written (a row appended after the audit read it, before its sha256
+    was taken): the trail's hash is not of the bytes audited, and the trail says so, naming
+    the file, in the JSON and the text. Unchanged, the trail has no note."""
+    import grokaudit.schema as schema
+    import pandas as pd
+
+    log = tmp_path / "log.csv"
+    pd.read_parquet(LOG).to_csv(log, index=False)
+    args = ["check", str(log), *ARGS, "--json", "-"]
+    calm = json.loads(CliRunner().invoke(cli, args).output)["trail"]
+    assert calm["notes"] == []
+
+    real = schema.pacsv.read_csv
+
+    def read_then_written(path: Any, **k: Any) -> Any:
+        table = real(path, **k)
+        with open(log, "a", encoding="utf-8") as fh:  # the trainer logs one more row
+            fh.write("\n")
+        st = log.stat()
+        os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        return table
+
+    monkeypatch.setattr(schema.pacsv, "read_csv", read_then_written)
+    r = CliRunner().invoke(cli, args)
+    t = json.loads(r.output)["trail"]
+    assert len(t["notes"]) == 1 and str(log) in t["notes"][0]
+    text = CliRunner().invoke(cli, args[:-2]).output
+    assert "note: 1 input file(s) changed" in text
