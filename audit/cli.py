@@ -77,12 +77,15 @@ class LazyGroup(click.Group):
         A Ctrl-C is one line and exit 130 (click's own "Aborted!" exits 1)."""
         try:
             # the library's messages name --by, not by=; Ctrl-C stays Python's during reads
-            with flag_spelling(), _ctrl_c_kept():
+            with flag_spelling(), _ctrl_c_kept(), _sigterm_raises():
                 return super().invoke(ctx)
         except GrokauditError as exc:
             fail(exc)
         except KeyboardInterrupt:
             interrupted()
+        except Terminated:
+            say_err("terminated (SIGTERM)")
+            sys.exit(143)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except MemoryError:  # numpy's, or Arrow's ArrowMemoryError
@@ -198,6 +201,35 @@ def _ctrl_c_kept() -> Iterator[None]:
         yield
     finally:
         pa.enable_signal_handlers(True)
+
+
+class Terminated(BaseException):
+    """SIGTERM (``kill``, ``timeout``, a scheduler or CI cancelling the job) while a command
+    runs: raised in the main thread, as Ctrl-C raises KeyboardInterrupt, so that what is being
+    written is removed (no temporary file left beside an output) before exit 143 (128 +
+    SIGTERM). A BaseException: no ``except Exception`` on the way takes it for an error."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while a command runs, where the process has no
+    handler of its own for it (a host that set one, or ignores it, keeps it)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handle(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def interrupted() -> None:
