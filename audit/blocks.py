@@ -121,7 +121,18 @@ def ray_cpus() -> int:
                               "configure_logging": False}
         if address is None:
             kw["num_cpus"] = threads()
+        import signal
+        import threading
+
+        main = threading.current_thread() is threading.main_thread()
+        before = signal.getsignal(signal.SIGTERM) if main else None
         ray.init(**kw)
+        if before is not None and hasattr(before, "grokaudit_after"):
+            # the command's SIGTERM handler (grokaudit.cli), which Ray's init replaced: kept
+            # while the command runs (SIGTERM removes what is being written, exit 143; Ray
+            # still shuts down at exit), Ray's put back when the command ends
+            setattr(before, "grokaudit_after", signal.getsignal(signal.SIGTERM))  # noqa: B010
+            signal.signal(signal.SIGTERM, before)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 

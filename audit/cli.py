@@ -213,7 +213,10 @@ class Terminated(BaseException):
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` while a command runs, where the process has no
-    handler of its own for it (a host that set one, or ignores it, keeps it)."""
+    handler of its own for it (a host that set one, or ignores it, keeps it). When the command
+    ends, SIGTERM goes back to what it was, or to the handler of what the command started
+    (Ray's, ``grokaudit_after``: :func:`~grokaudit.blocks.ray_cpus` keeps this one in place
+    while the command runs)."""
     import signal
     import threading
 
@@ -225,11 +228,13 @@ def _sigterm_raises() -> Iterator[None]:
     def handle(signum: int, frame: Any) -> None:
         raise Terminated()
 
+    setattr(handle, "grokaudit_after", signal.SIG_DFL)  # noqa: B010 - read by ray_cpus
     signal.signal(signal.SIGTERM, handle)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGTERM) is handle:  # else a handler set since is kept
+            signal.signal(signal.SIGTERM, getattr(handle, "grokaudit_after"))  # noqa: B009
 
 
 def interrupted() -> None:

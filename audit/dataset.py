@@ -187,7 +187,9 @@ class ParquetDataset:
                 t = (f.read(columns=here) if u.row_groups is None
                      else f.read_row_groups(list(u.row_groups), columns=here))
             except (OSError, pa.ArrowException) as exc:
+                self.unchanged(u.file)  # a file replaced while it was read: said as such
                 raise unreadable(path, "Parquet file", exc) from None
+            self.unchanged(u.file)  # and not replaced while this part was read
             t = self._conform(t, cols)
             for k in self.partition_keys:
                 if columns is None or k in columns:

@@ -302,9 +302,10 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAh
         if changed:  # said in the trail, never silently: the hashes may be of other bytes
             shown = ", ".join(safe(c) for c in changed[:3])
             notes = (f"{len(changed)} input file(s) changed, appeared or went while the audit "
-                     f"ran ({shown}{', …' if len(changed) > 3 else ''}): their sha256 and "
-                     "sizes are of the files as hashed, which may not be the bytes the audit "
-                     "read; audit the log again once it is written",)
+                     f"ran ({shown}{', …' if len(changed) > 3 else ''}): the sha256 and size "
+                     "of each are of the file as it was hashed, which may not be the bytes the "
+                     "audit read; if it is part of the log (still being written), audit it "
+                     "again once it is complete",)
     else:
         files = input_files(inputs)
     return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),

@@ -77,3 +77,54 @@ def test_a_sigterm_the_host_ignores_stays_ignored(tmp_path: Path) -> None:
     code, err, left = _run(tmp_path, "ignored")
     assert code in (0, 1), err
     assert left == ["a.json"]
+
+
+RAY_CHILD = r'''
+import os, signal, sys
+
+import grokaudit.results as results
+from grokaudit.cli import main
+
+log, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+real = results.Result.json_chunks
+
+
+def json_chunks(self, indent=2):
+    for i, c in enumerate(real(self, indent)):
+        yield c
+        if mode == "kill" and i == 20:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+results.Result.json_chunks = json_chunks
+try:
+    main(["check", log, "--by", "wd", "--metric", "emb_erank", "--engine", "ray", "--json", out])
+except SystemExit as exc:
+    handler = signal.getsignal(signal.SIGTERM)
+    # after the command: Ray's own handler (set by its init), not grokaudit's nor the default
+    print("after:", "default" if handler is signal.SIG_DFL else
+          "grokaudit" if hasattr(handler, "grokaudit_after") else "other", flush=True)
+    raise
+'''
+
+
+@pytest.mark.slow
+def test_sigterm_under_the_ray_engine_is_still_the_commands(tmp_path: Path) -> None:
+    """Ray's init sets a SIGTERM handler of its own (exit 15, nothing said, the temporary file
+    left to chance): while the command runs SIGTERM stays the command's (exit 143, nothing
+    left), and Ray's is put back when the command ends."""
+    pytest.importorskip("ray")
+    logs, outs = tmp_path / "logs", tmp_path / "out"
+    logs.mkdir()
+    outs.mkdir()
+    child = tmp_path / "child.py"
+    child.write_text(RAY_CHILD, encoding="utf-8")
+    env = {**__import__("os").environ, "RAY_ADDRESS": "", "GROKAUDIT_THREADS": "1"}
+    for mode, code, left in (("kill", 143, []), ("calm", 1, ["a.json"])):
+        proc = subprocess.run([sys.executable, str(child), str(_log(logs)),
+                               str(outs / "a.json"), mode], capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode in ((code,) if code == 143 else (0, 1)), proc.stderr[-2000:]
+        assert sorted(p.name for p in outs.iterdir()) == left
+        if mode == "calm":
+            assert "after: other" in proc.stdout, proc.stdout
