@@ -293,7 +293,10 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
         from .text import safe_json
 
         # written as it is encoded: a million runs' JSON is never whole in memory
-        json_out.write_chunks(result.json_chunks(), transform=safe_json)
+        chunks = result.json_chunks()
+        if not json_out.is_stdout and progress_printer("json") is not None:
+            chunks = _counted(chunks, _stopwatch("json"))
+        json_out.write_chunks(chunks, transform=safe_json)
         if json_out.is_stdout:
             sys.exit(result.exit_code)
     if render is None:
@@ -304,6 +307,43 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
         text = render()
     click.echo(text.rstrip("\n").splitlines()[-1] if quiet else text, nl=quiet)
     sys.exit(result.exit_code)
+
+
+#: Seconds a command runs before its stage lines are shown: fast work prints nothing.
+PROGRESS_DELAY_S = 3.0
+
+
+def _stopwatch(what: str) -> Callable[[str], None]:
+    """A progress line with the seconds since the last (``check: log read and validated
+    (4.1 s)``) when progress is shown (:func:`progress_printer`) and the command has run for
+    :data:`PROGRESS_DELAY_S`; else nothing."""
+    import time
+
+    show = progress_printer(what)
+    start = last = time.perf_counter()
+
+    def say(line: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if show is not None and now - start >= PROGRESS_DELAY_S:
+            show(f"{line} ({now - last:.1f} s)")
+        last = now
+
+    return say
+
+
+def _counted(chunks: Iterator[str], say: Callable[[str], None], every: int = 1 << 28
+             ) -> Iterator[str]:
+    """``chunks``, saying every ``every`` characters (256 Mi) how much of the JSON is
+    written, and when it is whole."""
+    n, next_at = 0, every
+    for c in chunks:
+        n += len(c)
+        yield c
+        if n >= next_at:
+            say(f"{n >> 20:,} MiB written")
+            next_at = n + every
+    say(f"written, {n >> 20:,} MiB")
 
 
 def progress_printer(what: str) -> Callable[[str], None] | None:
@@ -479,9 +519,11 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
              json_out=outs["json"], quiet=quiet)
         return
     hashes = _hash_ahead(paths, config_file)
+    say = _stopwatch("check")
     # the input is handed over: validation frees each column once read (and returns the pages)
     log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
                         _source(paths))
+    say("log read and validated")
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity
@@ -490,6 +532,8 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         result = sens.baseline
     else:
         result = audit_log(log, cfg)
+    say(f"audited: {result.input.get('runs_kept', 0):,} runs, {len(result.studies)} "
+        "stud" + ("y" if len(result.studies) == 1 else "ies"))
     result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
     if sens is not None:
         sens = dataclasses.replace(sens, baseline=result)
