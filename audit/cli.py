@@ -676,7 +676,8 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     Exit 0: no run stopped with numbers that are not defined (every run settled, stopped with
     its numbers defined, or still running at the end of --once); 1: a run stopped (its logger
     closed, or idle) with numbers that are not defined (they would be censored or missing);
-    2: usage or input error; 130: interrupted (Ctrl-C), after the summary of what was seen.
+    2: usage or input error; 130: interrupted (Ctrl-C), 143: terminated (SIGTERM), each after
+    the summary of what was seen.
     """
     import json as _json
 
@@ -695,7 +696,7 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
             click.echo(f"watch: {line}", err=True)
 
         seen: list[Watcher] = []
-        interrupted = False
+        interrupted = terminated = False
         w: Watcher | None = None
         try:
             if params.get("fail_on") is not None:
@@ -716,6 +717,10 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
             ctrl_c.disarm()
             interrupted = True
             w = seen[0] if seen else None
+        except Terminated:  # SIGTERM (a job's time limit): what was seen, then exit 143
+            ctrl_c.disarm()
+            interrupted = terminated = True
+            w = seen[0] if seen else None
         # a Ctrl-C whose exception was swallowed in the last poll, or pressed after it
         interrupted = interrupted or ctrl_c.pressed
         lines = list(w.last.values()) if w is not None else []
@@ -733,12 +738,13 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                            f"{len(bad)} stopped with numbers not defined"
                            + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
                            + f", {summary['running']} still running"
-                           + (" (interrupted)" if interrupted else ""))
+                           + (" (terminated)" if terminated else
+                              " (interrupted)" if interrupted else ""))
         except OSError:
             if not interrupted:  # the output's reader is gone: exit 2, OUTPUT_NOT_WRITABLE
                 raise
             _silence_stdout()  # Ctrl-C took the reader (| head) with it: still 130
-        sys.exit(130 if interrupted else 1 if bad else 0)
+        sys.exit(143 if terminated else 130 if interrupted else 1 if bad else 0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -78,6 +78,17 @@ elif mode == "twice":  # pressed again while the summary is written
 
     grokaudit.watch.Watcher.poll = poll
     click.echo = echo
+elif mode == "sigterm":  # a job's time limit: SIGTERM while watching
+    real_poll = grokaudit.watch.Watcher.poll
+    polls = []
+
+    def poll(self):
+        polls.append(1)
+        if len(polls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_poll(self)
+
+    grokaudit.watch.Watcher.poll = poll
 elif mode == "csv-read":  # who holds SIGINT while the CSV is read (pyarrow can take it)
     import ctypes
     import io
@@ -154,6 +165,15 @@ def test_ctrl_c_in_every_phase_exits_130_after_the_summary(tmp_path: Path, mode:
     assert code == 130, (code, out[-2:], err)
     assert out and json.loads(out[-1])["event"] == "summary", (out, err)
     assert "Traceback" not in err and "Aborted" not in err, err
+
+
+def test_sigterm_while_watching_exits_143_after_the_summary(tmp_path: Path) -> None:
+    """SIGTERM (a scheduler's time limit, ``timeout``): the summary of what was seen, then exit
+    143 (128 + SIGTERM), as Ctrl-C gives its summary then 130."""
+    code, out, err = _run(tmp_path, "sigterm")
+    assert code == 143, (code, out[-2:], err)
+    assert out and json.loads(out[-1])["event"] == "summary", (out, err)
+    assert "Traceback" not in err, err
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads sigaction via ctypes")
