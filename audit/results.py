@@ -542,6 +542,12 @@ class OneAtATime(list):  # type: ignore[type-arg]
         return (self._make(x) for x in self._items)
 
 
+def _indented(indent: Any) -> bool:
+    """An indent of a number of spaces (not a bool, not text): json writes one line per
+    value, which :meth:`Result.json_chunks` writes a study's runs into from their columns."""
+    return isinstance(indent, int) and not isinstance(indent, bool) and indent > 0
+
+
 class Result:
     """What every command's result offers (the audit, each claim, the sensitivity grid, the
     suite): its ``findings``, the ``fail_on`` they are judged under, and derived from those
@@ -572,7 +578,16 @@ class Result:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The versioned JSON form: strict JSON (no NaN), UTF-8 text, byte-identical for
-        identical input and options."""
+        identical input and options. With an indent, the text of :meth:`json_chunks` (a
+        study's runs written from their columns: a million runs in seconds, not minutes);
+        without, ``json.dumps``' C encoder. Either is :meth:`_reference_json`'s text."""
+        if _indented(indent):
+            return "".join(self.json_chunks(indent))
+        return self._reference_json(indent)
+
+    def _reference_json(self, indent: int | None = 2) -> str:
+        """``json.dumps`` of :meth:`to_dict`: the text :meth:`to_json` and :meth:`json_chunks`
+        give, made the plain way (the tests and ``benchmarks/identity.py`` compare with it)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False,
                           ensure_ascii=False) + "\n"
 
@@ -591,9 +606,7 @@ class Result:
         enc = json.JSONEncoder(indent=indent, allow_nan=False, ensure_ascii=False)
         # iterencode is json.dumps' own encoder, chunk by chunk (with an indent json.dumps
         # uses this pure-Python encoder too): the same bytes
-        holes: dict[str, Any] | None = (
-            {} if isinstance(indent, int) and not isinstance(indent, bool) and indent > 0
-            else None)
+        holes: dict[str, Any] | None = {} if _indented(indent) else None
         pad = ""  # the indentation of the line being written
         last: tuple[str, str] = ("", "")  # the two chunks before this one
         for chunk in enc.iterencode(self._json_tree(holes)):
