@@ -906,10 +906,13 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     outs = resolve_outputs(_inputs(path, common["config_file"]),
                            json=(common["json_out"], {"flag": "--json"}))
     table: Any
-    if common["stream"] or common["part_rows"] is not None:
+    streamed = common["stream"] or common["part_rows"] is not None
+    if streamed:
+        _stream_refusals(path, common, common["stream"])
+    hashes = _hash_ahead(path, common["config_file"])
+    if streamed:
         from .stream import PART_ROWS, open_log_parts
 
-        _stream_refusals(path, common, common["stream"])
         part_rows = common["part_rows"]
         table = open_log_parts(path[0], cfg, part_rows=PART_ROWS if part_rows is None
                                else part_rows, progress=progress_printer("claim"))
@@ -917,7 +920,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
         table = _read(path, common, cfg)
     result = call(table, cfg, _source(path))
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
-                                                       common["config_file"]))
+                                                       common["config_file"], hashes))
     from .printing import render as print_result
 
     emit(result, lambda: print_result(result, verbose=common["verbose"]),
