@@ -237,6 +237,23 @@ def _sigterm_raises() -> Iterator[None]:
             signal.signal(signal.SIGTERM, getattr(handle, "grokaudit_after"))  # noqa: B009
 
 
+def _sigterm_default_in_child() -> None:
+    """A process forked while a command runs (the report's figure workers) dies of SIGTERM as
+    before: the command's handler (:func:`_sigterm_raises`) is its parent's alone, never a
+    worker's traceback."""
+    import signal
+
+    try:
+        if hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after"):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the child's main thread: nothing Python could run there
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_sigterm_default_in_child)
+
+
 def interrupted() -> None:
     """Ctrl-C: one line on stderr and exit 130 (128 + SIGINT, as a shell reports it), never 1
     (critical findings) or 2 (an input error)."""

@@ -128,3 +128,22 @@ def test_sigterm_under_the_ray_engine_is_still_the_commands(tmp_path: Path) -> N
         assert sorted(p.name for p in outs.iterdir()) == left
         if mode == "calm":
             assert "after: other" in proc.stdout, proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork")
+def test_a_process_forked_while_a_command_runs_keeps_the_default_sigterm() -> None:
+    """The report's figure workers are forked from the command: SIGTERM ends them as it
+    always did (no worker raising the command's exception, no traceback of theirs)."""
+    import os
+    import signal
+
+    from grokaudit.cli import _sigterm_raises
+
+    with _sigterm_raises():
+        assert hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after")
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 when SIGTERM is the default there
+            os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 3)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the command's, taken back
