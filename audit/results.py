@@ -542,6 +542,11 @@ class OneAtATime(list):  # type: ignore[type-arg]
         return (self._make(x) for x in self._items)
 
 
+def _defined_in(cls: type, name: str) -> type:
+    """The class of ``cls``'s method resolution order that defines ``name``."""
+    return next(c for c in cls.__mro__ if name in c.__dict__)
+
+
 def _indented(indent: Any) -> bool:
     """An indent of a number of spaces (not a bool, not text): json writes one line per
     value, which :meth:`Result.json_chunks` writes a study's runs into from their columns."""
@@ -607,9 +612,13 @@ class Result:
         # iterencode is json.dumps' own encoder, chunk by chunk (with an indent json.dumps
         # uses this pure-Python encoder too): the same bytes
         holes: dict[str, Any] | None = {} if _indented(indent) else None
+        # a subclass that changes to_dict and not _json_tree: its to_dict is its JSON
+        tree = (self._json_tree(holes) if issubclass(_defined_in(type(self), "_json_tree"),
+                                                     _defined_in(type(self), "to_dict"))
+                else self.to_dict())
         pad = ""  # the indentation of the line being written
         last: tuple[str, str] = ("", "")  # the two chunks before this one
-        for chunk in enc.iterencode(self._json_tree(holes)):
+        for chunk in enc.iterencode(tree):
             runs = holes.get(chunk) if holes else None
             if runs is not None and last == ('"runs"', enc.key_separator):
                 # the placeholder, written alone after its key: the runs' list there, at
