@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,6 +248,25 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "outp
     return atomic_write_with(path, write, flag=flag, pinned=pinned)
 
 
+def open_temp(folder: str | os.PathLike[str], prefix: str, suffix: str,
+              names: list[str]) -> int:
+    """A new file ``folder/prefix<random>suffix`` opened for writing (mode 0600, as
+    ``tempfile.mkstemp`` makes it), its path appended to ``names`` *before* it is created: a
+    Ctrl-C or SIGTERM at any moment leaves either no file or one whose name the caller's
+    cleanup holds (inside ``mkstemp`` it could land after the file was made and before its
+    name was returned)."""
+    import secrets
+
+    for _ in range(100):
+        names.append(os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}"))
+        try:
+            return os.open(names[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                           | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileExistsError:  # another's file: never the caller's to remove
+            names.pop()
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
 def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], object], *,
                       flag: str = "output", pinned: tuple[int, int] | bool = False) -> Path:
     """Like :func:`atomic_write` for writers that want a file name (``pq.write_table``,
@@ -270,14 +288,14 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], obje
     except OSError as exc:
         raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+    made: list[str] = []  # the temporary file's name, known before the file exists
     tmp = ""
     try:
         if pinned:
             _same_folder(p, dfd, pinned, flag)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix,
-                                       dir=p.parent)
-            os.close(fd)
+            os.close(open_temp(p.parent, f".{p.name}.", ".tmp" + p.suffix, made))
+            tmp = made[-1]
             writer(tmp)
             os.chmod(tmp, 0o666 & ~_umask())
             if pinned:
@@ -290,9 +308,9 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], obje
             raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
                               code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
     finally:
-        if tmp:
-            _remove(os.path.basename(tmp), dfd)
-            _remove(tmp, None)
+        for name in made:  # each name tried (one file at most): gone, or renamed already
+            _remove(os.path.basename(name), dfd)
+            _remove(name, None)
         os.close(dfd)
     return p
 

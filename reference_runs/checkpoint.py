@@ -8,13 +8,13 @@ checkpoint, never a torn one.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 from grokaudit.errors import ConfigError, ErrorCode
+from grokaudit.outputs import open_temp
 
 from .train import GroupState
 
@@ -32,15 +32,17 @@ def save_checkpoint(path: Path, sweep_id: str, done: dict[int, list[dict[str, An
         "current": None if current is None else (current[0], asdict(current[1])),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    made: list[str] = []  # the temporary file's name, known before the file exists
     try:
+        fd = open_temp(path.parent, f".{path.name}.", ".tmp", made)
         with os.fdopen(fd, "wb") as fh:
             torch.save(payload, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(made[-1], path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for name in made:
+            Path(name).unlink(missing_ok=True)
         raise
 
 

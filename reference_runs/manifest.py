@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from grokaudit.outputs import open_temp
 
 
 def _toml_value(v: Any) -> str:
@@ -130,11 +131,17 @@ def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str
     }
     if recipe is not None:
         data["recipe"] = recipe
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(to_toml(data))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a manifest is meant to be shared
-    os.replace(tmp, path)
+    made: list[str] = []  # the temporary file's name, known before the file exists
+    try:
+        fd = open_temp(path.parent, f".{path.name}.", "", made)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(to_toml(data))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(made[-1], 0o666 & ~umask)  # made 0600; a manifest is meant to be shared
+        os.replace(made[-1], path)
+    except BaseException:  # an error or an interruption leaves no temporary file
+        for name in made:
+            Path(name).unlink(missing_ok=True)
+        raise
     return path

@@ -178,3 +178,44 @@ def test_worker_threads_leave_ctrl_c_to_the_main_thread(tmp_path: Path,
     with HashAhead([str(LOG)]) as h:
         h.files()
     assert seen and signal.SIGINT in seen[0]
+
+
+@pytest.mark.parametrize("writer", ["output", "checkpoint", "manifest"])
+def test_an_interruption_as_the_temporary_file_is_made_leaves_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    """Ctrl-C or SIGTERM acted on just after the temporary file was created, before its name
+    was handed back (inside ``tempfile.mkstemp`` the file stayed, its name lost to the
+    cleanup): no temporary file is left, for the outputs, the trainer's checkpoint and its
+    manifest."""
+    import os
+
+    real_open = os.open
+
+    def created_then_interrupted(path: str, flags: int, *a: object, **k: object) -> int:
+        fd = real_open(path, flags, *a, **k)
+        if flags & os.O_CREAT:  # the file exists now; the signal's handler runs here
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(os, "open", created_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        if writer == "output":
+            from grokaudit.outputs import atomic_write_with
+
+            atomic_write_with(out / "r.json", lambda tmp: None)
+        elif writer == "checkpoint":
+            pytest.importorskip("torch")
+            from grokaudit.reference_runs.checkpoint import save_checkpoint
+
+            save_checkpoint(out / "sweep.ckpt", "id", {}, None)
+        else:
+            from grokaudit.reference_runs.manifest import write_manifest
+
+            write_manifest(out / "MANIFEST.toml", command="grokaudit train", sweep_file="s.toml",
+                           sweep={}, device="cpu", wall_seconds=0.0, n_runs=0, n_rows=0,
+                           complete=True)
+    monkeypatch.setattr(os, "open", real_open)
+    assert sorted(p.name for p in out.iterdir()) == []
