@@ -388,20 +388,28 @@ def _source(path: str | Sequence[str]) -> str:
 
 def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
     """What a command reads: the log(s), the config files a log file is read with (its
-    same-stem JSON or YAML, ``hparams.yaml``… beside it: an output may overwrite none of
-    them), and the grokaudit config file when one is named or found."""
+    same-stem JSON or YAML, ``hparams.yaml``… beside a file the adapters read, there or not
+    yet: an output may be none of them), and the grokaudit config file when one is named or
+    found."""
     from pathlib import Path
 
     from .config import config_file_values
+    from .loader import is_canonical
     from .roles import SIDECAR_NAMES
 
     found = config_file or config_file_values()[1]
     implicit: list[str] = []
+    ctx = click.get_current_context(silent=True)
+    params = ctx.params if ctx is not None else {}
+    # a canonical table is read as it is, with no config file beside it, unless the adapters
+    # are asked for (--format, --map, --run-from, --cond)
+    adapters = any(params.get(k) for k in ("fmt", "maps", "run_from", "conds"))
     for p in map(Path, _paths(path)):
-        if p.is_file():
+        if p.is_file() and (adapters or not is_canonical(p)):
             cands = [p.with_suffix(x) for x in (".json", ".yaml", ".yml")]
             cands += [p.parent / n for n in SIDECAR_NAMES]
-            implicit += [str(c) for c in cands if c != p and c.exists()]
+            # those not there yet too: an output written there would be read next time
+            implicit += [str(c) for c in cands if c != p]
     return _paths(path) + implicit + ([found] if found else [])
 
 

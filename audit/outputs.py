@@ -106,19 +106,56 @@ def _file_id(p: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _input_ids(inputs: Iterable[str | os.PathLike[str]]) -> tuple[set[tuple[int, int]], list[Path]]:
-    """The (device, inode) of every input file, and the resolved input folders."""
+def _linked_folders(root: Path) -> list[Path]:
+    """The real folders that folders linked from inside ``root`` lead to: the readers walk
+    them as part of the log (``ds/more -> /elsewhere``), so an output there would be read
+    next time. Loops are walked once."""
+    out: list[Path] = []
+    seen = {root.resolve()}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=True):
+                    continue
+                real = Path(os.path.realpath(e.path))
+                linked = e.is_symlink()
+            except OSError:
+                continue
+            if real in seen:
+                continue
+            seen.add(real)
+            if linked:
+                out.append(real)
+            stack.append(Path(e.path))
+    return out
+
+
+def _input_ids(inputs: Iterable[str | os.PathLike[str]]
+               ) -> tuple[set[tuple[int, int]], list[Path], set[Path]]:
+    """The (device, inode) of every input file; the resolved input folders and the folders
+    linked from inside them; and the paths of inputs not there yet (a log's config file,
+    read when it appears: an output may not be written there)."""
     ids: set[tuple[int, int]] = set()
     dirs: list[Path] = []
+    names: set[Path] = set()
     for raw in inputs:
         p = Path(raw)
         if p.is_dir():
             dirs.append(p.resolve())
+            dirs += _linked_folders(p)
             continue
         fid = _file_id(p)
         if fid is not None:
             ids.add(fid)
-    return ids, dirs
+        elif not os.path.lexists(p):
+            names.add(p.parent.resolve() / p.name)
+    return ids, dirs, names
 
 
 def resolve_output(value: str | os.PathLike[str], *, flag: str,
@@ -167,13 +204,18 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
         if not stat.S_ISREG(st.st_mode):
             raise OutputError(f"{raw}: {flag} is not a regular file (a device, FIFO or socket); "
                               "name a regular file", code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
-    ids, dirs = _input_ids(inputs)
+    ids, dirs, names = _input_ids(inputs)
     if st is not None and (st.st_dev, st.st_ino) in ids:
         raise OutputError(f"{raw}: {flag} is one of the inputs; writing it would destroy the log "
                           "it reads: choose another path", code=ErrorCode.OUTPUT_IS_INPUT,
                           path=raw)
     parent = p.parent
     target = p
+    if target in names:
+        raise OutputError(f"{raw}: {flag} names a file the command reads with the log (its "
+                          "same-stem JSON or YAML, or a config file beside it): the next run "
+                          "would read it, or refuse to overwrite it; choose another name",
+                          code=ErrorCode.OUTPUT_IS_INPUT, path=raw)
     for d in dirs:
         if target == d or d in target.parents:
             raise OutputError(f"{raw}: {flag} lies inside the input folder {d}; it would be read "
@@ -199,7 +241,7 @@ def resolve_output_dir(value: str | os.PathLike[str], *, flag: str,
     if p.is_symlink() or (p.exists() and not p.is_dir()):
         raise OutputError(f"{raw}: {flag} is not a folder; name a folder (it is created if "
                           "missing)", code=ErrorCode.OUTPUT_NOT_REGULAR, path=raw)
-    ids, dirs = _input_ids(inputs)
+    ids, dirs, _ = _input_ids(inputs)
     target = p.resolve()
     for d in dirs:
         if target == d or d in target.parents:

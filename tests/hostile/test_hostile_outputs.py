@@ -116,6 +116,41 @@ def test_outputs_inside_an_input_folder(work: Path) -> None:
     _refused(work, ["convert", "shards", "-o", "shards/c.parquet"], E.OUTPUT_IN_INPUT_DIR)
 
 
+def test_outputs_in_a_folder_linked_from_inside_an_input_folder(work: Path) -> None:
+    """The readers walk a linked folder as part of the log (``shards/more -> ext``): an output
+    there, by either path, would be read next time (a hostile hunt wrote convert's output into
+    the log this way, and the next check refused the folder)."""
+    shards = work / "shards"
+    shards.mkdir()
+    df = sweep_df()
+    write_parquet(df[df.wd < 2], shards / "a.parquet")
+    write_parquet(df[df.wd >= 2], shards / "b.parquet")
+    (work / "ext").mkdir()
+    (shards / "more").symlink_to(work / "ext", target_is_directory=True)
+    _refused(work, ["convert", "shards", "-o", "shards/more/c.parquet"], E.OUTPUT_IN_INPUT_DIR)
+    _refused(work, ["check", "shards", "--json", "ext/r.json"], E.OUTPUT_IN_INPUT_DIR)
+    _refused(work, ["report", "shards", "-o", "r.html", "--png", "ext/png"],
+             E.OUTPUT_IN_INPUT_DIR)
+    expect_audit(cli(["check", "shards", "--json", "out/r.json"], cwd=work))  # elsewhere: fine
+
+
+def test_json_named_as_the_logs_config_file_is_refused_before_it_exists(work: Path) -> None:
+    """``check run.csv --json run.json`` on a log the adapters read (one run, no run column):
+    the same-stem JSON beside it is read as its config file, so the next run refused its own
+    output. Refused the first time, before any work. A canonical table reads no config file
+    beside it: there the name is free, run after run."""
+    one = sweep_df()
+    one = one[one.run == one.run.iloc[0]].drop(columns=["run"])
+    one.to_csv(work / "in" / "run.csv", index=False)
+    _refused(work, ["check", "in/run.csv", "--json", "in/run.json"], E.OUTPUT_IS_INPUT)
+    _refused(work, ["check", "in/run.csv", "--json", "in/config.json"], E.OUTPUT_IS_INPUT)
+    assert not (work / "in" / "run.json").exists()
+    for _ in range(2):
+        expect_audit(cli(["check", LOG, "--by", "wd", "--json", "in/log.json"], cwd=work))
+    trail = json.loads((work / "in" / "log.json").read_text())["trail"]
+    assert [Path(f["path"]).name for f in trail["inputs"]] == ["log.parquet"]
+
+
 # -- not a regular file -------------------------------------------------------------------------
 
 def test_json_is_a_directory(work: Path) -> None:
