@@ -98,7 +98,8 @@ def ordering(cells: Sequence[Iv], cfg: Any = None) -> Ord:
     bounds = ((C - D - U) / N, (C - D + U) / N) if N else None
     if n < 3 or abs(C - D) <= U:
         sub = (Reason.TOO_FEW_CELLS if n < 3 else Reason.CENSORED_INTERVALS_OVERLAP
-               if cens_overlap else Reason.TIES_WITHIN_RESOLUTION)
+               if cens_overlap else Reason.NO_NET_DIRECTION if U == 0
+               else Reason.TIES_WITHIN_RESOLUTION)
         return Ord(n, C, D, U, False, 0, None, bounds, sub)
     assert bounds is not None
     return Ord(n, C, D, U, True, 1 if C > D else -1, shape_of(*bounds, cfg), bounds, None)

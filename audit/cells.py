@@ -339,6 +339,23 @@ def _median_unless_moved(a: np.ndarray, unknown: np.ndarray) -> float | None:
     return low if low == high and low is not None and math.isfinite(low) else None
 
 
+def _median_of_bounds(low: np.ndarray, high: np.ndarray, unknown: np.ndarray
+                      ) -> float | None:
+    """The median of values known only within ``[low, high]`` per run (equal for a point; a
+    censored ``t_compress`` has ``high = ∞``; runs with no value, both NaN, are left out), or
+    None unless it is the same, and finite, wherever in their bounds the values lie (the
+    median is monotone in each value: all at their low ends and all at their high ends
+    decide). ``unknown`` runs (a grok before logging began) without bounds could hold any
+    value."""
+    lo = np.where(unknown & np.isnan(low), -np.inf, low)
+    hi = np.where(unknown & np.isnan(high), np.inf, high)
+    has = ~np.isnan(lo) & ~np.isnan(hi)
+    if not has.any():
+        return None
+    a, b = _median(lo[has]), _median(hi[has])
+    return a if a == b and a is not None and math.isfinite(a) else None
+
+
 def _point_median(a: np.ndarray) -> Interval | None:
     """The median of the non-NaN values of ``a`` as a point :class:`Interval` (None if none)."""
     v = _median(a)
@@ -367,7 +384,9 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
     tc_ok = mc.tc_status[idx] == TC_OK
     stab = mc.stability[idx]
     n_est = int(count(grokked & np.isin(stab, STAB_TAKEN_STABLE) & tc_ok))
-    n_tc_cens = int(count(grokked & ~tc_ok & mc.tc_censored[idx]))
+    # a compression before logging began counts as a censored t_compress (as in the verdict)
+    n_tc_cens = int(count(grokked & (mc.tc_censored[idx]
+                                     | (mc.tc_status[idx] == TC_LEFT_CENSORED))))
     seeds = seed_values(mc, idx) if cfg.cell_runs == "kept" else None
     gi = idx[seeds["kept"]] if seeds is not None else idx[grokked]
     tg_idx = gi if seeds is not None else idx
@@ -426,7 +445,9 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
         axis_value=axis_value, runs=tuple(run_ids), n_runs=n, n_grokked=n_g,
         n_fully_generalized=n_full, n_no_compression=n_nocomp, n_established=n_est,
         n_tc_censored=n_tc_cens, t_grok=t_grok, t_compress=t_comp, lag=lag, floor=floor,
-        delta=delta, m_grok=m_grok, rel_lag=_median_unless_moved(rel_all, unknown_g),
+        delta=delta, m_grok=m_grok,
+        rel_lag=(_median_of_bounds(mc.rel_lag_low[gi], mc.rel_lag_high[gi], unknown_g)
+                 if cfg.interval_censoring else _median_unless_moved(rel_all, unknown_g)),
         frac_pre=_median_unless_moved(mc.frac_pre[gi], unknown_g),
         inflation=_median_unless_moved(mc.inflation[gi], unknown_g),
         floor_stability=stab_counts, n_transient=int(count(mc.transient[gi])),

@@ -1169,6 +1169,14 @@ def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
             rel_low = np.where(lg & have_lag, t.lower / up_pos - 1.0, rel_low)
             rel_high = np.where(lg & have_lag,
                                 np.where(tg.lower > 0, t.upper / tg.lower - 1.0, INF), rel_high)
+        if cfg.interval_censoring:
+            # grokked at step 0, a logged point: rel_lag = lag / 0 is infinite for a positive
+            # lag and unknown, in [0, ∞), for a lag that may be 0 -- never left out of a median
+            zero = grokked & ~lg & (tg.value == 0) & have_lag
+            if zero.any():
+                num_low = np.where(ok, lag_val, t.lower - tg.value)
+                rel_low = np.where(zero, np.where(num_low > 0, INF, 0.0), rel_low)
+                rel_high = np.where(zero, INF, rel_high)
     if cfg.censored_time == "last_step":  # a censored run's time is its last step: a point
         rel_high = np.where(cens, rel_low, rel_high)
     # a compression before logging began may not have happened at all: never "before grok"
@@ -1194,6 +1202,10 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
         no_level = ((st.noisy | (~st.stable_mask & (st.drift > 0))) if cfg.stability_check
                     else np.zeros(floor.shape, dtype=bool))
         inflation = np.where(g.grokked & (floor > 0) & ~no_level, m_grok / floor, np.nan)
+        if cfg.stability_check:
+            # the share of a compression whose end the log has not shown (a floor not taken
+            # as stable: unstable, indeterminate or noisy) is not known: no number
+            frac_pre = np.where(st.stable_mask, frac_pre, np.nan)
     outside_band = (m_grok < floor - w.delta) | (m_grok > floor + w.delta)
     transient = (inflation > cfg.transient_threshold) & outside_band
     converged = ~np.isnan(m_grok) & ~np.isnan(floor) & ~outside_band

@@ -440,7 +440,8 @@ class Ordering:
     tau_bounds: tuple[float, float] | None
     spearman: float | None
     reason: Reason  #: ORDERING_IDENTIFIED or ORDERING_UNDEFINED
-    sub_reason: Reason | None  #: TOO_FEW_CELLS, CENSORED_INTERVALS_OVERLAP, TIES_WITHIN_RESOLUTION
+    #: TOO_FEW_CELLS, CENSORED_INTERVALS_OVERLAP, TIES_WITHIN_RESOLUTION, NO_NET_DIRECTION
+    sub_reason: Reason | None
     axis_values: tuple[Any, ...]
 
     @property

@@ -66,6 +66,8 @@ def ordering(cells: Sequence[CellSummary], q: str, cfg: AuditConfig) -> Ordering
     if not identified:
         sub = (Reason.TOO_FEW_CELLS if n < 3 else
                Reason.CENSORED_INTERVALS_OVERLAP if censored_overlap else
+               # every pair ordered, as many falling as rising: tau is 0, there is no sign
+               Reason.NO_NET_DIRECTION if U == 0 else
                Reason.TIES_WITHIN_RESOLUTION)
         bounds = ((C - D - U) / N, (C - D + U) / N) if N else None
         return Ordering(q, n, C, D, U, False, 0, None, bounds, rho, Reason.ORDERING_UNDEFINED,
