@@ -472,7 +472,7 @@ def drop_ratio(spec: RunSpec, cfg: AuditConfig | None = None, t_grok: float | No
         return math.nan, math.nan
     peak = max(upto)
     drop = peak - win.floor
-    return (drop / peak if peak else math.nan), drop
+    return (drop / abs(peak) if peak else math.nan), drop  # a share of the magnitude
 
 
 def settle_step(spec: RunSpec, rel_tol: float = 0.05, smooth: int = 3, *, abs_tol: float = 0.0,

@@ -1025,7 +1025,9 @@ def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
         base = np.where(g.left, seen, base)
     drop = base - w.floor
     if cfg.rel_drop == "run":
-        small = (drop < cfg.min_rel_drop * base) | (drop < cfg.min_abs_drop)
+        # relative to the metric's magnitude: a metric below 0 (a log-determinant) falls by
+        # a share of |base| too (``drop < rel · base`` is never true for base < 0)
+        small = (drop < cfg.min_rel_drop * np.abs(base)) | (drop < cfg.min_abs_drop)
     else:  # the relative rule is the cell's (a gate on its medians): runs need the absolute
         small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
     judged = g.grokked & w.has_floor & ~np.isnan(base)

@@ -180,6 +180,30 @@ def test_no_compression_needs_a_stable_floor():
     assert run.t_compress is None or run.t_compress.value is None
 
 
+@pytest.mark.parametrize("shift", [0.0, -60.0, -1000.0])
+def test_a_flat_metric_below_zero_never_compresses(shift):
+    # a found defect: below 0 the relative rule (drop < min_rel_drop · peak) never fired, and
+    # a flat run got t_compress = 0 and passed its cell's gates
+    s = grid(40_000)
+    flat, _ = one_run(run_frame("a", s, step_acc(s, 3000), np.full(s.shape, 40.0 + shift)))
+    assert Reason.NO_COMPRESSION in flat.reasons and flat.compression == "none"
+    assert flat.t_compress is None or flat.t_compress.value is None
+
+
+@pytest.mark.parametrize("levels", [(40, 25, 10), (-20, -35, -50), (-40, -25, -10)])
+def test_the_relative_drop_is_a_share_of_the_peaks_magnitude(levels):
+    # from 40 to 10, or from −20 to −50: a fall of 0.75 and 1.5 times |peak|, compressed;
+    # from −40 up to −10 is no fall at all
+    s = grid(40_000)
+    a, b, c = levels
+    run, _ = one_run(run_frame("b", s, step_acc(s, 3000),
+                               piecewise(s, [(0, a), (3000, b), (9000, c)])))
+    if c < a:
+        assert run.compression == "compressed" and run.t_compress.value == 9100
+    else:
+        assert run.compression == "none" and Reason.NO_COMPRESSION in run.reasons
+
+
 def test_metric_not_at_grok_when_the_metric_stopped_before():
     s = grid(40_000)
     m = np.where(s <= 1000, 40.0, np.nan)
