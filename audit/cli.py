@@ -283,6 +283,11 @@ class Result(Protocol):
     def json_chunks(self, indent: int | None = 2) -> Iterator[str]: ...
 
 
+#: The extension a ``--json`` file must have: a JSON result never replaces a log (a CSV or
+#: Parquet file named by mistake) or anything else that is not JSON.
+JSON_SUFFIXES = (".json",)
+
+
 def resolve_outputs(inputs: Sequence[str], **named: tuple[str | None, dict[str, Any]]
                     ) -> dict[str, Any]:
     """Resolve every output a command will write, before any work starts: ``named`` maps a
@@ -481,7 +486,7 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @audit_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the versioned JSON result to PATH (- for stdout, replacing the text)")
+              help="write the versioned JSON result to PATH, a .json file (- for stdout, replacing the text)")
 @click.option("--report", "report_out", default=None, metavar="PATH",
               help="also write the self-contained HTML report to PATH (extra `report`)")
 @click.option("--sensitivity", is_flag=True,
@@ -515,7 +520,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
         _inputs(paths, config_file),
-        json=(json_out, {"flag": "--json"}),
+        json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}),
         report=(report_out, {"flag": "--report", "allow_stdout": False,
                              "suffixes": (".html", ".htm")}))
     if outs["report"] is not None:
@@ -633,7 +638,8 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="config file (default: found as `check` finds it)")
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the description as JSON to PATH (- for stdout, replacing the text)")
+              help="write the description as JSON to PATH, a .json file (- for stdout, replacing the "
+                   "text)")
 def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | None,
             **params: Any) -> None:
     """Show what the loader sees in PATH, before any audit: the reader, the runs, the steps
@@ -651,7 +657,8 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
         "on_duplicate": params.get("on_duplicate"), **limit_overrides(params),
         "by": params.get("by"), "cell": split_list(params.get("cell")) or None,
         "metrics": split_list(params.get("metrics")) or None})
-    outs = resolve_outputs(_inputs(paths, config_file), json=(json_out, {"flag": "--json"}))
+    outs = resolve_outputs(_inputs(paths, config_file),
+                           json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}))
     ins = inspect_paths(list(paths), cfg, fmt=params.get("fmt"),
                         mapping=parse_pairs(params.get("maps"), "--map") or None,
                         run_from=params.get("run_from"),
@@ -844,7 +851,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
 @click.option("--max-examples", type=click.IntRange(min=0), default=25, show_default=True,
               help="generated logs per property (0 skips the property run)")
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the result as JSON to PATH (atomically; the table still goes to "
+              help="write the result as JSON to PATH, a .json file (atomically; the table still goes to "
                    "stdout) or to stdout (-) instead of the table")
 def suite(config_file: str | None, profile: str | None, max_examples: int,
           json_out: str | None) -> None:
@@ -857,7 +864,8 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
     from .config import build_config
 
     cfg = build_config(profile, config_file, {})
-    outs = resolve_outputs(_inputs([], config_file), json=(json_out, {"flag": "--json"}))
+    outs = resolve_outputs(_inputs([], config_file),
+                           json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = run_suite(cfg, max_examples=max_examples)
@@ -901,7 +909,7 @@ def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts: list[Callable[[Any], Any]] = [
         click.argument("path", nargs=-1, required=True, metavar="PATH..."),
         click.option("--json", "json_out", default=None, metavar="PATH|-",
-                     help="write the versioned JSON result to PATH (- for stdout)"),
+                     help="write the versioned JSON result to PATH, a .json file (- for stdout)"),
         click.option("-v", "--verbose", is_flag=True, help="show informational findings too"),
         click.option("-q", "--quiet", is_flag=True, help="print only the result line"),
         threshold_option("grok_threshold"), threshold_option("mem_threshold"),
@@ -929,7 +937,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     path = common["path"]
     cfg = build_config(None, common["config_file"], shared_overrides(common))
     outs = resolve_outputs(_inputs(path, common["config_file"]),
-                           json=(common["json_out"], {"flag": "--json"}))
+                           json=(common["json_out"],
+                                 {"flag": "--json", "suffixes": JSON_SUFFIXES}))
     table: Any
     streamed = common["stream"] or common["part_rows"] is not None
     if streamed:

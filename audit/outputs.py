@@ -181,11 +181,6 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
     # the path the OS would write: ``..`` and linked folders resolved, the last part kept (a
     # symbolic link there is refused below, not followed)
     p = given.parent.resolve() / given.name
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise OutputError(
-            f"{raw}: {flag} writes {'/'.join(suffixes)} files, but this path ends in "
-            f"{p.suffix or '(no extension)'!r}; choose a name ending in {suffixes[0]}",
-            code=ErrorCode.OUTPUT_EXTENSION, path=raw)
     try:
         st = os.lstat(p)
     except FileNotFoundError:
@@ -225,6 +220,12 @@ def resolve_output(value: str | os.PathLike[str], *, flag: str,
         if o.path is not None and o.path == target:
             raise OutputError(f"{raw}: {flag} and {o.flag} name the same file; choose two paths",
                               code=ErrorCode.OUTPUT_CLASH, path=raw)
+    # after the checks that name a more specific danger (an input, a folder, a device)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise OutputError(
+            f"{raw}: {flag} writes {'/'.join(suffixes)} files, but this path ends in "
+            f"{p.suffix or '(no extension)'!r}; choose a name ending in {suffixes[0]}",
+            code=ErrorCode.OUTPUT_EXTENSION, path=raw)
     _check_parent(parent, raw, flag)
     if st is not None and not os.access(p, os.W_OK):
         raise OutputError(f"{raw}: {flag} exists and is not writable; choose another path",

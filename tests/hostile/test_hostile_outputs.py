@@ -251,10 +251,21 @@ def test_report_cannot_go_to_stdout(work: Path) -> None:
 
 
 def test_two_outputs_name_one_file(work: Path) -> None:
+    # --json writes .json and --report .html: one name for both is refused by its extension
     _refused(work, ["check", LOG, "--json", "out/x.html", "--report", "out/x.html"],
-             E.OUTPUT_CLASH)
+             E.OUTPUT_EXTENSION)
     _refused(work, ["check", LOG, "--json", "out/x.html", "--report", "out/../out/x.html"],
-             E.OUTPUT_CLASH)
+             E.OUTPUT_EXTENSION)
+
+
+@pytest.mark.parametrize("name", ["other.csv", "all.parquet", "out.txt", "noext"])
+def test_json_never_replaces_a_file_that_is_not_json(work: Path, name: str) -> None:
+    # a found defect: check part1.csv --json part2.csv replaced another log with JSON
+    target = work / name
+    target.write_text("run,step,test_acc\nr,0,0.1\n")
+    before = target.read_bytes()
+    _refused(work, ["check", LOG, "--json", str(target)], E.OUTPUT_EXTENSION)
+    assert target.read_bytes() == before
 
 
 def test_convert_onto_its_input(work: Path) -> None:

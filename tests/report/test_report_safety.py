@@ -332,7 +332,7 @@ def _commands(log: Path, target: str) -> list[list[str]]:
 @pytest.mark.parametrize("cmd", [0, 1], ids=["report", "check"])
 def test_output_is_the_input(work: Path, cmd: int) -> None:
     log = work / "X.parquet"
-    _refused(work, _commands(log, str(log))[cmd], "OUTPUT_EXTENSION")
+    _refused(work, _commands(log, str(log))[cmd], "OUTPUT_IS_INPUT")
     os.link(log, work / "X.html")  # the same file under an .html name
     _refused(work, _commands(log, str(work / "X.html"))[cmd], "OUTPUT_IS_INPUT")
 
@@ -388,8 +388,9 @@ def test_output_in_a_read_only_folder(work: Path, cmd: int) -> None:
 
 def test_check_report_and_json_on_one_file(work: Path) -> None:
     log = work / "X.parquet"
+    # --json writes .json, --report .html: one name for both fails on its extension
     _refused(work, ["check", str(log), "--by", "rho", "--json", str(work / "r.html"),
-                    "--report", str(work / "r.html")], "OUTPUT_CLASH")
+                    "--report", str(work / "r.html")], "OUTPUT_EXTENSION")
 
 
 def test_png_folder_refused_before_anything_is_written(work: Path) -> None:
