@@ -417,6 +417,9 @@ class LogPart:
     #: recorded: per ``--metric`` column, (it changes within some run of this part, its
     #: values that are not missing, this part's runs)
     metric_changes: dict[str, tuple[bool, int, int]] = field(default_factory=dict)
+    #: recorded: the ``--grok-on`` column's smallest and largest value (a loss constant in
+    #: every run and different between runs is a condition, judged over the whole log)
+    loss_range: tuple[float, float] | None = None
     #: recorded: the kept runs' conditions as stored (one identity per value is given to
     #: the whole log's columns at once) and their fingerprints (duplicates across parts)
     conditions: dict[str, np.ndarray] = field(default_factory=dict)
@@ -461,7 +464,8 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
-    series, cond = _classify_columns(names, forced, g, path, named=tuple(metrics), part=part)
+    series, cond = _classify_columns(names, forced, g, path, named=forced, part=part,
+                                     grok_on=grok_on)
     criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
     keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
                                                        criterion, part is not None)
@@ -920,7 +924,7 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                       path: str | None, *, named: Sequence[str] = (),
-                      part: LogPart | None = None
+                      part: LogPart | None = None, grok_on: str = "test_acc"
                       ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
     run). Known metrics and series are series whatever they do; a text column or ``seed`` that
@@ -943,11 +947,16 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                 a = g.col(name)
                 part.metric_changes[name] = (g.first_change(a, True) >= 0,
                                              int(np.count_nonzero(~np.isnan(a))), g.n_runs)
+                if name == grok_on:
+                    part.loss_range = _nan_extremes(a)[::-1]
                 change = -1
             elif name in named:  # named by --metric: it must change over steps (wd is no metric)
                 a = g.col(name)
-                if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs:
-                    raise metric_not_a_series(name, path)
+                if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs \
+                        and (name != grok_on or _differ(_nan_extremes(a))):
+                    # a --grok-on loss may be flat (a run that never learned), but not set
+                    # per run and different between runs: that is a condition (wd, seed)
+                    raise metric_not_a_series(name, path, grok_on=name == grok_on)
                 change = -1
             elif (known or name in metrics) and name not in SEED_COLUMNS:
                 change = -1
@@ -1095,11 +1104,20 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
     return keep, set_aside, too_short, no_acc
 
 
-def metric_not_a_series(name: str, path: str | None) -> LogFormatError:
-    """The refusal of a ``--metric`` column constant within every run (``NOT_A_SERIES``)."""
+def _differ(extremes: tuple[float, float]) -> bool:
+    """The largest and smallest value of a column differ (NaN: no value, no difference)."""
+    hi, lo = extremes
+    return bool(hi > lo)
+
+
+def metric_not_a_series(name: str, path: str | None, grok_on: bool = False
+                        ) -> LogFormatError:
+    """The refusal of a ``--metric`` column (or, with ``grok_on``, the ``--grok-on`` column)
+    constant within every run (``NOT_A_SERIES``)."""
+    what = ("--grok-on", "held-out loss") if grok_on else ("--metric", "metric")
     return LogFormatError(
-        f"--metric {safe(name)!r} is constant within every run: a condition (set per run), "
-        "not a per-step metric; name a column that changes over steps", path=path,
+        f"{what[0]} {safe(name)!r} is constant within every run: a condition (set per run), "
+        f"not a per-step {what[1]}; name a column that changes over steps", path=path,
         column=name, code=ErrorCode.NOT_A_SERIES)
 
 

@@ -510,11 +510,16 @@ class _Stream:
     def merged_log(self) -> LogTable:
         """The whole log's runs, conditions and summary, without its points."""
         parts = self.parts
-        for m in self.cfg.metrics:  # a --metric column constant within every run
+        loss = () if self.cfg.grok_on == "test_acc" else (self.cfg.grok_on,)
+        ranges = [r for p in parts if (r := p.record.loss_range) is not None
+                  and not math.isnan(r[0])]
+        loss_differs = bool(ranges) and max(r[1] for r in ranges) > min(r[0] for r in ranges)
+        for m in (*self.cfg.metrics, *loss):  # a --metric or --grok-on column set per run
             seen = [p.record.metric_changes[m] for p in parts if m in p.record.metric_changes]
             if seen and not any(c for c, _, _ in seen) and \
-                    sum(n for _, n, _ in seen) > sum(r for _, _, r in seen):
-                raise metric_not_a_series(m, self.source)
+                    sum(n for _, n, _ in seen) > sum(r for _, _, r in seen) and \
+                    (m not in loss or loss_differs):
+                raise metric_not_a_series(m, self.source, grok_on=m in loss)
         if not any(p.run_ids.size for p in parts):
             raise no_run_long_enough(self.source)
         self.run_ids = np.concatenate([p.run_ids for p in parts])

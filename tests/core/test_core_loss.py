@@ -106,3 +106,44 @@ def test_the_loss_criterion_is_not_the_metric_the_axis_or_the_split(extra: dict)
     with pytest.raises(LogFormatError) as ei:
         audit_table(_loss_log(), grok_on="test_loss", grok_below=0.1, **opts)
     assert ei.value.code is ErrorCode.INVALID_OPTION and ei.value.column == "test_loss"
+
+
+def _sweep_with_loss() -> pd.DataFrame:
+    """Two wd values × two seeds, each logging a held-out loss that falls, and a flat one."""
+    steps = np.arange(0, 2001, 100)
+    rows = []
+    for wd in (1.0, 2.0):
+        for seed in (0, 1):
+            at = 700 if wd == 1.0 else 1200
+            rows.append(pd.DataFrame({
+                "run": f"wd{wd}_s{seed}", "step": steps,
+                "test_loss": np.where(steps < at, 2.0, 0.01), "flat_loss": 2.0,
+                "emb_erank": np.linspace(50, 20, steps.size), "wd": wd, "seed": seed}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("column", ["wd", "seed"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_condition_is_no_loss_criterion(tmp_path: Path, column: str, streamed: bool
+                                          ) -> None:
+    # a found defect: --grok-on wd read the inferred axis as a loss, the design lost its axis
+    # and the audit exited 1 (NOTHING_AUDITABLE) for what is a usage error
+    from grokaudit.stream import audit_stream
+
+    path = tmp_path / "log.parquet"
+    _sweep_with_loss().to_parquet(path, index=False)
+    opts = {"metrics": ["emb_erank"], "grok_on": column, "grok_below": 1.5}
+    with pytest.raises(LogFormatError) as ei:
+        if streamed:
+            audit_stream(path, part_rows=30, **opts)
+        else:
+            audit_table(pd.read_parquet(path), **opts)
+    assert ei.value.code is ErrorCode.NOT_A_SERIES and ei.value.column == column
+
+
+def test_a_flat_loss_the_same_in_every_run_is_still_a_loss(tmp_path: Path) -> None:
+    # a run that never learned logs a flat loss: no grok, never a refusal
+    r = audit_table(_sweep_with_loss(), metrics=["emb_erank"], grok_on="flat_loss",
+                    grok_below=1.5)
+    assert r.studies[0].axis == "wd"
+    assert all(x.t_grok.censored for s in r.studies for x in s.runs)
