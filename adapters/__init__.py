@@ -78,7 +78,7 @@ def read_log(path: str | Path, format: str | None = None, *,
         with progress.reading(str(p)):  # on stderr, for a read of more than a few seconds
             points = reader.read(p, options)
             progress.stage("joining by run and step")
-            apply_options(points, options, str(p))
+            apply_options(points, options, str(p), whole=not partial)
             return build_table(points, adapter=reader.name, adapter_version=reader.version,
                                path=str(p), require_test_acc=not (reader.partial or partial))
     except LogFormatError as exc:

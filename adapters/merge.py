@@ -46,10 +46,22 @@ class ReadOptions:
 # options: renaming metrics and runs, conditions from paths
 # ------------------------------------------------------------------------------------------
 
-def apply_options(points: Points, options: ReadOptions, path: str) -> None:
-    """Apply ``--map``, ``--run-from path`` and ``--cond`` to ``points`` in place."""
+def apply_options(points: Points, options: ReadOptions, path: str, *, whole: bool = True
+                  ) -> None:
+    """Apply ``--map``, ``--run-from path`` and ``--cond`` to ``points`` in place.
+
+    ``whole``: ``path`` is the whole log (not one of several inputs merged by run): a
+    ``--cond`` that matches the path of none of its runs is then refused (a typo would pool
+    the sweep's arms as replicates). A ``--map`` source the log does not hold is noted."""
     mapping = dict(options.mapping or {})
     if mapping:
+        held = {c.metric for c in points.chunks} | {
+            k for conds in points.conditions.values() for k in conds}
+        # (a table reader has already read the columns mapped to ``step`` and ``run``)
+        for src in sorted(k for k, v in mapping.items()
+                          if k not in held and v not in ("step", "run")):
+            points.warnings.append(f"--map {src}={mapping[src]}: the log has no column {src!r}; "
+                                   "nothing was renamed")
         for c in points.chunks:
             c.metric = mapping.get(c.metric, c.metric)
         for run, conds in list(points.conditions.items()):
@@ -76,6 +88,14 @@ def apply_options(points: Points, options: ReadOptions, path: str) -> None:
                 continue
             raw = m.group(1) if rx.groups else m.group(0)
             points.add_condition(run, key, _parse_scalar(raw))
+        runs = _runs(points)
+        if whole and runs and len(missed) == len(runs):
+            raise ConfigError(
+                f"--cond {safe(key)}={safe(pattern)!r} matches the path of none of the "
+                f"{len(runs)} run(s) of {safe(path)} (first: "
+                f"{safe(points.origins.get(runs[0], runs[0]))!r}); fix the pattern "
+                "(`grokaudit inspect` shows the runs' paths)", option="--cond",
+                code=ErrorCode.INVALID_OPTION)
         if missed:
             points.warnings.append(
                 f"--cond {key}: no match in the path of {len(missed)} run(s) "

@@ -694,7 +694,7 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
     ("bad", "{dir}", ErrorCode.OUTPUT_IS_DIRECTORY),
     ("bad", "{link}", ErrorCode.OUTPUT_NOT_REGULAR),
     ("bad", "{fifo}", ErrorCode.OUTPUT_NOT_REGULAR),
-    ("bad", "/dev/null", ErrorCode.OUTPUT_EXTENSION),
+    ("bad", "/dev/null", ErrorCode.OUTPUT_NOT_REGULAR),  # a device, whatever its name
     ("bad", "{tmp}/x.txt", ErrorCode.OUTPUT_EXTENSION),
     ("bad", "-", ErrorCode.OUTPUT_NOT_REGULAR),
     ("bad", "{bad}", ErrorCode.OUTPUT_IS_INPUT),

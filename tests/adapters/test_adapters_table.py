@@ -137,3 +137,43 @@ def test_csv_cut_mid_line_is_reported(tmp_path: Path, codes, prov) -> None:
     t = read_log(p)
     assert codes(t) == ["SOURCE_TRUNCATED"]
     assert prov(t)["findings"][0]["offset"] == data[:-1].rfind(b"\n") + 1
+
+
+def _run_folders(root: Path, sweep: pd.DataFrame) -> Path:
+    for run, g in sweep.groupby("run"):
+        (root / str(run)).mkdir(parents=True)
+        g.drop(columns=["run", "wd", "seed"]).to_csv(root / str(run) / "metrics.csv",
+                                                     index=False)
+    return root
+
+
+def test_a_cond_that_matches_no_run_is_refused(tmp_path: Path, sweep: pd.DataFrame) -> None:
+    # a found defect: a typo'd --cond (WD for wd) matched nothing, the sweep's arms were
+    # pooled as replicates and check exited 0 where the right pattern exits 1
+    from grokaudit.errors import ConfigError
+
+    root = _run_folders(tmp_path / "sweep", sweep)
+    with pytest.raises(ConfigError) as exc:
+        read_log(root, run_from="path", cond={"wd": r"WD([0-9.]+)"})
+    assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.option == "--cond"
+    # one input among several (merged by run): its runs may take the condition elsewhere
+    t = read_log(root, run_from="path", cond={"wd": r"WD([0-9.]+)"}, partial=True)
+    assert "wd" not in t.column_names
+
+
+def test_a_map_from_a_column_the_log_lacks_is_noted(tmp_path: Path, sweep: pd.DataFrame
+                                                    ) -> None:
+    import json
+
+    from grokaudit.schema import PROVENANCE_KEY
+
+    root = _run_folders(tmp_path / "sweep", sweep)
+    t = read_log(root, run_from="path", mapping={"nope": "test_acc"},
+                 cond={"wd": r"wd([0-9.]+)"})
+    prov = json.loads(t.schema.metadata[PROVENANCE_KEY])
+    assert [n for n in prov.get("notes", []) if "--map" in n and "'nope'" in n]
+    # a source the log holds is renamed, with no note
+    t = read_log(root, run_from="path", mapping={"test_acc": "val_acc"},
+                 cond={"wd": r"wd([0-9.]+)"})
+    prov = json.loads(t.schema.metadata[PROVENANCE_KEY])
+    assert not [n for n in prov.get("notes", []) if "--map" in n]
