@@ -33,7 +33,7 @@ from .schema import (
     is_known_metric,
     read_arrow,
 )
-from .shards import PROVENANCE_KEY, provenance_of
+from .shards import PROVENANCE_KEY, provenance_of, refuse_unreadable_entries
 from .text import safe
 
 PathLike = str | os.PathLike[str]
@@ -141,6 +141,8 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
         raise LogFormatError("not a regular file or a folder (a FIFO, a socket or a device): "
                              "grokaudit reads log files and folders; copy the log to a file",
                              path=str(p), code=ErrorCode.FILE_UNREADABLE)
+    if p.is_dir():
+        refuse_unreadable_entries(p)  # a log under a dangling link or a FIFO: never left out
     check_declared(p, limits)
     adapter_opts = bool(fmt or mapping or run_from or cond)
     if not adapter_opts and is_canonical(p):

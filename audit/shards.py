@@ -39,8 +39,9 @@ def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list
     followed, as pyarrow's dataset reader follows it (``wd=1/`` linked from another disk is
     part of the log, never silently left out), except a link to a folder on the path from the
     file system's root to the folder being walked (``..``, ``.``, ``/``, the home folder: a
-    loop, or a walk out of the log). Dangling links are left out (nothing can read them). A
-    folder that cannot be listed is refused (``FILE_UNREADABLE``) with ``strict`` (the folders
+    loop, or a walk out of the log). Dangling links are left out here (nothing can read them;
+    a folder of logs holding one under a log's name is refused before this walk, by
+    :func:`refuse_unreadable_entries`). A folder that cannot be listed is refused (``FILE_UNREADABLE``) with ``strict`` (the folders
     a reader reads parts from), else skipped (a ``lost+found`` beside the log is none of it).
     ``hidden=False`` does not enter folders whose names start with a dot (a reader that
     ignores them need not list them)."""
@@ -71,6 +72,33 @@ def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list
 
     visit(root, frozenset({str(top), *(str(a) for a in top.parents)}))
     return sorted(out)
+
+
+def _log_like(q: Path) -> bool:
+    """A name a reader of a folder reads: a table, an ``.npz``, TensorBoard events or a W&B
+    run file."""
+    suffix = q.suffix.lower()
+    return (suffix in TABLE_SUFFIXES or suffix in (".npz", ".wandb")
+            or "tfevents" in q.name)
+
+
+def refuse_unreadable_entries(folder: Path) -> None:
+    """Refuse a folder holding, under a log's name, an entry no reader can read: a link to a
+    missing file (a volume not mounted) or a FIFO, socket or device (``FILE_UNREADABLE``,
+    naming it). The readers walk regular files only, so such a log would be left out of the
+    audit without a word. Hidden entries are no part of a log."""
+    for q in folder.rglob("*"):
+        if any(part.startswith(".") for part in q.relative_to(folder).parts) \
+                or not _log_like(q):
+            continue
+        if q.is_symlink() and not q.exists():
+            raise LogFormatError("a link to a missing file: the log it names cannot be read "
+                                 "(a volume not mounted?); restore its target or remove the link",
+                                 path=str(q), code=ErrorCode.FILE_UNREADABLE)
+        if q.exists() and not (q.is_file() or q.is_dir()):
+            raise LogFormatError("not a regular file (a FIFO, socket or device): no reader reads "
+                                 "it; replace it with the log's file or remove it",
+                                 path=str(q), code=ErrorCode.FILE_UNREADABLE)
 
 
 def shard_files(folder: Path) -> list[Path]:

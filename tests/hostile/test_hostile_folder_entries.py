@@ -1,0 +1,63 @@
+"""A folder of logs holding, under a log's name, an entry no reader can read: a link to a
+missing file (a volume not mounted) or a FIFO. Found by a hostile hunt: the readers walked
+regular files only, and the audit ran on the other runs without a word."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from grokaudit.errors import ErrorCode
+from helpers.hostile import cli, expect_audit, expect_error, sweep_df, write_parquet
+
+
+def _csv_folder(root: Path) -> Path:
+    df = sweep_df()
+    root.mkdir()
+    for k, (_wd, g) in enumerate(df.groupby("wd")):
+        g.to_csv(root / f"part{k}.csv", index=False)
+    return root
+
+
+def _hive_folder(root: Path) -> Path:
+    df = sweep_df()
+    for wd, g in df.groupby("wd"):
+        d = root / f"wd={wd}"
+        d.mkdir(parents=True)
+        write_parquet(g.drop(columns=["wd"]), d / "part-0.parquet")
+    return root
+
+
+def _bad_entry(folder: Path, kind: str, name: str) -> None:
+    if kind == "dangling":
+        (folder / name).symlink_to(folder / "no-such-volume" / name)
+    else:
+        os.mkfifo(folder / name)
+
+
+@pytest.mark.parametrize("kind", ["dangling", "fifo"])
+@pytest.mark.parametrize("layout,stream", [("csv", False), ("hive", False), ("hive", True)])
+def test_an_unreadable_log_in_a_folder_is_refused(tmp_path: Path, kind: str, layout: str,
+                                                  stream: bool) -> None:
+    # (--stream reads canonical Parquet folders only: a CSV folder is read by the adapters)
+    if layout == "csv":
+        root = _csv_folder(tmp_path / "sweep")
+        where, name = root, "part9.csv"
+    else:
+        root = _hive_folder(tmp_path / "ds")
+        where, name = root / "wd=1.0", "part-1.parquet"
+    args = ["check", str(root), *(["--stream"] if stream else [])]
+    expect_audit(cli(args, cwd=tmp_path), 0, 1)  # the folder as it is: audited
+    _bad_entry(where, kind, name)
+    expect_error(cli(args, cwd=tmp_path), ErrorCode.FILE_UNREADABLE)
+
+
+def test_entries_that_are_no_log_are_not_judged(tmp_path: Path) -> None:
+    # a dangling link or FIFO under a name no reader reads (W&B's debug.log links, a socket
+    # of a tool) is no part of the log, nor is a hidden one
+    root = _csv_folder(tmp_path / "sweep")
+    (root / "debug.log").symlink_to(root / "gone" / "debug.log")
+    (root / ".cache").mkdir()
+    os.mkfifo(root / ".cache" / "x.csv")
+    expect_audit(cli(["check", str(root)], cwd=tmp_path), 0, 1)
