@@ -446,6 +446,11 @@ def validate(cfg: AuditConfig) -> AuditConfig:
     if cfg.by is not None and (not isinstance(cfg.by, str) or not cfg.by):
         raise ConfigError(f"option 'by' = {cfg.by!r} must be a column name",
                           code=ErrorCode.INVALID_OPTION, option="by")
+    if cfg.by is not None and cfg.by in cfg.cell:
+        # each study would hold one value of its own axis: no ordering could ever be read
+        raise ConfigError(f"option {_named('by')} = {cfg.by!r} is also in {_named('cell')}: "
+                          "the axis varies within a study, the cell columns split studies; "
+                          "drop it from one", code=ErrorCode.INVALID_OPTION, option="cell")
     return cfg
 
 

@@ -446,3 +446,13 @@ def test_api_file_values_typo() -> None:
     with pytest.raises(ConfigError) as exc:
         make_config(file_values={"fail_on": "SNAPSHOT_TRANSIET"})
     assert exc.value.code == ErrorCode.INVALID_FAIL_ON
+
+
+@pytest.mark.parametrize("cell", [("wd",), ("arch", "wd")])
+def test_the_axis_is_never_also_a_cell_column(cell: tuple[str, ...]) -> None:
+    # found by a hostile hunt: --by wd --cell wd was accepted, each study held one value of
+    # its own axis, and check exited 1 with nothing to order
+    with pytest.raises(ConfigError) as exc:
+        make_config(by="wd", cell=list(cell))
+    assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.option == "cell"
+    assert make_config(by="wd", cell=["arch"]).cell == ("arch",)
