@@ -233,7 +233,8 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
                      [np.int8(0), np.int8(1), np.int8(3)], np.int8(2))
     lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
     with np.errstate(invalid="ignore"):
-        rel = np.where(lo == hi, lo, np.nan)
+        # a point: known, and finite (lag / 0 for a grok at step 0 itself is no number)
+        rel = np.where((lo == hi) & np.isfinite(lo), lo, np.nan)
     stab_codes = sorted(STABILITY_NAMES)
     stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int8)  # a word's code: one byte
     stab_pos[stab_codes] = np.arange(len(stab_codes))

@@ -131,6 +131,12 @@ class Design:
             found = infer_axis(cond, cell, src, outcomes)
             given = [Axis(found, param=None)] if found is not None else []
         for a in given:
+            if a.column in cell:  # a study would hold one value of its own axis
+                raise LogFormatError(
+                    f"{param_name(a.param or 'by')} {safe(a.column)!r} is also a "
+                    f"{param_name('cell')} column: the axis varies within a study, the cell "
+                    "columns split studies; drop it from one", path=src, column=a.column,
+                    param="cell", code=ErrorCode.INVALID_OPTION)
             _require(log, a)
         cols = tuple(dict.fromkeys(a.column for a in given))
         outcomes = tuple(o for o in outcomes if o not in cols)

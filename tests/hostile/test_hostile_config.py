@@ -26,6 +26,8 @@ from helpers.hostile import (
     expect_error,
     expect_error_or_usage,
     sub,
+    sweep_df,
+    write_parquet,
 )
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
@@ -456,3 +458,13 @@ def test_the_axis_is_never_also_a_cell_column(cell: tuple[str, ...]) -> None:
         make_config(by="wd", cell=list(cell))
     assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.option == "cell"
     assert make_config(by="wd", cell=["arch"]).cell == ("arch",)
+
+
+@pytest.mark.parametrize("cmd", ["onset", "dose", "transition", "compare"])
+def test_a_claim_axis_is_never_also_a_cell_column(tmp_path: Path, cmd: str) -> None:
+    # the claims take --by and --cell outside the audit's config: the design refuses it
+    log = tmp_path / "log.parquet"
+    write_parquet(sweep_df(), log)
+    args = [cmd, str(log), "--by", "wd", "--cell", "wd",
+            *(["--pair", "seed"] if cmd == "compare" else [])]
+    expect_error(cli(args, cwd=tmp_path), ErrorCode.INVALID_OPTION)
