@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 
-from .errors import ErrorCode, LogFormatError
+from .errors import ConfigError, ErrorCode, LogFormatError
 from .limits import DEFAULT_LIMITS, Limits, check_declared
 from .readers import ADAPTERS, LogReader
 from .roles import choose_accuracy
@@ -74,6 +74,14 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
         check_declared(p, limits)
     tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None,
                         readers=readers) for p in items]
+    if cond and not partial:  # a --cond that no run of any input takes: a typo, refused
+        for key, pattern in cond.items():
+            if not any(key in t.column_names and t.column(key).null_count < t.num_rows
+                       for t in tables):
+                raise ConfigError(
+                    f"--cond {safe(key)}={safe(pattern)!r} matches the path of no run of the "
+                    f"{len(items)} inputs; fix the pattern (`grokaudit inspect` shows the runs' "
+                    "paths)", option="--cond", code=ErrorCode.INVALID_OPTION)
     return merge_tables(tables, [str(p) for p in items], on_duplicate=on_duplicate)
 
 

@@ -156,9 +156,18 @@ def test_a_cond_that_matches_no_run_is_refused(tmp_path: Path, sweep: pd.DataFra
     with pytest.raises(ConfigError) as exc:
         read_log(root, run_from="path", cond={"wd": r"WD([0-9.]+)"})
     assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.option == "--cond"
-    # one input among several (merged by run): its runs may take the condition elsewhere
+    # one input among several (merged by run): its runs may take the condition elsewhere,
+    # but the pattern must match some run of some input
     t = read_log(root, run_from="path", cond={"wd": r"WD([0-9.]+)"}, partial=True)
     assert "wd" not in t.column_names
+    from grokaudit.loader import read_any
+
+    other = _run_folders(tmp_path / "more", sweep.assign(run="x" + sweep["run"]))
+    with pytest.raises(ConfigError) as exc:
+        read_any([root, other], run_from="path", cond={"wd": r"WD([0-9.]+)"})
+    assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.option == "--cond"
+    both = read_any([root, other], run_from="path", cond={"wd": r"^wd([0-9.]+)"})
+    assert both.column("wd").null_count == both.num_rows // 2  # the x… runs miss: a note
 
 
 def test_a_map_from_a_column_the_log_lacks_is_noted(tmp_path: Path, sweep: pd.DataFrame
