@@ -84,21 +84,42 @@ def _log_like(q: Path) -> bool:
 
 def refuse_unreadable_entries(folder: Path) -> None:
     """Refuse a folder holding, under a log's name, an entry no reader can read: a link to a
-    missing file (a volume not mounted) or a FIFO, socket or device (``FILE_UNREADABLE``,
-    naming it). The readers walk regular files only, so such a log would be left out of the
-    audit without a word. Hidden entries are no part of a log."""
-    for q in folder.rglob("*"):
-        if any(part.startswith(".") for part in q.relative_to(folder).parts) \
-                or not _log_like(q):
-            continue
-        if q.is_symlink() and not q.exists():
-            raise LogFormatError("a link to a missing file: the log it names cannot be read "
-                                 "(a volume not mounted?); restore its target or remove the link",
-                                 path=str(q), code=ErrorCode.FILE_UNREADABLE)
-        if q.exists() and not (q.is_file() or q.is_dir()):
-            raise LogFormatError("not a regular file (a FIFO, socket or device): no reader reads "
-                                 "it; replace it with the log's file or remove it",
-                                 path=str(q), code=ErrorCode.FILE_UNREADABLE)
+    missing file or partition folder (``wd=2.0`` on a volume not mounted) or a FIFO, socket or
+    device (``FILE_UNREADABLE``, naming it). The readers walk regular files only, so such a
+    log would be left out of the audit without a word. Linked folders are entered (once);
+    hidden entries are no part of a log."""
+    seen: set[str] = set()
+
+    def visit(d: Path) -> None:
+        real = os.path.realpath(d)
+        if real in seen:
+            return
+        seen.add(real)
+        try:
+            entries = list(d.iterdir())
+        except OSError:
+            return  # a folder that cannot be listed is judged where it is read
+        for q in entries:
+            if q.name.startswith("."):
+                continue
+            try:
+                is_dir = q.is_dir()
+                exists = is_dir or q.exists()
+            except OSError:
+                continue
+            if is_dir:
+                visit(q)
+            elif not exists and q.is_symlink() and (_log_like(q) or "=" in q.name):
+                raise LogFormatError("a link to a missing file or folder: the log it names "
+                                     "cannot be read (a volume not mounted?); restore its "
+                                     "target or remove the link", path=str(q),
+                                     code=ErrorCode.FILE_UNREADABLE)
+            elif exists and not q.is_file() and _log_like(q):
+                raise LogFormatError("not a regular file (a FIFO, socket or device): no reader "
+                                     "reads it; replace it with the log's file or remove it",
+                                     path=str(q), code=ErrorCode.FILE_UNREADABLE)
+
+    visit(folder)
 
 
 def shard_files(folder: Path) -> list[Path]:

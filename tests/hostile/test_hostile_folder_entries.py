@@ -61,3 +61,21 @@ def test_entries_that_are_no_log_are_not_judged(tmp_path: Path) -> None:
     (root / ".cache").mkdir()
     os.mkfifo(root / ".cache" / "x.csv")
     expect_audit(cli(["check", str(root)], cwd=tmp_path), 0, 1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_partition_folder_behind_a_missing_link_is_refused(tmp_path: Path, stream: bool
+                                                              ) -> None:
+    # found by a review: wd=2.0 linked from a volume not mounted was dropped with its runs
+    root = _hive_folder(tmp_path / "ds")
+    elsewhere = tmp_path / "other-disk"
+    elsewhere.mkdir()
+    (root / "wd=2.0").rename(elsewhere / "wd=2.0")
+    (root / "wd=2.0").symlink_to(elsewhere / "wd=2.0")
+    args = ["check", str(root), *(["--stream"] if stream else [])]
+    expect_audit(cli(args, cwd=tmp_path), 0, 1)  # a linked partition is read
+    os.mkfifo(elsewhere / "wd=2.0" / "part-1.parquet")  # a FIFO inside the linked partition
+    expect_error(cli(args, cwd=tmp_path), ErrorCode.FILE_UNREADABLE)
+    os.unlink(elsewhere / "wd=2.0" / "part-1.parquet")
+    (elsewhere / "wd=2.0").rename(tmp_path / "unmounted")  # the link now points nowhere
+    expect_error(cli(args, cwd=tmp_path), ErrorCode.FILE_UNREADABLE)
