@@ -292,10 +292,12 @@ def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True
     if 2 * n_cens >= n:
         return Interval(None, med_lo, None, True), True
     med_up = float(np.median(up))
-    # the value is the median of the runs' values (censored ones rank last); for a lag the
-    # value is not its interval's upper end, so median(U) would be off by up to a cadence
-    vals = np.where(np.isinf(up), np.inf, ev.value[idx][keep])
-    unknown = np.isnan(vals)  # left-censored: only (lower, upper] is known
+    # the value is the median of the runs' values; for a lag the value is not its interval's
+    # upper end, so median(U) would be off by up to a cadence. A censored run's value lies
+    # somewhere above its lower bound, which may be below the others' values (a lag from a
+    # late grok): like a left-censored one, it is known only within (lower, upper]
+    vals = ev.value[idx][keep]
+    unknown = np.isnan(vals) | np.isinf(up)
     if not unknown.any():
         med_val = float(np.median(vals))
     else:

@@ -88,9 +88,14 @@ def study_lines(s: StudyResult) -> list[str]:
     if any(c.floor_rests_on_short_runs for c in s.cells):
         lines.append("  (F*: the cell floor rests on runs that stopped before the floor window "
                      "of a longer sibling: HORIZON_MISMATCH)")
+    bounds_only = any(iv is not None and iv.value is None and not iv.censored
+                      for c in s.cells for iv in (c.t_grok, c.t_compress, c.lag))
     if any(c.n_left_censored for c in s.cells):
         lines.append("  (≤N: before the first logged step N, when logging began: LEFT_CENSORED; "
                      "a–b: only bounds are known)")
+    elif bounds_only:
+        lines.append("  (a–b: only bounds are known: censored runs could move the median "
+                     "anywhere between them)")
     if s.axis is None:  # one cell of replicates (or one run): each run, no orderings
         lines.append("runs:")
         lines += _table([_RUN_HEAD] + [_run_row(r) for r in s.runs], indent="  ")

@@ -129,3 +129,22 @@ def test_an_ordering_with_no_sign_and_no_tie_says_so():
                           (4.0, 3000, 10_000)])).studies[0].ordering("t_grok")
     assert (o.concordant, o.discordant, o.unidentified) == (3, 3, 0)
     assert not o.identified and o.sub_reason == Reason.NO_NET_DIRECTION
+
+
+def test_a_cell_lag_is_only_bounds_when_a_censored_run_could_move_it():
+    # two runs with lags 10 100 and 12 100; a third groks at 30 000 and has not settled
+    # by the end: its lag is only known to exceed 7 000, so the median lies anywhere in
+    # [10 100, 12 100] -- a number there (12 100: censored ranked last) overstates the log
+    s = grid()
+    late = np.where(s < 30_000, 40.0, np.where(s < 37_000, 20.0, 10.0))
+    frames = []
+    for rho in (1.0, 2.0, 3.0):
+        frames += [compressing_run(f"{rho}a", 2000, 12_000, rho=rho, seed=0),
+                   compressing_run(f"{rho}b", 2000, 14_000, rho=rho, seed=1),
+                   run_frame(f"{rho}c", s, step_acc(s, 30_000), late, rho=rho, seed=2)]
+    res = audit(pd.concat(frames, ignore_index=True))
+    c = res.studies[0].cells[0]
+    assert c.lag is not None and c.lag.value is None and not c.lag.censored
+    assert c.lag.lower <= 10_100 and c.lag.upper >= 12_100
+    # its t_compress is censored after both others' values: that median is still a number
+    assert c.t_compress is not None and c.t_compress.value == 14_100
