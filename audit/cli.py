@@ -486,7 +486,8 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @audit_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the versioned JSON result to PATH, a .json file (- for stdout, replacing the text)")
+              help="write the versioned JSON result to PATH, a .json file (- for stdout, "
+                   "replacing the text)")
 @click.option("--report", "report_out", default=None, metavar="PATH",
               help="also write the self-contained HTML report to PATH (extra `report`)")
 @click.option("--sensitivity", is_flag=True,
@@ -638,8 +639,8 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="config file (default: found as `check` finds it)")
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the description as JSON to PATH, a .json file (- for stdout, replacing the "
-                   "text)")
+              help="write the description as JSON to PATH, a .json file (- for stdout, "
+                   "replacing the text)")
 def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | None,
             **params: Any) -> None:
     """Show what the loader sees in PATH, before any audit: the reader, the runs, the steps
@@ -851,8 +852,8 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
 @click.option("--max-examples", type=click.IntRange(min=0), default=25, show_default=True,
               help="generated logs per property (0 skips the property run)")
 @click.option("--json", "json_out", default=None, metavar="PATH|-",
-              help="write the result as JSON to PATH, a .json file (atomically; the table still goes to "
-                   "stdout) or to stdout (-) instead of the table")
+              help="write the result as JSON to PATH, a .json file (atomically; the table "
+                   "still goes to stdout) or to stdout (-) instead of the table")
 def suite(config_file: str | None, profile: str | None, max_examples: int,
           json_out: str | None) -> None:
     """Run the named adversarial cases and a bounded property run against the installed

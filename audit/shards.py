@@ -41,10 +41,10 @@ def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list
     file system's root to the folder being walked (``..``, ``.``, ``/``, the home folder: a
     loop, or a walk out of the log). Dangling links are left out here (nothing can read them;
     a folder of logs holding one under a log's name is refused before this walk, by
-    :func:`refuse_unreadable_entries`). A folder that cannot be listed is refused (``FILE_UNREADABLE``) with ``strict`` (the folders
-    a reader reads parts from), else skipped (a ``lost+found`` beside the log is none of it).
-    ``hidden=False`` does not enter folders whose names start with a dot (a reader that
-    ignores them need not list them)."""
+    :func:`refuse_unreadable_entries`). A folder that cannot be listed is refused
+    (``FILE_UNREADABLE``) with ``strict`` (the folders a reader reads parts from), else
+    skipped (a ``lost+found`` beside the log is none of it). ``hidden=False`` does not enter
+    folders whose names start with a dot (a reader that ignores them need not list them)."""
     out: list[Path] = []
     top = Path(os.path.realpath(root))
 
