@@ -39,6 +39,9 @@ def test_a_grok_at_step_zero_is_not_left_out_of_rel_lag():
     assert ev["median_rel_lag_low"] > 0.5
     # each cell's median over (inf, inf, 0.1) is infinite: no number is printed for it
     assert [c.rel_lag for c in st.cells] == [None, None, None]
+    # nor for the runs themselves (lag / 0), through the API as in the JSON
+    zero = [r for r in st.runs if r.t_grok is not None and r.t_grok.value == 0]
+    assert len(zero) == 6 and all(r.rel_lag is None for r in zero)
 
 
 def _censored_pair(rho: float, seed0: int) -> list[pd.DataFrame]:
