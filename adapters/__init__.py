@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 from grokaudit.errors import LogFormatError
 from grokaudit.limits import DEFAULT_LIMITS, Limits, check_declared
+from grokaudit.shards import refuse_unreadable_entries
 
 from . import progress
 from .merge import ReadOptions, apply_options, build_table
@@ -70,6 +71,8 @@ def read_log(path: str | Path, format: str | None = None, *,
     """
     p = Path(path)
     check_input(p)
+    if p.is_dir():  # (here, not in check_input: detect_format checks the input again)
+        refuse_unreadable_entries(p)
     check_declared(p, limits)  # what its Parquet metadata declares, before reading it
     name = format or detect_format(p)
     reader = get_reader(name)

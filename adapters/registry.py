@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from grokaudit.errors import ErrorCode, GrokauditError, LogFormatError, MissingExtraError
-from grokaudit.shards import refuse_unreadable_entries
 from grokaudit.text import safe
 
 from .merge import ReadOptions
@@ -146,8 +145,6 @@ def check_input(p: Path) -> None:
     if p.is_dir() and not any(q.is_file() for q in p.rglob("*")):
         raise LogFormatError("folder holds no files; there is nothing to read (check the path)",
                              path=str(p), code=ErrorCode.FILE_EMPTY)
-    if p.is_dir():
-        refuse_unreadable_entries(p)
 
 
 def detect_format(path: str | Path) -> str:

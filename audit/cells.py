@@ -301,13 +301,10 @@ def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True
     if not unknown.any():
         med_val = float(np.median(vals))
     else:
-        # the median is a value only if it is the same wherever in their intervals the
-        # unknown values lie (the median is monotone in each value: the two ends decide)
-        a = float(np.median(np.where(unknown, lo, vals)))
-        b = float(np.median(np.where(unknown, up, vals)))
-        if a != b:
+        known = _median_of_bounds(np.where(unknown, lo, vals), np.where(unknown, up, vals))
+        if known is None:
             return Interval(None, med_lo, med_up, False), False
-        med_val = a
+        med_val = known
     return Interval(med_val, med_lo, med_up, False), False
 
 
@@ -333,25 +330,22 @@ def _median_unless_moved(a: np.ndarray, unknown: np.ndarray) -> float | None:
     of them below and all of them above the others."""
     if not unknown.any():
         return _median(a)
-    known = a[~unknown & ~np.isnan(a)]
-    if not known.size:
-        return None
-    k = int(unknown.sum())
-    low = _median(np.concatenate([np.full(k, -np.inf), known]))
-    high = _median(np.concatenate([known, np.full(k, np.inf)]))
-    return low if low == high and low is not None and math.isfinite(low) else None
+    unset = np.where(unknown, np.nan, a)  # whatever a holds there, it is not known
+    return _median_of_bounds(unset, unset, unknown)
 
 
-def _median_of_bounds(low: np.ndarray, high: np.ndarray, unknown: np.ndarray
+def _median_of_bounds(low: np.ndarray, high: np.ndarray, unknown: np.ndarray | None = None
                       ) -> float | None:
     """The median of values known only within ``[low, high]`` per run (equal for a point; a
     censored ``t_compress`` has ``high = ∞``; runs with no value, both NaN, are left out), or
     None unless it is the same, and finite, wherever in their bounds the values lie (the
     median is monotone in each value: all at their low ends and all at their high ends
     decide). ``unknown`` runs (a grok before logging began) without bounds could hold any
-    value."""
-    lo = np.where(unknown & np.isnan(low), -np.inf, low)
-    hi = np.where(unknown & np.isnan(high), np.inf, high)
+    value: below and above every other."""
+    lo, hi = low, high
+    if unknown is not None:
+        lo = np.where(unknown & np.isnan(low), -np.inf, low)
+        hi = np.where(unknown & np.isnan(high), np.inf, high)
     has = ~np.isnan(lo) & ~np.isnan(hi)
     if not has.any():
         return None

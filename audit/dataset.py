@@ -39,7 +39,6 @@ from .shards import (
     files_provenance,
     refuse_columns_twice,
     refuse_unread_beside_shards,
-    refuse_unreadable_entries,
     release_arrow_memory,
     shard_files,
     unreadable,
@@ -298,7 +297,6 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     from .loader import is_canonical
     from .runfolder import is_run_folder
 
-    refuse_unreadable_entries(root)  # as the loader refuses them
     if is_run_folder(root):
         raise _not_streamable(root, "a RunLogger folder is read whole (its reader reports "
                                     "what a kill cut short)")

@@ -73,6 +73,7 @@ from .schema import (
     metric_not_a_series,
     no_run_long_enough,
 )
+from .shards import refuse_unreadable_entries
 
 if TYPE_CHECKING:
     from .figures import DashboardData
@@ -268,6 +269,8 @@ def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
                           option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
     # the row cap guards memory, which parts bound; the column cap still holds for each part
     check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
+    if Path(path).is_dir():  # (the in-memory reads check in the loader)
+        refuse_unreadable_entries(Path(path))
     s = _Stream(open_dataset(path), cfg, str(path), progress)
     s.clocks = clocks
     s.plan_parts(part_rows)
