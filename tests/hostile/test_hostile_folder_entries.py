@@ -79,3 +79,12 @@ def test_a_partition_folder_behind_a_missing_link_is_refused(tmp_path: Path, str
     os.unlink(elsewhere / "wd=2.0" / "part-1.parquet")
     (elsewhere / "wd=2.0").rename(tmp_path / "unmounted")  # the link now points nowhere
     expect_error(cli(args, cwd=tmp_path), ErrorCode.FILE_UNREADABLE)
+
+
+def test_a_folder_linked_to_itself_is_walked_once(tmp_path: Path) -> None:
+    # the walk enters linked folders: a link back to the folder (or to its parent) must not
+    # make it loop, and the logs under the link are the same logs, read once
+    root = _csv_folder(tmp_path / "sweep")
+    (root / "again").symlink_to(root)
+    (root / "up").symlink_to(tmp_path)
+    expect_audit(cli(["check", str(root)], cwd=tmp_path), 0, 1)
