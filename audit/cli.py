@@ -22,6 +22,7 @@ from .options import (
     acc_scale_options,
     audit_options,
     audit_overrides,
+    column_names,
     config_options,
     grok_options,
     input_options,
@@ -630,11 +631,11 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @input_options
-@click.option("--by", "by", default=None, metavar="COL",
+@click.option("--by", "by", default=None, metavar="COL", callback=column_names,
               help="the axis column, as `check` would take it")
-@click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+@click.option("--cell", "cell", multiple=True, metavar="COL[,COL]", callback=column_names,
               help="condition column(s) that split studies, as in `check`")
-@click.option("--metric", "metrics", multiple=True, metavar="COL",
+@click.option("--metric", "metrics", multiple=True, metavar="COL", callback=column_names,
               help="metric column(s), as in `check`")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="config file (default: found as `check` finds it)")
@@ -921,7 +922,7 @@ def claim_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="confidence level of every interval"),
         click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
                      help="seed of every bootstrap and permutation"),
-        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]", callback=column_names,
                      help="condition column(s) that split the runs into separate studies, as "
                           "in `check`; runs that share the axis values but differ in another "
                           "condition are refused (DUPLICATE_AXIS_VALUES) unless split"),
@@ -978,12 +979,12 @@ def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 @cli.command()
 @claim_options
 @stream_options
-@click.option("--by", required=True, metavar="COL[,COL]",
+@click.option("--by", required=True, metavar="COL[,COL]", callback=column_names,
               help="hyperparameters of the scaling fit, e.g. H,D,lr,wd (positive)")
 @click.option("--interactions", is_flag=True, help="add every pairwise product of the logs")
 @click.option("--thresholds", default=None, metavar="T[,T]",
               help="redo the fit at these grok thresholds, e.g. 0.9,0.95,0.99")
-@click.option("--phase-map", "phase_map", default=None, metavar="ROW,COL",
+@click.option("--phase-map", "phase_map", default=None, metavar="ROW,COL", callback=column_names,
               help="two --by columns for the grok-rate table [the first two --by]")
 @click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=199,
               show_default=True, help="bootstrap resamples (each refits every model)")
@@ -1005,17 +1006,19 @@ def onset(**kw: Any) -> None:
 @cli.command()
 @claim_options
 @stream_options
-@click.option("--by", required=True, metavar="COL", help="the dose axis, e.g. rho")
+@click.option("--by", required=True, metavar="COL",
+              callback=column_names, help="the dose axis, e.g. rho")
 @click.option("--fit-range", default=None, metavar="LO,HI",
               help="fit the laws on cells with LO ≤ dose ≤ HI only [all]")
 @click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=999,
               show_default=True, help="bootstrap resamples")
-@click.option("--mediator", default=None, metavar="COL", help="mediator column, e.g. logit_scale")
+@click.option("--mediator", default=None, metavar="COL",
+              callback=column_names, help="mediator column, e.g. logit_scale")
 @click.option("--baseline", default=None, metavar="K=V[,K=V]",
               help="baseline cell, e.g. rho=1,tau=1")
 @click.option("--raised", default=None, metavar="K=V[,K=V]",
               help="raised-dose cell, e.g. rho=1.15,tau=1")
-@click.option("--sweep", default=None, metavar="COL",
+@click.option("--sweep", default=None, metavar="COL", callback=column_names,
               help="condition swept at the raised dose, e.g. tau")
 def dose(**kw: Any) -> None:
     """Audit dose-response laws: exponential vs power vs saddle-node by AICc
@@ -1042,7 +1045,8 @@ def dose(**kw: Any) -> None:
 @cli.command()
 @claim_options
 @stream_options
-@click.option("--by", required=True, metavar="COL", help="the control parameter λ, e.g. wd")
+@click.option("--by", required=True, metavar="COL",
+              callback=column_names, help="the control parameter λ, e.g. wd")
 @click.option("--n-resamples", type=click.IntRange(1, 1_000_000), default=499,
               show_default=True, help="bootstrap resamples")
 def transition(**kw: Any) -> None:
@@ -1060,8 +1064,9 @@ def transition(**kw: Any) -> None:
 
 @cli.command()
 @claim_options
-@click.option("--signal", required=True, metavar="COL", help="the per-step signal, e.g. attn_cv")
-@click.option("--placebo", default=None, metavar="COL",
+@click.option("--signal", required=True, metavar="COL",
+              callback=column_names, help="the per-step signal, e.g. attn_cv")
+@click.option("--placebo", default=None, metavar="COL", callback=column_names,
               help="a smooth placebo signal [weight_norm when logged]")
 @click.option("--n-perm", type=click.IntRange(1, 1_000_000), default=999, show_default=True,
               help="draws of the within-run permutation null")
@@ -1083,9 +1088,11 @@ def precursor(**kw: Any) -> None:
 @cli.command()
 @claim_options
 @stream_options
-@click.option("--by", required=True, metavar="COL", help="the arm column, e.g. method")
-@click.option("--pair", required=True, metavar="COL", help="the pairing column, e.g. seed")
-@click.option("--arms", default=None, metavar="FIRST,SECOND",
+@click.option("--by", required=True, metavar="COL",
+              callback=column_names, help="the arm column, e.g. method")
+@click.option("--pair", required=True, metavar="COL",
+              callback=column_names, help="the pairing column, e.g. seed")
+@click.option("--arms", default=None, metavar="FIRST,SECOND", callback=column_names,
               help="the two arms; d = t_grok(FIRST) − t_grok(SECOND) [the two values, sorted]")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True)

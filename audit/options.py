@@ -29,6 +29,22 @@ def split_list(values: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(x.strip() for v in items for x in v.split(",") if x.strip())
 
 
+def column_names(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback for the options that name columns (``--by``, ``--cell``, ``--metric``,
+    ``--sweep`` …): a value that names none (``--by ''`` from an unset shell variable, ``--cell
+    ,``) is an error, never read as the option not given (the default, every metric or the
+    detected axis, would be audited without a word)."""
+    items = [value] if isinstance(value, str) else list(value or ())
+    for v in items:
+        if not split_list(v):
+            flag = max(param.opts, key=len) if param.opts else str(param.name)
+            what = "a column name" if "COL" in str(getattr(param, "metavar", "")) else "values"
+            rest = "" if param.required else f", or leave {flag} out for its default"
+            raise ConfigError(f"{flag} {v!r} is blank; give {what}{rest}",
+                              code=ErrorCode.INVALID_OPTION, option=flag)
+    return value
+
+
 def parse_pairs(values: str | Iterable[str] | None, flag: str, *,
                 split_commas: bool = False) -> dict[str, str]:
     """``KEY=VALUE`` items (``--map a=b``, ``--cond wd=REGEX``) as a dict, in order.
@@ -141,11 +157,11 @@ def audit_options(f: F) -> F:
     for _, field, _, _ in reversed(THRESHOLD_FLAGS):
         f = threshold_option(field)(f)
     f = _stack(f, [
-        click.option("--by", "by", default=None, metavar="COL",
+        click.option("--by", "by", default=None, metavar="COL", callback=column_names,
                      help="the axis column (default: the single varying numeric condition)"),
-        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]",
+        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]", callback=column_names,
                      help="condition column(s) that split studies, e.g. arch"),
-        click.option("--metric", "metrics", multiple=True, metavar="COL",
+        click.option("--metric", "metrics", multiple=True, metavar="COL", callback=column_names,
                      help="metric column to audit (repeatable; default every known metric)"),
         click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
                      help="default, or reference (the public v1.5 analyzer)"),

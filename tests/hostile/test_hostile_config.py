@@ -4,6 +4,7 @@ value that were silently ignored or read as "none" would show as exit 0 here."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -234,6 +235,41 @@ def test_invalid_numbers_on_onset(failing_log: Path, clean_dir: Path, args: list
 def test_click_ranges_on_claims(failing_log: Path, clean_dir: Path, args: list[str]) -> None:
     out = cli(["transition", failing_log, "--by", "wd", *args], cwd=clean_dir)
     expect_error_or_usage(out, OOR, ErrorCode.INVALID_OPTION)
+
+
+@pytest.mark.parametrize("value", ["", " ", ",", " , "])
+@pytest.mark.parametrize("command,args", [
+    ("check", ["--by"]), ("check", ["--cell"]), ("check", ["--metric"]),
+    ("inspect", ["--metric"]), ("watch", ["--once", "--by"]),
+    ("transition", ["--by"]), ("transition", ["--by", "wd", "--cell"]),
+    ("onset", ["--by"]), ("onset", ["--by", "wd", "--phase-map"]),
+    ("dose", ["--by", "wd", "--sweep"]), ("dose", ["--by", "wd", "--mediator"]),
+    ("precursor", ["--signal"]), ("precursor", ["--signal", "emb_pr", "--placebo"]),
+    ("compare", ["--by", "arch", "--pair"]),
+    ("compare", ["--by", "arch", "--pair", "seed", "--arms"]),
+])
+def test_blank_column_option_is_an_error_not_its_default(failing_log: Path, clean_dir: Path,
+                                                         command: str, args: list[str],
+                                                         value: str) -> None:
+    """``--metric "$METRIC"`` with the variable unset: read as not given, it would audit every
+    metric (or the detected axis, or no cell split) without a word."""
+    extra = FAILING_ARGS if command == "check" else []
+    out = cli([command, failing_log, *extra, *args, value], cwd=clean_dir)
+    expect_error(out, ErrorCode.INVALID_OPTION)
+
+
+def test_a_trailing_comma_in_a_column_list_is_still_the_list(failing_log: Path,
+                                                             clean_dir: Path) -> None:
+    """Only a value that names no column at all is refused: ``--cell arch,`` is ``--cell
+    arch``."""
+    base = ["check", failing_log, "--by", "wd", "--metric", "emb_pr", "--json", "-"]
+    a = cli([*base, "--cell", "arch,"], cwd=clean_dir)
+    b = cli([*base, "--cell", "arch"], cwd=clean_dir)
+    assert a.exit_code == b.exit_code == 1, f"{a}\n{b}"
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ja["config"]["cell"] == jb["config"]["cell"] == ["arch"]
+    for key in ("summary", "studies", "findings"):  # the trail records each argv as typed
+        assert ja[key] == jb[key], key
 
 
 # ------------------------------------------------------------------------------------------
