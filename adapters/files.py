@@ -338,11 +338,45 @@ def _melt_text(m: _Melt, name: str, col: pa.ChunkedArray) -> bool:
                    if len({_key(x) for x in vals[g]} - {None}) > 1), None)
     if varies is not None and _json_cells(col):
         return False
+    if varies is not None:
+        _refuse_text_among_numbers(m, name, vals)
     for r, g in zip(m.run_names, m.groups):
         _refuse_varying_text(name, r, {_key(x) for x in vals[g]} - {None}, m.path)
     for r, g in zip(m.run_names, m.groups):
         logged = [x for x in vals[g] if _key(x) is not None]
         m.points.add_condition(r, name, logged[0] if logged else None)
+    return True
+
+
+def _refuse_text_among_numbers(m: _Melt, name: str, vals: np.ndarray) -> None:
+    """A column that changes within a run and holds numbers (most of its values, or a metric's
+    name): a per-step series with text in some cells (``"oops"`` among numbers) or written
+    wholly as text. ``BAD_COLUMN_TYPE`` naming the first such cell of the file (its run and
+    step), not the first run whose numbers change."""
+    logged = {_key(x) for x in vals} - {None}
+    if not _looks_numeric(name, logged):
+        return
+    run_of = np.empty(vals.shape[0], dtype=np.int64)
+    run_of.fill(-1)
+    for i, g in enumerate(m.groups):
+        run_of[g] = i
+    is_text = np.array([x is not None and _key(x) is not None and isinstance(x, str)
+                        and not _parses(x) for x in vals], dtype=bool) & (run_of >= 0)
+    if is_text.any():
+        row = int(np.argmax(is_text))
+        what = f"{safe(str(vals[row]))[:40]!r} in run {safe(m.run_names[run_of[row]])!r} at step "
+        raise LogFormatError(
+            f"column {safe(name)!r} holds numbers and text: {what}{int(m.step[row])} is the "
+            "first text (in file order); a per-step value is a number: write it as a number, "
+            "or leave it out (missing)", path=str(m.path), column=name,
+            code=ErrorCode.BAD_COLUMN_TYPE)
+
+
+def _parses(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
     return True
 
 

@@ -1002,6 +1002,9 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             idx = idx if g.order is None else idx[g.order]
             change = g.first_change(idx, False)
             if change >= 0:
+                _refuse_text_among_numbers(name, enc_c.dictionary, idx, g, path,
+                                           known=name in metrics or is_known_metric(name)
+                                           or name in KNOWN_SERIES)
                 raise LogFormatError(
                     f"condition column {safe(name)!r} is not constant within run "
                     f"{safe(g.run_at(change))!r}; split the run or drop the column", path=path,
@@ -1017,6 +1020,48 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             del cond[m]
         g.columns.done(m)
     return series, cond
+
+
+def _as_number(x: Any) -> bool:
+    try:
+        float(str(x))
+    except ValueError:
+        return False
+    return True
+
+
+def _first_logged(idx: np.ndarray) -> int:
+    """The first row holding a value (dictionary index ≥ 0; −1 is a missing cell)."""
+    return int(np.argmax(idx >= 0))
+
+
+def _refuse_text_among_numbers(name: str, values: pa.Array, idx: np.ndarray, g: _Rows,
+                               path: str | None, *, known: bool) -> None:
+    """A text column that changes within a run because it is a per-step series written with a
+    stray text cell (a CSV metric with one ``oops``, ``n/a`` or ``-`` in it: the whole column
+    reads as text): ``BAD_COLUMN_TYPE`` naming the first such cell's run and step, where the
+    constancy error would name the first run in which the numbers change. The column counts as
+    numbers when it is a known metric or series or most of its distinct values parse as
+    numbers."""
+    distinct = values.to_pylist()
+    numeric = np.array([x is not None and _as_number(x) for x in distinct], dtype=bool)
+    if not known and int(numeric.sum()) * 2 <= len(distinct):
+        return
+    text = np.flatnonzero(~numeric & np.array([x is not None for x in distinct], dtype=bool))
+    if text.size == 0:  # every value a number, stored as text: "0.5" where 0.5 belongs
+        row = _first_logged(idx)
+        raise LogFormatError(
+            f"column {safe(name)!r} holds numbers stored as text (first "
+            f"{safe(str(distinct[int(idx[row])]))[:40]!r} in run {safe(g.run_at(row))!r} at "
+            f"step {int(g.step[row])}) that change within runs: a per-step series; write the "
+            "column as numbers", path=path, column=name, code=ErrorCode.BAD_COLUMN_TYPE)
+    row = int(np.flatnonzero(np.isin(idx, text))[0])
+    bad = distinct[int(idx[row])]
+    raise LogFormatError(
+        f"column {safe(name)!r} holds numbers and text: {safe(str(bad))[:40]!r} in run "
+        f"{safe(g.run_at(row))!r} at step {int(g.step[row])} is the first text; a per-step "
+        "value is a number: write it as a number, or leave the cell empty (missing)",
+        path=path, column=name, code=ErrorCode.BAD_COLUMN_TYPE)
 
 
 def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str, np.ndarray],

@@ -86,3 +86,54 @@ def test_the_reference_floor_of_floors_near_the_float_limit_is_finite():
         ref = reference_floor(cells)  # type: ignore[arg-type]
     assert ref == 1.75e308 / 2 + 1.78e308 / 2
     assert reference_floor([SimpleNamespace(floor=2.0), SimpleNamespace(floor=4.0)]) == 3.0
+
+
+def _with_text_cell(df: pd.DataFrame, column: str, row: int, text: str) -> pd.DataFrame:
+    out = df.astype({column: object})
+    out.loc[row, column] = text
+    return out
+
+
+def _refused(path) -> grokaudit.LogFormatError:
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_path(path, by="c")
+    return err.value
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_stray_text_cell_in_a_metric_names_its_run_and_step(tmp_path, fmt: str):
+    """One ``oops`` in run r4 at step 120 makes the whole column text: the error names that
+    cell, not the first run whose numbers change (r0), and is a type error, not a condition
+    that varies (the CSV is read by the canonical reader, the JSONL by the adapters)."""
+    df = _with_text_cell(_log(), "emb_erank", 4 * 40 + 12, "oops")
+    path = tmp_path / f"log.{fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        df.to_json(path, orient="records", lines=True)
+    err = _refused(path)
+    assert err.code == ErrorCode.BAD_COLUMN_TYPE and err.column == "emb_erank"
+    assert "'r4'" in str(err) and "step 120" in str(err) and "'r0'" not in str(err)
+    assert "oops" in str(err)
+
+
+def test_a_metric_stored_wholly_as_text_is_a_type_error(tmp_path):
+    df = _log().assign(emb_erank=lambda d: d["emb_erank"].map(lambda v: f"{v:.3f}"))
+    path = tmp_path / "log.parquet"
+    df.to_parquet(path, index=False)
+    assert pa.types.is_large_string(pq.read_schema(path).field("emb_erank").type) or \
+        pa.types.is_string(pq.read_schema(path).field("emb_erank").type)
+    err = _refused(path)
+    assert err.code == ErrorCode.BAD_COLUMN_TYPE and err.column == "emb_erank"
+
+
+@pytest.mark.parametrize("values", [("mlp", "tf"), ("n/a", "n/a", "1.5")])
+def test_a_text_column_of_words_changing_in_a_run_is_still_not_a_condition(tmp_path, values):
+    """Words (or mostly words) that change within a run are no metric: the error stays
+    NOT_CONSTANT_IN_RUN."""
+    df = _log()
+    df["note"] = [values[i % len(values)] for i in range(len(df))]
+    path = tmp_path / "log.parquet"
+    df.to_parquet(path, index=False)
+    err = _refused(path)
+    assert err.code == ErrorCode.NOT_CONSTANT_IN_RUN and err.column == "note"
