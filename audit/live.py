@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import AuditConfig
+from .config import AuditConfig, grok_levels
 from .errors import ConfigError, ErrorCode, LogFormatError
 from .results import Interval, RunResult, format_number, number, plain
 from .schema import is_known_metric
@@ -381,17 +381,22 @@ class LiveRun:
                                    float(acc.t_grok.upper[0]))
         final = float(acc.final_test_acc[0])
         head: list[Gap] = []
+        _, sign, level, _ = grok_levels(cfg)
+        level = sign * level  # the threshold as logged: an accuracy, or a loss (--grok-below)
         if not grokked:
             head.append(Gap(Missing.NOT_GROKKED, (
-                f"not grokked: {cfg.grok_on} has not reached {format_number(cfg.grok_threshold)}"
+                f"not grokked: {cfg.grok_on} has not "
+                f"{'reached' if sign > 0 else 'fallen to'} {format_number(level)}"
                 + (f" (final-window median so far {format_number(final)})"
                    if not math.isnan(final) else "")),
-                evidence={"threshold": cfg.grok_threshold, "final": final}))
+                evidence={"threshold": level, "final": final}))
         elif not sustained:
             fell = float(acc.fell_at[0])
             head.append(Gap(Missing.GROK_NOT_SUSTAINED,
-                            f"grok not sustained: {cfg.grok_on} fell back below the threshold "
-                            f"at step {format_number(fell)}", evidence={"fell_at": fell}))
+                            f"grok not sustained: {cfg.grok_on} "
+                            f"{'fell back below' if sign > 0 else 'rose back above'} the "
+                            f"threshold at step "
+                            f"{format_number(fell)}", evidence={"fell_at": fell}))
         elif t_grok is not None and t_grok.left_censored:
             head.append(Gap(Missing.LEFT_CENSORED, f"t_grok is only a bound ({t_grok.format()}"
                             "): the run grokked before its first logged step",

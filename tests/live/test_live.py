@@ -46,6 +46,27 @@ def test_not_grokked_yet() -> None:
     assert st.missing[0].code is Missing.NOT_GROKKED
 
 
+@pytest.mark.parametrize("last_loss,code", [(0.5, Missing.NOT_GROKKED),
+                                             (None, Missing.GROK_NOT_SUSTAINED)])
+def test_a_loss_criterion_reports_its_own_level(last_loss, code) -> None:
+    """With ``grok_on=test_loss, grok_below=0.1`` the gap's threshold is the loss level 0.1,
+    not the accuracy threshold (0.9) the loss was never compared with."""
+    live = LiveRun("r", metrics=["emb_erank"], grok_on="test_loss", grok_below=0.1)
+    s = STEPS[STEPS <= 6000].astype(float)
+    if last_loss is not None:  # falls to 0.5 only: never below 0.1
+        loss = np.where(s < 1000, 2.0, last_loss)
+    else:  # below 0.1 from step 1000, back up to 1.0 from step 3000
+        loss = np.where(s < 1000, 2.0, np.where(s < 3000, 0.01, 1.0))
+    _feed(live, s, test_loss=loss, train_acc=np.ones_like(s),
+          emb_erank=10.0 + 30.0 / (1.0 + np.exp((s - 4000) / 300.0)))
+    gap = live.state().missing[0]
+    assert gap.code is code
+    if code is Missing.NOT_GROKKED:
+        assert gap.evidence["threshold"] == 0.1 and gap.evidence["final"] == last_loss
+    else:
+        assert gap.evidence["fell_at"] == 3000.0
+
+
 def test_a_floor_still_moving_names_its_slope() -> None:
     """After grok the metric falls on a straight line of −3 per 1 000 steps (over the final
     window, more than the floor's band): the floor is moving, and the slope reported is the
