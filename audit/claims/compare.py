@@ -4,7 +4,9 @@
 ``--by`` column; per pair ``d = t_grok(first arm) − t_grok(second arm)`` (positive: the second
 arm groks sooner). A pair in which one arm never grokked is a *censored difference*: only a
 bound is known (``d > bound`` when the first arm is censored, ``d < bound`` when the second is);
-a pair where both arms are censored has no known bound. Such pairs are shown and counted, and
+so is a pair in which one arm grokked before its log begins (``t_grok ≤`` its first logged
+step: ``d < bound`` when it is the first arm); a pair where both arms are censored has no known
+bound. Such pairs are shown and counted, and
 never enter a statistic as if their bound were a value:
 
 - with every pair observed: the exact Wilcoxon signed-rank test, the sign-flip permutation
@@ -160,25 +162,42 @@ class CompareBody(Record):
 # pairs
 # ------------------------------------------------------------------------------------------
 
+def _known(r: Any) -> tuple[float, float]:
+    """What a run's t_grok is known to be, as ``[low, high]``: its value when it grokked in
+    the log; ``(−∞, first logged step]`` when it grokked before logging began (left-censored:
+    only an upper bound); ``(last step, ∞)`` when it never grokked (right-censored)."""
+    if math.isinf(r.tg_upper):
+        return float(r.tg_lower), math.inf
+    if bool(getattr(r, "tg_left", False)):
+        return -math.inf, float(r.tg_upper)
+    return float(r.tg_value), float(r.tg_value)
+
+
+def _interval(r: Any) -> Interval | None:
+    """The run's t_grok as ``check`` shows it: no value when it grokked before logging."""
+    left = bool(getattr(r, "tg_left", False))
+    return Interval.make(math.nan if left else r.tg_value, r.tg_lower, r.tg_upper)
+
+
 def _pair(k: Any, a: Any, b: Any) -> Pair:
-    """The difference ``a − b`` of two runs' t_grok, with what is known when censored."""
-    ca, cb = bool(math.isinf(a.tg_upper)), bool(math.isinf(b.tg_upper))
-    ia = Interval.make(a.tg_value, a.tg_lower, a.tg_upper)
-    ib = Interval.make(b.tg_value, b.tg_lower, b.tg_upper)
-    if not ca and not cb:
-        v = float(a.tg_value - b.tg_value)
-        return Pair(py(k), (a.run, b.run), (ia, ib), "observed", Span(v, v, v),
-                    int(np.sign(v)))
-    if ca and not cb:  # first arm never grokked by its last step: d > L_a − t_b
-        lo = float(a.tg_lower - b.tg_value)
-        return Pair(py(k), (a.run, b.run), (ia, ib), "lower_bound", Span(None, lo, None),
+    """The difference ``a − b`` of two runs' t_grok, with what is known when either is
+    censored: ``d`` lies in ``[low_a − high_b, high_a − low_b]`` (:func:`_known`); an end that
+    is infinite is unknown, so the pair is a value, a lower bound, an upper bound, or
+    nothing."""
+    ia, ib = _interval(a), _interval(b)
+    (la, ha), (lb, hb) = _known(a), _known(b)
+    with np.errstate(invalid="ignore"):
+        lo, hi = la - hb, ha - lb  # −∞ − −∞ cannot occur: each run has one finite end
+    runs, t = (a.run, b.run), (ia, ib)
+    if math.isfinite(lo) and math.isfinite(hi):  # both observed: lo == hi
+        return Pair(py(k), runs, t, "observed", Span(lo, lo, lo), int(np.sign(lo)))
+    if math.isfinite(lo):  # d > lo: the first arm censored, or the second grokked before logging
+        return Pair(py(k), runs, t, "lower_bound", Span(None, lo, None),
                     1 if lo >= 0 else None)
-    if cb and not ca:
-        hi = float(a.tg_value - b.tg_lower)
-        return Pair(py(k), (a.run, b.run), (ia, ib), "upper_bound", Span(None, None, hi),
+    if math.isfinite(hi):
+        return Pair(py(k), runs, t, "upper_bound", Span(None, None, hi),
                     -1 if hi <= 0 else None)
-    return Pair(py(k), (a.run, b.run), (ia, ib), "both_censored", Span(None, None, None),
-                None)
+    return Pair(py(k), runs, t, "both_censored", Span(None, None, None), None)
 
 
 def paired_stats(d: np.ndarray, *, seed: int, level: float) -> PairedStats:
@@ -332,7 +351,8 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
         censored = _censored_summary(pairs)
         findings.append(finding(
             Reason.CENSORED_PAIRS, "study",
-            f"{censored.n_bounded} pairs with one arm censored (only a bound on d), "
+            f"{censored.n_bounded} pairs with one arm censored (never grokked, or grokked "
+            "before its log begins: only a bound on d), "
             f"{censored.n_both_censored} with both censored: the mean and median difference "
             "are bounds, the test is the sign test on the pairs of known sign, and no effect "
             "size is estimated",

@@ -89,6 +89,30 @@ def test_censored_pairs_give_bounds_not_estimates() -> None:
     assert d["studies"][0]["tests"] is None
 
 
+def test_an_arm_that_grokked_before_its_log_begins_gives_bounds() -> None:
+    """The new arm grokked at step 200–270, but its logs begin at step 1000 (a resumed or
+    trimmed run): t_grok ≤ 1000 only. Read at 1000 it would be slower than the baseline (600–
+    950) in every pair, with p < 0.01; the log only says d > t_base − 1000, a bound below 0."""
+    base = [600.0 + 50 * i for i in range(8)]
+    new = [200.0 + 10 * i for i in range(8)]
+    log = _log(base, new)
+    log = log[(log["method"] == "baseline") | (log["step"] >= 1000)].reset_index(drop=True)
+    r = run_compare(log, make_config(), by="method", pair="seed",
+                    arms=["baseline", "cv_adamw"])
+    b = r.body
+    assert [p.kind for p in b.pairs] == ["lower_bound"] * 8
+    assert [p.d.low for p in b.pairs] == [t - 1000 for t in base]
+    assert all(p.sign is None for p in b.pairs)  # every bound below 0: no sign known
+    assert all(p.t_grok[1].left_censored and p.t_grok[1].value is None for p in b.pairs)
+    assert b.tests is None and b.complete_pairs.n == 0
+    assert Reason.CENSORED_PAIRS in r.codes and Reason.UNDERPOWERED in r.codes
+    # the same arms the other way round: upper bounds, d < 1000 − t_base
+    r2 = run_compare(log, make_config(), by="method", pair="seed",
+                     arms=["cv_adamw", "baseline"])
+    assert [p.kind for p in r2.body.pairs] == ["upper_bound"] * 8
+    assert [p.d.high for p in r2.body.pairs] == [1000 - t for t in base]
+
+
 def test_one_sided_censoring_bounds_the_mean_and_the_wilcoxon_p() -> None:
     base = [np.inf, 3200, 3400, 3600, 3800, 3100, np.inf]
     new = [1000, 1100, 1200, 1300, 1400, 1500, 1600]
