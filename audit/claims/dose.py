@@ -51,12 +51,15 @@ import pandas as pd
 import pyarrow as pa
 from scipy import optimize
 
+from ..cells import interval_median
+from ..clocks import Event
 from ..config import AuditConfig
 from ..design import Axis, Design
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
+from ..text import format_value
 from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
@@ -79,7 +82,9 @@ class DoseCell(Record):
     median_t_grok: Interval | None  #: censored: only its lower bound is known
     median_ci: BootstrapCI | None  #: None for a censored median (a bound has no CI)
     in_fit: bool
-    left_out: str | None  #: ``censored`` or ``outside_fit_range``
+    #: ``censored`` (only a lower bound), ``interval`` (a median known only as an interval:
+    #: ``≤300``, ``(490, 700]``) or ``outside_fit_range``
+    left_out: str | None
 
 
 @dataclass(frozen=True)
@@ -578,11 +583,20 @@ def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
     rows_by_x = _cell_rows(rc, by)
     cells: list[DoseCell] = []
     cens_idx, outside = [], []
+    left = np.zeros(rc.acc.t_grok.value.size, dtype=bool)
+    left[rc.pos] = f["tg_left"].to_numpy(dtype=bool)
+    tg = rc.acc.t_grok  # read at the first logged step where the run grokked before it:
+    honest = Event(np.where(left, np.nan, tg.value), tg.lower, tg.upper, tg.index)  # ≤ it
     for i, (x, rows) in enumerate(rows_by_x):
-        med = rc.median("t_grok", rows)
+        med = interval_median(honest, rc.pos[rows], rc.interval_censoring)[0] \
+            if rows.size else None
         cens = med is None or med.censored
+        # an interval with no value: runs that grokked before their logs begin (≤ first
+        # step), or short runs beside long ones, leave the middle undetermined
+        interval = not cens and med is not None and med.value is None
         out_range = fit_range is not None and not (fit_range[0] <= x <= fit_range[1])
-        why = "censored" if cens else ("outside_fit_range" if out_range else None)
+        why = "censored" if cens else "interval" if interval else (
+            "outside_fit_range" if out_range else None)
         if cens and not out_range:
             cens_idx.append(i)
         if out_range:
@@ -590,7 +604,7 @@ def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
         cells.append(DoseCell(
             x=x, runs=tuple(sorted(f["run"].iloc[rows].tolist())), n_runs=int(rows.size),
             n_grokked=int(f["grokked"].iloc[rows].sum()), median_t_grok=med,
-            median_ci=None if cens else _median_ci(tv, rows, level, seed, B),
+            median_ci=None if cens or interval else _median_ci(tv, rows, level, seed, B),
             in_fit=why is None, left_out=why))
     fit_idx = [i for i, c in enumerate(cells) if c.in_fit]
     return _Cells(cells, [rows for _, rows in rows_by_x], fit_idx, cens_idx, outside)
@@ -720,9 +734,10 @@ def _censored_findings(cells: Sequence[DoseCell], checks: Mapping[str, list[Cens
                        ) -> list[Finding]:
     """``MEDIAN_CENSORED`` for the cells left out of every fit, saying whether the laws were
     checked against them."""
+    out = _interval_findings(cells)
     n_cens_all = [c.x for c in cells if c.left_out == "censored"]
     if not n_cens_all:
-        return []
+        return out
     checked = any(c.p_value is not None for m in MODELS for c in checks[m])
     unchecked = any(c.p_value is None for m in MODELS for c in checks[m])
     return [finding(
@@ -733,7 +748,24 @@ def _censored_findings(cells: Sequence[DoseCell], checks: Mapping[str, list[Cens
         + ("; some of these checks were not made (no bootstrap interval of the law's "
            "prediction)" if unchecked else ""),
         runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
-        evidence={"cells": n_cens_all, "checked_against_laws": checked})]
+        evidence={"cells": n_cens_all, "checked_against_laws": checked})] + out
+
+
+def _interval_findings(cells: Sequence[DoseCell]) -> list[Finding]:
+    """``MEDIAN_CENSORED`` for the cells whose median t_grok is only an interval (``≤300`` when
+    runs grokked before their logs begin, ``(490, 700]`` when short runs leave the middle
+    undetermined): left out of every fit, never fitted at an end of the interval."""
+    iv = [c for c in cells if c.left_out == "interval"]
+    if not iv:
+        return []
+    shown = ", ".join(f"{format_value(c.x)}: {c.median_t_grok.format('claim')}" for c in iv
+                      if c.median_t_grok is not None)
+    return [finding(
+        Reason.MEDIAN_CENSORED, "cell",
+        f"{len(iv)} cells have a median t_grok known only as an interval ({shown}: runs that "
+        "grokked before their logs begin, or stopped early beside longer ones): left out of "
+        "every fit", runs=[r for c in iv for r in c.runs],
+        evidence={"cells": [c.x for c in iv], "kind": "interval"})]
 
 
 def _check_cell(f: pd.DataFrame, by: str, fits: Mapping[str, Mapping[str, Any]], model: str,

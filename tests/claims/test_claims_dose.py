@@ -70,6 +70,39 @@ def test_fit_range_and_censored_cells_are_listed_not_fitted() -> None:
     assert ">150000" in render_text(r)
 
 
+def test_cells_that_grokked_before_their_logs_begin_are_not_fitted_at_the_first_step() -> None:
+    """The two lowest doses grok at ≈ 300·e¹ and 300·e^1.4 steps, but their logs begin at step
+    1500: their medians are only ≤1500. Fitted at 1500 they would bend the law (α = 2); they
+    are listed as intervals and left out, and the law is fitted on the other cells."""
+    x = np.array([0.5, 0.7, 1.0, 1.3, 1.6, 1.9, 2.2])
+    log = _log(x, "exponential", noise=0.0)
+    low = log["rho"] < 0.8
+    log = log[~low | (log["step"] >= 1500)].reset_index(drop=True)
+    r = run_dose(log, make_config(), by="rho", n_resamples=99)
+    b = r.body
+    for c in b.cells[:2]:
+        assert c.left_out == "interval" and not c.in_fit and c.median_ci is None
+        assert c.median_t_grok.value is None and c.median_t_grok.upper == 1500
+    assert [c.in_fit for c in b.cells[2:]] == [True] * 5
+    assert Reason.MEDIAN_CENSORED in r.codes
+    assert b.fit("exponential").params["alpha"] == pytest.approx(2.0, abs=0.01)
+
+
+def test_a_median_left_undetermined_by_short_runs_is_listed_not_a_crash() -> None:
+    """Two of five seeds of one dose stopped before grokking, early: the cell's median lies
+    between the grokked runs' times and unknown ends, an interval with no value. It was fitted
+    at a value it does not have (an internal error)."""
+    x = np.array([0.5, 0.8, 1.1, 1.4, 1.7, 2.0])
+    log = _log(x, "exponential", noise=0.1)  # the seeds grok at different steps
+    short = (log["rho"] == 1.1) & log["seed"].isin([0, 1]) & (log["step"] > 600)
+    log = log[~short].reset_index(drop=True)
+    r = run_dose(log, make_config(), by="rho", n_resamples=50)
+    c = next(c for c in r.body.cells if c.x == 1.1)
+    assert c.left_out == "interval" and c.median_t_grok.value is None
+    assert Reason.MEDIAN_CENSORED in r.codes
+    assert 1.1 not in r.body.fit_cells
+
+
 def test_too_few_cells_refuses_the_comparison() -> None:
     r = run_dose(_log(np.array([1.0, 1.5, 2.0]), "exponential"), make_config(), by="rho",
                  n_resamples=20)
