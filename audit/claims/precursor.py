@@ -2,7 +2,9 @@
 
 For a per-step signal (``--signal attn_cv``), per run: the peak step of the signal after the
 memorization gate (first logged ``train_acc ≥ mem_threshold``), the lead ``t_grok − t_peak``, and
-whether the peak precedes grokking (``t_peak < t_grok``, the step grokking was first seen). Runs
+whether the peak is known to precede grokking (``t_peak ≤`` the last logged step before grokking
+was first seen: t_grok lies in ``(that step, first step seen]``, and a peak between the two does
+not count; the step first seen itself without interval censoring). Runs
 that never grok, or never memorize, are counted apart, never dropped silently.
 
 Validity checks:
@@ -67,6 +69,8 @@ class PrecursorRun(Record):
     window_points: int
     peak_at_edge: bool
     lead: float | None
+    #: True/False when known; None when the run is not scored, or its peak lies inside
+    #: t_grok's interval (the signal logged between two accuracy evaluations): not known
     precedes: bool | None
 
 
@@ -194,11 +198,24 @@ def _null(pk: dict[str, np.ndarray], tg: np.ndarray, use: np.ndarray, n_perm: in
     return out
 
 
+def known_before(rc: RunClocks) -> np.ndarray:
+    """Per run, the cut ``c`` such that a peak at step ``p < c`` is known to precede grokking:
+    t_grok lies in ``(lower, first step seen]``, so a peak precedes it for certain only at or
+    before ``lower`` (the last logged step below the threshold). A peak logged between the two
+    — a signal logged more often than the accuracy — is not known to precede it and does not
+    count. Without interval censoring, the step grokking was first seen."""
+    f = rc.frame
+    if not rc.interval_censoring:
+        return f["tg_value"].to_numpy(dtype=float)
+    cut: np.ndarray = np.nextafter(f["tg_lower"].to_numpy(dtype=float), np.inf)
+    return cut
+
+
 def _score(rc: RunClocks, col: str, param: str, n_perm: int, seed: int) -> dict[str, Any]:
     vals = require_series(rc, col, param)
     pk = _peaks(rc, vals)
     f = rc.frame
-    tg = f["tg_value"].to_numpy(dtype=float)
+    tg = known_before(rc)
     grokked = f["grokked"].to_numpy(dtype=bool)
     use = grokked & (pk["n_window"] > 0)
     ok = _success(pk["peak_step"], tg, ~pk["edge"])
@@ -212,7 +229,7 @@ def _score(rc: RunClocks, col: str, param: str, n_perm: int, seed: int) -> dict[
             return None
         return (1.0 + float(np.sum(null >= obs - 1e-12))) / (1.0 + null.size)
 
-    return {"pk": pk, "use": use, "ok": ok, "fraction": obs, "null": null_pts,
+    return {"pk": pk, "use": use, "ok": ok, "cut": tg, "fraction": obs, "null": null_pts,
             "p_perm": p_of(null_pts), "p_time": p_of(null_time),
             "fraction_raw": float(np.mean(raw[use])) if use.any() else None,
             "null_mean": float(null_pts.mean()) if null_pts.size else None,
@@ -261,10 +278,20 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     return body, findings
 
 
+def _precedes(peak: float, cut: float, seen: float) -> bool | None:
+    """Known to precede (before ``cut``), known not to (at or after the step grokking was
+    first seen), or not known: the peak lies inside t_grok's interval."""
+    if peak < cut:
+        return True
+    if peak >= seen:
+        return False
+    return None
+
+
 def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray
           ) -> tuple[PrecursorRun, ...]:
     """Each run's window, peak and lead, by run name."""
-    pk = s["pk"]
+    pk, cut = s["pk"], s["cut"]
     tg = f["tg_value"].to_numpy(dtype=float)
     tm = f["tm_value"].to_numpy(dtype=float)
     runs = []
@@ -275,7 +302,8 @@ def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray
             peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
             window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
             lead=None if np.isnan(lead[i]) else float(lead[i]),
-            precedes=bool(pk["peak_step"][i] < tg[i]) if s["use"][i] else None))
+            precedes=_precedes(float(pk["peak_step"][i]), float(cut[i]), float(tg[i]))
+            if s["use"][i] else None))
     runs.sort(key=lambda d: d.run)
     return tuple(runs)
 

@@ -382,7 +382,9 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     rows = [("run", "gate", "peak", "t_grok", "lead", "precedes", "edge")]
     for x in b.runs:
         rows.append((x.run, num(x.gate_step), num(x.peak_step),
-                     num(x.t_grok) if x.grokked else "never", num(x.lead), yes_no(x.precedes),
+                     num(x.t_grok) if x.grokked else "never", num(x.lead),
+                     "unknown" if x.precedes is None and x.grokked and x.peak_step is not None
+                     else yes_no(x.precedes),
                      "EDGE" if x.peak_at_edge else ""))
     lines += _table(rows)
     lines.append(f"{b.n_scored} grokked runs scored; {b.n_no_grok} never grokked and "

@@ -47,6 +47,29 @@ def test_a_monotone_placebo_signal_peaks_at_the_window_edge() -> None:
     assert Reason.PRECURSOR_NOT_SPECIFIC in r.codes  # the last point never precedes grokking
 
 
+def test_a_peak_between_two_accuracy_evaluations_is_not_known_to_precede() -> None:
+    """The accuracy is evaluated every 500 steps, the signal every 10: each run groks between
+    step 1000 and 1500 (first seen at 1500), and its signal peaks 100 steps after grokking.
+    Compared with 1500, every peak "preceded" grokking (p = 0.001 against both nulls); the log
+    only says that grokking happened somewhere in (1000, 1500], as the peak did."""
+    frames = []
+    for i in range(12):
+        tg, s = 1010 + 30 * i, np.arange(0, 5001, 10)
+        evaluated = (s % 500 == 0) | (s <= 100)
+        frames.append(pd.DataFrame({
+            "run": f"r{i:02d}", "seed": i, "step": s,
+            "train_acc": np.where(evaluated, np.where(s >= 100, 1.0, 0.5), np.nan),
+            "test_acc": np.where(evaluated, np.where(s >= tg, 1.0, 0.05), np.nan),
+            "attn_cv": np.exp(-(((s - tg - 100) / 300.0) ** 2)) + 0.3 * np.exp(-s / 2000)}))
+    r = run_precursor(pd.concat(frames, ignore_index=True), make_config(), signal="attn_cv",
+                      n_perm=199)
+    b = r.body
+    assert b.n_scored == 12 and b.fraction_preceding_interior == 0.0
+    assert all(x.precedes is None and 1000 < x.peak_step < 1500 for x in b.runs)
+    assert Reason.PRECURSOR_NOT_SPECIFIC in r.codes
+    assert "unknown" in render_text(r)
+
+
 def test_a_real_precursor_beats_both_nulls() -> None:
     log = make_log(_runs(), every=50, series={"attn_cv": _bump, "weight_norm": _monotone})
     r = run_precursor(log, make_config(), signal="attn_cv", n_perm=199)
