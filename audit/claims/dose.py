@@ -254,8 +254,13 @@ def fit_laws(x: np.ndarray, lnT: np.ndarray) -> dict[str, dict[str, Any]]:
         out["saddle_node"] = {"params": {"lnA": s[0], "x0": s[1]}, "rss": s[2], "side": side}
     else:
         out["saddle_node"] = {"params": None, "rss": None, "refused": "fewer than 3 cells"}
+    # residuals at the rounding of ln T are no evidence: two laws that both fit exactly (a
+    # flat response, which the exponential and power laws each fit with slope 0) tie, never
+    # ranked by which one's rounding happened to be smaller
+    noise = n * (64 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(lnT)))
+                                                if n else 1.0)) ** 2
     for m in out.values():
-        m["aicc"] = aicc(m["rss"], n, K_PARAMS) if m["rss"] is not None else None
+        m["aicc"] = aicc(max(m["rss"], noise), n, K_PARAMS) if m["rss"] is not None else None
     return out
 
 

@@ -103,6 +103,18 @@ def test_a_median_left_undetermined_by_short_runs_is_listed_not_a_crash() -> Non
     assert 1.1 not in r.body.fit_cells
 
 
+def test_a_flat_response_identifies_no_law() -> None:
+    """Every dose groks at the same median step (1010): the exponential and the power law both fit exactly
+    (slope 0), their RSS rounding residue (≈ 1e-29) is no evidence, and no law is chosen."""
+    x = np.repeat([1.0, 1.2, 1.4, 1.6, 1.8, 2.0], 3)
+    seed = np.tile(np.arange(3), 6)
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(x.size)], "rho": x, "seed": seed,
+                         "t_grok": 1000.0 + 10 * seed, "budget": 3000})
+    r = run_dose(make_log(runs, every=10), make_config(), by="rho", n_resamples=50)
+    assert r.body.delta_aicc  # the laws were compared
+    assert Reason.MODELS_INDISTINGUISHABLE in r.codes and not r.body.identified
+
+
 def test_too_few_cells_refuses_the_comparison() -> None:
     r = run_dose(_log(np.array([1.0, 1.5, 2.0]), "exponential"), make_config(), by="rho",
                  n_resamples=20)
