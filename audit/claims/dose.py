@@ -51,8 +51,6 @@ import pandas as pd
 import pyarrow as pa
 from scipy import optimize
 
-from ..cells import interval_median
-from ..clocks import Event
 from ..config import AuditConfig
 from ..design import Axis, Design
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_value
@@ -588,13 +586,8 @@ def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
     rows_by_x = _cell_rows(rc, by)
     cells: list[DoseCell] = []
     cens_idx, outside = [], []
-    left = np.zeros(rc.acc.t_grok.value.size, dtype=bool)
-    left[rc.pos] = f["tg_left"].to_numpy(dtype=bool)
-    tg = rc.acc.t_grok  # read at the first logged step where the run grokked before it:
-    honest = Event(np.where(left, np.nan, tg.value), tg.lower, tg.upper, tg.index)  # ≤ it
     for i, (x, rows) in enumerate(rows_by_x):
-        med = interval_median(honest, rc.pos[rows], rc.interval_censoring)[0] \
-            if rows.size else None
+        med = rc.median("t_grok", rows, left_unknown=True)
         cens = med is None or med.censored
         # an interval with no value: runs that grokked before their logs begin (≤ first
         # step), or short runs beside long ones, leave the middle undetermined

@@ -80,16 +80,23 @@ class RunClocks:
         return RunClocks(self.log, self.acc, self.frame[mask].reset_index(drop=True),
                          self.step_unit, self.interval_censoring, self.parts)
 
-    def median(self, which: str, rows: np.ndarray | None = None) -> Interval | None:
+    def median(self, which: str, rows: np.ndarray | None = None, *,
+               left_unknown: bool = False) -> Interval | None:
         """The core's censoring-aware median (:func:`grokaudit.cells.interval_median`) of
         ``t_grok``, ``t_mem`` or ``gap`` over frame rows ``rows`` (default all): the interval
         ``[median(L), median(U)]`` with the median of the logged values, censored (only the
-        lower bound known) when half or more of the runs are censored."""
+        lower bound known) when half or more of the runs are censored. With ``left_unknown``,
+        a run that grokked before its log begins counts as unknown in ``(0, first step]``
+        (not read at that step), so a median it decides is an interval with no value."""
         idx = self.pos if rows is None else self.pos[np.asarray(rows)]
         ev = {"t_grok": self.acc.t_grok, "t_mem": self.acc.t_mem,
               "gap": gap_event(self.acc)}[which]
         if ev is None or idx.size == 0:
             return None
+        if left_unknown and which == "t_grok":  # ≤ the first logged step, not that step
+            left = np.zeros(ev.value.size, dtype=bool)
+            left[self.pos] = self.frame["tg_left"].to_numpy(dtype=bool)
+            ev = Event(np.where(left, np.nan, ev.value), ev.lower, ev.upper, ev.index)
         return interval_median(ev, idx, self.interval_censoring)[0]
 
 
