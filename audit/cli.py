@@ -99,7 +99,17 @@ class LazyGroup(click.Group):
 
             if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EDQUOT,
                                  errno.EFBIG, errno.EBADF):
-                raise
+                if os.environ.get("GROKAUDIT_TRACEBACK"):
+                    raise
+                if exc.filename is not None:  # a path no check before named: too long, not
+                    # a folder where one was expected, a device or socket under a log's name
+                    _fail_line(f"{exc.filename}: cannot be read ({exc.strerror or exc}); "
+                               "name a readable file or folder", ErrorCode.FILE_UNREADABLE,
+                               ctx)
+                say_err(f"error: internal error ({type(exc).__name__}: {safe(exc)}); this is "
+                        "a bug in grokaudit, please report it (GROKAUDIT_TRACEBACK=1 shows the "
+                        "traceback)")
+                ctx.exit(2)
             if exc.errno == errno.EPIPE:  # stdout closed (| head): no more to write there
                 _silence_stdout()
             _fail_line(f"cannot write the output ({exc.strerror or exc})",

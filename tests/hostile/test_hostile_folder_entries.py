@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from grokaudit.errors import ErrorCode
-from helpers.hostile import cli, expect_audit, expect_error, sweep_df, write_parquet
+from helpers.hostile import cli, expect_audit, expect_error, sub, sweep_df, write_parquet
 
 
 def _csv_folder(root: Path) -> Path:
@@ -88,3 +88,26 @@ def test_a_folder_linked_to_itself_is_walked_once(tmp_path: Path) -> None:
     (root / "again").symlink_to(root)
     (root / "up").symlink_to(tmp_path)
     expect_audit(cli(["check", str(root)], cwd=tmp_path), 0, 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_special_file_under_a_log_name_is_refused_by_stream(tmp_path, kind: str) -> None:
+    """``--stream`` opened a FIFO named ``log.parquet`` and waited for a writer forever (deaf
+    to SIGTERM); a link to /dev/zero escaped as a traceback with exit 1."""
+    path = tmp_path / "log.parquet"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("no /dev/zero here")
+        path.symlink_to("/dev/zero")
+    out = sub(["check", path, "--stream", "-q"], cwd=tmp_path, timeout=60)
+    expect_error(out, ErrorCode.FILE_UNREADABLE)
+
+
+def test_a_path_the_system_refuses_is_one_error_line_not_a_traceback(tmp_path) -> None:
+    """An OSError no check named (a file name longer than the system allows) was re-raised:
+    a traceback and exit 1, which reads as critical findings."""
+    out = sub(["check", "a" * 300 + ".parquet", "-q"], cwd=tmp_path, timeout=60)
+    expect_error(out, ErrorCode.FILE_UNREADABLE)
