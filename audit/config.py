@@ -631,6 +631,14 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
             raise ConfigError(f"{source}: unknown option {k!r}{hint} (see `grokaudit check "
                               "--help` and docs/config.md)", code=ErrorCode.UNKNOWN_OPTION,
                               option=str(k))
+    spelt: dict[str, str] = {}
+    for k in file_values:  # fail_on and fail-on in one file: which one holds is no choice
+        k2 = str(k).replace("-", "_")
+        if k2 in spelt:
+            raise ConfigError(f"{source}: option {k2!r} is set twice ({spelt[k2]!r} and "
+                              f"{str(k)!r}); keep one", code=ErrorCode.INVALID_OPTION,
+                              option=k2)
+        spelt[k2] = str(k)
     file_values = {str(k).replace("-", "_"): v for k, v in file_values.items()}
     chosen = profile or file_values.pop("profile", None) or "default"
     file_values.pop("profile", None)

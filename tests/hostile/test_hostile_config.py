@@ -317,6 +317,10 @@ def test_a_trailing_comma_in_a_column_list_is_still_the_list(failing_log: Path,
     ("extra = {}\n", [ErrorCode.UNKNOWN_OPTION]),
     ("[grokaudit]\nsustain = 3\n[other]\nx = 1\n", [ErrorCode.UNKNOWN_OPTION]),
     ("grok_threshold = 0.5\ngrok_threshold = 0.6\n", [ErrorCode.CONFIG_SYNTAX]),
+    # one key in two spellings: the last one silently won (fail-on = none turned 53 critical
+    # findings into exit 0)
+    ("fail_on = 'default'\nfail-on = 'none'\n", [ErrorCode.INVALID_OPTION]),
+    ("grok-threshold = 0.5\ngrok_threshold = 0.6\n", [ErrorCode.INVALID_OPTION]),
     ("grok_threshold = \n", [ErrorCode.CONFIG_SYNTAX]),
     ("[grokaudit\nsustain = 3\n", [ErrorCode.CONFIG_SYNTAX]),
     ("fail_on = 'SNAPSHOT_TRANSIENT\n", [ErrorCode.CONFIG_SYNTAX]),
