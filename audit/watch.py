@@ -87,6 +87,7 @@ class Watcher:
             return changed
         num = [c for c in df.columns if c not in ("run", "step")
                and df[c].dtype.kind in "fiub"]
+        self._refuse_what_check_refuses(df, num)
         for run, g in df.groupby("run", sort=True):
             rid = str(run)
             live = self.runs.get(rid)
@@ -115,6 +116,29 @@ class Watcher:
                 changed.append(rw)
             self.last[rid] = rw
         return changed
+
+    def _refuse_what_check_refuses(self, df: pd.DataFrame, num: Sequence[str]) -> None:
+        """Rows without a run id, and a text column that changes within a run (a metric with
+        a text cell, or text that is neither a series nor a condition), are refused as
+        ``check`` refuses them: left out, they would leave a run, or a metric whose floor is
+        still moving, out of the states without a word (a failing run read as defined)."""
+        where = str(self.paths[0]) if len(self.paths) == 1 else None
+        missing = int(df["run"].isna().sum())
+        if missing:
+            raise LogFormatError(f"column 'run' has {missing} missing values: every row needs "
+                                 "its run id", path=where, column="run",
+                                 code=ErrorCode.MISSING_VALUES)
+        text = [c for c in df.columns if c not in ("run", "step", *num)]
+        if not text:
+            return
+        changes = df.groupby("run", sort=False, observed=True)[text].nunique(dropna=False).max()
+        for c in text:
+            if int(changes[c]) > 1:
+                raise LogFormatError(
+                    f"column {safe(str(c))!r} holds text that changes within a run: neither a "
+                    "per-step number nor a condition; write it as numbers (a text cell in a "
+                    "metric?) or drop it (`grokaudit check` names the first text cell)",
+                    path=where, column=str(c), code=ErrorCode.BAD_COLUMN_TYPE)
 
     def _idle(self, rid: str, now: float, closed: set[str] | None) -> bool:
         return (closed is not None and rid in closed) or now - self._grew[rid] >= self.idle

@@ -129,3 +129,29 @@ def test_watch_follows_a_folder_being_written(tmp_path: Path) -> None:
     assert final["r2"]["stopped"] and not final["r2"]["defined"]
     assert final["r1"]["defined"]
     assert lines[-1]["stopped_not_defined"] == ["r2"]
+
+
+def _two_runs(t_c_second: float) -> pd.DataFrame:
+    frames = []
+    for run, t_c in (("a", 3000.0), ("b", t_c_second)):
+        frames.append(pd.DataFrame({"run": run, "step": STEPS, **_cols(1000.0, t_c)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_watch_refuses_what_check_refuses_instead_of_dropping_it(tmp_path: Path) -> None:
+    """A text cell in a metric made the whole column text, and rows without a run id fell out
+    of the grouping: watch dropped the column (or the run) and reported the rest as defined,
+    exit 0, where check refuses the log (exit 2)."""
+    df = _two_runs(39000.0)  # run b: its floor still moving at the end
+    text = df.astype({"emb_erank": object})
+    text.loc[len(STEPS) + 5, "emb_erank"] = "oops"
+    text.to_csv(tmp_path / "text.csv", index=False)
+    no_id = df.astype({"run": object})
+    no_id.loc[df["run"] == "b", "run"] = None
+    no_id.to_parquet(tmp_path / "no_id.parquet", index=False)
+    for name, code in (("text.csv", "BAD_COLUMN_TYPE"), ("no_id.parquet", "MISSING_VALUES")):
+        check = CliRunner().invoke(cli, ["check", str(tmp_path / name), "-q"])
+        watch = CliRunner().invoke(cli, ["watch", str(tmp_path / name), "--once", "--idle",
+                                         "0"])
+        assert check.exit_code == watch.exit_code == 2, (check.output, watch.output)
+        assert f"[{code}]" in watch.output and f"[{code}]" in check.output
