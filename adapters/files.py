@@ -26,7 +26,13 @@ from grokaudit.roles import (
     is_epoch_name,
     is_outcome_name,
 )
-from grokaudit.schema import ACCURACY_COLUMNS, KNOWN_SERIES, is_known_metric
+from grokaudit.schema import (
+    ACCURACY_COLUMNS,
+    KNOWN_SERIES,
+    is_known_metric,
+    mostly_numbers,
+    parses_as_number,
+)
 from grokaudit.text import safe
 
 from .points import Points, as_steps
@@ -361,7 +367,7 @@ def _refuse_text_among_numbers(m: _Melt, name: str, vals: np.ndarray) -> None:
     for i, g in enumerate(m.groups):
         run_of[g] = i
     is_text = np.array([x is not None and _key(x) is not None and isinstance(x, str)
-                        and not _parses(x) for x in vals], dtype=bool) & (run_of >= 0)
+                        and not parses_as_number(x) for x in vals], dtype=bool) & (run_of >= 0)
     if is_text.any():
         row = int(np.argmax(is_text))
         what = f"{safe(str(vals[row]))[:40]!r} in run {safe(m.run_names[run_of[row]])!r} at step "
@@ -370,14 +376,6 @@ def _refuse_text_among_numbers(m: _Melt, name: str, vals: np.ndarray) -> None:
             "first text (in file order); a per-step value is a number: write it as a number, "
             "or leave it out (missing)", path=str(m.path), column=name,
             code=ErrorCode.BAD_COLUMN_TYPE)
-
-
-def _parses(x: str) -> bool:
-    try:
-        float(x)
-    except ValueError:
-        return False
-    return True
 
 
 def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path) -> None:
@@ -534,14 +532,7 @@ def _looks_numeric(name: str, seen: set[Any]) -> bool:
     if accuracy_rank(name, "test_acc") is not None or accuracy_rank(name, "train_acc") \
             is not None or is_known_metric(name):
         return True
-    numeric = 0
-    for x in seen:
-        try:
-            float(str(x))
-            numeric += 1
-        except ValueError:
-            pass
-    return numeric * 2 > len(seen)
+    return mostly_numbers(seen)
 
 
 def _is_condition(name: str, a: np.ndarray, groups: list[np.ndarray]) -> bool:

@@ -623,22 +623,20 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
     ``None`` overrides are ignored (an unset CLI flag). Unknown keys raise :class:`ConfigError`.
     """
     file_values = dict(file_values or {})
+    spelt: dict[str, str] = {}
     for k in file_values:
         k2 = str(k).replace("-", "_")
+        if k2 in spelt:  # fail_on and fail-on in one file: which one holds is no choice
+            raise ConfigError(f"{source}: option {k2!r} is set twice ({spelt[k2]!r} and "
+                              f"{str(k)!r}); keep one", code=ErrorCode.INVALID_OPTION,
+                              option=k2)
+        spelt[k2] = str(k)
         if k2 not in _FIELD_TYPES or k2 == "extra":
             close = difflib.get_close_matches(k2, [f for f in _FIELD_TYPES if f != "extra"], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{source}: unknown option {k!r}{hint} (see `grokaudit check "
                               "--help` and docs/config.md)", code=ErrorCode.UNKNOWN_OPTION,
                               option=str(k))
-    spelt: dict[str, str] = {}
-    for k in file_values:  # fail_on and fail-on in one file: which one holds is no choice
-        k2 = str(k).replace("-", "_")
-        if k2 in spelt:
-            raise ConfigError(f"{source}: option {k2!r} is set twice ({spelt[k2]!r} and "
-                              f"{str(k)!r}); keep one", code=ErrorCode.INVALID_OPTION,
-                              option=k2)
-        spelt[k2] = str(k)
     file_values = {str(k).replace("-", "_"): v for k, v in file_values.items()}
     chosen = profile or file_values.pop("profile", None) or "default"
     file_values.pop("profile", None)

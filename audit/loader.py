@@ -33,7 +33,12 @@ from .schema import (
     is_known_metric,
     read_arrow,
 )
-from .shards import PROVENANCE_KEY, provenance_of, refuse_unreadable_entries
+from .shards import (
+    PROVENANCE_KEY,
+    provenance_of,
+    refuse_special_file,
+    refuse_unreadable_entries,
+)
 from .text import safe
 
 PathLike = str | os.PathLike[str]
@@ -145,10 +150,7 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
                              code=ErrorCode.FILE_NOT_FOUND)
-    if not (p.is_file() or p.is_dir()):
-        raise LogFormatError("not a regular file or a folder (a FIFO, a socket or a device): "
-                             "grokaudit reads log files and folders; copy the log to a file",
-                             path=str(p), code=ErrorCode.FILE_UNREADABLE)
+    refuse_special_file(p)
     if p.is_dir():
         refuse_unreadable_entries(p)  # a log under a dangling link or a FIFO: never left out
     check_declared(p, limits)

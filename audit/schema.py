@@ -13,7 +13,7 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1022,12 +1022,19 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
     return series, cond
 
 
-def _as_number(x: Any) -> bool:
+def parses_as_number(x: Any) -> bool:
+    """Whether a logged text reads as a number (``"0.5"``, ``"1e-3"``, ``"nan"``)."""
     try:
         float(str(x))
     except ValueError:
         return False
     return True
+
+
+def mostly_numbers(values: Collection[Any]) -> bool:
+    """Whether more than half of the distinct logged texts read as numbers: a text column
+    that is a per-step series written as text, not words."""
+    return sum(1 for x in values if parses_as_number(x)) * 2 > len(values)
 
 
 def _first_logged(idx: np.ndarray) -> int:
@@ -1044,9 +1051,9 @@ def _refuse_text_among_numbers(name: str, values: pa.Array, idx: np.ndarray, g: 
     numbers when it is a known metric or series or most of its distinct values parse as
     numbers."""
     distinct = values.to_pylist()
-    numeric = np.array([x is not None and _as_number(x) for x in distinct], dtype=bool)
-    if not known and int(numeric.sum()) * 2 <= len(distinct):
+    if not known and not mostly_numbers([x for x in distinct if x is not None]):
         return
+    numeric = np.array([x is not None and parses_as_number(x) for x in distinct], dtype=bool)
     text = np.flatnonzero(~numeric & np.array([x is not None for x in distinct], dtype=bool))
     if text.size == 0:  # every value a number, stored as text: "0.5" where 0.5 belongs
         row = _first_logged(idx)

@@ -82,6 +82,16 @@ def _log_like(q: Path) -> bool:
             or "tfevents" in q.name)
 
 
+def refuse_special_file(p: Path) -> None:
+    """A path that exists but is neither a regular file nor a folder (a FIFO, socket or device
+    under a log's name) is ``FILE_UNREADABLE``; checked before anything opens it (a FIFO
+    would wait for a writer forever)."""
+    if p.exists() and not (p.is_file() or p.is_dir()):
+        raise LogFormatError("not a regular file or a folder (a FIFO, a socket or a device): "
+                             "grokaudit reads log files and folders; copy the log to a file",
+                             path=str(p), code=ErrorCode.FILE_UNREADABLE)
+
+
 def refuse_unreadable_entries(folder: Path) -> None:
     """Refuse a folder holding, under a log's name, an entry no reader can read: a link to a
     missing file or partition folder (``wd=2.0`` on a volume not mounted) or a FIFO, socket or

@@ -73,7 +73,7 @@ from .schema import (
     metric_not_a_series,
     no_run_long_enough,
 )
-from .shards import refuse_unreadable_entries
+from .shards import refuse_special_file, refuse_unreadable_entries
 
 if TYPE_CHECKING:
     from .figures import DashboardData
@@ -258,23 +258,6 @@ def open_log_parts(path: str | Path, config: AuditConfig, *, part_rows: int = PA
                                  progress, clocks=False))
 
 
-
-def _refuse_special_file(path: Path) -> None:
-    """A path that is neither a regular file nor a folder (a FIFO, socket or device under a
-    log's name) is ``FILE_UNREADABLE``: opened, a FIFO would wait for a writer forever."""
-    import os
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return  # missing or unreadable: judged where it is opened, with its own message
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise LogFormatError("not a regular file or folder (a FIFO, socket or device): no log "
-                             "can be read from it; name the log file or its folder",
-                             path=str(path), code=ErrorCode.FILE_UNREADABLE)
-
-
 def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
                  progress: Progress | None, *, clocks: bool) -> _Stream:
     """The log at ``path`` planned into parts of about ``part_rows`` rows and each part read
@@ -284,7 +267,7 @@ def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
     if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
         raise ConfigError(f"{param_name('part_rows')} must be at least 1 (got {part_rows})",
                           option=param_name("part_rows"), code=ErrorCode.OPTION_OUT_OF_RANGE)
-    _refuse_special_file(Path(path))  # before any open: a FIFO would block it forever
+    refuse_special_file(Path(path))  # before any open: a FIFO would block it forever
     # the row cap guards memory, which parts bound; the column cap still holds for each part
     check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
     if Path(path).is_dir():  # (the in-memory reads check in the loader)
