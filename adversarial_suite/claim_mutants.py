@@ -142,7 +142,7 @@ def _censored_pairs_exact(mp: Any) -> None:
         r["tg_value"] = r["tg_upper"] = r["tg_lower"]
         return r
 
-    mp.setattr(compare, "_pair", lambda k, a, b: orig(k, exact(a), exact(b)))
+    mp.setattr(compare, "_pair", lambda k, a, b, *rest: orig(k, exact(a), exact(b), *rest))
 
 
 def _median_upper_bound_as_value(mp: Any) -> None:

@@ -1109,7 +1109,7 @@ def precursor(**kw: Any) -> None:
 def compare(**kw: Any) -> None:
     """Audit paired comparisons of methods: exact Wilcoxon, sign-flip permutation, d_z,
     bootstrap CIs; bounds and the sign test when pairs are censored; power and pairing
-    (UNDERPOWERED, CENSORED_PAIRS)."""
+    (UNDERPOWERED, CENSORED_PAIRS, PAIRS_WITHIN_RESOLUTION)."""
     from .claims.compare import run_compare
 
     common, o = _split_kwargs(kw)

@@ -76,8 +76,10 @@ class Pair(Record):
     pair: Any
     runs: tuple[str, str]
     t_grok: tuple[Interval | None, Interval | None]
-    kind: str  #: ``observed``, ``lower_bound``, ``upper_bound``, ``both_censored``
-    d: Span  #: the value, or what is known: ``d > low`` / ``d < high`` / nothing
+    #: ``observed``, ``lower_bound``, ``upper_bound``, ``both_censored``, ``unresolved``
+    kind: str
+    #: the value, or what is known: ``d > low`` / ``d < high`` / ``low < d < high`` / nothing
+    d: Span
     sign: int | None  #: +1, −1 or 0 when known
 
 
@@ -108,6 +110,8 @@ class CensoredSummary(Record):
     sign: TestResult  #: exact sign test on the pairs with a known sign
     wilcoxon_p_at_most: float | None  #: the Wilcoxon p is at most this (None: no bound)
     wilcoxon_note: str
+    #: pairs of observed runs whose sign the evaluation steps cannot resolve (``unresolved``)
+    n_unresolved: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,8 @@ class Power(Record):
     power: float
     n_pairs: int = 0  #: pairs compared
     n_ties: int = 0  #: pairs with d = 0, dropped by the test
-    n_unknown_sign: int = 0  #: censored pairs whose sign is not known (sign test only)
+    #: censored or unresolved pairs whose sign is not known (sign test only)
+    n_unknown_sign: int = 0
     #: how ``min_detectable_dz`` is computed: ``sign_exact`` (the exact sign test's own
     #: power, normal differences) or ``paired_t`` (a paired t-test, the rank test's proxy)
     dz_method: str = "paired_t"
@@ -132,7 +137,7 @@ class Power(Record):
         if self.n != self.n_pairs:
             why = [f"{self.n_ties} tied at d = 0"] if self.n_ties else []
             if self.n_unknown_sign:
-                why.append(f"{self.n_unknown_sign} censored with no known sign")
+                why.append(f"{self.n_unknown_sign} with no known sign")
             out += f" of {self.n_pairs} ({', '.join(why)}: the test drops them)"
         return out
 
@@ -179,17 +184,29 @@ def _interval(r: Any) -> Interval | None:
     return Interval.make(math.nan if left else r.tg_value, r.tg_lower, r.tg_upper)
 
 
-def _pair(k: Any, a: Any, b: Any) -> Pair:
+def _pair(k: Any, a: Any, b: Any, resolution: bool = True) -> Pair:
     """The difference ``a − b`` of two runs' t_grok, with what is known when either is
     censored: ``d`` lies in ``[low_a − high_b, high_a − low_b]`` (:func:`_known`); an end that
     is infinite is unknown, so the pair is a value, a lower bound, an upper bound, or
-    nothing."""
+    nothing.
+
+    With ``resolution`` (interval censoring), an observed run's t_grok lies in ``(lower,
+    first step seen]``, so an observed pair's ``d`` lies in ``(lower_a − seen_b, seen_a −
+    lower_b)``. When that range holds both signs — arms evaluated at different cadences, or
+    on shifted grids — the log cannot say which arm grokked sooner: the pair is
+    ``unresolved``, its ``d`` that open range and its sign unknown. On one shared evaluation
+    grid a nonzero difference of first-seen steps always has a known sign."""
     ia, ib = _interval(a), _interval(b)
     (la, ha), (lb, hb) = _known(a), _known(b)
     with np.errstate(invalid="ignore"):
         lo, hi = la - hb, ha - lb  # −∞ − −∞ cannot occur: each run has one finite end
     runs, t = (a.run, b.run), (ia, ib)
     if math.isfinite(lo) and math.isfinite(hi):  # both observed: lo == hi
+        if resolution and lo != 0:  # a tie (d = 0) is dropped by the tests either way
+            low = float(a.tg_lower) - float(b.tg_value)
+            high = float(a.tg_value) - float(b.tg_lower)
+            if low < 0 < high:
+                return Pair(py(k), runs, t, "unresolved", Span.of(low, high), None)
         return Pair(py(k), runs, t, "observed", Span(lo, lo, lo), int(np.sign(lo)))
     if math.isfinite(lo):  # d > lo: the first arm censored, or the second grokked before logging
         return Pair(py(k), runs, t, "lower_bound", Span(None, lo, None),
@@ -252,13 +269,18 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
     # statistic is at least as extreme and its p-value at most the p at the bounds.
     bounded = [p for p in pairs if p.kind in ("lower_bound", "upper_bound")]
     n_both = sum(p.kind == "both_censored" for p in pairs)
+    n_unres = sum(p.kind == "unresolved" for p in pairs)
     at = np.array([p.d.value if p.kind == "observed" else
                    (p.d.low if p.kind == "lower_bound" else p.d.high)
-                   for p in pairs if p.kind != "both_censored"], dtype=float)
+                   for p in pairs if p.kind in ("observed", "lower_bound", "upper_bound")],
+                  dtype=float)
     w = wilcoxon_exact(at)
     p_max = None
     if n_both:
         note = "a pair with both arms censored has no known bound: no Wilcoxon bound"
+    elif n_unres:
+        note = ("a pair whose sign the evaluation steps cannot resolve has no known rank: "
+                "no Wilcoxon bound")
     elif w.statistic is None:
         note = "no nonzero difference"
     else:
@@ -274,7 +296,7 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
             note = ("a censored pair is bounded against the direction of the effect: its "
                     "rank is unknown, no Wilcoxon bound")
     return CensoredSummary(len(pairs), len(bounded), int(n_both), mean, median, st, p_max,
-                           note)
+                           note, int(n_unres))
 
 
 def _order(v: Any) -> tuple[int, Any]:
@@ -339,7 +361,7 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
     unpaired = sorted((set(A[pair]) ^ set(B[pair])), key=_order)
     Ai = A.set_index(pair)
     Bi = B.set_index(pair)
-    pairs = [_pair(k, Ai.loc[k], Bi.loc[k]) for k in keys]
+    pairs = [_pair(k, Ai.loc[k], Bi.loc[k], rc.interval_censoring) for k in keys]
     obs_pairs = [p for p in pairs if p.kind == "observed"]
     obs = np.array([p.d.value for p in obs_pairs], dtype=float)
     n_cens = len(pairs) - len(obs_pairs)
@@ -349,6 +371,20 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
     main_test = complete.wilcoxon
     if n_cens:
         censored = _censored_summary(pairs)
+        main_test = censored.sign
+    if censored is not None and censored.n_unresolved:
+        unres = [p for p in pairs if p.kind == "unresolved"]
+        findings.append(finding(
+            Reason.PAIRS_WITHIN_RESOLUTION, "study",
+            f"{len(unres)} of {len(pairs)} pairs grokked in both arms, but between "
+            "evaluations that leave the sign of d open (arms evaluated at different steps): "
+            "which arm grokked sooner is not in the log; these pairs are ranges, not values, "
+            "and the test is the sign test on the pairs of known sign",
+            runs=[r for p in unres for r in p.runs],
+            evidence={"n_unresolved": len(unres), "n_pairs": len(pairs),
+                      "pairs": [{"pair": p.pair, "d_low": p.d.low, "d_high": p.d.high}
+                                for p in unres[:20]]}))
+    if censored is not None and censored.n_bounded + censored.n_both_censored:
         findings.append(finding(
             Reason.CENSORED_PAIRS, "study",
             f"{censored.n_bounded} pairs with one arm censored (never grokked, or grokked "
@@ -356,11 +392,11 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
             f"{censored.n_both_censored} with both censored: the mean and median difference "
             "are bounds, the test is the sign test on the pairs of known sign, and no effect "
             "size is estimated",
-            runs=[r for p in pairs if p.kind != "observed" for r in p.runs],
+            runs=[r for p in pairs if p.kind not in ("observed", "unresolved")
+                  for r in p.runs],
             evidence={"n_bounded": censored.n_bounded,
                       "n_both_censored": censored.n_both_censored, "n_pairs": len(pairs),
                       "mean_d": censored.mean_d, "median_d": censored.median_d}))
-        main_test = censored.sign
     n_use = main_test.n
     sd = float(np.std(obs, ddof=1)) if obs.size >= 2 else None
     sign_used = main_test.name == "sign_exact"

@@ -441,10 +441,12 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"{num(t.wilcoxon.p_value)}; sign-flip permutation: p = "
                      f"{num(t.sign_flip.p_value)}; Cohen's d_z = {num(t.cohen_dz)}")
     elif c is not None:
+        unres = (f", {c.n_unresolved} whose sign the evaluation steps leave open"
+                 if c.n_unresolved else "")
         lines.append(f"{c.n_pairs} pairs, {c.n_bounded} with one arm censored and "
-                     f"{c.n_both_censored} with both: mean d {known(c.mean_d)}, median d "
-                     f"{known(c.median_d)} (from each pair's range of d: a censored "
-                     "difference has only a bound)")
+                     f"{c.n_both_censored} with both{unres}: mean d {known(c.mean_d)}, "
+                     f"median d {known(c.median_d)} (from each pair's range of d: a "
+                     "censored difference has only a bound)")
         wb = (f"p ≤ {num(c.wilcoxon_p_at_most)}" if c.wilcoxon_p_at_most is not None
               else "no bound")
         lines.append(f"  exact sign test on the {c.sign.n} pairs of known sign: "

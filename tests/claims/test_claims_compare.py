@@ -185,3 +185,62 @@ def test_arms_named_as_shown_select_float32_and_boolean_values(tmp_path) -> None
     r = CliRunner().invoke(cli, ["compare", str(q), "--by", "flag", "--pair", "seed",
                                  "--arms", "true,false", "--json", "-"])
     assert r.exit_code in (0, 1), r.output
+
+
+def _cadence_log(every_a: int, every_b: int, t_a: list[float], t_b: list[float]
+                 ) -> pd.DataFrame:
+    """Arm ``a`` evaluated every ``every_a`` steps, arm ``b`` every ``every_b``."""
+    def arm(name: str, every: int, ts: list[float]) -> pd.DataFrame:
+        n = len(ts)
+        runs = pd.DataFrame({"run": [f"{name}{i}" for i in range(n)], "method": name,
+                             "seed": range(n), "t_grok": ts, "budget": 3000})
+        return make_log(runs, every=every)
+    return pd.concat([arm("a", every_a, t_a), arm("b", every_b, t_b)], ignore_index=True)
+
+
+def test_a_sign_the_evaluation_cadence_cannot_resolve_is_not_a_value() -> None:
+    """Arm a evaluated every 500 steps and groks at 1010–1080, so it is first seen at 1500;
+    arm b evaluated every 10 steps groks at 1100–1170. Read at the steps grokking was first
+    seen, b looks 330–400 steps sooner in all 8 pairs (the old output: Wilcoxon p = 0.0078,
+    exit 0) though a is sooner in every pair. The log says only that d lies in
+    (1000 − t_b, 1500 − (t_b − 10)): a range across 0, no sign."""
+    t_a = [1010.0 + 10 * i for i in range(8)]
+    t_b = [1100.0 + 10 * i for i in range(8)]
+    r = run_compare(_cadence_log(500, 10, t_a, t_b), make_config(), by="method", pair="seed",
+                    arms=["a", "b"])
+    b = r.body
+    assert [p.kind for p in b.pairs] == ["unresolved"] * 8
+    assert all(p.sign is None and p.d.value is None for p in b.pairs)
+    assert [(p.d.low, p.d.high) for p in b.pairs] == [(1000 - t, 1500 - (t - 10)) for t in t_b]
+    assert b.tests is None and b.censored.n_unresolved == 8
+    assert b.censored.sign.n == 0 and b.censored.wilcoxon_p_at_most is None
+    assert Reason.PAIRS_WITHIN_RESOLUTION in r.codes and Reason.UNDERPOWERED in r.codes
+    assert Reason.CENSORED_PAIRS not in r.codes  # nothing is censored
+    assert r.exit_code == 1
+    # the first-seen steps are kept as what they are: the complete pairs' subset is empty
+    assert b.power.n_unknown_sign == 8
+
+
+def test_a_coarse_cadence_that_still_resolves_the_sign_keeps_the_values() -> None:
+    """The same cadences with a grokking at 1600–1670 (first seen at 2000) and b at 1010–1080:
+    each pair's range of d, (1500 − t_b, 2000 − (t_b − 10)), lies above 0 — the log resolves
+    who is sooner — and the first-seen steps are compared as before."""
+    t_a = [1010.0 + 10 * i for i in range(8)]
+    t_b = [1600.0 + 10 * i for i in range(8)]
+    r = run_compare(_cadence_log(500, 10, t_b, t_a), make_config(), by="method",
+                    pair="seed", arms=["a", "b"])
+    b = r.body
+    assert [p.kind for p in b.pairs] == ["observed"] * 8
+    assert all(p.sign == 1 for p in b.pairs)
+    assert b.tests is not None and b.tests.wilcoxon.p_value < 0.05
+    assert Reason.PAIRS_WITHIN_RESOLUTION not in r.codes
+
+
+def test_without_interval_censoring_the_first_seen_steps_are_values() -> None:
+    """The reference profile reads t_grok at the step it was first seen, as the papers do."""
+    t_a = [1010.0 + 10 * i for i in range(8)]
+    t_b = [1100.0 + 10 * i for i in range(8)]
+    r = run_compare(_cadence_log(500, 10, t_a, t_b), make_config(interval_censoring=False),
+                    by="method", pair="seed", arms=["a", "b"])
+    assert [p.kind for p in r.body.pairs] == ["observed"] * 8
+    assert Reason.PAIRS_WITHIN_RESOLUTION not in r.codes
