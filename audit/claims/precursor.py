@@ -48,7 +48,7 @@ from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
 from .flagged import flag_runs
-from .results import ClaimResult, Record, finding, make_result
+from .results import ClaimResult, Record, Span, finding, make_result
 from .runs import RunClocks, require_series, run_clocks, studies
 from .stats import BootstrapCI, TestResult, bootstrap, mcnemar_exact
 
@@ -68,10 +68,15 @@ class PrecursorRun(Record):
     peak_step: float | None
     window_points: int
     peak_at_edge: bool
+    #: ``t_grok − t_peak`` to the step grokking was first seen; None when the run is not
+    #: scored, or when the peak lies inside t_grok's interval (the lead's sign is not known)
     lead: float | None
     #: True/False when known; None when the run is not scored, or its peak lies inside
     #: t_grok's interval (the signal logged between two accuracy evaluations): not known
     precedes: bool | None
+    #: what the log says of the lead: ``(lower − t_peak, seen − t_peak]``, t_grok's interval
+    #: (a point without interval censoring); None when the run is not scored
+    lead_range: Span | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,9 @@ class PrecursorBody(Record):
     null_time: PermutationNull | None = None  #: the peak at a uniformly random time
     #: grokked, memorized runs with no value of the signal in their window: not scored
     n_no_signal: int = 0
+    #: the median lead as the log bounds it: ``(median of the lowest leads, median of the
+    #: first-seen leads]``; ``lead_median`` and ``lead_ci`` are None when it holds both signs
+    lead_range: Span | None = None
 
 
 # ------------------------------------------------------------------------------------------
@@ -257,24 +265,36 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     oc = _Outcomes(memorized, grokked, memorized & grokked & (s["pk"]["n_window"] == 0))
     lead = np.where(s["use"], f["tg_value"].to_numpy(dtype=float) - s["pk"]["peak_step"],
                     np.nan)
+    # the earliest t_grok the log allows: just after the last step evaluated below the
+    # threshold (the first-seen step itself without interval censoring)
+    lowest = (f["tg_lower"].to_numpy(dtype=float) if rc.interval_censoring
+              else f["tg_value"].to_numpy(dtype=float))
+    lead_low = np.where(s["use"], lowest - s["pk"]["peak_step"], np.nan)
     findings = _unscored_findings(f, signal, s, oc) + _edge_findings(f, s["pk"])
     plc = _placebo(rc, placebo, s, n_perm, seed) if placebo else None
     findings += _specificity_findings(signal, placebo, s, plc, alpha)
     leads = lead[s["use"]]
-    lead_ci = None
+    lead_ci = lead_range = None
+    lead_median = float(np.median(leads)) if leads.size else None
     if leads.size:
-        (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])), seed=seed,
-                               level=level, n_resamples=999, label="runs")
+        lo, hi = float(np.median(lead_low[s["use"]])), float(np.median(leads))
+        lead_range = Span.of(lo, hi, False, True)
+        if lo < 0 < hi:  # the lead's sign is not in the log: no point, no interval of it
+            lead_median = None
+        else:
+            (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])),
+                                   seed=seed, level=level, n_resamples=999, label="runs")
     body = PrecursorBody(
         step_unit=rc.step_unit, signal=signal, n_runs=len(f),
         n_memorized=int(memorized.sum()), n_grokked=int(grokked.sum()),
         n_scored=int(s["use"].sum()), n_no_grok=int((memorized & ~grokked).sum()),
         n_no_memorization=int((~memorized).sum()),
         fraction_preceding=s["fraction_raw"], fraction_preceding_interior=s["fraction"],
-        lead_median=float(np.median(leads)) if leads.size else None, lead_ci=lead_ci,
+        lead_median=lead_median, lead_ci=lead_ci, lead_range=lead_range,
         null_permuted=PermutationNull(n_perm, seed, s["null_mean"], s["p_perm"]),
         null_time=PermutationNull(n_perm, seed, s["null_time_mean"], s["p_time"]),
-        placebo=plc, runs=_runs(f, s, oc, lead), n_no_signal=int(oc.no_signal.sum()))
+        placebo=plc, runs=_runs(f, s, oc, lead, lead_low),
+        n_no_signal=int(oc.no_signal.sum()))
     return body, findings
 
 
@@ -288,22 +308,26 @@ def _precedes(peak: float, cut: float, seen: float) -> bool | None:
     return None
 
 
-def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray
-          ) -> tuple[PrecursorRun, ...]:
-    """Each run's window, peak and lead, by run name."""
+def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray,
+          lead_low: np.ndarray) -> tuple[PrecursorRun, ...]:
+    """Each run's window, peak and lead, by run name: the lead as a value only when its sign
+    is known (the peak not inside t_grok's interval), its range always."""
     pk, cut = s["pk"], s["cut"]
     tg = f["tg_value"].to_numpy(dtype=float)
     tm = f["tm_value"].to_numpy(dtype=float)
     runs = []
     for i, r in enumerate(f.itertuples(index=False)):
+        precedes = (_precedes(float(pk["peak_step"][i]), float(cut[i]), float(tg[i]))
+                    if s["use"][i] else None)
+        known = s["use"][i] and precedes is not None
         runs.append(PrecursorRun(
             run=str(r.run), gate_step=float(tm[i]) if oc.memorized[i] else None,
             t_grok=float(tg[i]) if oc.grokked[i] else None, grokked=bool(oc.grokked[i]),
             peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
             window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
-            lead=None if np.isnan(lead[i]) else float(lead[i]),
-            precedes=_precedes(float(pk["peak_step"][i]), float(cut[i]), float(tg[i]))
-            if s["use"][i] else None))
+            lead=float(lead[i]) if known else None, precedes=precedes,
+            lead_range=(Span.of(float(lead_low[i]), float(lead[i]), False, True)
+                        if s["use"][i] else None)))
     runs.sort(key=lambda d: d.run)
     return tuple(runs)
 

@@ -382,7 +382,9 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     rows = [("run", "gate", "peak", "t_grok", "lead", "precedes", "edge")]
     for x in b.runs:
         rows.append((x.run, num(x.gate_step), num(x.peak_step),
-                     num(x.t_grok) if x.grokked else "never", num(x.lead),
+                     num(x.t_grok) if x.grokked else "never",
+                     num(x.lead) if x.lead is not None or x.lead_range is None
+                     else known(x.lead_range),
                      "unknown" if x.precedes is None and x.grokked and x.peak_step is not None
                      else yes_no(x.precedes),
                      "EDGE" if x.peak_at_edge else ""))
@@ -396,8 +398,13 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     lines.append(f"peak precedes grokking: {percent(b.fraction_preceding)} of scored runs; "
                  f"interior peak preceding (the tested statistic): "
                  f"{percent(b.fraction_preceding_interior)}")
-    lines.append(f"median lead t_grok − t_peak {num(b.lead_median)} {ci(b.lead_ci, why=True)}"
-                 f" ({b.step_unit})")
+    if b.lead_median is None and b.lead_range is not None:
+        lines.append(f"median lead t_grok − t_peak: sign unknown, in {known(b.lead_range)} "
+                     f"({b.step_unit}: grokking lies between two accuracy evaluations, and the "
+                     "log does not say whether the peaks came before it)")
+    else:
+        lines.append(f"median lead t_grok − t_peak {num(b.lead_median)} "
+                     f"{ci(b.lead_ci, why=True)} ({b.step_unit})")
     nu = b.null_permuted
     lines.append(f"null, each run's values permuted within its window ({nu.n_perm} draws): "
                  f"mean fraction {percent(nu.mean_fraction)}, p = {num(nu.p_value)}")

@@ -68,6 +68,17 @@ def test_a_peak_between_two_accuracy_evaluations_is_not_known_to_precede() -> No
     assert all(x.precedes is None and 1000 < x.peak_step < 1500 for x in b.runs)
     assert Reason.PRECURSOR_NOT_SPECIFIC in r.codes
     assert "unknown" in render_text(r)
+    # the lead to the first-seen step (1500 − peak = 60…390) says "100 steps ahead" where the
+    # peak came 100 steps after grokking: no run's lead is a value, each is its range
+    assert all(x.lead is None for x in b.runs)
+    assert all((x.lead_range.low, x.lead_range.high) == (1000 - x.peak_step, 1500 - x.peak_step)
+               for x in b.runs)
+    assert b.lead_median is None and b.lead_ci is None
+    assert b.lead_range.low < 0 < b.lead_range.high
+    # the reference profile reads the first-seen step as t_grok, and so the lead as a value
+    ref = run_precursor(pd.concat(frames, ignore_index=True), make_config("reference"),
+                        signal="attn_cv", n_perm=19).body
+    assert ref.lead_median is not None and all(x.lead is not None for x in ref.runs)
 
 
 def test_a_real_precursor_beats_both_nulls() -> None:
@@ -80,6 +91,10 @@ def test_a_real_precursor_beats_both_nulls() -> None:
     assert b.placebo.signal == "weight_norm"
     assert b.placebo.n_signal_only == 12 and b.placebo.test.p_value == pytest.approx(0.5**12)
     assert b.lead_ci.low <= 600 <= b.lead_ci.high
+    # peaks 600 before grokking, accuracy every 50 steps: each lead is known to be positive
+    assert all(x.lead is not None and x.lead_range.low < x.lead <= x.lead_range.high
+               for x in b.runs)
+    assert b.lead_range.low > 0 and b.lead_range.high == b.lead_median
 
 
 def test_noise_is_not_a_precursor() -> None:
