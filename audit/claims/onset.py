@@ -417,8 +417,9 @@ def _cells(rc: RunClocks, by: Sequence[str], level: float) -> tuple[OnsetCell, .
             cell={c: py(v) for c, v in zip(by, key_t)},
             runs=tuple(sorted(g["run"].tolist())), n_runs=len(rows), n_grokked=k,
             grok_rate=wilson(k, len(rows) - n_early, level),
-            t_grok_median=rc.median("t_grok", rows),
-            gap_median=rc.median("gap", rows) if mem[rows].any() else None,
+            t_grok_median=rc.median("t_grok", rows, left_unknown=True),
+            gap_median=(rc.median("gap", rows, left_unknown=True) if mem[rows].any()
+                        else None),
             n_gap=int(mem[rows].sum()), n_stopped_early=n_early))
     return tuple(out)
 

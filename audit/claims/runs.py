@@ -87,15 +87,20 @@ class RunClocks:
         ``[median(L), median(U)]`` with the median of the logged values, censored (only the
         lower bound known) when half or more of the runs are censored. With ``left_unknown``,
         a run that grokked before its log begins counts as unknown in ``(0, first step]``
-        (not read at that step), so a median it decides is an interval with no value."""
+        (not read at that step), so a median it decides is an interval with no value; the
+        same for ``t_mem`` (memorized before logging) and for a ``gap`` with either end
+        left-censored."""
         idx = self.pos if rows is None else self.pos[np.asarray(rows)]
         ev = {"t_grok": self.acc.t_grok, "t_mem": self.acc.t_mem,
               "gap": gap_event(self.acc)}[which]
         if ev is None or idx.size == 0:
             return None
-        if left_unknown and which == "t_grok":  # ≤ the first logged step, not that step
+        if left_unknown:  # ≤ the first logged step, not that step
+            cols = {"t_grok": ("tg_left",), "t_mem": ("tm_left",),
+                    "gap": ("tg_left", "tm_left")}[which]
             left = np.zeros(ev.value.size, dtype=bool)
-            left[self.pos] = self.frame["tg_left"].to_numpy(dtype=bool)
+            for c in cols:
+                left[self.pos] |= self.frame[c].to_numpy(dtype=bool)
             ev = Event(np.where(left, np.nan, ev.value), ev.lower, ev.upper, ev.index)
         return interval_median(ev, idx, self.interval_censoring)[0]
 

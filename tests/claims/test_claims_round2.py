@@ -116,6 +116,18 @@ def test_onset_names_runs_that_grokked_before_logging_began() -> None:
     r = run_onset(df, make_config(), by=["H"], n_resamples=19)
     f = next(f for f in r.findings if f.code is R.LEFT_CENSORED)
     assert f.evidence["n_runs"] >= 5 and all(x.startswith("H1_") for x in f.runs[:5])
+    # the H = 1 cell's median is decided by runs known only as t_grok ≤ 400: an interval, no
+    # value (it printed "400 (…, 400]": a point read at the first logged step)
+    c = next(c for c in r.studies[0].body.cells if c.cell == {"H": 1})
+    left = sum(x.startswith("H1_") for x in f.runs)
+    assert 2 * left > c.n_runs
+    assert c.t_grok_median.value is None and c.t_grok_median.upper == 400
+    assert c.gap_median.value is None
+    row = next(ln.split() for ln in render_text(r).splitlines() if ln.split()[:2] == ["1", "10"])
+    assert "≤400" in row and "400" not in [x for x in row if x[0].isdigit()]
+    # every run memorized before step 400: no cell's gap is a value, each is its interval
+    assert all(c.gap_median.value is None and c.gap_median.lower is not None
+               for c in r.studies[0].body.cells)
 
 
 # ------------------------------------------------------------------------------------------
