@@ -25,7 +25,9 @@ import pyarrow as pa
 
 from .config import AuditConfig
 from .errors import ErrorCode, LogFormatError
+from .identity import check_run_ids
 from .live import DEFAULT_MARGIN, LiveRun, LiveState
+from .schema import metric_not_a_series
 from .text import safe
 
 
@@ -118,20 +120,29 @@ class Watcher:
         return changed
 
     def _refuse_what_check_refuses(self, df: pd.DataFrame, num: Sequence[str]) -> None:
-        """Rows without a run id, and a text column that changes within a run (a metric with
-        a text cell, or text that is neither a series nor a condition), are refused as
-        ``check`` refuses them: left out, they would leave a run, or a metric whose floor is
-        still moving, out of the states without a word (a failing run read as defined)."""
-        where = str(self.paths[0]) if len(self.paths) == 1 else None
+        """What ``check`` refuses, refused the same way (left out, it would leave a run, or a
+        metric whose floor is still moving, out of the states without a word: a failing run
+        read as defined): a read with no rows (``NO_ROWS``: a log just started is waited
+        for, ``--once`` stops), rows without a run id, one run id under two spellings, a
+        text column that changes within a run (a metric with a text cell, or text that is
+        neither a series nor a condition), a ``--metric`` or ``--grok-on`` column set per
+        run (a condition), and a ``--by``/``--cell`` column that is not a condition."""
+        where = str(self.paths[0]) if len(self.paths) == 1 else ", ".join(map(str, self.paths))
+        if not len(df):
+            raise LogFormatError("the table has no rows; there is nothing to audit",
+                                 path=where, code=ErrorCode.NO_ROWS)
         missing = int(df["run"].isna().sum())
         if missing:
             raise LogFormatError(f"column 'run' has {missing} missing values: every row needs "
                                  "its run id", path=where, column="run",
                                  code=ErrorCode.MISSING_VALUES)
+        check_run_ids(df["run"].astype(str).unique(), where)
+        by_run = df.groupby("run", sort=False, observed=True)
+        self._refuse_named_columns(df, by_run, num, where)
         text = [c for c in df.columns if c not in ("run", "step", *num)]
         if not text:
             return
-        changes = df.groupby("run", sort=False, observed=True)[text].nunique(dropna=False).max()
+        changes = by_run[text].nunique(dropna=False).max()
         for c in text:
             if int(changes[c]) > 1:
                 raise LogFormatError(
@@ -139,6 +150,39 @@ class Watcher:
                     "per-step number nor a condition; write it as numbers (a text cell in a "
                     "metric?) or drop it (`grokaudit check` names the first text cell)",
                     path=where, column=str(c), code=ErrorCode.BAD_COLUMN_TYPE)
+
+    def _refuse_named_columns(self, df: pd.DataFrame, by_run: Any, num: Sequence[str],
+                              where: str) -> None:
+        """``--metric``/``--grok-on`` naming a condition, ``--by``/``--cell`` naming a column
+        that is absent or changes within a run: refused as ``check`` refuses them."""
+        cfg = self.config
+        loss = () if cfg.grok_on == "test_acc" else (cfg.grok_on,)
+        named = [c for c in (*cfg.metrics, *loss) if c in num]
+        if named:
+            # check's rule: a named series constant within every run, with more values than
+            # runs (not one point each), is set per run; a --grok-on loss may be flat (a run
+            # that never learned), but not set per run and different between runs
+            changes = by_run[named].nunique(dropna=True).max()
+            for c in named:
+                values = df[c].dropna()
+                if int(changes[c]) <= 1 and len(values) > by_run.ngroups and (
+                        c not in loss or values.max() > values.min()):
+                    raise metric_not_a_series(c, where, grok_on=c in loss)
+        conditions = [c for c in (cfg.by, *cfg.cell) if c]
+        if not conditions:
+            return
+        present = [c for c in conditions if c in df.columns]
+        changes = by_run[present].nunique(dropna=False).max() if present else {}
+        for c in conditions:
+            if c not in df.columns or int(changes[c]) > 1:
+                flag = "--by" if c == cfg.by else "--cell"
+                hint = (" (it varies within runs: it is a per-step column)"
+                        if c in df.columns else "")
+                raise LogFormatError(
+                    f"{flag} column {safe(c)!r} is not a condition column (constant within "
+                    f"each run){hint}; columns read: "
+                    f"{', '.join(sorted(safe(str(x)) for x in df.columns))}",
+                    path=where, column=c, code=ErrorCode.NOT_A_CONDITION)
 
     def _idle(self, rid: str, now: float, closed: set[str] | None) -> bool:
         return (closed is not None and rid in closed) or now - self._grew[rid] >= self.idle

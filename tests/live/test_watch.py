@@ -155,3 +155,38 @@ def test_watch_refuses_what_check_refuses_instead_of_dropping_it(tmp_path: Path)
                                          "0"])
         assert check.exit_code == watch.exit_code == 2, (check.output, watch.output)
         assert f"[{code}]" in watch.output and f"[{code}]" in check.output
+
+
+def test_watch_refuses_the_inputs_and_options_check_refuses(tmp_path: Path) -> None:
+    """Each of these made `watch --once` print states and exit 0 (or crash: a header-only CSV
+    was `internal error (ValueError)`), where `check` refuses the log or the option, exit 2:
+    a typo in --by or --cell, a condition named as --metric or --grok-on, one run logged
+    under two spellings of its id."""
+    df = _two_runs(3000.0)
+    df["wd"] = np.where(df["run"] == "a", 0.1, 0.3)
+    df.to_csv(tmp_path / "log.csv", index=False)
+    df.head(0).to_csv(tmp_path / "header.csv", index=False)
+    ws = df.copy()
+    ws.loc[(ws["run"] == "b") & (ws["step"] > STEPS[3]), "run"] = "b "
+    ws.to_csv(tmp_path / "ws.csv", index=False)
+    cases = [
+        ("header.csv", [], "NO_ROWS"),
+        ("ws.csv", [], "RUN_ID_AMBIGUOUS"),
+        ("log.csv", ["--by", "wdd"], "NOT_A_CONDITION"),
+        ("log.csv", ["--cell", "arch"], "NOT_A_CONDITION"),
+        ("log.csv", ["--by", "emb_erank"], "NOT_A_CONDITION"),
+        ("log.csv", ["--metric", "wd"], "NOT_A_SERIES"),
+        ("log.csv", ["--grok-on", "wd", "--grok-below", "0.2"], "NOT_A_SERIES"),
+    ]
+    for name, opts, code in cases:
+        args = [str(tmp_path / name), *opts]
+        check = CliRunner().invoke(cli, ["check", *args, "-q"])
+        watch = CliRunner().invoke(cli, ["watch", *args, "--once", "--idle", "0"])
+        assert check.exit_code == watch.exit_code == 2, (name, opts, check.output,
+                                                         watch.output)
+        assert f"[{code}]" in check.output and f"[{code}]" in watch.output, (
+            name, opts, check.output, watch.output)
+    # the same log with options that name what is there is watched
+    ok = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--once", "--by", "wd",
+                                  "--metric", "emb_erank"])
+    assert ok.exit_code == 0, ok.output
