@@ -188,7 +188,10 @@ def bootstrap(strata: int | Sequence[np.ndarray],
     ``method``: ``percentile``, or ``bca`` (bias-corrected and accelerated, the acceleration
     from the jackknife over units; it falls back to percentile, and says so, when undefined).
     Rule for every interval: at least :data:`MIN_VALID` resamples, and half of those asked
-    for, must give a value; the interval is refused (``note``) when its ends coincide.
+    for, must give a value; the interval is refused (``note``) when its ends coincide, and
+    for one stratum of ``n`` units when a resample of one unit repeated is as likely as the
+    tail it would cut (``n^−n ≥ (1 − level)/2``: two or three units at 95 %): its ends would
+    be the sample's extremes, a range, not an interval at that level.
     Returns one :class:`BootstrapCI` per component of the statistic.
     """
     groups = [np.arange(int(strata))] if isinstance(strata, (int, np.integer)) else \
@@ -203,6 +206,10 @@ def bootstrap(strata: int | Sequence[np.ndarray],
     if every.size == 0 or all(g.size < 2 for g in groups):
         return tuple(BootstrapCI(_f(e), None, None, level, name, 0, 0, seed,
                                  "fewer than 2 units to resample") for e in est)
+    if len(groups) == 1 and float(every.size) ** -every.size >= (1.0 - level) / 2:
+        return tuple(BootstrapCI(_f(e), None, None, level, name, 0, 0, seed,
+                                 f"{every.size} units: a {100 * level:g}% interval would "
+                                 "be the sample's range") for e in est)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, k), np.nan)
     draws_hi = np.full((n_resamples, k), np.nan)

@@ -200,3 +200,19 @@ def test_ols_recovers_noiseless_coefficients_and_loo() -> None:
         b, *_ = np.linalg.lstsq(X[m], y[m], rcond=None)
         press += (y[i] - X[i] @ b) ** 2
     assert fit.loo_r2 == pytest.approx(1 - press / np.sum((y - y.mean()) ** 2))
+
+
+def test_a_bootstrap_of_two_or_three_units_is_refused_not_the_sample_range() -> None:
+    """With two pairs every resample is a, b or their mean (a, b each with probability ¼): the
+    95 % percentile interval was [a, b], the sample's range, printed as a CI (its coverage of
+    the mean is 50 %). Three units: each extreme still has probability 1/27 > 2.5 %."""
+    d = np.array([3.0, 10.0, 4.0, 8.0])
+    for n in (2, 3):
+        (c,) = bootstrap(n, lambda ix, n=n: float(np.mean(d[:n][ix])), seed=0, level=0.95)
+        assert c.low is None and c.high is None and c.note
+        assert c.estimate == pytest.approx(np.mean(d[:n]))
+    (c4,) = bootstrap(4, lambda ix: float(np.mean(d[ix])), seed=0, level=0.95)
+    assert c4.low is not None and d.min() < c4.low < c4.high < d.max()
+    # at 99.9 % four units are too few as well (4⁻⁴ ≈ 0.0039 ≥ 0.0005)
+    (c4x,) = bootstrap(4, lambda ix: float(np.mean(d[ix])), seed=0, level=0.999)
+    assert c4x.low is None
