@@ -53,7 +53,11 @@ class LazyGroup(click.Group):
         # the command line as typed, for the audit trail (never sys.argv: under a test runner
         # or an embedding program that is someone else's)
         ctx.meta["grokaudit.argv"] = list(args)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:  # `grokaudit --nope`
+            _usage_error(exc)
+            raise
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
@@ -87,6 +91,9 @@ class LazyGroup(click.Group):
         except Terminated:
             say_err("terminated (SIGTERM)")
             sys.exit(143)
+        except click.UsageError as exc:  # an unknown flag, a bad value, a missing argument
+            _usage_error(exc)
+            raise
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except MemoryError:  # numpy's, or Arrow's ArrowMemoryError
@@ -134,6 +141,22 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _usage_error(exc: click.UsageError) -> None:
+    """A usage error of the command line as one line with its code and exit 2, like every
+    other refusal (click prints three, with no code): ``UNKNOWN_OPTION`` for a flag no
+    command has, ``INVALID_OPTION`` for the rest (a value of the wrong type or range, a
+    missing argument, an unknown command). Returns only for a bare command that shows its
+    help (click's own)."""
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        return
+    code = (ErrorCode.UNKNOWN_OPTION if isinstance(exc, click.NoSuchOption)
+            else ErrorCode.INVALID_OPTION)
+    where = exc.ctx.command_path if exc.ctx is not None else "grokaudit"
+    say_err(f"error: {safe(exc.format_message().rstrip('.'))}; see '{safe(where)} --help' "
+            f"[{code.value}]")
+    sys.exit(2)
 
 
 def _fail_line(message: str, code: ErrorCode, ctx: click.Context) -> None:

@@ -199,3 +199,30 @@ def test_several_studies_print_a_summary_and_details_only_with_verbose(tmp_path)
     assert short.output.splitlines()[-1] == full.output.splitlines()[-1]
     assert short.output.index("summary (") < short.output.index("failing findings:")
     assert len(short.output.splitlines()) < len(full.output.splitlines()) / 2
+
+
+def test_usage_errors_are_one_line_with_a_code(tmp_path):
+    """click's usage errors were three lines (usage, a hint, "Error: …") with no code, where
+    every other refusal is one `error: … [CODE]` line: a script testing the code saw none."""
+    log = tmp_path / "log.csv"
+    log.write_text("run,step,test_acc\nr,0,0.1\n")
+    cases = [
+        (["check", str(log), "--nope"], "UNKNOWN_OPTION"),
+        (["--nope"], "UNKNOWN_OPTION"),
+        (["check", str(log), "--floor-frac", "abc"], "INVALID_OPTION"),
+        (["check"], "INVALID_OPTION"),
+        (["chek", str(log)], "INVALID_OPTION"),
+        (["compare", str(log), "--by", "m", "--pair", "seed", "--alpha", "2"],
+         "INVALID_OPTION"),
+    ]
+    for args, code in cases:
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert r.stderr.count("\n") == 1, (args, r.stderr)
+        assert r.stderr.startswith("error: ") and r.stderr.rstrip().endswith(f"[{code}]"), (
+            args, r.stderr)
+        assert "--help" in r.stderr  # where to look
+    # help is still help, and a bare `grokaudit` still lists the commands
+    assert CliRunner().invoke(cli, ["check", "--help"]).exit_code == 0
+    bare = CliRunner().invoke(cli, [])
+    assert "check" in bare.output and "[INVALID_OPTION]" not in bare.output

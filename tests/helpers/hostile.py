@@ -129,18 +129,16 @@ def expect_error(out: Outcome, *codes: ErrorCode | str) -> tuple[str, str]:
 
 
 def expect_usage_error(out: Outcome) -> None:
-    """click's own refusal of a value of the wrong type: exit 2, its ``Usage:`` text."""
-    _no_escape(out)
-    assert out.exit_code == 2, f"expected exit 2, got {out.exit_code}:\n{out}"
-    assert "Usage:" in out.stderr or "Error:" in out.stderr, str(out)
+    """A command line click cannot parse (a value of the wrong type, a flag that does not
+    exist): one coded line like every refusal, ``INVALID_OPTION`` or ``UNKNOWN_OPTION``."""
+    expect_error(out, ErrorCode.INVALID_OPTION, ErrorCode.UNKNOWN_OPTION)
 
 
 def expect_error_or_usage(out: Outcome, *codes: ErrorCode | str) -> str | None:
-    """Either a click type refusal or :func:`expect_error`."""
-    if out.exit_code == 2 and out.stderr.startswith("Usage:"):
-        expect_usage_error(out)
-        return None
-    return expect_error(out, *codes)[0]
+    """:func:`expect_error` with ``codes``, or a refusal of the command line by its type
+    (``INVALID_OPTION``)."""
+    return expect_error(out, *codes, ErrorCode.INVALID_OPTION)[0] if codes else \
+        expect_error(out)[0]
 
 
 def expect_audit(out: Outcome, *exit_codes: int) -> None:
