@@ -317,6 +317,18 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
     return tuple(out)
 
 
+#: options that name columns: a blank name is refused, never read as the option left out
+_COLUMN_LISTS = ("metrics", "cell")
+
+
+def _blank(name: str, value: Any, source: str) -> ConfigError:
+    """The refusal of a blank column name (``by = ""``, ``metrics = ","``): read as the option
+    left out it would audit the detected axis, every metric or no cell split without a word."""
+    return ConfigError(f"{source}: option {_named(name)} = {value!r} is blank; give a column "
+                       "name, or leave the option out for the automatic choice",
+                       code=ErrorCode.INVALID_OPTION, option=name)
+
+
 def _coerce(name: str, value: Any, source: str) -> Any:
     default = getattr(AuditConfig(), name)
     if name == "acc_scale" and (value is None or (isinstance(value, str)
@@ -364,16 +376,23 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return bool(value)
         if isinstance(default, tuple):
             if isinstance(value, str):
-                return tuple(v.strip() for v in value.split(",") if v.strip())
+                names = tuple(v.strip() for v in value.split(",") if v.strip())
+                if not names and name in _COLUMN_LISTS:
+                    raise _blank(name, value, source)
+                return names
             if not isinstance(value, (list, tuple)) or not all(
                     isinstance(v, (str, int, float)) for v in value):
                 raise ValueError(value)
+            if name in _COLUMN_LISTS and any(not str(v).strip() for v in value):
+                raise _blank(name, value, source)
             return tuple(str(v) for v in value)
         if name == "by":
-            if value in (None, ""):
+            if value is None:
                 return None
             if not isinstance(value, str):
                 raise ValueError(value)
+            if not value.strip():  # a placeholder left empty is not `by` left out
+                raise _blank(name, value, source)
             return value
         if isinstance(default, int):
             if isinstance(value, bool):

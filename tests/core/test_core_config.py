@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from grokaudit import AuditConfig, ConfigError, make_config
 from grokaudit.cli import cli
-from grokaudit.config import RANGES, build_config, parse_fail_on, replace
+from grokaudit.config import RANGES, build_config, load_config_file, parse_fail_on, replace
 from grokaudit.errors import ErrorCode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,3 +132,25 @@ def test_help_states_the_range_of_every_threshold() -> None:
     text = " ".join(r.output.split())
     for field in ("grok_threshold", "rel_tol", "transient_threshold", "sustain"):
         assert f"valid {RANGES[field]}" in text, field
+
+
+@pytest.mark.parametrize("line", ['by = ""', 'by = "  "', 'metrics = ""', 'metrics = " , "',
+                                  'cell = ""', 'cell = [" "]', 'metrics = ["emb_erank", ""]'])
+def test_a_blank_column_name_in_a_config_file_is_refused(tmp_path, line):
+    """`by = ""` (a template's placeholder left empty) read as `by` left out: the detected
+    axis, every metric, no cell split, without a word — where the same blank flag on the
+    command line is INVALID_OPTION."""
+    (tmp_path / "grokaudit.toml").write_text(line + "\n")
+    values, source = load_config_file(str(tmp_path / "grokaudit.toml")), "grokaudit.toml"
+    with pytest.raises(ConfigError) as exc:
+        make_config(None, values, source=source)
+    assert exc.value.code is ErrorCode.INVALID_OPTION
+
+
+@pytest.mark.parametrize("kw", [{"by": ""}, {"by": " "}, {"metrics": ""}, {"cell": ","}])
+def test_a_blank_column_name_from_python_is_refused(kw):
+    with pytest.raises(ConfigError) as exc:
+        make_config(**kw)
+    assert exc.value.code is ErrorCode.INVALID_OPTION
+    # left out (None) is the automatic choice, as before
+    assert make_config(by=None).by is None and make_config(metrics=None).metrics == ()
