@@ -157,18 +157,20 @@ class Watcher:
         that is absent or changes within a run: refused as ``check`` refuses them."""
         cfg = self.config
         loss = () if cfg.grok_on == "test_acc" else (cfg.grok_on,)
-        named = [c for c in (*cfg.metrics, *loss) if c in num]
+        named = list(dict.fromkeys(c for c in (*cfg.metrics, *loss) if c in num))
         if named:
-            # check's rule: a named series constant within every run, with more values than
-            # runs (not one point each), is set per run; a --grok-on loss may be flat (a run
-            # that never learned), but not set per run and different between runs
-            changes = by_run[named].nunique(dropna=True).max()
+            # a column set per run (constant within every run, with more values than runs,
+            # NaN to a value counting as a change as in check) and different between runs is
+            # a condition such as wd. A column flat in every run and equal between them is
+            # waited for: a metric logged as a constant over a run's first evaluations
+            # (check, reading the log whole, refuses it as a --metric)
+            changes = by_run[named].nunique(dropna=False).max()
             for c in named:
                 values = df[c].dropna()
-                if int(changes[c]) <= 1 and len(values) > by_run.ngroups and (
-                        c not in loss or values.max() > values.min()):
+                if int(changes[c]) <= 1 and len(values) > by_run.ngroups and \
+                        values.max() > values.min():
                     raise metric_not_a_series(c, where, grok_on=c in loss)
-        conditions = [c for c in (cfg.by, *cfg.cell) if c]
+        conditions = list(dict.fromkeys(c for c in (cfg.by, *cfg.cell) if c))
         if not conditions:
             return
         present = [c for c in conditions if c in df.columns]

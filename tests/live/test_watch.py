@@ -190,3 +190,21 @@ def test_watch_refuses_the_inputs_and_options_check_refuses(tmp_path: Path) -> N
     ok = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--once", "--by", "wd",
                                   "--metric", "emb_erank"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_watch_waits_for_a_live_metric_that_is_not_yet_a_series(tmp_path: Path) -> None:
+    """A metric logged every other evaluation (NaN between) and flat so far, or flat and
+    equal in every run (a just-started run): check reads the first, and neither is a
+    condition set per run; watch read both as NOT_A_SERIES and stopped. A column named twice
+    was `internal error (TypeError)`."""
+    df = _two_runs(3000.0)
+    df["sparsity"] = np.where((np.arange(len(df)) // 2) % 2 == 0, 0.0, np.nan)
+    df["flat"] = 1.0
+    df.to_csv(tmp_path / "log.csv", index=False)
+    for opts in (["--metric", "sparsity"], ["--metric", "flat"],
+                 ["--metric", "emb_erank", "--metric", "emb_erank"]):
+        w = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--once", *opts])
+        assert w.exit_code == 0, (opts, w.output)
+    c = CliRunner().invoke(cli, ["check", str(tmp_path / "log.csv"), "-q", "--metric",
+                                 "sparsity"])
+    assert c.exit_code in (0, 1), c.output
