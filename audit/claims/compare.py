@@ -76,7 +76,9 @@ class Pair(Record):
     pair: Any
     runs: tuple[str, str]
     t_grok: tuple[Interval | None, Interval | None]
-    #: ``observed``, ``lower_bound``, ``upper_bound``, ``both_censored``, ``unresolved``
+    #: ``observed``, ``lower_bound``, ``upper_bound``, ``both_censored``; ``interval`` (both
+    #: grokked, evaluated at different steps: a range of known sign) or ``unresolved`` (a
+    #: range holding both signs)
     kind: str
     #: the value, or what is known: ``d > low`` / ``d < high`` / ``low < d < high`` / nothing
     d: Span
@@ -112,6 +114,8 @@ class CensoredSummary(Record):
     wilcoxon_note: str
     #: pairs of observed runs whose sign the evaluation steps cannot resolve (``unresolved``)
     n_unresolved: int = 0
+    #: pairs of observed runs evaluated at different steps, their sign known (``interval``)
+    n_interval: int = 0
 
 
 @dataclass(frozen=True)
@@ -167,14 +171,18 @@ class CompareBody(Record):
 # pairs
 # ------------------------------------------------------------------------------------------
 
-def _known(r: Any) -> tuple[float, float]:
-    """What a run's t_grok is known to be, as ``[low, high]``: its value when it grokked in
-    the log; ``(−∞, first logged step]`` when it grokked before logging began (left-censored:
-    only an upper bound); ``(last step, ∞)`` when it never grokked (right-censored)."""
+def _known(r: Any, resolution: bool = False) -> tuple[float, float]:
+    """What a run's t_grok is known to be, as ``(low, high)``: ``(−∞, first logged step]``
+    when it grokked before logging began (left-censored: only an upper bound); ``(last
+    step, ∞)`` when it never grokked (right-censored); when it grokked in the log, ``(last
+    step below the threshold, first step seen]`` with ``resolution`` (interval censoring),
+    else its value (the first step seen) at both ends."""
     if math.isinf(r.tg_upper):
         return float(r.tg_lower), math.inf
     if bool(getattr(r, "tg_left", False)):
         return -math.inf, float(r.tg_upper)
+    if resolution:
+        return float(r.tg_lower), float(r.tg_value)
     return float(r.tg_value), float(r.tg_value)
 
 
@@ -184,30 +192,36 @@ def _interval(r: Any) -> Interval | None:
     return Interval.make(math.nan if left else r.tg_value, r.tg_lower, r.tg_upper)
 
 
-def _pair(k: Any, a: Any, b: Any, resolution: bool = True) -> Pair:
-    """The difference ``a − b`` of two runs' t_grok, with what is known when either is
-    censored: ``d`` lies in ``[low_a − high_b, high_a − low_b]`` (:func:`_known`); an end that
-    is infinite is unknown, so the pair is a value, a lower bound, an upper bound, or
-    nothing.
+def _observed(r: Any) -> bool:
+    return not math.isinf(r.tg_upper) and not bool(getattr(r, "tg_left", False))
 
-    With ``resolution`` (interval censoring), an observed run's t_grok lies in ``(lower,
-    first step seen]``, so an observed pair's ``d`` lies in ``(lower_a − seen_b, seen_a −
-    lower_b)``. When that range holds both signs — arms evaluated at different cadences, or
-    on shifted grids — the log cannot say which arm grokked sooner: the pair is
-    ``unresolved``, its ``d`` that open range and its sign unknown. On one shared evaluation
-    grid a nonzero difference of first-seen steps always has a known sign."""
+
+def _pair(k: Any, a: Any, b: Any, resolution: bool = True) -> Pair:
+    """The difference ``a − b`` of two runs' t_grok: ``d`` lies in ``(low_a − high_b,
+    high_a − low_b)`` (:func:`_known`), and an end that is infinite is unknown, so the pair
+    is a lower bound, an upper bound, or nothing when either run is censored.
+
+    When both grokked in the log, ``d`` is the difference of the steps grokking was first
+    seen — ``observed`` — when that difference is what the log measures: both runs' grok
+    intervals have the same width (one evaluation grid: the difference is the middle of
+    the range of ``d``) and the range does not hold both signs (a difference of 0 is a tie).
+    Otherwise (with ``resolution``, i.e. interval censoring) the arms were evaluated at
+    different steps and the first-seen difference is off-centre by half the difference of
+    the widths: the pair is ``interval`` (the open range, its sign known) or ``unresolved``
+    (the range holds both signs: no sign)."""
     ia, ib = _interval(a), _interval(b)
-    (la, ha), (lb, hb) = _known(a), _known(b)
+    (la, ha), (lb, hb) = _known(a, resolution), _known(b, resolution)
     with np.errstate(invalid="ignore"):
         lo, hi = la - hb, ha - lb  # −∞ − −∞ cannot occur: each run has one finite end
     runs, t = (a.run, b.run), (ia, ib)
-    if math.isfinite(lo) and math.isfinite(hi):  # both observed: lo == hi
-        if resolution and lo != 0:  # a tie (d = 0) is dropped by the tests either way
-            low = float(a.tg_lower) - float(b.tg_value)
-            high = float(a.tg_value) - float(b.tg_lower)
-            if low < 0 < high:
-                return Pair(py(k), runs, t, "unresolved", Span.of(low, high), None)
-        return Pair(py(k), runs, t, "observed", Span(lo, lo, lo), int(np.sign(lo)))
+    if _observed(a) and _observed(b):
+        d = float(a.tg_value) - float(b.tg_value)
+        same_grid = (ha - la) == (hb - lb)
+        if not resolution or (same_grid and (d == 0 or not lo < 0 < hi)):
+            return Pair(py(k), runs, t, "observed", Span(d, d, d), int(np.sign(d)))
+        if lo < 0 < hi:
+            return Pair(py(k), runs, t, "unresolved", Span.of(lo, hi), None)
+        return Pair(py(k), runs, t, "interval", Span.of(lo, hi), 1 if lo >= 0 else -1)
     if math.isfinite(lo):  # d > lo: the first arm censored, or the second grokked before logging
         return Pair(py(k), runs, t, "lower_bound", Span(None, lo, None),
                     1 if lo >= 0 else None)
@@ -270,6 +284,7 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
     bounded = [p for p in pairs if p.kind in ("lower_bound", "upper_bound")]
     n_both = sum(p.kind == "both_censored" for p in pairs)
     n_unres = sum(p.kind == "unresolved" for p in pairs)
+    n_range = sum(p.kind == "interval" for p in pairs)
     at = np.array([p.d.value if p.kind == "observed" else
                    (p.d.low if p.kind == "lower_bound" else p.d.high)
                    for p in pairs if p.kind in ("observed", "lower_bound", "upper_bound")],
@@ -278,8 +293,8 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
     p_max = None
     if n_both:
         note = "a pair with both arms censored has no known bound: no Wilcoxon bound"
-    elif n_unres:
-        note = ("a pair whose sign the evaluation steps cannot resolve has no known rank: "
+    elif n_unres or n_range:
+        note = ("a pair of arms evaluated at different steps is a range, with no known rank: "
                 "no Wilcoxon bound")
     elif w.statistic is None:
         note = "no nonzero difference"
@@ -296,7 +311,7 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
             note = ("a censored pair is bounded against the direction of the effect: its "
                     "rank is unknown, no Wilcoxon bound")
     return CensoredSummary(len(pairs), len(bounded), int(n_both), mean, median, st, p_max,
-                           note, int(n_unres))
+                           note, int(n_unres), int(n_range))
 
 
 def _order(v: Any) -> tuple[int, Any]:
@@ -372,18 +387,20 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
     if n_cens:
         censored = _censored_summary(pairs)
         main_test = censored.sign
-    if censored is not None and censored.n_unresolved:
-        unres = [p for p in pairs if p.kind == "unresolved"]
+    if censored is not None and censored.n_unresolved + censored.n_interval:
+        unres = [p for p in pairs if p.kind in ("unresolved", "interval")]
         findings.append(finding(
             Reason.PAIRS_WITHIN_RESOLUTION, "study",
-            f"{len(unres)} of {len(pairs)} pairs grokked in both arms, but between "
-            "evaluations that leave the sign of d open (arms evaluated at different steps): "
-            "which arm grokked sooner is not in the log; these pairs are ranges, not values, "
-            "and the test is the sign test on the pairs of known sign",
+            f"{len(unres)} of {len(pairs)} pairs grokked in both arms, but at steps evaluated "
+            "differently in the two arms: the difference of the steps grokking was first "
+            "seen is not what the log measures; d is a range ("
+            f"{censored.n_unresolved} of them holding both signs: which arm grokked sooner "
+            "is not in the log), and the test is the sign test on the pairs of known sign",
             runs=[r for p in unres for r in p.runs],
-            evidence={"n_unresolved": len(unres), "n_pairs": len(pairs),
-                      "pairs": [{"pair": p.pair, "d_low": p.d.low, "d_high": p.d.high}
-                                for p in unres[:20]]}))
+            evidence={"n_unresolved": censored.n_unresolved,
+                      "n_interval": censored.n_interval, "n_pairs": len(pairs),
+                      "pairs": [{"pair": p.pair, "d_low": p.d.low, "d_high": p.d.high,
+                                 "sign": p.sign} for p in unres[:20]]}))
     if censored is not None and censored.n_bounded + censored.n_both_censored:
         findings.append(finding(
             Reason.CENSORED_PAIRS, "study",
@@ -392,7 +409,7 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
             f"{censored.n_both_censored} with both censored: the mean and median difference "
             "are bounds, the test is the sign test on the pairs of known sign, and no effect "
             "size is estimated",
-            runs=[r for p in pairs if p.kind not in ("observed", "unresolved")
+            runs=[r for p in pairs if p.kind in ("lower_bound", "upper_bound", "both_censored")
                   for r in p.runs],
             evidence={"n_bounded": censored.n_bounded,
                       "n_both_censored": censored.n_both_censored, "n_pairs": len(pairs),

@@ -448,8 +448,9 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"{num(t.wilcoxon.p_value)}; sign-flip permutation: p = "
                      f"{num(t.sign_flip.p_value)}; Cohen's d_z = {num(t.cohen_dz)}")
     elif c is not None:
-        unres = (f", {c.n_unresolved} whose sign the evaluation steps leave open"
-                 if c.n_unresolved else "")
+        unres = (f", {c.n_interval + c.n_unresolved} evaluated at different steps in the "
+                 f"two arms (a range; {c.n_unresolved} with no known sign)"
+                 if c.n_unresolved + c.n_interval else "")
         lines.append(f"{c.n_pairs} pairs, {c.n_bounded} with one arm censored and "
                      f"{c.n_both_censored} with both{unres}: mean d {known(c.mean_d)}, "
                      f"median d {known(c.median_d)} (from each pair's range of d: a "

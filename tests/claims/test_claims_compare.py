@@ -101,7 +101,8 @@ def test_an_arm_that_grokked_before_its_log_begins_gives_bounds() -> None:
                     arms=["baseline", "cv_adamw"])
     b = r.body
     assert [p.kind for p in b.pairs] == ["lower_bound"] * 8
-    assert [p.d.low for p in b.pairs] == [t - 1000 for t in base]
+    # each baseline run grokked in (t − 50, t] (evaluated every 50 steps): d > t − 50 − 1000
+    assert [p.d.low for p in b.pairs] == [t - 50 - 1000 for t in base]
     assert all(p.sign is None for p in b.pairs)  # every bound below 0: no sign known
     assert all(p.t_grok[1].left_censored and p.t_grok[1].value is None for p in b.pairs)
     assert b.tests is None and b.complete_pairs.n == 0
@@ -110,7 +111,7 @@ def test_an_arm_that_grokked_before_its_log_begins_gives_bounds() -> None:
     r2 = run_compare(log, make_config(), by="method", pair="seed",
                      arms=["cv_adamw", "baseline"])
     assert [p.kind for p in r2.body.pairs] == ["upper_bound"] * 8
-    assert [p.d.high for p in r2.body.pairs] == [1000 - t for t in base]
+    assert [p.d.high for p in r2.body.pairs] == [1000 - (t - 50) for t in base]
 
 
 def test_one_sided_censoring_bounds_the_mean_and_the_wilcoxon_p() -> None:
@@ -221,19 +222,57 @@ def test_a_sign_the_evaluation_cadence_cannot_resolve_is_not_a_value() -> None:
     assert b.power.n_unknown_sign == 8
 
 
-def test_a_coarse_cadence_that_still_resolves_the_sign_keeps_the_values() -> None:
+def test_arms_evaluated_at_different_steps_are_ranges_of_known_sign() -> None:
     """The same cadences with a grokking at 1600–1670 (first seen at 2000) and b at 1010–1080:
     each pair's range of d, (1500 − t_b, 2000 − (t_b − 10)), lies above 0 — the log resolves
-    who is sooner — and the first-seen steps are compared as before."""
+    who is sooner — but the first-seen difference (920…) is not what it measures (the true
+    d is 590): the pairs are ranges and the test is the sign test."""
     t_a = [1010.0 + 10 * i for i in range(8)]
     t_b = [1600.0 + 10 * i for i in range(8)]
     r = run_compare(_cadence_log(500, 10, t_b, t_a), make_config(), by="method",
                     pair="seed", arms=["a", "b"])
     b = r.body
-    assert [p.kind for p in b.pairs] == ["observed"] * 8
-    assert all(p.sign == 1 for p in b.pairs)
-    assert b.tests is not None and b.tests.wilcoxon.p_value < 0.05
-    assert Reason.PAIRS_WITHIN_RESOLUTION not in r.codes
+    assert [p.kind for p in b.pairs] == ["interval"] * 8
+    assert all(p.sign == 1 and p.d.value is None and p.d.low >= 0 for p in b.pairs)
+    assert b.tests is None and b.censored.n_interval == 8 and b.censored.n_unresolved == 0
+    assert b.censored.sign.n == 8 and b.censored.sign.p_value == pytest.approx(2 / 2**8)
+    assert b.censored.wilcoxon_p_at_most is None
+    assert Reason.PAIRS_WITHIN_RESOLUTION in r.codes and Reason.UNDERPOWERED not in r.codes
+
+
+def test_ranks_the_cadences_cannot_resolve_are_not_tested() -> None:
+    """The reviewer's case: every sign resolved, but seven pairs truly +6 read as +500 and one
+    truly −599 as −100: Wilcoxon p = 0.0156, mean d 425 [200, 500], exit 0, where the log
+    allows a mean anywhere in (−75, 435). Now the sign test (7 of 8: p = 0.07)."""
+    df = _cadence_log(500, 10, [1001.0] * 8, [995.0] * 7 + [1600.0])
+    r = run_compare(df, make_config(), by="method", pair="seed", arms=["a", "b"])
+    b = r.body
+    assert b.tests is None and [p.kind for p in b.pairs].count("observed") == 0
+    assert b.censored.sign.n == 8 and b.censored.sign.statistic == 7
+    assert b.censored.sign.p_value > 0.05
+    assert Reason.PAIRS_WITHIN_RESOLUTION in r.codes
+
+
+def test_a_tie_across_cadences_is_unresolved_not_zero() -> None:
+    """a grokked at 1010 (evaluated every 500: first seen 1500), b at 1495 (every 10: first
+    seen 1500): the first-seen difference is 0, the log says d ∈ (−500, 10)."""
+    r = run_compare(_cadence_log(500, 10, [1010.0] * 6, [1495.0] * 6), make_config(),
+                    by="method", pair="seed", arms=["a", "b"])
+    assert [p.kind for p in r.body.pairs] == ["unresolved"] * 6
+    assert (r.body.pairs[0].d.low, r.body.pairs[0].d.high) == (-500, 10)
+
+
+def test_a_bound_against_a_coarse_arm_uses_its_whole_interval() -> None:
+    """The reviewer's case: a evaluated every 500 groks at 600 (first seen 1000); b's log
+    starts at 900 and it grokked at 850 (t_b ≤ 900). The true d is −250; the bound read at
+    a's first-seen step was d > 100 (sign test p = 0.0078, exit 0); a grokked after 500 only:
+    d > 500 − 900 = −400, no sign."""
+    df = _cadence_log(500, 10, [600.0] * 8, [850.0] * 8)
+    df = df[(df["method"] == "a") | (df["step"] >= 900)].reset_index(drop=True)
+    r = run_compare(df, make_config(), by="method", pair="seed", arms=["a", "b"])
+    assert [p.kind for p in r.body.pairs] == ["lower_bound"] * 8
+    assert all(p.d.low == -400 and p.sign is None for p in r.body.pairs)
+    assert r.exit_code == 1 and Reason.UNDERPOWERED in r.codes
 
 
 def test_without_interval_censoring_the_first_seen_steps_are_values() -> None:
