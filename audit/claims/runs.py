@@ -43,7 +43,8 @@ class RunClocks:
     its row in ``acc`` and in packed series), ``tg_value``/``tg_lower``/``tg_upper``
     (``tg_upper = inf`` when right-censored), ``grokked``, the same for ``tm_`` (``t_mem``;
     NaN when ``train_acc`` is not logged), ``memorized``, ``sustained``, ``first_step``,
-    ``last_step``. Times are in ``step_unit``. A study (``--cell``) is a RunClocks whose
+    ``last_step`` (the last logged step; for a run that never grokked, the last step its grok
+    criterion was evaluated). Times are in ``step_unit``. A study (``--cell``) is a RunClocks whose
     frame holds its runs only.
     """
 
@@ -190,7 +191,9 @@ def run_clocks(table: pa.Table | pd.DataFrame | LogTable | LogParts, cfg: AuditC
         f["memorized"] = False
     f["sustained"] = acc.sustained
     f["first_step"] = acc.span_first
-    f["last_step"] = acc.span_last
+    # what is known of a run that never grokked ends at its last evaluation of the criterion
+    # (test_acc NaN in the rows after it: not evaluated, not "not grokked")
+    f["last_step"] = np.where(tg.censored, tg.lower, acc.span_last)
     return RunClocks(log, acc, f, step_unit_of(log, step_unit), cfg.interval_censoring, parts)
 
 
