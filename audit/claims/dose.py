@@ -81,7 +81,8 @@ class DoseCell(Record):
     median_ci: BootstrapCI | None  #: None for a censored median (a bound has no CI)
     in_fit: bool
     #: ``censored`` (only a lower bound), ``interval`` (a median known only as an interval:
-    #: ``≤300``, ``(490, 700]``) or ``outside_fit_range``
+    #: ``≤300``, ``(490, 700]``), ``at_start`` (a median at step 0: no ln T) or
+    #: ``outside_fit_range``
     left_out: str | None
 
 
@@ -592,8 +593,11 @@ def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
         # an interval with no value: runs that grokked before their logs begin (≤ first
         # step), or short runs beside long ones, leave the middle undetermined
         interval = not cens and med is not None and med.value is None
+        # a median at step 0 (runs generalizing before any training): ln T is undefined
+        at_start = not cens and not interval and med is not None and med.value is not None \
+            and med.value <= 0
         out_range = fit_range is not None and not (fit_range[0] <= x <= fit_range[1])
-        why = "censored" if cens else "interval" if interval else (
+        why = "censored" if cens else "interval" if interval else "at_start" if at_start else (
             "outside_fit_range" if out_range else None)
         if cens and not out_range:
             cens_idx.append(i)
@@ -602,7 +606,8 @@ def _dose_cells(rc: RunClocks, by: str, fit_range: tuple[float, float] | None,
         cells.append(DoseCell(
             x=x, runs=tuple(sorted(f["run"].iloc[rows].tolist())), n_runs=int(rows.size),
             n_grokked=int(f["grokked"].iloc[rows].sum()), median_t_grok=med,
-            median_ci=None if cens or interval else _median_ci(tv, rows, level, seed, B),
+            median_ci=None if cens or interval or at_start
+            else _median_ci(tv, rows, level, seed, B),
             in_fit=why is None, left_out=why))
     fit_idx = [i for i, c in enumerate(cells) if c.in_fit]
     return _Cells(cells, [rows for _, rows in rows_by_x], fit_idx, cens_idx, outside)
@@ -753,12 +758,21 @@ def _interval_findings(cells: Sequence[DoseCell]) -> list[Finding]:
     """``MEDIAN_CENSORED`` for the cells whose median t_grok is only an interval (``≤300`` when
     runs grokked before their logs begin, ``(490, 700]`` when short runs leave the middle
     undetermined): left out of every fit, never fitted at an end of the interval."""
+    out = []
+    zero = [c for c in cells if c.left_out == "at_start"]
+    if zero:
+        out.append(finding(
+            Reason.GROKKED_AT_START, "cell",
+            f"{len(zero)} cells have a median t_grok of step 0 (their runs were at the "
+            "threshold before any training): ln T is undefined there; left out of every fit",
+            runs=[r for c in zero for r in c.runs],
+            evidence={"cells": [c.x for c in zero]}))
     iv = [c for c in cells if c.left_out == "interval"]
     if not iv:
-        return []
+        return out
     shown = ", ".join(f"{format_value(c.x)}: {c.median_t_grok.format('claim')}" for c in iv
                       if c.median_t_grok is not None)
-    return [finding(
+    return out + [finding(
         Reason.MEDIAN_CENSORED, "cell",
         f"{len(iv)} cells have a median t_grok known only as an interval ({shown}: runs that "
         "grokked before their logs begin, or stopped early beside longer ones): left out of "

@@ -568,6 +568,15 @@ def _censoring_findings(f: pd.DataFrame, by: Sequence[str]) -> list[Finding]:
             f"{int(left_g.sum())} runs grokked before logging began: OLS reads t_grok at their "
             "first logged step (only an upper bound of it); the AFT keeps their interval "
             "(0, first step]"))
+    at_start = f["grokked"].to_numpy(dtype=bool) & ~left_g & \
+        (f["tg_value"].to_numpy(dtype=float) <= 0)
+    if at_start.any():
+        findings.append(flag_runs(
+            Reason.GROKKED_AT_START, f, at_start,
+            f"{int(at_start.sum())} runs were at the threshold at step 0 (generalizing before "
+            "any training): log t_grok is undefined there; OLS reads them at t = 1 (ln t = 0) "
+            "and the AFT as (0, 1], so a law in log t_grok rests on a value the log does not "
+            "give; check the task and the threshold, or leave these runs out"))
     return findings
 
 

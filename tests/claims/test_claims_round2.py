@@ -125,6 +125,22 @@ def test_a_run_whose_evaluations_stop_early_is_stopped_early_not_a_failure() -> 
     assert f.runs == ("H2_s0",)
 
 
+def test_a_grok_at_step_zero_is_not_fitted_as_log_t_zero() -> None:
+    """A cell already at the threshold at step 0: dose fitted its median as ln T = 0 (the
+    law then followed that one cell: power, beta 1.84 where the other cells give 0.45);
+    onset read the runs at t = 1 without a word."""
+    df = _onset_log("law")
+    df.loc[df["H"] == 1, "test_acc"] = 1.0
+    r = run_onset(df, make_config(), by=["H"], n_resamples=19)
+    f = next(f for f in r.findings if f.code is R.GROKKED_AT_START)
+    assert len(f.runs) == int((df.groupby("run")["H"].first() == 1).sum())
+    assert all(x.startswith("H1_") for x in f.runs)
+    d = run_dose(df.assign(x=df["H"].astype(float)), make_config(), by="x", n_resamples=19)
+    cell = next(c for c in d.body.cells if c.x == 1.0)
+    assert cell.left_out == "at_start" and not cell.in_fit and cell.median_ci is None
+    assert R.GROKKED_AT_START in d.codes
+
+
 def test_onset_names_runs_that_grokked_before_logging_began() -> None:
     df = _onset_log("law")
     df = df[df["step"] >= 400].reset_index(drop=True)  # H = 1 runs grok around 300
