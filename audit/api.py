@@ -225,7 +225,7 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
         if ceiling is not None:
             extra.append(ceiling)
 
-    findings: list[Finding] = _input_findings(log) + extra
+    findings: list[Finding] = input_findings(log) + extra
     for s in studies:
         findings.extend(s.findings)
     findings_t = sort_findings(findings)
@@ -696,7 +696,7 @@ def _metric_missing(rows: Sequence[np.ndarray], mc: MetricClocks, base: Mapping[
                  "finding says how many runs it rests on"))
 
 
-def _input_findings(log: LogTable) -> list[Finding]:
+def input_findings(log: LogTable) -> list[Finding]:
     """The findings about the input itself: what was set aside or repaired, how accuracy was
     read, and what the reader noted."""
     s = log.summary

@@ -475,4 +475,5 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
     params = {"by": by, "pair": pair, "arms": [str(a) for a in arms], "cell": list(cell),
               "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
     return make_result("compare", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
+                       findings=rc.input_findings())

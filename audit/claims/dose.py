@@ -895,4 +895,5 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
               "mediator": mediator, "baseline": dict(baseline or {}),
               "raised": dict(raised or {}), "sweep": sweep, "step_unit": rc.step_unit}
     return make_result("dose", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
+                       findings=rc.input_findings())

@@ -844,7 +844,8 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
               "thresholds": [float(t) for t in thresholds], "phase_map": axes, "level": level,
               "seed": seed, "n_resamples": n_resamples, "step_unit": rc.step_unit}
     return make_result("onset", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
+                       findings=rc.input_findings())
 
 
 def _in(key: Mapping[str, Any]) -> str:

@@ -471,4 +471,5 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
     params = {"signal": signal, "placebo": placebo, "cell": list(cell), "n_perm": n_perm,
               "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
     return make_result("precursor", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
+                       findings=rc.input_findings())

@@ -24,7 +24,7 @@ from ..clocks import AccuracyClocks, Event, accuracy_clocks
 from ..config import AuditConfig
 from ..design import Design, cell_value
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
-from ..results import Interval
+from ..results import Finding, Interval
 from ..schema import LogTable
 from ..stream import LogParts
 
@@ -80,6 +80,14 @@ class RunClocks:
     def subset(self, mask: np.ndarray) -> RunClocks:
         return RunClocks(self.log, self.acc, self.frame[mask].reset_index(drop=True),
                          self.step_unit, self.interval_censoring, self.parts)
+
+    def input_findings(self) -> list[Finding]:
+        """What ``check`` says of the input itself (runs set aside, accuracies read as
+        percent, what the reader noted), said by every claim too: a run left out of a claim
+        is named, never dropped without a word."""
+        from ..api import input_findings
+
+        return input_findings(self.log)
 
     def median(self, which: str, rows: np.ndarray | None = None, *,
                left_unknown: bool = False) -> Interval | None:

@@ -599,4 +599,5 @@ def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfi
     params = {"by": by, "cell": list(cell), "level": level, "seed": seed,
               "n_resamples": n_resamples, "step_unit": rc.step_unit}
     return make_result("transition", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on)
+                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
+                       findings=rc.input_findings())

@@ -324,3 +324,17 @@ def test_a_precursor_must_beat_both_nulls(kind: str, beaten: str | None) -> None
         f = next(f for f in r.findings if f.code is R.PRECURSOR_NOT_SPECIFIC)
         other = {"time": "permutation", "permutation": "time"}[beaten]
         assert other in f.evidence["failed"]
+
+
+def test_every_claim_names_the_runs_check_sets_aside() -> None:
+    """One run with no test accuracy at all: check says RUN_WITHOUT_ACCURACY; the claims
+    audited the other runs and printed their count with no word of it (the run was only in
+    the JSON's input summary)."""
+    df = _onset_log("law")
+    df.loc[df["run"] == "H2_s3", "test_acc"] = np.nan
+    df["x"] = df["H"].astype(float)
+    results = [run_onset(df, make_config(), by=["H"], n_resamples=19),
+               run_dose(df, make_config(), by="x", n_resamples=19)]
+    for r in results:
+        f = next(f for f in r.findings if f.code is R.RUN_WITHOUT_ACCURACY)
+        assert f.runs == ("H2_s3",), r.command
