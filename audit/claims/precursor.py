@@ -429,19 +429,38 @@ def _specificity_findings(signal: str, placebo: str | None, s: Mapping[str, Any]
         failed.append("placebo")
     if not failed:
         return []
+    # a test whose smallest attainable p is not below α was never passable: say so, not that
+    # the signal "does no better" (n_perm draws: p ≥ 1/(1 + n_perm); McNemar on n runs with
+    # a placebo value: p ≥ 2^−n)
+    n_perm = int(s["null"].size)
+    floor = {"permutation": 1.0 / (1.0 + n_perm), "time": 1.0 / (1.0 + n_perm),
+             "placebo": 0.5 ** plc.n_compared if plc is not None else 1.0}
+    untestable = [x for x in failed if floor[x] >= alpha]
+    beaten = [x for x in failed if x not in untestable]
+    words = {"permutation": "its own values permuted within runs",
+             "time": "its peak placed uniformly in time",
+             "placebo": f"the placebo {placebo} (exact McNemar p = "
+                        f"{plc.test.p_value:.3g})" if plc else ""}
+    parts = []
+    if beaten:
+        parts.append(f"{signal} does no better than "
+                     + " or ".join(words[x] for x in beaten) + f" at α = {alpha}")
+    if untestable:
+        parts.append("the " + " and ".join(
+            {"permutation": f"permutation null ({n_perm} draws)",
+             "time": f"time null ({n_perm} draws)",
+             "placebo": f"placebo test (on {plc.n_compared if plc else 0} runs)"}[x]
+            for x in untestable)
+            + f" cannot reach p < {alpha} (smallest attainable p = "
+            + ", ".join(f"{floor[x]:.3g}" for x in untestable)
+            + "): more runs or draws are needed before the signal can be called specific")
     return [finding(
-        Reason.PRECURSOR_NOT_SPECIFIC, "study",
-        f"{signal} does no better than "
-        + " or ".join({"permutation": "its own values permuted within runs",
-                       "time": "its peak placed uniformly in time",
-                       "placebo": f"the placebo {placebo} (exact McNemar p = "
-                                  f"{plc.test.p_value:.3g})" if plc else ""}[x]
-                      for x in failed) + f" at α = {alpha}",
+        Reason.PRECURSOR_NOT_SPECIFIC, "study", "; ".join(parts),
         evidence={"fraction": obs, "p_perm": s["p_perm"], "p_time": s["p_time"],
                   "alpha": alpha,
                   "placebo": placebo, "placebo_test": plc.test if plc else None,
                   "placebo_fraction": plc.fraction_preceding_interior if plc else None,
-                  "failed": failed})]
+                  "failed": failed, "untestable": untestable})]
 
 
 def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
@@ -460,6 +479,12 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
                              code=ErrorCode.MISSING_COLUMN)
     require_series(rc, signal, "signal")
     if placebo is not None:
+        if placebo == signal:
+            raise LogFormatError(f"--placebo {placebo!r} is the signal itself: a placebo is "
+                                 "another signal, one that carries no information about "
+                                 "grokking (default weight_norm)", path=source,
+                                 column=placebo, param="placebo",
+                                 code=ErrorCode.INVALID_OPTION)
         require_series(rc, placebo, "placebo")
     elif DEFAULT_PLACEBO in rc.log.series and signal != DEFAULT_PLACEBO:
         placebo = DEFAULT_PLACEBO

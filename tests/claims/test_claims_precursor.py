@@ -14,6 +14,7 @@ from grokaudit.claims.precursor import run_precursor
 from grokaudit.claims.render import render_text
 from grokaudit.claims.simulate import make_log
 from grokaudit.cli import cli
+from grokaudit.errors import ErrorCode
 from grokaudit.schema import read_arrow, write_table
 
 
@@ -170,3 +171,22 @@ def test_a_single_csv_with_run_from_column_and_epochs(tmp_path: Path) -> None:
                                    "column", "--n-perm", "99", "--json", "-"])
     d = json.loads(res.stdout)
     assert d["studies"][0]["step_unit"] == "epochs" and d["params"]["step_unit"] == "epochs"
+
+
+def test_a_test_that_cannot_reach_alpha_is_said_to_be_untestable() -> None:
+    """With 10 permutation draws the smallest p is 1/11 = 0.091: a real precursor that beats
+    every draw was reported as doing "no better than its own values permuted"."""
+    log = make_log(_runs(), every=50, series={"attn_cv": _bump, "weight_norm": _monotone})
+    r = run_precursor(log, make_config(), signal="attn_cv", n_perm=10)
+    f = next(f for f in r.findings if f.code is Reason.PRECURSOR_NOT_SPECIFIC)
+    assert sorted(f.evidence["untestable"]) == ["permutation", "time"]
+    assert "placebo" not in f.evidence["failed"]  # 12 of 12 against 0: p = 2^-12
+    ok = run_precursor(log, make_config(), signal="attn_cv", n_perm=199)
+    assert Reason.PRECURSOR_NOT_SPECIFIC not in ok.codes
+
+
+def test_the_signal_is_not_its_own_placebo() -> None:
+    log = make_log(_runs(), every=50, series={"attn_cv": _bump})
+    with pytest.raises(LogFormatError) as exc:
+        run_precursor(log, make_config(), signal="attn_cv", placebo="attn_cv", n_perm=19)
+    assert exc.value.code is ErrorCode.INVALID_OPTION
