@@ -925,6 +925,9 @@ def _floats(value: str | None, flag: str) -> tuple[float, ...]:
             raise ConfigError(f"{flag}: {v!r} is not a finite number",
                               code=ErrorCode.OPTION_OUT_OF_RANGE, option=flag)
         out.append(x)
+    if value is not None and not out:  # --thresholds "" (an unset variable): not "left out"
+        raise ConfigError(f"{flag} {value!r} is blank; give numbers, or leave {flag} out",
+                          code=ErrorCode.INVALID_OPTION, option=flag)
     return tuple(out)
 
 

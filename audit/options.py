@@ -42,6 +42,12 @@ def column_names(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
             rest = "" if param.required else f", or leave {flag} out for its default"
             raise ConfigError(f"{flag} {v!r} is blank; give {what}{rest}",
                               code=ErrorCode.INVALID_OPTION, option=flag)
+        names = split_list(v)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # --by wd,wd: one axis twice (a fit with two equal columns, a 1×1 map)
+            flag = max(param.opts, key=len) if param.opts else str(param.name)
+            raise ConfigError(f"{flag} {v!r} names {', '.join(map(repr, twice))} twice; name "
+                              "each once", code=ErrorCode.INVALID_OPTION, option=flag)
     return value
 
 

@@ -211,3 +211,20 @@ def test_claims_never_import_torch() -> None:
             "grokaudit.claims.sensitivity, grokaudit.claims.render; "
             "assert 'torch' not in sys.modules; assert 'lifelines' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["onset", "{dose}", "--by", "rho,rho"],
+    ["onset", "{dose}", "--by", "rho", "--phase-map", "rho,rho"],
+    ["onset", "{dose}", "--by", "rho", "--thresholds", ""],
+    ["onset", "{dose}", "--by", "rho", "--thresholds", ","],
+    ["dose", "{dose}", "--by", "rho", "--fit-range", ","],
+    ["dose", "{dose}", "--by", "rho", "--cell", "seed,seed"],
+])
+def test_a_column_named_twice_or_a_blank_number_list_is_refused(logs, args) -> None:
+    """`--by wd,wd` fitted one axis twice (warnings about too few runs, exit 0); a blank
+    `--thresholds` or `--fit-range` (an unset shell variable) was read as left out."""
+    argv = [a.format(dose=logs["dose"]) for a in args]
+    r = CliRunner().invoke(cli, argv)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.rstrip().endswith("[INVALID_OPTION]"), r.stderr
