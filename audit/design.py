@@ -191,16 +191,16 @@ def _require(log: LogTable, a: Axis) -> None:
                              f"each run){hint}; conditions: {sorted(cond.columns) or 'none'}",
                              path=src, column=c, param=a.param,
                              code=ErrorCode.NOT_A_CONDITION)
-    if not a.numeric:
-        return
-    if not pd.api.types.is_numeric_dtype(cond[c]):
+    if a.numeric and not pd.api.types.is_numeric_dtype(cond[c]):
         raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
                              path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)
     missing = cond[c].isna()
-    if missing.any():
+    if missing.any():  # an arm or a pair too (compare): a run with no value belongs to none
         raise LogFormatError(f"{name} column {c!r} is missing for run "
                              f"{safe(cond.index[missing][0])!r}", path=src, column=c,
                              param=a.param, code=ErrorCode.CONDITION_MISSING)
+    if not a.numeric:
+        return
     if a.positive and (cond[c] <= 0).any():
         raise LogFormatError(f"{name} column {c!r} has values ≤ 0; its log is undefined "
                              "(choose a positive parametrization)", path=src, column=c,

@@ -283,3 +283,14 @@ def test_without_interval_censoring_the_first_seen_steps_are_values() -> None:
                     by="method", pair="seed", arms=["a", "b"])
     assert [p.kind for p in r.body.pairs] == ["observed"] * 8
     assert Reason.PAIRS_WITHIN_RESOLUTION not in r.codes
+
+
+def test_a_run_with_no_pair_value_is_refused_not_unpaired_nan() -> None:
+    """A run whose --pair value is missing was listed as unpaired 'nan'."""
+    log = _log([3000.0 + 100 * i for i in range(6)], [1000.0 + 100 * i for i in range(6)])
+    log["seed"] = log["seed"].astype(float)
+    log.loc[log["run"] == "n2", "seed"] = np.nan
+    with pytest.raises(LogFormatError) as exc:
+        run_compare(log, make_config(), by="method", pair="seed",
+                    arms=["baseline", "cv_adamw"])
+    assert exc.value.code is ErrorCode.CONDITION_MISSING and exc.value.column == "seed"
