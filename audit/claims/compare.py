@@ -352,7 +352,8 @@ def _arms(f: pd.DataFrame, by: str, arms: Sequence[Any], source: str | None) -> 
                                  code=ErrorCode.INVALID_OPTION)
         return chosen
     if len(levels) != 2:
-        raise LogFormatError(f"{param_name('by')} {by!r} has {len(levels)} values "
+        raise LogFormatError(f"{param_name('by')} {by!r} has {len(levels)} "
+                             f"value{'' if len(levels) == 1 else 's'} "
                              f"({', '.join(format_value(v) for v in levels)}); choose two "
                              f"with {param_value('arms', 'A,B')}",
                              path=source, column=by, code=ErrorCode.INVALID_OPTION)

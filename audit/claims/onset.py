@@ -36,6 +36,7 @@ from ..errors import ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
+from ..text import format_value, safe
 from .flagged import flag_runs
 from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, run_clocks, stopped_early, studies
@@ -862,4 +863,6 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
 
 
 def _in(key: Mapping[str, Any]) -> str:
-    return f" in the study {dict(key)}" if key else ""
+    shown = ", ".join(f"{safe(str(k))}={format_value(v) if v == v and v != '' else '(missing)'}"
+                      for k, v in key.items())
+    return f" in the study {shown}" if key else ""
