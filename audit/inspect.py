@@ -12,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,8 @@ class Inspection:
     axis_why: str
     refused: Mapping[str, str] | None  #: what the audit would refuse, with its code
     flags: tuple[tuple[str, str], ...]  #: (flag, what it would change)
+    #: runs the audit sets aside, by why (``run_without_accuracy``, ``run_too_short``)
+    runs_set_aside: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -84,6 +86,7 @@ class Inspection:
             "axis": {"column": self.axis, "why": self.axis_why},
             "refused": dict(self.refused) if self.refused else None,
             "flags": [{"flag": f, "effect": e} for f, e in self.flags],
+            "runs_set_aside": {k: list(v) for k, v in self.runs_set_aside.items()},
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -159,7 +162,11 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
         source_files=tuple(str(f) for f in prov.get("source_files") or [str(p) for p in paths]),
         runs=tuple(runs), rows=int(table.num_rows), step_column=step_col, step_unit=unit,
         steps=steps, columns=tuple(columns), percent=percent,
-        set_aside=dict(prov.get("set_aside") or {}),
+        set_aside={**dict(prov.get("set_aside") or {}),
+                   **(dict(log.summary.set_aside) if log is not None else {})},
+        runs_set_aside={k: v for k, v in (
+            ("run_without_accuracy", log.summary.runs_without_accuracy if log else ()),
+            ("run_too_short", log.summary.runs_too_short if log else ())) if v},
         config_files=tuple(prov.get("config_files") or ()),
         notes=tuple(str(w) for w in prov.get("warnings") or ()),
         findings=tuple(dict(f) for f in prov.get("findings") or ()),
@@ -347,7 +354,11 @@ def render_inspection(ins: Inspection) -> str:
                          f"max {format_value(d.get('max'))}); "
                          f"{d.get('n_runs_at_most_1', 0)} run(s) never exceed 1")
     if ins.set_aside:
-        lines.append("set aside: " + ", ".join(f"{k} {v}" for k, v in ins.set_aside.items()))
+        lines.append("set aside (rows): "
+                     + ", ".join(f"{k} {v}" for k, v in ins.set_aside.items()))
+    for why, rs in ins.runs_set_aside.items():
+        lines.append(f"runs set aside ({why}): {len(rs)} ({', '.join(safe(r) for r in rs[:5])}"
+                     f"{', …' if len(rs) > 5 else ''}): the audit reads no clock from them")
     if ins.findings:
         lines.append("reader findings:")
         lines += [f"  {f.get('code')}: {f.get('detail')}" for f in ins.findings]

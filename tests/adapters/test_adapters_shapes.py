@@ -339,3 +339,23 @@ def test_a_file_with_a_header_and_no_rows_is_left_out_of_a_folder(tmp_path: Path
     assert any("run3.csv" in n for n in ins["notes"])
     code, _, err = invoke("check", tmp_path / "run3.csv")
     assert code == 2 and err.rstrip().endswith("[NO_ROWS]")
+
+
+def test_inspect_names_the_runs_the_audit_sets_aside(tmp_path: Path) -> None:
+    """A run that never logged test_acc is set aside by the audit (check: RUN_WITHOUT_ACCURACY);
+    inspect said `set_aside: {}` and counted the runs kept without a word of it."""
+    rows = []
+    for run in ("a", "b", "c"):
+        for step in range(0, 1000, 100):
+            rows.append({"run": run, "step": step, "train_acc": 0.5,
+                         "test_acc": "" if run == "b" else 0.1 + step / 2000})
+    path = tmp_path / "log.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["run", "step", "train_acc", "test_acc"])
+        w.writeheader()
+        w.writerows(rows)
+    r = CliRunner().invoke(cli, ["inspect", str(path), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["runs_set_aside"] == {"run_without_accuracy": ["b"]}
+    assert out["set_aside"]["run_without_accuracy"] == 10
