@@ -57,7 +57,7 @@ from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_v
 from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
-from ..text import format_value
+from ..text import format_value, safe
 from .results import ClaimResult, Record, finding, make_result, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
@@ -463,6 +463,16 @@ def _mediation(rc: RunClocks, mediator: str, baseline: Mapping[str, Any],
         raise LogFormatError(f"{param_name('baseline')} {dict(baseline)} or "
                              f"{param_name('raised')} {dict(raised)} matches no run",
                              path=source, param="baseline", code=ErrorCode.UNKNOWN_VALUE)
+    if (sweep_rows & base).any():
+        # the sweep passes through the baseline cell, where the mediator is M0 by definition:
+        # T₂ would be T₀ and the recovery 1 by construction
+        shown = ",".join(f"{safe(str(k))}={v}" for k, v in baseline.items())
+        raise LogFormatError(f"{param_name('sweep')} {sweep!r} runs through the baseline cell "
+                             f"{shown}: the mediator has its baseline value there by "
+                             "definition, so the recovery would be 1 by construction; sweep a "
+                             "column at the raised dose, away from the baseline (--baseline "
+                             "rho=1,tau=1 --raised rho=1.15,tau=1 --sweep tau)", path=source,
+                             column=sweep, param="sweep", code=ErrorCode.INVALID_OPTION)
     findings: list[Finding] = []
     w = np.ones(len(f), dtype=np.int64)
     est = _recovery(f, med, base, rai, sweep_rows, sweep, w)

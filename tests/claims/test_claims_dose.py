@@ -165,6 +165,22 @@ def test_mediation_outside_the_sweep_is_refused() -> None:
 
 
 
+def test_a_sweep_through_the_baseline_cell_is_refused() -> None:
+    """--sweep rho with --baseline rho=1 --raised rho=1.15: the sweep passes through the
+    baseline cell, where the mediator is its baseline value by definition: recovery 1."""
+    rows = []
+    for rho in (1.0, 1.05, 1.1, 1.15):
+        for s in range(3):
+            rows.append({"run": f"r{rho}s{s}", "rho": rho, "seed": s,
+                         "t_grok": 400 + 300 * rho, "budget": 2000})
+    log = make_log(pd.DataFrame(rows), every=10,
+                   series={"logit_scale": lambda r, st: np.full(st.size, r["rho"])})
+    with pytest.raises(LogFormatError) as exc:
+        run_dose(log, make_config(), by="rho", mediator="logit_scale", baseline={"rho": 1.0},
+                 raised={"rho": 1.15}, sweep="rho", n_resamples=20)
+    assert exc.value.code is ErrorCode.INVALID_OPTION and exc.value.column == "rho"
+
+
 def test_a_law_contradicted_by_a_censored_cell_is_a_finding() -> None:
     r = run_dose(diverging_dose_log(), make_config(), by="rho", n_resamples=99)
     b = r.body
