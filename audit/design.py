@@ -195,7 +195,9 @@ def _require(log: LogTable, a: Axis) -> None:
         raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
                              path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)
     missing = cond[c].isna()
-    if missing.any():  # an arm or a pair too (compare): a run with no value belongs to none
+    # an axis, an arm or a pair (compare) too: a run with no value belongs to none; a --cell
+    # column may be missing (the runs without the setting are a study of their own)
+    if missing.any() and (a.numeric or a.param != "cell"):
         raise LogFormatError(f"{name} column {c!r} is missing for run "
                              f"{safe(cond.index[missing][0])!r}", path=src, column=c,
                              param=a.param, code=ErrorCode.CONDITION_MISSING)
