@@ -518,8 +518,14 @@ def _clock_verdict(base: Mapping[str, Any], axis: str, cells_t: Sequence[CellSum
     n_cens = int(np.isin(tcs, (TC_LEFT_CENSORED, *_CENSORED_TC)).sum())
     verdict, vev = clock_verdict(list(passing), orderings, mc.rel_lag_low[elig],
                                  mc.rel_lag_high[elig], int(timed.sum()), n_cens, cfg)
-    findings.append(make_finding(verdict, "study", base, evidence=vev,
-                                 message=_verdict_text(verdict, cfg)))
+    text = _verdict_text(verdict, cfg)
+    if verdict is Reason.INCONCLUSIVE_CENSORING and vev.get("lag_straddles_threshold"):
+        text = (f"the runs' rel_lag bounds straddle large_lag = {cfg.large_lag} (median from "
+                f"{format_number(vev.get('median_rel_lag_low'))} to "
+                f"{format_number(vev.get('median_rel_lag_high'))}): censored t_compress, or "
+                "evaluations too far apart around grokking to time the lag, leave its size "
+                "undetermined")
+    findings.append(make_finding(verdict, "study", base, evidence=vev, message=text))
     ep = endpoint_finding(list(passing), base, cfg)
     if ep:
         findings.append(ep)

@@ -1172,6 +1172,21 @@ def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
             rel_high = np.where(lg & have_lag,
                                 np.where(tg.lower > 0, t.upper / tg.lower - 1.0, INF), rel_high)
         if cfg.interval_censoring:
+            # a lag below the log's resolution (either clock's interval wider than the lag)
+            # whose rel_lag range, t_c / t_g − 1 over t_c in (lower, upper] and t_g in
+            # (lower, upper], is wider than large_lag itself (evaluations far apart around
+            # grokking: a grok in (1000, 6000] and a compression first seen 50 steps after
+            # it): the first-seen steps' ratio is not what the log measures; the run's
+            # rel_lag is its range
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r_lo = t.lower / np.where(tg.upper > 0, tg.upper, np.nan) - 1.0
+                r_hi = np.where(tg.lower > 0, t.upper / tg.lower - 1.0, INF)
+            below = np.maximum(tg.upper - tg.lower, t.upper - t.lower) > np.abs(lag_val)
+            wide = ok & grokked & ~lg & ~lc & (tg.value > 0) & below & \
+                (r_hi - r_lo > cfg.large_lag)
+            if wide.any():
+                rel_low = np.where(wide, r_lo, rel_low)
+                rel_high = np.where(wide, r_hi, rel_high)
             # grokked at step 0, a logged point: rel_lag = lag / 0 is infinite for a positive
             # lag and unknown, in [0, ∞), for a lag that may be 0 -- never left out of a median
             zero = grokked & ~lg & (tg.value == 0) & have_lag

@@ -346,3 +346,37 @@ def test_run_ids_differing_by_a_trailing_nul_stay_distinct():
 
     doc = json.loads(res.to_json())["studies"][0]
     assert [r["run"] for r in doc["runs"]] == runs
+
+
+def _gapped_sweep(steps: np.ndarray | None = None) -> pd.DataFrame:
+    """Evaluations every 10 steps up to 1000, then every 50 from 6000: each run groks near
+    1600 and compresses near 3000, both inside the gap, first seen at 6000 and 6050."""
+    if steps is None:
+        steps = np.r_[np.arange(0, 1000, 10), np.arange(6000, 10001, 50)]
+    s = steps.astype(float)
+    frames = []
+    for i, wd in enumerate((0.1, 0.3, 1.0)):
+        for seed in range(3):
+            tg, tc = 1500 + 100 * i + 20 * seed, 3000 + 200 * i
+            frames.append(pd.DataFrame({
+                "run": f"wd{wd}_s{seed}", "step": steps, "wd": wd, "seed": seed,
+                "train_acc": np.clip(1 / (1 + np.exp(-(s - 200) / 30)), 0, 1),
+                "test_acc": 1 / (1 + np.exp(-(s - tg) / 40)),
+                "emb_erank": 20 + 30 / (1 + np.exp((s - tc) / 80))}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_a_lag_inside_an_evaluation_gap_is_not_a_small_lag() -> None:
+    """The first-seen steps (6000, 6050) gave lag 50, rel_lag 0.0083 and the verdict
+    SINGLE_CLOCK_SMALL_LAG, where the log only says t_grok ∈ (990, 6000] and the lag
+    anywhere in (0, 5060]: rel_lag from 0 to about 5."""
+    r = grokaudit.audit_table(_gapped_sweep(), by="wd", metrics=["emb_erank"])
+    verdicts = {f.code for f in r.findings if f.scope == "study"}
+    assert Reason.SINGLE_CLOCK_SMALL_LAG not in verdicts
+    assert Reason.INCONCLUSIVE_CENSORING in verdicts
+    for c in r.studies[0].cells:
+        assert c.rel_lag is None
+    # the same sweep evaluated every 10 steps throughout: the lag is measured, a value
+    dense = grokaudit.audit_table(_gapped_sweep(np.arange(0, 10001, 10)), by="wd",
+                                  metrics=["emb_erank"])
+    assert all(c.rel_lag is not None and c.rel_lag > 0.5 for c in dense.studies[0].cells)
