@@ -940,8 +940,11 @@ def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig,
     noise around F; every floor is taken as converged (``unchecked``) without the check.
     ``not_converged`` marks runs whose siblings show the metric still moving after their
     horizon (:mod:`.horizons`): a floor stable over their own window is indeterminate."""
-    V, S = P.values, P.steps
-    L = span.last - w.w2_lo
+    V, S, n = P.values, P.steps, P.counts
+    # W2's own step length: to the metric's last logged point (a metric that stops before
+    # the run's last step, NaN in its last rows, has a shorter W2: W1 and the drift follow it)
+    last_v = np.where(n > 0, _take(S, np.maximum(n - 1, 0)), span.last)
+    L = np.minimum(span.last, last_v) - w.w2_lo
     w1_from = w.w2_lo - L
     i1 = (S < w1_from[:, None]).sum(axis=1)
     i1 = np.minimum(i1, w.i0)

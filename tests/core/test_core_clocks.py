@@ -380,3 +380,29 @@ def test_a_lag_inside_an_evaluation_gap_is_not_a_small_lag() -> None:
     dense = grokaudit.audit_table(_gapped_sweep(np.arange(0, 10001, 10)), by="wd",
                                   metrics=["emb_erank"])
     assert all(c.rel_lag is not None and c.rel_lag > 0.5 for c in dense.studies[0].cells)
+
+
+def test_a_metric_that_stops_before_the_run_ends_has_the_floor_of_its_own_points() -> None:
+    """One run's metric is NaN after step 4000 (its accuracy logged to 5000): W1 and the drift
+    were measured from the run's last step, W1 stretched back over the compression and the
+    floor read as unstable (a critical FLOOR_UNSTABLE on its cell): W1 now has W2's own step
+    length, from the metric's last point."""
+    steps = np.arange(0, 5001, 50)
+    s = steps.astype(float)
+    frames = []
+    for i, wd in enumerate((0.1, 0.3)):
+        for seed in range(3):
+            rng = np.random.default_rng(10 * i + seed)
+            frames.append(pd.DataFrame({
+                "run": f"wd{wd}_s{seed}", "step": steps, "wd": wd, "seed": seed,
+                "train_acc": np.clip(1 / (1 + np.exp(-(s - 200) / 30)), 0, 1),
+                "test_acc": 1 / (1 + np.exp(-(s - 1500 - 200 * i) / 40)),
+                "emb_erank": 20 + 30 / (1 + np.exp((s - 3000) / 80))
+                + rng.normal(0, 0.05, s.size)}))
+    df = pd.concat(frames, ignore_index=True)
+    nan_tail = df.copy()
+    nan_tail.loc[(nan_tail["run"] == "wd0.1_s0") & (nan_tail["step"] > 4000), "emb_erank"] = np.nan
+    a = grokaudit.audit_table(nan_tail, by="wd", metrics=["emb_erank"])
+    ra = next(r for r in a.studies[0].runs if r.run == "wd0.1_s0")
+    assert ra.floor_stability == "stable"
+    assert Reason.FLOOR_UNSTABLE not in a.codes
