@@ -790,6 +790,12 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     dictionary = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
                             dtype=object)
     del run_col, enc
+    blank = np.fromiter((str(x).strip() == "" for x in dictionary), dtype=bool,
+                        count=dictionary.size)
+    if blank.any():  # a CSV's empty cell is "" (not null): the same missing run id
+        n_blank = int(np.isin(codes, np.flatnonzero(blank)).sum())
+        raise LogFormatError(f"column 'run' has {n_blank} empty values; every row needs a run "
+                             "id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
     table.done("run")  # the codes and the dictionary are what the stages read of it
     step_col = table.column("step")
     if not _numeric(step_col):

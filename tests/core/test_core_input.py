@@ -225,3 +225,18 @@ def test_bad_config_value_is_a_usage_error(tmp_path):
     assert_input_error(run_cli("check", p, "--config", str(cfgf)), "grok_threshold")
     cfgf.write_text("no_such_option = 1\n")
     assert_input_error(run_cli("check", p, "--config", str(cfgf)), "no_such_option")
+
+
+def test_an_empty_run_id_in_a_csv_is_a_missing_value_as_in_parquet(tmp_path):
+    """pandas writes a None run id as an empty CSV cell, read as "": the row became a run of
+    its own, set aside as too short without its name (Parquet: MISSING_VALUES)."""
+    rows = [{"run": r, "step": s, "test_acc": 0.1 + s / 1000, "train_acc": 1.0}
+            for r in ("a", "b") for s in range(0, 600, 100)]
+    rows[3]["run"] = None
+    df = pd.DataFrame(rows)
+    df.to_csv(tmp_path / "log.csv", index=False)
+    df.to_parquet(tmp_path / "log.parquet", index=False)
+    for name in ("log.csv", "log.parquet"):
+        r = CliRunner().invoke(cli, ["check", str(tmp_path / name), "-q"])
+        assert r.exit_code == 2, r.output
+        assert r.stderr.rstrip().endswith("[MISSING_VALUES]"), r.stderr
