@@ -385,7 +385,13 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 raise ValueError(value)
             if name in _COLUMN_LISTS and any(not str(v).strip() for v in value):
                 raise _blank(name, value, source)
-            return tuple(str(v) for v in value)
+            names = tuple(str(v) for v in value)
+            twice = sorted({v for v in names if names.count(v) > 1})
+            if name in _COLUMN_LISTS and twice:  # --metric m --metric m: two equal studies
+                raise ConfigError(f"{source}: option {_named(name)} names "
+                                  f"{', '.join(map(repr, twice))} twice; name each once",
+                                  code=ErrorCode.INVALID_OPTION, option=name)
+            return names
         if name == "by":
             if value is None:
                 return None
@@ -412,6 +418,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         if not isinstance(value, str):
             raise ValueError(value)
         return value
+    except ConfigError:  # a refusal of its own (a blank or repeated name): as it is
+        raise
     except (TypeError, ValueError, OverflowError):
         kind = {bool: "true/false", int: "an integer", float: "a number",
                 tuple: "a list of names"}.get(type(default), "a string")

@@ -154,3 +154,13 @@ def test_a_blank_column_name_from_python_is_refused(kw):
     assert exc.value.code is ErrorCode.INVALID_OPTION
     # left out (None) is the automatic choice, as before
     assert make_config(by=None).by is None and make_config(metrics=None).metrics == ()
+
+
+def test_a_metric_named_twice_is_refused_not_audited_twice():
+    """`--metric m --metric m` (or metrics = ["m", "m"]) printed two identical studies and
+    doubled the failing findings."""
+    with pytest.raises(ConfigError) as exc:
+        make_config(metrics=["emb_erank", "emb_erank"])
+    assert exc.value.code is ErrorCode.INVALID_OPTION
+    with pytest.raises(ConfigError):
+        make_config(None, {"cell": ["arch", "arch"]}, source="grokaudit.toml")
