@@ -201,10 +201,13 @@ def test_watch_waits_for_a_live_metric_that_is_not_yet_a_series(tmp_path: Path) 
     df["sparsity"] = np.where((np.arange(len(df)) // 2) % 2 == 0, 0.0, np.nan)
     df["flat"] = 1.0
     df.to_csv(tmp_path / "log.csv", index=False)
-    for opts in (["--metric", "sparsity"], ["--metric", "flat"],
-                 ["--metric", "emb_erank", "--metric", "emb_erank"]):
+    for opts in (["--metric", "sparsity"], ["--metric", "flat"]):
         w = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--once", *opts])
         assert w.exit_code == 0, (opts, w.output)
+    # named twice: one coded refusal, as check gives (was a TypeError)
+    w = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--once",
+                                 "--metric", "emb_erank", "--metric", "emb_erank"])
+    assert w.exit_code == 2 and w.stderr.rstrip().endswith("[INVALID_OPTION]"), w.output
     c = CliRunner().invoke(cli, ["check", str(tmp_path / "log.csv"), "-q", "--metric",
                                  "sparsity"])
     assert c.exit_code in (0, 1), c.output
