@@ -321,6 +321,11 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
 _COLUMN_LISTS = ("metrics", "cell")
 
 
+def repeated(names: Sequence[str]) -> list[str]:
+    """The names given more than once, sorted (``--by wd,wd``, ``metrics = [m, m]``)."""
+    return sorted({n for n in names if names.count(n) > 1})
+
+
 def _blank(name: str, value: Any, source: str) -> ConfigError:
     """The refusal of a blank column name (``by = ""``, ``metrics = ","``): read as the option
     left out it would audit the detected axis, every metric or no cell split without a word."""
@@ -386,7 +391,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             if name in _COLUMN_LISTS and any(not str(v).strip() for v in value):
                 raise _blank(name, value, source)
             names = tuple(str(v) for v in value)
-            twice = sorted({v for v in names if names.count(v) > 1})
+            twice = repeated(names)
             if name in _COLUMN_LISTS and twice:  # --metric m --metric m: two equal studies
                 raise ConfigError(f"{source}: option {_named(name)} names "
                                   f"{', '.join(map(repr, twice))} twice; name each once",

@@ -177,6 +177,16 @@ class Design:
             param="cell" if split else "by", code=ErrorCode.DUPLICATE_AXIS_VALUES)
 
 
+def not_a_condition(name: str, column: str, per_step: bool, listing: str, path: str | None,
+                    param: str | None = None) -> LogFormatError:
+    """The refusal of a column named as a condition (``--by``, ``--cell``, ``--pair``) that is
+    none (``NOT_A_CONDITION``); ``listing`` says what there is (``conditions: [...]``)."""
+    hint = " (it varies within runs: it is a per-step column)" if per_step else ""
+    return LogFormatError(f"{name} column {safe(column)!r} is not a condition column (constant "
+                          f"within each run){hint}; {listing}", path=path, column=column,
+                          param=param, code=ErrorCode.NOT_A_CONDITION)
+
+
 def _require(log: LogTable, a: Axis) -> None:
     """Raise :class:`LogFormatError` unless ``a.column`` is a condition (numeric, known for
     every run and positive where ``a`` asks)."""
@@ -186,11 +196,8 @@ def _require(log: LogTable, a: Axis) -> None:
     name = (param_name(a.param) if a.param is not None
             else f"the axis (inferred; choose one with {param_name('by')})")
     if c not in cond.columns:
-        hint = " (it varies within runs: it is a per-step column)" if c in log.series else ""
-        raise LogFormatError(f"{name} column {c!r} is not a condition column (constant within "
-                             f"each run){hint}; conditions: {sorted(cond.columns) or 'none'}",
-                             path=src, column=c, param=a.param,
-                             code=ErrorCode.NOT_A_CONDITION)
+        raise not_a_condition(name, c, c in log.series,
+                              f"conditions: {sorted(cond.columns) or 'none'}", src, a.param)
     if a.numeric and not pd.api.types.is_numeric_dtype(cond[c]):
         raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
                              path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .config import RANGES, AuditConfig
+from .config import RANGES, AuditConfig, repeated
 from .errors import ConfigError, ErrorCode
 
 F = Callable[..., Any]
@@ -43,7 +43,7 @@ def column_names(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
             raise ConfigError(f"{flag} {v!r} is blank; give {what}{rest}",
                               code=ErrorCode.INVALID_OPTION, option=flag)
         names = split_list(v)
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = repeated(names)
         if twice:  # --by wd,wd: one axis twice (a fit with two equal columns, a 1×1 map)
             flag = max(param.opts, key=len) if param.opts else str(param.name)
             raise ConfigError(f"{flag} {v!r} names {', '.join(map(repr, twice))} twice; name "

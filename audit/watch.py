@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .config import AuditConfig
+from .design import not_a_condition
 from .errors import ErrorCode, LogFormatError
 from .identity import check_run_ids
 from .live import DEFAULT_MARGIN, LiveRun, LiveState
@@ -177,14 +178,10 @@ class Watcher:
         changes = by_run[present].nunique(dropna=False).max() if present else {}
         for c in conditions:
             if c not in df.columns or int(changes[c]) > 1:
-                flag = "--by" if c == cfg.by else "--cell"
-                hint = (" (it varies within runs: it is a per-step column)"
-                        if c in df.columns else "")
-                raise LogFormatError(
-                    f"{flag} column {safe(c)!r} is not a condition column (constant within "
-                    f"each run){hint}; columns read: "
-                    f"{', '.join(sorted(safe(str(x)) for x in df.columns))}",
-                    path=where, column=c, code=ErrorCode.NOT_A_CONDITION)
+                raise not_a_condition(
+                    "--by" if c == cfg.by else "--cell", c, c in df.columns,
+                    f"columns read: {', '.join(sorted(safe(str(x)) for x in df.columns))}",
+                    where)
 
     def _idle(self, rid: str, now: float, closed: set[str] | None) -> bool:
         return (closed is not None and rid in closed) or now - self._grew[rid] >= self.idle

@@ -46,7 +46,7 @@ from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe, value_matches
-from .results import ClaimResult, Record, Span, finding, make_result
+from .results import ClaimResult, Record, Span, finding
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import (
     BootstrapCI,
@@ -475,6 +475,4 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
         out.append((key, body, fs))
     params = {"by": by, "pair": pair, "arms": [str(a) for a in arms], "cell": list(cell),
               "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
-    return make_result("compare", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
-                       findings=rc.input_findings())
+    return rc.result("compare", config, params, out)

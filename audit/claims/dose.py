@@ -58,7 +58,7 @@ from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe
-from .results import ClaimResult, Record, finding, make_result, outward
+from .results import ClaimResult, Record, finding, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
 
@@ -904,6 +904,4 @@ def run_dose(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *, 
               "cell": list(cell), "level": level, "seed": seed, "n_resamples": n_resamples,
               "mediator": mediator, "baseline": dict(baseline or {}),
               "raised": dict(raised or {}), "sweep": sweep, "step_unit": rc.step_unit}
-    return make_result("dose", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
-                       findings=rc.input_findings())
+    return rc.result("dose", config, params, out)

@@ -38,7 +38,7 @@ from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe
 from .flagged import flag_runs
-from .results import ClaimResult, Record, finding, make_result, outward
+from .results import ClaimResult, Record, finding, outward
 from .runs import RunClocks, py, run_clocks, stopped_early, studies
 from .stats import (
     BootstrapCI,
@@ -857,9 +857,7 @@ def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,
     params = {"by": list(by), "interactions": interactions, "cell": list(cell),
               "thresholds": [float(t) for t in thresholds], "phase_map": axes, "level": level,
               "seed": seed, "n_resamples": n_resamples, "step_unit": rc.step_unit}
-    return make_result("onset", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
-                       findings=rc.input_findings())
+    return rc.result("onset", config, params, out)
 
 
 def _in(key: Mapping[str, Any]) -> str:

@@ -48,7 +48,7 @@ from ..reasons import Reason
 from ..results import Finding
 from ..schema import LogTable
 from .flagged import flag_runs
-from .results import ClaimResult, Record, Span, finding, make_result
+from .results import ClaimResult, Record, Span, finding
 from .runs import RunClocks, require_series, run_clocks, studies
 from .stats import BootstrapCI, TestResult, bootstrap, mcnemar_exact
 
@@ -495,6 +495,4 @@ def run_precursor(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig
         out.append((key, body, fs))
     params = {"signal": signal, "placebo": placebo, "cell": list(cell), "n_perm": n_perm,
               "alpha": alpha, "level": level, "seed": seed, "step_unit": rc.step_unit}
-    return make_result("precursor", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
-                       findings=rc.input_findings())
+    return rc.result("precursor", config, params, out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
 from ..results import Finding, Interval
 from ..schema import LogTable
 from ..stream import LogParts
+from .results import ClaimResult, make_result
 
 #: What a log's ``step`` column may count, as the adapters and the trainer spell it.
 STEP_UNITS = {"step": "steps", "steps": "steps", "epoch": "epochs", "epochs": "epochs"}
@@ -81,13 +82,18 @@ class RunClocks:
         return RunClocks(self.log, self.acc, self.frame[mask].reset_index(drop=True),
                          self.step_unit, self.interval_censoring, self.parts)
 
-    def input_findings(self) -> list[Finding]:
-        """What ``check`` says of the input itself (runs set aside, accuracies read as
-        percent, what the reader noted), said by every claim too: a run left out of a claim
-        is named, never dropped without a word."""
+    def result(self, command: str, config: AuditConfig, params: Mapping[str, Any],
+               studies: Sequence[tuple[Mapping[str, Any], Any, Sequence[Finding]]]
+               ) -> ClaimResult:
+        """The claim's result over this log: its studies, the log's input summary, and what
+        ``check`` says of the input itself (runs set aside, accuracies read as percent, what
+        the reader noted), so that a run left out of a claim is named, never dropped without
+        a word."""
         from ..api import input_findings
 
-        return input_findings(self.log)
+        return make_result(command, params=params, config=config.to_dict(),
+                           input=self.log.summary.to_dict(), studies=studies,
+                           fail_on=config.fail_on, findings=input_findings(self.log))
 
     def median(self, which: str, rows: np.ndarray | None = None, *,
                left_unknown: bool = False) -> Interval | None:

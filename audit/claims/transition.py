@@ -44,7 +44,7 @@ from ..reasons import Reason
 from ..results import Finding, Interval, format_number
 from ..schema import LogTable
 from .flagged import flag_runs
-from .results import ClaimResult, Record, finding, make_result, outward
+from .results import ClaimResult, Record, finding, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Proportion, bootstrap, wilson
 
@@ -598,6 +598,4 @@ def run_transition(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfi
         out.append((key, body, fs))
     params = {"by": by, "cell": list(cell), "level": level, "seed": seed,
               "n_resamples": n_resamples, "step_unit": rc.step_unit}
-    return make_result("transition", params=params, config=config.to_dict(),
-                       input=rc.log.summary.to_dict(), studies=out, fail_on=config.fail_on,
-                       findings=rc.input_findings())
+    return rc.result("transition", config, params, out)
