@@ -132,7 +132,8 @@ class Watcher:
         if not len(df):
             raise LogFormatError("the table has no rows; there is nothing to audit",
                                  path=where, code=ErrorCode.NO_ROWS)
-        missing = int(df["run"].isna().sum())
+        # an empty id (a CSV's empty cell, read as "") is as missing as a null one, as in check
+        missing = int((df["run"].isna() | (df["run"].astype(str).str.strip() == "")).sum())
         if missing:
             raise LogFormatError(f"column 'run' has {missing} missing values: every row needs "
                                  "its run id", path=where, column="run",
