@@ -32,6 +32,12 @@ class ErrorCode(str, Enum):
     PROVENANCE_MALFORMED = "PROVENANCE_MALFORMED"
     #: a file read in parts changed (or went) between its parts: they would mix two versions
     INPUT_CHANGED = "INPUT_CHANGED"
+    #: a file that could run code when read (a pickle holding more than tensors and numbers)
+    UNSAFE_FILE = "UNSAFE_FILE"
+    #: a RunLogger folder whose segment numbers have a gap: rows written were lost
+    SEGMENT_MISSING = "SEGMENT_MISSING"
+    #: a hive key repeated in one path with two values, or a path value a column contradicts
+    HIVE_KEY_CONFLICT = "HIVE_KEY_CONFLICT"
     # -- columns and values ------------------------------------------------------------------
     MISSING_COLUMN = "MISSING_COLUMN"
     DUPLICATE_COLUMN = "DUPLICATE_COLUMN"
