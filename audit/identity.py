@@ -54,11 +54,16 @@ def check_run_ids(ids: np.ndarray, path: str | None) -> None:
 # values
 # ------------------------------------------------------------------------------------------
 
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _f32_text(v: float) -> float | None:
     """``v`` as its shortest float32 text, when ``v`` is exactly a float32 value and that text
     is shorter than its float64 one (None otherwise)."""
+    if not math.isfinite(v) or abs(v) > F32_MAX:  # no float32 holds it (and no warning)
+        return None
     f = np.float32(v)
-    if not math.isfinite(v) or float(f) != v:
+    if float(f) != v:
         return None
     short = float(str(f))
     return short if len(repr(short)) < len(repr(v)) else None

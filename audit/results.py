@@ -147,12 +147,19 @@ def format_interval(iv: Interval | None, style: str = "compact") -> str:
     return "—" if iv is None else iv.format(style)
 
 
+#: From here on a number is printed with significant digits, whole or not (1e16 is above
+#: every step count a log holds and every integer a float keeps exactly).
+HUGE = 1e16
+
+
 def format_number(x: float | None, digits: int = 3) -> str:
     """A number for people: ``—`` when missing (None or NaN), whole numbers and values of 1 000
     or more without decimals (steps), else ``digits`` significant digits. Shared by the text
     report, the HTML report and the figures."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
+    if abs(x) >= HUGE:  # no step count: a 1e300 dose is not printed as 301 digits
+        return f"{x:.{digits}g}"
     if abs(x) >= 1000 or float(x).is_integer():
         return f"{x:.0f}"
     return f"{x:.{digits}g}"
@@ -171,7 +178,7 @@ def outward(x: float | None, digits: int = 3, *, down: bool) -> str:
         return s
     if (v <= x) if down else (v >= x):
         return s
-    if abs(x) >= 1000 or float(x).is_integer():
+    if abs(x) < HUGE and (abs(x) >= 1000 or float(x).is_integer()):
         q = 1.0
     else:
         q = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)

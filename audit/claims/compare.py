@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from ..config import AuditConfig
 from ..design import Axis, Design
-from ..errors import ErrorCode, LogFormatError, param_name, param_value
+from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason
 from ..results import Finding, Interval
 from ..schema import LogTable
@@ -460,6 +460,10 @@ def run_compare(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, 
     """Audit a paired comparison of two arms of ``by``, paired on ``pair``. ``cell`` splits
     the runs into separate studies; runs of one arm and one pair value that differ in another
     condition are refused (``DUPLICATE_AXIS_VALUES``) unless ``cell`` separates them."""
+    if pair == by:  # every run would be its own pair's only arm
+        raise ConfigError(f"{param_name('pair')} and {param_name('by')} both name {safe(pair)!r}: "
+                          "the arms are the values of --by, the pairs the values of another "
+                          "condition (the seed)", code=ErrorCode.INVALID_OPTION, option="pair")
     rc = run_clocks(table, config, source, step_unit)
     design = Design.validate(rc.log, axes=[Axis(by, numeric=False),
                                            Axis(pair, "pair", numeric=False)],

@@ -393,9 +393,10 @@ def _mediator_values(rc: RunClocks, mediator: str, source: str | None) -> np.nda
     if mediator in rc.log.conditions.columns:
         return f[mediator].to_numpy(dtype=float)
     if mediator not in rc.log.series:
-        raise LogFormatError(f"{param_name('mediator')} column {mediator!r} is neither a "
-                             "condition nor a per-step column", path=source, column=mediator,
-                             param="mediator", code=ErrorCode.NOT_A_SERIES)
+        # in neither: a misspelling, named as check names a misspelt --metric
+        raise LogFormatError(f"{param_name('mediator')} column {safe(mediator)!r} is not in the "
+                             "log (neither a condition nor a per-step column)", path=source,
+                             column=mediator, param="mediator", code=ErrorCode.METRIC_NOT_FOUND)
     from ..clocks import pack
 
     pos = rc.pos

@@ -25,8 +25,9 @@ from ..config import AuditConfig
 from ..design import Design, cell_value
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name
 from ..results import Finding, Interval
-from ..schema import LogTable
+from ..schema import ACCURACY_COLUMNS, REQUIRED, LogTable
 from ..stream import LogParts
+from ..text import safe
 from .results import ClaimResult, make_result
 
 #: What a log's ``step`` column may count, as the adapters and the trainer spell it.
@@ -218,11 +219,26 @@ def require_series(rc: RunClocks, col: str, param: str) -> np.ndarray:
         raise ConfigError(f"{param_name(param)}: the per-step values of every run are read at "
                           "once; audit without --stream", code=ErrorCode.INVALID_OPTION,
                           option="--stream")
-    if col not in rc.log.series:
-        raise LogFormatError(f"{param_name(param)} column {col!r} is not a per-step column; "
-                             f"per-step columns present: {sorted(rc.log.series) or 'none'}",
+    if col in REQUIRED or col in ACCURACY_COLUMNS:
+        # the accuracies are the clocks every claim is measured against, not a signal
+        raise LogFormatError(f"{param_name(param)} {safe(col)!r} is the log's own "
+                             f"{'step' if col == 'step' else 'run id' if col == 'run' else 'accuracy'}"
+                             ", which the grok and memorization clocks are read from; name "
+                             "another per-step column (e.g. attn_cv)",
+                             path=rc.log.summary.source, column=col, param=param,
+                             code=ErrorCode.RESERVED_COLUMN)
+    if col in rc.log.conditions.columns:
+        raise LogFormatError(f"{param_name(param)} {safe(col)!r} is a condition (one value per "
+                             "run), not a per-step column; per-step columns present: "
+                             f"{sorted(rc.log.series) or 'none'}",
                              path=rc.log.summary.source, column=col, param=param,
                              code=ErrorCode.NOT_A_SERIES)
+    if col not in rc.log.series:
+        # named nowhere in the log: a misspelling, refused as check refuses a --metric
+        raise LogFormatError(f"{param_name(param)} column {safe(col)!r} is not in the log; "
+                             f"per-step columns present: {sorted(rc.log.series) or 'none'}",
+                             path=rc.log.summary.source, column=col, param=param,
+                             code=ErrorCode.METRIC_NOT_FOUND)
     return np.asarray(rc.log.series[col], dtype=np.float64)  # float32 as stored: widened
 
 
