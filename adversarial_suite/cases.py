@@ -521,13 +521,16 @@ def _all_censored(k: K) -> tuple[pd.DataFrame, Expect]:
                                  "t_compress": None, "lag": None, "inflation": None,
                                  "frac_pre": None, "m_grok": None,
                                  "reasons_include": (R.NO_GROK,)}},
-            cells={v: {"gates": (R.BOUNDARY_PARTIAL_GENERALIZATION,), "n_grokked": 0,
+            # no run of a cell grokked: the cell's gate is NO_GROK, not a boundary between
+            # generalizing and not (issue 39: runs stuck at chance read as a boundary case)
+            cells={v: {"gates": (R.NO_GROK,), "n_grokked": 0,
                        "t_grok.censored": True, "t_grok.value": None, "t_compress": None}
                    for v in (1.0, 2.0, 3.0)},
         ),),
         present=frozenset({R.NO_GROK, R.LOW_POWER_DESCRIPTIVE, R.MEDIAN_CENSORED,
-                           R.BOUNDARY_PARTIAL_GENERALIZATION, R.NOTHING_AUDITABLE}),
-        absent=CLOCK_VERDICTS | {R.INCONCLUSIVE_CENSORING, R.SNAPSHOT_TRANSIENT},
+                           R.NOTHING_AUDITABLE}),
+        absent=CLOCK_VERDICTS | {R.INCONCLUSIVE_CENSORING, R.SNAPSHOT_TRANSIENT,
+                                 R.BOUNDARY_PARTIAL_GENERALIZATION},
         exit_code=1,  # nothing was assessed: never a green exit 0
     )
     return table(specs), exp

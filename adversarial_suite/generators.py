@@ -25,7 +25,8 @@ metric (``metric_shape``)
     then a second drop to ``floor2`` at ``t_collapse``), ``drift`` (as compress, then a slow
     linear drift of ``drift`` per 1000 steps), ``none`` (a shallow fall that is not
     compression: ``floor`` close to ``m_peak``), ``still_falling`` (the fall ends after the
-    log does: too short to converge).
+    log does: too short to converge), ``still_rising`` (the rise to ``m_peak`` ends after the
+    log does: a norm that only grows).
 cadence
     ``uniform`` (every ``dt`` steps), ``log`` (log-spaced), ``sparse`` (every ``dt`` but with
     a deterministic third of the points dropped); the metric may be logged every
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 ACC_LOW = 0.05
 #: Metric shapes with no settling time: no compression, a floor that keeps moving, or a fall
 #: that outlasts the log.
-NO_SETTLE_SHAPES = frozenset({"none", "drift", "late_collapse", "still_falling"})
+NO_SETTLE_SHAPES = frozenset({"none", "drift", "late_collapse", "still_falling", "still_rising"})
 ACC_HIGH = 1.0
 
 

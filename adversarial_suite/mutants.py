@@ -222,6 +222,37 @@ def _copies_not_compared(mp: Any) -> None:
     mp.setattr(schema, "check_run_ids", lambda *a, **k: None)
 
 
+def _rebound_from_start(mp: Any) -> None:
+    orig = clocks._rebound
+
+    def mutant(sm: np.ndarray, w: Any, pk: Any) -> Any:
+        return orig(sm, w, pk._replace(index=np.zeros_like(pk.index)))
+
+    mp.setattr(clocks, "_rebound", mutant)
+
+
+def _plateau_as_floor(mp: Any) -> None:
+    orig = clocks._peak
+
+    def mutant(P: Any, sm: np.ndarray, w: Any) -> Any:
+        out = orig(P, sm, w)
+        return out._replace(rising=np.zeros_like(out.rising))
+
+    mp.setattr(clocks, "_peak", mutant)
+
+
+def _chance_as_boundary(mp: Any) -> None:
+    orig = cells.summarize_cell
+
+    def mutant(*a: Any, **k: Any) -> Any:
+        c = orig(*a, **k)
+        gates = tuple(Reason.BOUNDARY_PARTIAL_GENERALIZATION if g is Reason.NO_GROK else g
+                      for g in c.gates)
+        return dataclasses.replace(c, gates=gates)
+
+    mp.setattr(api, "summarize_cell", mutant)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("first_crossing", "t_compress is the first crossing after grok (the reference's "
            "rule), not the settling time", _first_crossing),
@@ -259,6 +290,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "float64 spellings of one number are two cells)", _values_as_stored),
     Mutant("copies_not_compared", "run ids and trajectories are not compared: a copy is a "
            "replicate", _copies_not_compared),
+    Mutant("rebound_from_start", "the undershoot is measured from the first logged point, "
+           "so a norm's rise from its initialization reads as a rebound", _rebound_from_start),
+    Mutant("plateau_as_floor", "a metric that never turned down keeps its plateau as a floor",
+           _plateau_as_floor),
+    Mutant("chance_as_boundary", "a cell whose runs never grokked is gated as a boundary case "
+           "(BOUNDARY_PARTIAL_GENERALIZATION)", _chance_as_boundary),
 )
 
 

@@ -455,7 +455,7 @@ def undefined_critical_findings(doc: Mapping[str, Any]) -> list[str]:
             where = f"{f['code']} on cell {f['cell']} ({s.get('metric')})"
             if f["code"] in ("SNAPSHOT_TRANSIENT", "SNAPSHOT_HIDES_BOUNDARY"):
                 ev = f.get("evidence") or {}
-                if "BOUNDARY_PARTIAL_GENERALIZATION" in c.get("gates", []):
+                if {"BOUNDARY_PARTIAL_GENERALIZATION", "NO_GROK"} & set(c.get("gates", [])):
                     bad.append(f"{where}: the cell did not generalize")
                 elif ev.get("value_at_grok_defined") is False:
                     bad.append(f"{where}: its evidence says the value at grok is undefined")

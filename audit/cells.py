@@ -83,7 +83,9 @@ def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Rea
     if no_points:
         out.append(Reason.NO_METRIC_POINTS)
     stab_reason = _STAB_REASON[stability]
-    if stab_reason is not None:
+    # a metric that never turned down has a plateau, no floor (its stability is "none"): it
+    # is NO_COMPRESSION, not a floor with too few points
+    if stab_reason is not None and not (no_compression and stability == STAB_NONE):
         out.append(stab_reason)
     if noisy:
         out.append(Reason.FLOOR_NOISY)
@@ -226,9 +228,11 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
     transient = mc.transient[idx]
     converged = mc.converged[idx]
     inflation = mc.inflation[idx]
+    # a metric that never turned down did not compress (its plateau is no floor: NaN)
     compression = np.select(
-        [~grokked | np.isnan(floor) | np.isnan(drop), mc.no_compression[idx],
-         mc.compression_unknown[idx]], [np.int8(3), np.int8(1), np.int8(2)], np.int8(0))
+        [~grokked, mc.no_compression[idx], np.isnan(floor) | np.isnan(drop),
+         mc.compression_unknown[idx]], [np.int8(3), np.int8(1), np.int8(3), np.int8(2)],
+        np.int8(0))
     snap = np.select([transient, converged, np.isnan(inflation)],
                      [np.int8(0), np.int8(1), np.int8(3)], np.int8(2))
     lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
@@ -419,7 +423,11 @@ def summarize_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
     n_left = int(count(mc.grok.left_censored[idx] | (mc.tc_status[idx] == TC_LEFT_CENSORED)))
     gates: list[Reason] = []
     if cfg.gates == "default":
-        if 2 * n_full < n:
+        if n and n_g == 0:
+            # no run reached the grok threshold (runs stuck at chance): not a boundary case
+            # between generalizing and not, a cell that did not grok
+            gates.append(Reason.NO_GROK)
+        elif 2 * n_full < n:
             gates.append(Reason.BOUNDARY_PARTIAL_GENERALIZATION)
         if 2 * n_nocomp > n_g:
             gates.append(Reason.BOUNDARY_NO_COMPRESSION)

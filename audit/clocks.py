@@ -851,6 +851,36 @@ class _AtGrok(NamedTuple):
     m_peak: np.ndarray
 
 
+class _Peak(NamedTuple):
+    """Where each run's smoothed metric is highest, and whether it never turned down."""
+
+    index: np.ndarray  #: column of the first highest smoothed value (0 when none)
+    #: the metric rose (its first value below the top by more than δ) and never fell more
+    #: than δ after its top: a norm that only grows, or grows to a plateau. Its end is no
+    #: floor: it did not compress (NO_COMPRESSION), whatever the plateau's stability
+    rising: np.ndarray
+
+
+def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
+    """The smoothed metric's peak (:class:`_Peak`). Undershoot and rebound are measured after
+    it: values logged before a metric rose are not below its floor in any sense that matters."""
+    R, K = sm.shape
+    if not K:
+        return _Peak(np.zeros(R, dtype=np.int64), np.zeros(R, dtype=bool))
+    finite = ~np.isnan(sm)
+    index = np.where(finite, sm, -np.inf).argmax(axis=1)
+    top = _take(sm, index)
+    with np.errstate(invalid="ignore"):
+        after = np.where(np.arange(K)[None, :] >= index[:, None], sm, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low_after = np.fmin.reduce(after, axis=1)
+        first = _take(P.values, _first_true(~np.isnan(P.values)))
+        rising = (w.has_floor & finite.any(axis=1) & (first < top - w.delta)
+                  & (low_after >= top - w.delta))
+    return _Peak(index, rising)
+
+
 class _Amount(NamedTuple):
     drop: np.ndarray
     no_compression: np.ndarray
@@ -1011,7 +1041,7 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event, left_censoring: bool = True) 
 
 
 def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
-            sm: np.ndarray) -> _Amount:
+            sm: np.ndarray, pk: _Peak) -> _Amount:
     """The compression amount (from the peak or the at-grok value down to F) and whether it
     is too small: ``min_rel_drop`` and ``min_abs_drop`` per run, or only ``min_abs_drop`` when
     the relative rule is the cell's (``rel_drop = cell``).
@@ -1035,9 +1065,12 @@ def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
         small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
     judged = g.grokked & w.has_floor & ~np.isnan(base)
     unknown_peak = g.left | (g.peak_left if cfg.drop_from == "peak" else False)
-    return _Amount(drop, judged & st.stable_mask & small & ~unknown_peak,
-                   judged & (~st.stable_mask | (small & unknown_peak)),
-                   judged & small & g.left)
+    # a metric that never turned down did not compress, whether its plateau is still moving
+    # or not (a still-rising norm is no floor whose stability could leave it open)
+    rose = g.grokked & pk.rising
+    return _Amount(drop, (judged & st.stable_mask & small & ~unknown_peak) | rose,
+                   judged & (~st.stable_mask | (small & unknown_peak)) & ~rose,
+                   judged & small & g.left & ~rose)
 
 
 def _settle_rule(P: Packed, sm: np.ndarray, w: _Window) -> _Rule:
@@ -1128,9 +1161,10 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
     return _Compress(t_compress, tc_status, ok, censored_tc, m_compress, left)
 
 
-def _rebound(sm: np.ndarray, w: _Window) -> tuple[np.ndarray, np.ndarray]:
-    """Runs whose smoothed metric dips below the band and comes back into it, and by how much
-    it undershot F."""
+def _rebound(sm: np.ndarray, w: _Window, pk: _Peak) -> tuple[np.ndarray, np.ndarray]:
+    """Runs whose smoothed metric, after its peak, dips below the band and comes back into
+    it, and by how much it undershot F. Before its peak a metric that rose first (a norm
+    growing from a small initialization) lies below its floor without undershooting it."""
     R, K = sm.shape
     lo_band = w.floor - w.delta
     # only runs whose smoothed minimum dips below the band can rebound: test just those rows
@@ -1138,14 +1172,20 @@ def _rebound(sm: np.ndarray, w: _Window) -> tuple[np.ndarray, np.ndarray]:
         sm_min = np.fmin.reduce(sm, axis=1)
     cand = np.flatnonzero(w.has_floor & (sm_min < lo_band))
     rebound = np.zeros(R, dtype=bool)
+    undershoot = np.full(R, np.nan)
     if cand.size:
-        smc, loc, hic = sm[cand], lo_band[cand, None], (w.floor + w.delta)[cand, None]
-        first_under = _first_true(smc < loc)
-        inside = (smc >= loc) & (smc <= hic)
         cols = np.arange(K)[None, :]
+        smc = np.where(cols >= pk.index[cand, None], sm[cand], np.nan)
+        loc, hic = lo_band[cand, None], (w.floor + w.delta)[cand, None]
+        with np.errstate(invalid="ignore"):
+            first_under = _first_true(smc < loc)
+            inside = (smc >= loc) & (smc <= hic)
         back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
         rebound[cand] = back.any(axis=1)
-    undershoot = np.where(rebound, w.floor - sm_min, np.nan)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low = np.fmin.reduce(smc, axis=1)
+        undershoot[cand] = np.where(rebound[cand], w.floor[cand] - low, np.nan)
     return rebound, undershoot
 
 
@@ -1286,10 +1326,17 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         w = _final_window(P, span, cfg, g0)
         st = _stability(P, span, w, cfg, not_converged)
         g = _at_grok(P, sm, tg, cfg.interval_censoring)
-        a = _amount(g, w, st, cfg, sm)
+        pk = _peak(P, sm, w)
+        a = _amount(g, w, st, cfg, sm, pk)
         c = _t_compress(P, widen, sm, g, w, st, a, cfg)
-        rebound, undershoot = _rebound(sm, w)
+        rebound, undershoot = _rebound(sm, w, pk)
         lg = _lag(g, c, cfg)
+        # a metric that never turned down ends on a plateau, not a floor: no F, no stability,
+        # and nothing at grok is measured against it
+        plateau = pk.rising
+        if plateau.any():
+            w = w._replace(floor=np.where(plateau, np.nan, w.floor))
+            st = st._replace(stability=np.where(plateau, STAB_NONE, st.stability))
         snap = _snapshot(m_start, g, w, st, cfg)
     return dict(
         n_points=P.counts, last_step=_take(P.steps, P.counts - 1), m_start=m_start,

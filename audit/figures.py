@@ -604,6 +604,7 @@ def _legends(fig: Any, snapshot: Any, times: Any) -> None:
 
 #: Gate codes in a few words, for panel titles (the gate table gives the full codes).
 _SHORT_GATE = {
+    "NO_GROK": "no run grokked",
     "BOUNDARY_PARTIAL_GENERALIZATION": "partial generalization",
     "BOUNDARY_NO_COMPRESSION": "no compression",
     "HIGH_FLOOR_OUTLIER": "high-floor outlier",

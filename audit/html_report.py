@@ -60,7 +60,8 @@ WORDS: dict[str, str] = {
                               "not settled when the log ended) for a clock verdict.",
     "LOW_POWER_DESCRIPTIVE": "Descriptive only: fewer than two cells pass every gate, so "
                              "nothing comparative can be said.",
-    "BOUNDARY_PARTIAL_GENERALIZATION": "fewer than half of its runs fully generalize",
+    "NO_GROK": "no run of it reached the grok threshold (the cell did not grok)",
+    "BOUNDARY_PARTIAL_GENERALIZATION": "some runs grokked, but fewer than half fully generalize",
     "BOUNDARY_NO_COMPRESSION": "more than half of its grokked runs do not compress",
     "HIGH_FLOOR_OUTLIER": "its converged floor is far above the other cells'",
     "COMPRESSION_NOT_ESTABLISHED": "fewer than half of its grokked runs have a stable floor and "

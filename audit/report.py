@@ -312,7 +312,8 @@ def _accuracy_lines(result: AuditResult, failing: set[int]) -> list[str]:
                 continue
             cells = []
             for f in fs:
-                n, of = f.evidence.get("n_runs"), f.evidence.get("of")
+                # a cell's NO_GROK gate counts its runs, every one of which did not grok
+                n, of = f.evidence.get("n_runs"), f.evidence.get("of", f.evidence.get("n_runs"))
                 cells.append(f"{format_value(f.cell)} ({n}/{of})" if n is not None
                              else format_value(f.cell))
             out.append(f"  [{fs[0].severity.value:<8}] {code:<34} ({label}) cells "

@@ -499,8 +499,9 @@ def _undefined_at_grok(c: CellSummary) -> str:
     """Why "the value at grok" of cell ``c`` has no meaning (empty when it has one): the cell
     did not generalize, or most of its groks were not sustained (the first spike past the
     threshold is not a grok)."""
-    if Reason.BOUNDARY_PARTIAL_GENERALIZATION in c.gates:
-        return "the cell did not generalize: BOUNDARY_PARTIAL_GENERALIZATION"
+    for gate in (Reason.NO_GROK, Reason.BOUNDARY_PARTIAL_GENERALIZATION):
+        if gate in c.gates:
+            return f"the cell did not generalize: {gate.value}"
     if c.n_transient and 2 * c.n_transient_sustained <= c.n_transient:
         return (f"the grok was not sustained in {c.n_transient - c.n_transient_sustained}/"
                 f"{c.n_transient} transient runs: GROK_NOT_SUSTAINED")
