@@ -575,6 +575,8 @@ def _study(rc: RunClocks, by: str, fit_range: tuple[float, float] | None, level:
     laws, fs = _compare_laws(f, by, cs, fitted, tv, level, seed, n_resamples)
     findings += fs
     findings += _censored_findings(cs.cells, laws.checks)
+    if mediation is None and not any(v.get("params") is not None for v in fitted.fits.values()):
+        findings.append(_nothing_fitted(cs))
     fits, checks, best = fitted.fits, laws.checks, laws.best
     law_fits = tuple(
         LawFit(m, fits[m]["params"], fits[m]["rss"], fits[m]["aicc"], fits[m].get("refused"),
@@ -744,6 +746,22 @@ def _censored_checks(f: pd.DataFrame, by: str, cs: _Cells, fitted: _Fitted,
     return checks
 
 
+def _nothing_fitted(cs: _Cells) -> Finding:
+    """``NOTHING_AUDITABLE`` (critical, as ``check`` says it of a log where nothing could be
+    assessed): no law was fitted, so no dose–response claim is tested; a log of censored cells
+    never reads as a pass."""
+    left = {}
+    for c in cs.cells:
+        if c.left_out is not None:
+            left[c.left_out] = left.get(c.left_out, 0) + 1
+    why = ", ".join(f"{n} {w.replace('_', ' ')}" for w, n in sorted(left.items()))
+    return finding(
+        Reason.NOTHING_AUDITABLE, "study",
+        f"no dose–response law was fitted ({len(cs.fit_idx)} of {len(cs.cells)} cells in the "
+        f"fit{'; left out: ' + why if why else ''}; a law needs 3): the claim is not tested",
+        evidence={"n_cells": len(cs.cells), "n_fitted": len(cs.fit_idx), "left_out": left})
+
+
 def _censored_findings(cells: Sequence[DoseCell], checks: Mapping[str, list[CensoredCheck]]
                        ) -> list[Finding]:
     """``MEDIAN_CENSORED`` for the cells left out of every fit, saying whether the laws were
@@ -758,9 +776,13 @@ def _censored_findings(cells: Sequence[DoseCell], checks: Mapping[str, list[Cens
         Reason.MEDIAN_CENSORED, "cell",
         f"{len(n_cens_all)} cells have a censored median t_grok (only a lower bound): left "
         "out of every fit" + ("; the fitted laws are checked against those inside the "
-                              "fit range, run by run" if checked else "")
+                              "fit range, run by run" if checked else
+                              "; the laws were NOT checked against them (no law was fitted)"
+                              if not any(checks[m] for m in MODELS) else
+                              "; the laws were NOT checked against them (no bootstrap "
+                              "interval of any law's prediction)")
         + ("; some of these checks were not made (no bootstrap interval of the law's "
-           "prediction)" if unchecked else ""),
+           "prediction)" if unchecked and checked else ""),
         runs=[r for c in cells if c.left_out == "censored" for r in c.runs],
         evidence={"cells": n_cens_all, "checked_against_laws": checked})] + out
 

@@ -544,6 +544,14 @@ def _study(rc: RunClocks, config: AuditConfig, by: Sequence[str], interactions: 
     left_out = ~f["grokked"].to_numpy(dtype=bool)
     lo_words = _left_out(f, by)
     findings = _censoring_findings(f, by) + _refusal_findings(f, fit)
+    if fit.ols_why is not None and fit.aft_why is not None:
+        # neither scaling fit: no law is tested (check's NOTHING_AUDITABLE: never a green exit)
+        findings.append(finding(
+            Reason.NOTHING_AUDITABLE, "study",
+            f"neither scaling fit could be made ({int(f['grokked'].sum())} of {len(f)} runs "
+            "grokked): the claim of a scaling law is not tested",
+            evidence={"n_runs": len(f), "n_grokked": int(f["grokked"].sum()),
+                      "ols": fit.ols_why, "aft": fit.aft_why}))
     comparison, fs = _comparison(f, by, interactions, fit, lo_words, level, seed, n_resamples)
     findings += fs
     sens, fs = _threshold_sensitivity(rc, config, source, by, interactions, thresholds,
