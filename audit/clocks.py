@@ -1331,9 +1331,10 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         c = _t_compress(P, widen, sm, g, w, st, a, cfg)
         rebound, undershoot = _rebound(sm, w, pk)
         lg = _lag(g, c, cfg)
-        # a metric that never turned down ends on a plateau, not a floor: no F, no stability,
-        # and nothing at grok is measured against it
-        plateau = pk.rising
+        # a grokked run whose metric never turned down ends on a plateau, not a floor: no F,
+        # no stability, nothing at grok measured against it (NO_COMPRESSION says why; a run
+        # that never grokked keeps its last values, which nothing is measured against)
+        plateau = pk.rising & g.grokked
         if plateau.any():
             w = w._replace(floor=np.where(plateau, np.nan, w.floor))
             st = st._replace(stability=np.where(plateau, STAB_NONE, st.stability))
