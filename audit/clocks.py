@@ -1246,9 +1246,12 @@ def _lag(g: _AtGrok, c: _Compress, cfg: AuditConfig) -> _Lag:
 
 
 def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
-              cfg: AuditConfig) -> _Snapshot:
+              cfg: AuditConfig, no_compression: np.ndarray) -> _Snapshot:
     """What a snapshot at grok reads: the share of the compression done before grok, the
-    at-grok inflation over F, and whether the at-grok value is a transient or converged."""
+    at-grok inflation over F, and whether the at-grok value is a transient or converged.
+    A run that did not compress (``no_compression``: it fell by less than ``min_rel_drop``)
+    is never a transient: one definition of compression, so no metric is both
+    ``NO_COMPRESSION`` and a ``SNAPSHOT_TRANSIENT`` (1/(1 − 0.25) > 1.2 would allow both)."""
     m_grok, floor = g.m_grok, w.floor
     with np.errstate(divide="ignore", invalid="ignore"):
         denom = m_start - floor
@@ -1267,7 +1270,7 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
             # as stable: unstable, indeterminate or noisy) is not known: no number
             frac_pre = np.where(st.stable_mask, frac_pre, np.nan)
     outside_band = (m_grok < floor - w.delta) | (m_grok > floor + w.delta)
-    transient = (inflation > cfg.transient_threshold) & outside_band
+    transient = (inflation > cfg.transient_threshold) & outside_band & ~no_compression
     converged = ~np.isnan(m_grok) & ~np.isnan(floor) & ~outside_band
     inflation_lb = ~np.isnan(inflation) & ~st.stable_mask
     return _Snapshot(frac_pre, inflation, inflation_lb, transient, converged)
@@ -1338,7 +1341,7 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         if plateau.any():
             w = w._replace(floor=np.where(plateau, np.nan, w.floor))
             st = st._replace(stability=np.where(plateau, STAB_NONE, st.stability))
-        snap = _snapshot(m_start, g, w, st, cfg)
+        snap = _snapshot(m_start, g, w, st, cfg, a.no_compression & ~c.left)
     return dict(
         n_points=P.counts, last_step=_take(P.steps, P.counts - 1), m_start=m_start,
         floor=w.floor,

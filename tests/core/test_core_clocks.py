@@ -410,3 +410,15 @@ def test_a_metric_that_stops_before_the_run_ends_has_the_floor_of_its_own_points
     ra = next(r for r in a.studies[0].runs if r.run == "wd0.1_s0")
     assert ra.floor_stability == "stable"
     assert Reason.FLOOR_UNSTABLE not in a.codes
+
+
+def test_a_run_that_did_not_compress_is_never_a_transient():
+    # issue 41: 22.4 at grok falling to 17.1 (−24 %, under min_rel_drop 0.25) was both
+    # NO_COMPRESSION and a critical SNAPSHOT_TRANSIENT ×1.31 (transient_threshold 1.2)
+    s = grid(40_000)
+    run, res = one_run(run_frame("a", s, step_acc(s, 3000),
+                                 piecewise(s, [(0, 22.4), (3000, 22.4), (9000, 17.1)])))
+    assert Reason.NO_COMPRESSION in run.reasons
+    assert run.inflation is not None and run.inflation > 1.2  # the ratio is still reported
+    assert Reason.SNAPSHOT_TRANSIENT not in run.reasons
+    assert Reason.SNAPSHOT_TRANSIENT not in {f.code for f in res.findings}
