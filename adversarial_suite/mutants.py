@@ -226,7 +226,7 @@ def _rebound_from_start(mp: Any) -> None:
     orig = clocks._rebound
 
     def mutant(sm: np.ndarray, w: Any, pk: Any) -> Any:
-        return orig(sm, w, pk._replace(index=np.zeros_like(pk.index)))
+        return orig(sm, w, pk._replace(at=np.zeros_like(pk.at)))
 
     mp.setattr(clocks, "_rebound", mutant)
 

@@ -854,7 +854,7 @@ class _AtGrok(NamedTuple):
 class _Peak(NamedTuple):
     """Where each run's smoothed metric is highest, and whether it never turned down."""
 
-    index: np.ndarray  #: column of the first highest smoothed value (0 when none)
+    at: np.ndarray  #: column of the first highest smoothed value (0 when none)
     #: the metric rose (its first value below the top by more than δ) and never fell more
     #: than δ after its top: a norm that only grows, or grows to a plateau. Its end is no
     #: floor: it did not compress (NO_COMPRESSION), whatever the plateau's stability
@@ -868,17 +868,17 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
     if not K:
         return _Peak(np.zeros(R, dtype=np.int64), np.zeros(R, dtype=bool))
     finite = ~np.isnan(sm)
-    index = np.where(finite, sm, -np.inf).argmax(axis=1)
-    top = _take(sm, index)
+    at = np.where(finite, sm, -np.inf).argmax(axis=1)
+    top = _take(sm, at)
     with np.errstate(invalid="ignore"):
-        after = np.where(np.arange(K)[None, :] >= index[:, None], sm, np.nan)
+        after = np.where(np.arange(K)[None, :] >= at[:, None], sm, np.nan)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             low_after = np.fmin.reduce(after, axis=1)
         first = _take(P.values, _first_true(~np.isnan(P.values)))
         rising = (w.has_floor & finite.any(axis=1) & (first < top - w.delta)
                   & (low_after >= top - w.delta))
-    return _Peak(index, rising)
+    return _Peak(at, rising)
 
 
 class _Amount(NamedTuple):
@@ -1175,7 +1175,7 @@ def _rebound(sm: np.ndarray, w: _Window, pk: _Peak) -> tuple[np.ndarray, np.ndar
     undershoot = np.full(R, np.nan)
     if cand.size:
         cols = np.arange(K)[None, :]
-        smc = np.where(cols >= pk.index[cand, None], sm[cand], np.nan)
+        smc = np.where(cols >= pk.at[cand, None], sm[cand], np.nan)
         loc, hic = lo_band[cand, None], (w.floor + w.delta)[cand, None]
         with np.errstate(invalid="ignore"):
             first_under = _first_true(smc < loc)

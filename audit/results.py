@@ -25,7 +25,8 @@ SCHEMA = "grokaudit.audit/1"
 
 def number(x: float | int | None, digits: int | None = None) -> float | int | None:
     """A JSON-safe number: NaN → None, ±inf → None (the interval's ``censored`` says why), a
-    whole float → int, else the float (rounded to ``digits`` decimals when given)."""
+    whole float → int, else the float (rounded to ``digits`` significant digits when given:
+    a tiny positive p-value stays positive)."""
     if x is None:
         return None
     if isinstance(x, bool):
@@ -37,7 +38,7 @@ def number(x: float | int | None, digits: int | None = None) -> float | int | No
         return None
     if xf.is_integer() and abs(xf) < 2**53:
         return int(xf)
-    return xf if digits is None else round(xf, digits)
+    return xf if digits is None else float(f"{xf:.{digits}g}")
 
 
 

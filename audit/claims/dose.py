@@ -58,7 +58,7 @@ from ..reasons import Reason, Severity
 from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe
-from .results import ClaimResult, Record, finding, outward
+from .results import ClaimResult, Record, finding, outward, p_text
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import BootstrapCI, Split, aicc, bootstrap, ols, poisson_binomial_tail
 
@@ -750,7 +750,7 @@ def _nothing_fitted(cs: _Cells) -> Finding:
     """``NOTHING_AUDITABLE`` (critical, as ``check`` says it of a log where nothing could be
     assessed): no law was fitted, so no dose–response claim is tested; a log of censored cells
     never reads as a pass."""
-    left = {}
+    left: dict[str, int] = {}
     for c in cs.cells:
         if c.left_out is not None:
             left[c.left_out] = left.get(c.left_out, 0) + 1
@@ -863,9 +863,9 @@ def _check_words(c: CensoredCheck) -> str:
     return (f"{c.n_censored}/{c.n_runs} runs never grokked by "
             f"{outward(c.horizon, down=True)} (the cell's median > "
             f"{outward(c.bound, down=True)}); the law gives it {med}, under which a run stays "
-            f"ungrokked that long with probability {outward(c.p_run, 2, down=False)} on "
+            f"ungrokked that long with probability {p_text(c.p_run)} on "
             f"average and P(≥ {c.n_censored} of {c.n_runs}) = "
-            f"{outward(c.p_value, 2, down=False)} < {c.alpha:.3g} (Bonferroni)")
+            f"{p_text(c.p_value, c.alpha)} < {c.alpha:.3g} (Bonferroni)")
 
 
 def _situation(cells: Sequence[DoseCell], x: Any) -> str:

@@ -38,7 +38,7 @@ from ..results import Finding, Interval
 from ..schema import LogTable
 from ..text import format_value, safe
 from .flagged import flag_runs
-from .results import ClaimResult, Record, finding, outward
+from .results import ClaimResult, Record, finding, outward, p_text
 from .runs import RunClocks, py, run_clocks, stopped_early, studies
 from .stats import (
     BootstrapCI,
@@ -821,7 +821,7 @@ def _check_words(c: LawCheck) -> str:
     return (f"{where} ({what}: {c.n_censored}/{c.n_runs} runs never grokked by "
             f"{outward(c.horizon, 6, down=True)}; the law predicts a median {pred} and expects "
             f"{c.expected_censored:.3g} such runs, P(≥ {c.n_censored}) = "
-            f"{outward(c.p_value, 2, down=False)})")
+            f"{p_text(c.p_value, c.alpha)})")
 
 
 def run_onset(table: pa.Table | pd.DataFrame | LogTable, config: AuditConfig, *,

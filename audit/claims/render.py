@@ -19,7 +19,7 @@ from .compare import TEST_NAMES, CompareBody
 from .dose import DoseBody
 from .onset import OnsetBody
 from .precursor import PrecursorBody
-from .results import ClaimResult, ClaimStudy, Span, outward
+from .results import ClaimResult, ClaimStudy, Span, outward, p_text
 from .stats import BootstrapCI, Proportion
 from .transition import TransitionBody, jump_words
 
@@ -184,7 +184,7 @@ def render_onset(r: ClaimResult, s: ClaimStudy) -> list[str]:
                          "beyond the horizon" if lc.situation == "beyond_horizon"
                          else "inside the cell", f"{lc.n_censored}/{lc.n_runs}",
                          outward(lc.horizon, down=True), num(lc.predicted_median),
-                         num(lc.expected_censored), outward(lc.p_value, 2, down=False),
+                         num(lc.expected_censored), p_text(lc.p_value, lc.alpha),
                          "CONTRADICTED" if lc.contradicted else "consistent"))
         lines += _table(rows)
     if b.threshold_sensitivity:
@@ -270,9 +270,9 @@ def render_dose(r: ClaimResult, s: ClaimStudy) -> list[str]:
                         hi = ("—" if chk.predicted is None else "∞"
                               if chk.predicted_high is None else
                               outward(chk.predicted_high, down=False))
-                        p_run = outward(chk.p_run, 2, down=False)
+                        p_run = p_text(chk.p_run)
                         exp = num(chk.expected_censored)
-                        pv = outward(chk.p_value, 2, down=False)
+                        pv = p_text(chk.p_value, chk.alpha)
                         verdict = "CONTRADICTED" if chk.contradicted else "consistent"
                     rows.append((f.model, _lab(chk.x), f"{chk.n_censored}/{chk.n_runs}",
                                  outward(chk.horizon, down=True), med, hi, p_run, exp, pv,
@@ -378,6 +378,7 @@ def _profile(ps: Any) -> str:
 
 def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     b: PrecursorBody = s.body
+    alpha = r.params.get("alpha")
     lines = _head(r, s, f"signal {b.signal}", _runs(b.n_runs, r))
     rows = [("run", "gate", "peak", "t_grok", "lead", "precedes", "edge")]
     for x in b.runs:
@@ -407,12 +408,12 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"{ci(b.lead_ci, why=True)} ({b.step_unit})")
     nu = b.null_permuted
     lines.append(f"null, each run's values permuted within its window ({nu.n_perm} draws): "
-                 f"mean fraction {percent(nu.mean_fraction)}, p = {num(nu.p_value)}")
+                 f"mean fraction {percent(nu.mean_fraction)}, p = {p_text(nu.p_value, alpha)}")
     nt = b.null_time
     if nt is not None:
         lines.append(f"null, each run's peak placed uniformly in time over its window "
                      f"({nt.n_perm} draws): mean fraction {percent(nt.mean_fraction)}, p = "
-                     f"{num(nt.p_value)} (specific only if both nulls are beaten)")
+                     f"{p_text(nt.p_value, alpha)} (specific only if both nulls are beaten)")
     pl = b.placebo
     if pl:
         lines.append(f"placebo {pl.signal}: preceding {percent(pl.fraction_preceding)}, "
@@ -422,7 +423,8 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
                 "out)" if pl.n_without_placebo else "")
         lines.append(f"  signal vs placebo on the same {pl.n_compared} runs{left}: "
                      f"{pl.n_signal_only} runs only the signal succeeds, {pl.n_placebo_only} "
-                     f"only the placebo; exact McNemar p = {num(pl.test.p_value)} (one-sided)")
+                     f"only the placebo; exact McNemar p = {p_text(pl.test.p_value, alpha)} "
+                     "(one-sided)")
     return lines
 
 
@@ -445,8 +447,8 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"({t.mean_ci.method if t.mean_ci else '—'}), median d {num(t.median)} "
                      f"{ci(t.median_ci, why=True)}")
         lines.append(f"  exact Wilcoxon signed-rank: W+ = {num(t.wilcoxon.statistic)}, p = "
-                     f"{num(t.wilcoxon.p_value)}; sign-flip permutation: p = "
-                     f"{num(t.sign_flip.p_value)}; Cohen's d_z = {num(t.cohen_dz)}")
+                     f"{p_text(t.wilcoxon.p_value, b.alpha)}; sign-flip permutation: p = "
+                     f"{p_text(t.sign_flip.p_value, b.alpha)}; Cohen's d_z = {num(t.cohen_dz)}")
     elif c is not None:
         unres = (f", {c.n_interval + c.n_unresolved} evaluated at different steps in the "
                  f"two arms (a range; {c.n_unresolved} with no known sign)"
@@ -455,15 +457,16 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
                      f"{c.n_both_censored} with both{unres}: mean d {known(c.mean_d)}, "
                      f"median d {known(c.median_d)} (from each pair's range of d: a "
                      "censored difference has only a bound)")
-        wb = (f"p ≤ {num(c.wilcoxon_p_at_most)}" if c.wilcoxon_p_at_most is not None
+        wb = (f"p ≤ {outward(c.wilcoxon_p_at_most, 3, down=False)}"
+              if c.wilcoxon_p_at_most is not None
               else "no bound")
         lines.append(f"  exact sign test on the {c.sign.n} pairs of known sign: "
-                     f"{num(c.sign.statistic)} positive, p = {num(c.sign.p_value)}; "
+                     f"{num(c.sign.statistic)} positive, p = {p_text(c.sign.p_value, b.alpha)}; "
                      f"Wilcoxon {wb} ({c.wilcoxon_note}); no effect size")
         cp = b.complete_pairs
         if cp is not None:
             lines.append(f"  the {cp.n} complete pairs alone (a subset the censoring chose; no "
-                         f"estimate): exact Wilcoxon p = {num(cp.wilcoxon.p_value)}")
+                         f"estimate): exact Wilcoxon p = {p_text(cp.wilcoxon.p_value, b.alpha)}")
     pw = b.power
     how = ("the exact sign test's power, normal differences" if pw.dz_method == "sign_exact"
            else "paired t approximation")

@@ -31,9 +31,25 @@ from ..study import severity_of
 SCHEMA_VERSION = 2
 
 
-#: Claim results round their floats to 12 decimals (fits of a few seeds are not reproducible
-#: beyond that across BLAS builds).
+#: Claim results round their floats to 12 significant digits (fits of a few seeds are not
+#: reproducible beyond that across BLAS builds; significant digits, so a p of 1.6e-14 stays
+#: 1.6e-14, never 0).
 DIGITS = 12
+
+
+def p_text(p: float | None, alpha: float | None = None, digits: int = 2) -> str:
+    """A p-value for people: ``digits`` significant digits, rounded to the nearest (never
+    up: 0.961 is 0.96), with as many more digits as it takes never to cross ``alpha`` (the
+    level it is judged at: 0.0496 against 0.05 is 0.0496, not 0.05). ``—`` when missing; a
+    positive p is never printed as 0."""
+    if p is None or p != p:
+        return "—"
+    for d in range(digits, 17):
+        s = f"{p:.{d}g}"
+        v = float(s)
+        if alpha is None or ((v < alpha) == (p < alpha) and (v == alpha) == (p == alpha)):
+            return s
+    return repr(float(p))
 
 
 def plain(x: Any) -> Any:

@@ -123,7 +123,10 @@ def test_one_sided_censoring_bounds_the_mean_and_the_wilcoxon_p() -> None:
     assert c.mean_d.value is None and c.mean_d.low is not None and c.mean_d.high is None
     assert c.wilcoxon_p_at_most == pytest.approx(2 / 2**7)
     text = render_text(r)
-    assert re.search(r"mean d >\d+", text) and "p ≤ 0.0156" in text
+    assert re.search(r"mean d >\d+", text)
+    # a printed bound never claims less than was computed: p ≤ 2/128 = 0.015625 is "≤ 0.0157"
+    bound = float(re.search(r"p ≤ ([0-9.]+)", text).group(1))
+    assert 2 / 2**7 <= bound < 2 / 2**7 + 1e-4
 
 
 def test_header_counts_the_pairs_compared() -> None:
@@ -294,3 +297,30 @@ def test_a_run_with_no_pair_value_is_refused_not_unpaired_nan() -> None:
         run_compare(log, make_config(), by="method", pair="seed",
                     arms=["baseline", "cv_adamw"])
     assert exc.value.code is ErrorCode.CONDITION_MISSING and exc.value.column == "seed"
+
+
+def test_a_tiny_p_value_is_never_written_as_zero() -> None:
+    # 48 pairs, every one sooner in the second arm: exact two-sided Wilcoxon p = 2 / 2**48
+    # (3.6e-15), which 12 decimals rounded to 0 in the JSON (issue 42)
+    import json
+
+    base = [3000.0 + 20 * i for i in range(48)]
+    r = run_compare(_log(base, [t - 1000 - 5 * i for i, t in enumerate(base)]), make_config(),
+                    by="method", pair="seed", arms=["baseline", "cv_adamw"])
+    p = json.loads(r.to_json())["studies"][0]["tests"]["wilcoxon"]["p_value"]
+    assert p == pytest.approx(2 / 2**48, rel=1e-9) and p > 0
+
+
+@pytest.mark.parametrize(("p", "alpha", "text"), [
+    (0.961, None, "0.96"),  # nearest, never rounded up (it read 0.97)
+    (0.0496, 0.05, "0.0496"),  # 2 digits would print 0.05: as many as keep it below α
+    (0.04996, 0.05, "0.04996"),
+    (0.0504, 0.05, "0.0504"),  # and above it
+    (0.05, 0.05, "0.05"),
+    (3.6e-15, 0.05, "3.6e-15"),
+])
+def test_a_printed_p_value_never_crosses_its_level(p: float, alpha: float | None,
+                                                    text: str) -> None:
+    from grokaudit.claims.results import p_text
+
+    assert p_text(p, alpha) == text
