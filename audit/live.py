@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import AuditConfig, grok_levels
-from .errors import ConfigError, ErrorCode, LogFormatError
+from .config import AuditConfig, column_scales, grok_levels
+from .errors import ConfigError, ErrorCode, GrokauditError, LogFormatError
 from .results import Interval, RunResult, format_number, number, plain
-from .schema import is_known_metric
+from .roles import FRACTION_MAX, PERCENT_MIN, PERCENT_MIN_POINTS
+from .schema import ACCURACY_COLUMNS, is_known_metric
 from .values import metric_value, step_value
 
 #: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
@@ -59,6 +60,15 @@ class Missing(str, Enum):
     FLOOR_INDETERMINATE = "FLOOR_INDETERMINATE"  #: too noisy to tell whether it moves
     COMPRESSION_UNKNOWN = "COMPRESSION_UNKNOWN"  #: cannot tell yet whether it compresses
     NOT_SETTLED = "NOT_SETTLED"  #: t_compress censored: not in the floor band to stay
+    #: an accuracy column's scale is not known yet: values above 1 but fewer than 3 above 1.5
+    #: (not fractions, not yet clearly percent), or ``acc_scale`` percent with every value so
+    #: far ≤ 1. ``check`` decides on the whole log; the live audit waits for enough values
+    ACCURACY_SCALE_UNKNOWN = "ACCURACY_SCALE_UNKNOWN"
+    #: a value offered through :meth:`LiveRun.record` (the callbacks) was refused and left out
+    #: (its code in the evidence): ``check`` refuses a log that holds it
+    VALUE_REFUSED = "VALUE_REFUSED"
+    #: the audit refused the rows so far for another reason (its code in the evidence)
+    NOT_AUDITABLE = "NOT_AUDITABLE"
 
 
 @dataclass(frozen=True)
@@ -179,9 +189,16 @@ class LiveRun:
                     code=ErrorCode.INVALID_OPTION, option=field_)
         if isinstance(metrics, str):
             metrics = (metrics,)
-        self.metrics = tuple(metrics) if metrics else tuple(self.config.metrics)
+        self.metrics = _checked_metrics(tuple(metrics) if metrics else tuple(self.config.metrics))
+        #: the scale each accuracy column is read in when the options fix it (``acc_scale``,
+        #: ``acc_scales``); a column absent is decided from its values, as ``check`` decides
+        self._scales = _option_scales(self.config)
         #: values logged as ±inf, by name: kept out of the audit (not logged), counted here
         self.nonfinite: dict[str, int] = {}
+        #: the refusals :meth:`record` left out, by (name, code): (count, first step, last
+        #: step, first message); each is a ``VALUE_REFUSED`` gap of every state
+        self._refused: dict[tuple[str | None, str], tuple[int, float | None, float | None,
+                                                          str]] = {}
         self._frame: pd.DataFrame | None = None
         self._rows: dict[float, dict[str, float]] = {}
         self._last: float | None = None
@@ -191,10 +208,60 @@ class LiveRun:
 
     # -- feeding ---------------------------------------------------------------------------
     def log(self, step: float, **values: Any) -> None:
-        """Record the values logged at ``step``. Several calls at one step fill one row; a name
-        given twice at one step with two values is refused (``DUPLICATE_ROWS``, as ``check``
-        refuses such rows), and so is a step before the last one logged
-        (``STEP_DECREASING``): a run's steps only grow."""
+        """Record the values logged at ``step``, or refuse the whole call, recording nothing, with
+        the code ``check`` gives such a value (the refusal is raised here, where the value
+        enters: :meth:`state` and :meth:`should_stop` never raise on rows ``log`` took).
+
+        Several calls at one step fill one row; a name given twice at one step with two values
+        is refused (``DUPLICATE_ROWS``), and so is a step before the last one logged
+        (``STEP_DECREASING``): a run's steps only grow. A value must be a real number
+        (``BAD_COLUMN_TYPE`` for text, a boolean, an array, a complex number — its imaginary
+        part is never dropped), within float64's range (``INFINITE_VALUE`` for an integer such
+        as ``10**400``), and an accuracy (``test_acc``, ``train_acc``) one that some scale can
+        read (``ACCURACY_OUT_OF_RANGE``: below 0 or above 100, or outside [0, 1] in the scale
+        ``acc_scale`` fixes). ``run`` is no value name (``RESERVED_COLUMN``). ``None`` and NaN
+        mean "not logged"; ±inf is not logged either, counted in :attr:`nonfinite`."""
+        s, checked, infinite = self._checked(step, values)
+        for k in infinite:
+            self.nonfinite[k] = self.nonfinite.get(k, 0) + 1
+        self._rows.setdefault(s, {}).update(checked)
+        self._last = s
+
+    def record(self, step: float, **values: Any) -> list[GrokauditError]:
+        """:meth:`log` for a loop that must not stop (the callbacks use it): never raises on a
+        value. Each value ``log`` would refuse is left out, the rest is logged, and the
+        refusal is kept as a ``VALUE_REFUSED`` gap of every later state (``check`` refuses a
+        log that holds such a value, so the numbers cannot be defined: :meth:`should_stop`
+        stays False). A refused step refuses the row. Returns the refusals (empty: all taken).
+        """
+        offered = {str(k): v for k, v in values.items()}
+        refused: list[GrokauditError] = []
+        while True:
+            try:
+                self.log(step, **offered)
+                return refused
+            except GrokauditError as exc:
+                refused.append(exc)
+                self._note_refused(step, exc)
+                name = getattr(exc, "column", None)
+                if not isinstance(exc, LogFormatError) or name not in offered:
+                    return refused  # the step, or the whole row: nothing of it is logged
+                del offered[name]
+
+    def validate(self, step: float, **values: Any) -> None:
+        """Raise what :meth:`log` would raise for this call, recording nothing (a logger that
+        writes the row elsewhere asks first, so that both take it or neither)."""
+        self._checked(step, values)
+
+    def row(self, step: float) -> dict[str, float]:
+        """The values recorded at ``step`` (empty when none)."""
+        return dict(self._rows.get(float(step), {}))
+
+    def _checked(self, step: Any, values: Mapping[str, Any]
+                 ) -> tuple[float, dict[str, float], list[str]]:
+        """The step, the values to record (float64, NaN left out) and the names logged as ±inf;
+        a :class:`LogFormatError` for the first value refused (a name logged at this step
+        before with another value included)."""
         s = _step(step)
         if self._frame is not None:
             raise ConfigError(f"run {self.run!r} is fed whole tables (observe); log() would "
@@ -205,23 +272,54 @@ class LiveRun:
                                  "each run to its own LiveRun", column="step",
                                  code=ErrorCode.STEP_DECREASING)
         checked: dict[str, float] = {}
-        for k, v in values.items():  # every value checked before the row is touched
-            x = metric_value(str(k), v)
+        infinite: list[str] = []
+        for k, v in values.items():
+            name = str(k)
+            if name == "run":
+                raise LogFormatError(f"run {self.run!r}: value name 'run' is the run id; name "
+                                     "the value otherwise", column=name,
+                                     code=ErrorCode.RESERVED_COLUMN)
+            x = real_value(name, v)
             if math.isinf(x):
-                self.nonfinite[str(k)] = self.nonfinite.get(str(k), 0) + 1
-                continue
-            if not math.isnan(x):
-                checked[str(k)] = x
-        row = self._rows.setdefault(s, {})
+                infinite.append(name)
+            elif not math.isnan(x):
+                if name in ACCURACY_COLUMNS:
+                    self._check_accuracy(name, x)
+                checked[name] = x
+        row = self._rows.get(s, {})
         for k, x in checked.items():
-            old = row.get(str(k))
+            old = row.get(k)
             if old is not None and old != x:
                 raise LogFormatError(f"run {self.run!r}: {k!r} logged twice at step "
                                      f"{format_number(s)} ({old!r}, then {x!r}); log each name "
-                                     "once per step", column=str(k),
-                                     code=ErrorCode.DUPLICATE_ROWS)
-            row[k] = x
-        self._last = s
+                                     "once per step", column=k, code=ErrorCode.DUPLICATE_ROWS)
+        return s, checked, infinite
+
+    def _check_accuracy(self, name: str, x: float) -> None:
+        """Refuse an accuracy no scale can read: outside [0, 1] in the scale the options fix;
+        else below 0 or above 100 (percent is the largest scale ``check`` decides on). One
+        above 1 within 100 waits for the decision (:data:`Missing.ACCURACY_SCALE_UNKNOWN`)."""
+        scale = self._scales.get(name)
+        hi = 1.0 if scale is not None else 100.0
+        unit = ("a fraction or percent (0-100)" if scale is None
+                else f"units of {scale:g} (acc_scale)")
+        y = x / (scale or 1.0)
+        if y > hi * FRACTION_MAX or y < -1e-9:  # (check's tolerances)
+            raise LogFormatError(
+                f"run {self.run!r}: {name} = {x!r} is no accuracy read as {unit}: outside "
+                "[0, 1]; log accuracies as fractions or percent"
+                + ("" if scale is None else ", or change acc_scale"), column=name,
+                code=ErrorCode.ACCURACY_OUT_OF_RANGE)
+
+    def _note_refused(self, step: Any, exc: GrokauditError) -> None:
+        name = getattr(exc, "column", None)
+        key = (name if isinstance(name, str) else None, exc.code.value)
+        try:
+            s: float | None = _step(step)
+        except GrokauditError:
+            s = None
+        n, first, _, message = self._refused.get(key, (0, s, s, str(exc)))
+        self._refused[key] = (n + 1, first, s, message)
 
     def observe(self, table: pd.DataFrame) -> None:
         """Audit this table of the run's rows from now on (a ``step`` column and the logged
@@ -320,6 +418,23 @@ class LiveRun:
         return out
 
     def _state(self) -> LiveState:
+        st = self._rows_state()
+        if self._refused:
+            st = _with(st, missing=(*st.missing, *self._refused_gaps()))
+        return st
+
+    def _refused_gaps(self) -> list[Gap]:
+        out: list[Gap] = []
+        for (name, code), (n, first, last, message) in self._refused.items():
+            what = f"{name!r} " if name else "a row "
+            out.append(Gap(Missing.VALUE_REFUSED, (
+                f"{what}refused {n} time(s) (steps {format_number(first)}–"
+                f"{format_number(last)}) and left out [{code}]: check refuses a log that holds "
+                f"it; {message}"), name,
+                {"code": code, "count": n, "first_step": first, "last_step": last}))
+        return out
+
+    def _rows_state(self) -> LiveState:
         n = (int(self._frame["step"].nunique()) if self._frame is not None
              else len(self._rows))
         step = self._last
@@ -333,6 +448,15 @@ class LiveRun:
             return _with(empty, missing=(Gap(Missing.NO_ACCURACY,
                                              f"no {criterion} logged yet"),))
         return self._audit(df, empty)
+
+    def _unreadable(self, df: pd.DataFrame, exc: GrokauditError) -> Gap:
+        """The gap for rows :meth:`log` took that ``check`` would refuse as they stand: an
+        accuracy whose scale is not decided yet, or (not expected) another refusal."""
+        if exc.code is ErrorCode.ACCURACY_OUT_OF_RANGE and isinstance(exc, LogFormatError):
+            return _scale_gap(df, self._scales, exc)
+        return Gap(Missing.NOT_AUDITABLE, f"the audit cannot read the rows "
+                   f"so far [{exc.code.value}]: {exc}", getattr(exc, "column", None),
+                   {"code": exc.code.value})
 
     def _audit(self, df: pd.DataFrame, empty: LiveState) -> LiveState:
         from .api import validated_log
@@ -349,10 +473,13 @@ class LiveRun:
         named = [m for m in custom if m not in flat]
         try:
             log = validated_log(df.drop(columns=flat), cfg, None, metrics=named)
-        except LogFormatError as exc:
+        except GrokauditError as exc:
             if exc.code is ErrorCode.TOO_FEW_POINTS:
                 return _with(empty, missing=(Gap(Missing.TOO_FEW_POINTS, str(exc)),))
-            raise
+            if self._frame is not None:  # a table read whole (watch): refused as check does
+                raise
+            # rows log() took that check cannot read yet: said, never raised in the loop
+            return _with(empty, missing=(self._unreadable(df, exc),))
         metrics = list(wanted) or list(log.summary.metrics)
         acc = accuracy_clocks(log, cfg, None)
         grokked = not bool(acc.t_grok.censored[0])
@@ -415,6 +542,31 @@ class LiveRun:
         n = int(log.step.size)
         return LiveState(self.run, self._last, n, grokked, sustained, t_grok,
                          tuple(states), tuple(head + gaps))
+
+
+def _scale_gap(df: pd.DataFrame, scales: Mapping[str, float], exc: LogFormatError) -> Gap:
+    """``ACCURACY_SCALE_UNKNOWN``: which column, what it holds so far, and what decides."""
+    stats: dict[str, Any] = {}
+    for c in ACCURACY_COLUMNS:
+        if c in df.columns and df[c].notna().any():
+            v = df[c].to_numpy(dtype=float)
+            stats[c] = {"max": float(np.nanmax(v)), "above_1": int((v > FRACTION_MAX).sum()),
+                        "above_1_5": int((v > PERCENT_MIN).sum())}
+    col = exc.column if exc.column in stats else next(iter(stats), None)
+    st = stats.get(col, {"max": math.nan, "above_1": 0, "above_1_5": 0}) if col else {}
+    if col is not None and col in scales:
+        why = (f"acc_scale reads {col} in units of {scales[col]:g}, but every accuracy so far "
+               f"is ≤ 1 (max {st['max']:.6g}): check refuses such a log; it is read "
+               "once a value passes 1")
+    else:
+        why = (f"{col} has {st.get('above_1', 0)} value(s) above 1 (max "
+               f"{st.get('max', math.nan):.6g}) and {st.get('above_1_5', 0)} above "
+               f"{PERCENT_MIN:g}: not fractions, not yet clearly percent (percent needs "
+               f"{PERCENT_MIN_POINTS} values above {PERCENT_MIN:g}, as check decides); pass "
+               "acc_scale=100 if it is percent, else check will refuse this log")
+    return Gap(Missing.ACCURACY_SCALE_UNKNOWN, f"accuracy scale unknown: {why}",
+               col, {"columns": stats, "needed_above_1_5": PERCENT_MIN_POINTS,
+                     "acc_scale": scales.get(col) if col else None})
 
 
 def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
@@ -489,6 +641,87 @@ def _step(step: Any) -> float:
             and math.isfinite(float(step)) and float(step).is_integer():
         step = int(step)
     return float(step_value(step))
+
+
+def real_value(name: str, value: Any) -> float:
+    """A logged value as float64, as :meth:`LiveRun.log` takes it (``None`` and NaN: not
+    logged; ±inf kept, to be counted), or a :class:`LogFormatError` where reading it would
+    change it: a complex number (its imaginary part would be dropped), a boolean, text or an
+    object in a NumPy array or tensor (``BAD_COLUMN_TYPE``), a finite number beyond float64's
+    range such as ``10**400`` (``INFINITE_VALUE``: it would read as inf)."""
+    kind = _kind(value)
+    if kind is not None:
+        raise LogFormatError(f"value {name!r} = {_short(value)} is {kind}, not a real number; log "
+                             "real numbers (NaN or None = not logged)", column=name,
+                             code=ErrorCode.BAD_COLUMN_TYPE)
+    try:
+        x = metric_value(name, value)
+    except OverflowError:
+        x = math.inf if _positive(value) else -math.inf
+    if math.isinf(x) and not _same(value, x):
+        raise LogFormatError(f"value {name!r} = {_short(value)} is beyond float64's range "
+                             f"(±{np.finfo(float).max:.3g}): it would read as {x}; log it "
+                             "as a float", column=name, code=ErrorCode.INFINITE_VALUE)
+    return x
+
+
+def _kind(value: Any) -> str | None:
+    """What a value is when it is not a real number a float() would read faithfully: a
+    complex, a boolean or a non-numeric array element (NumPy or torch, 0-d)."""
+    if isinstance(value, (complex, np.complexfloating)):
+        return "a complex number"
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return (None if dtype.kind in "iuf" else "a complex number" if dtype.kind == "c"
+                else "a boolean" if dtype.kind == "b" else f"an array of {dtype}")
+    if dtype is not None and getattr(dtype, "is_complex", False) is True:  # torch
+        return "a complex number"
+    if dtype is not None and str(dtype) == "torch.bool":
+        return "a boolean"
+    return None
+
+
+def _positive(value: Any) -> bool:
+    try:
+        return bool(value > 0)
+    except Exception:  # a value without an order: the sign does not matter
+        return True
+
+
+def _same(value: Any, x: float) -> bool:
+    """Whether ``value`` is ``x`` itself (an inf logged as inf, not a number beyond float64's
+    range that became one)."""
+    try:
+        return bool(value == x)
+    except Exception:  # a value that cannot be compared is not inf itself
+        return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else (
+        f"an integer of {len(str(abs(value)))} digits")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _checked_metrics(metrics: tuple[str, ...]) -> tuple[str, ...]:
+    """The metric names to follow; the run id, the step or an accuracy refused
+    (``RESERVED_COLUMN``, as ``check`` refuses such a ``--metric``) when the run is created,
+    not at every state."""
+    for m in metrics:
+        if not isinstance(m, str) or not m:
+            raise ConfigError(f"metrics: {m!r} is not a column name", option="metrics",
+                              code=ErrorCode.INVALID_OPTION)
+        if m in ("run", "step", *ACCURACY_COLUMNS):
+            raise ConfigError(f"metrics: {m!r} is a required column of the log, not a "
+                              "representation metric; name a metric column (e.g. emb_erank)",
+                              option="metrics", code=ErrorCode.RESERVED_COLUMN)
+    return metrics
+
+
+def _option_scales(cfg: AuditConfig) -> dict[str, float]:
+    """The scale of each accuracy column the options fix (``acc_scales``, else ``acc_scale``)."""
+    out = {} if cfg.acc_scale is None else {c: float(cfg.acc_scale) for c in ACCURACY_COLUMNS}
+    return out | column_scales(cfg)
 
 
 def _with(st: LiveState, **changes: Any) -> LiveState:

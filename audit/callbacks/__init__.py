@@ -14,6 +14,12 @@ accuracies the trainer logged to a :class:`~grokaudit.live.LiveRun`, and, when a
 margin (:meth:`~grokaudit.live.LiveRun.should_stop`), or warn once when the budget will end
 before they can be (:meth:`~grokaudit.live.LiveRun.budget_warning`). See ``docs/callbacks.md``.
 
+Once training runs, no hook raises into the training loop: a value the live audit refuses is
+left out, warned (:class:`GrokauditValueWarning`) and kept as a gap of the state; a failure of
+the audit itself (the spectrum of weights that diverged) is warned
+(:class:`GrokauditAuditWarning`) and skipped. Bad options are refused when the callback is
+created, and a parameter the model lacks before the first step.
+
 This module needs neither library: it holds what both callbacks share, and names them lazily
 (``grokaudit.callbacks.LightningCallback``, ``grokaudit.callbacks.TransformersCallback``).
 """
@@ -23,7 +29,8 @@ from __future__ import annotations
 import difflib
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from numbers import Integral
 from typing import Any
 
@@ -34,8 +41,8 @@ from ..metrics import METRIC_NAMES, spectral_metrics
 from ..roles import accuracy_rank, choose_accuracy
 from ..schema import is_known_metric
 
-__all__ = ["DEFAULT_METRICS", "STOP_WHEN", "GrokauditBudgetWarning", "LightningCallback",
-           "TransformersCallback"]
+__all__ = ["DEFAULT_METRICS", "STOP_WHEN", "GrokauditAuditWarning", "GrokauditBudgetWarning",
+           "GrokauditValueWarning", "LightningCallback", "TransformersCallback"]
 
 #: The spectral metrics logged by default (``erank``, ``pr``; ``erank2`` and ``srank`` on
 #: request).
@@ -47,6 +54,19 @@ STOP_WHEN: tuple[str | None, ...] = (None, "settled")
 class GrokauditBudgetWarning(GrokauditWarning):
     """The run's budget ends in its last floor window and its numbers are not defined yet:
     its log will carry a censored ``t_compress`` unless the metric settles now."""
+
+
+class GrokauditValueWarning(GrokauditWarning):
+    """A value the callback fed to the live audit was refused, with the code ``check`` gives it
+    (an accuracy below 0 or above 100, a complex or non-numeric value…), and left out: the state
+    holds it as a ``VALUE_REFUSED`` gap (the numbers stay undefined, the run is never stopped
+    on them) and training goes on. Warned once per name and code."""
+
+
+class GrokauditAuditWarning(GrokauditWarning):
+    """The live audit failed at an evaluation — the spectral metrics of weights that diverged
+    (NaN), a logger that refused the values, an error of the audit itself — and was skipped
+    there; training goes on (``callback.failures`` lists them). Warned once per kind."""
 
 
 def __getattr__(name: str) -> Any:  # lazy: importing grokaudit.callbacks needs neither library
@@ -124,6 +144,8 @@ class LiveAudit:
         self._warned: set[str] = set()
         self._last_step: int | None = None
         self._history: list[dict[str, float]] = []
+        #: the evaluations at which the audit failed and was skipped: (step, what, error)
+        self.failures: list[tuple[int | None, str, str]] = []
 
     def _new_live(self, run: str) -> LiveRun:
         return LiveRun(run, metrics=list(self.columns), config=self._config, **self._options)
@@ -157,15 +179,21 @@ class LiveAudit:
         return out
 
     # -- the accuracies --------------------------------------------------------------------
-    def accuracies(self, logged: Mapping[str, Any]) -> dict[str, float]:
+    def accuracies(self, logged: Mapping[str, Any]) -> dict[str, Any]:
         """``{"test_acc": …, "train_acc": …}`` read from the values a trainer logged, by the
         names given, or chosen among every name logged so far as ``check`` would choose them
-        (:func:`grokaudit.roles.choose_accuracy`)."""
-        values = {str(k): x for k, v in logged.items()
-                  if str(k) not in self.columns and (x := _scalar(v)) is not None}
+        (:func:`grokaudit.roles.choose_accuracy`). A value read as a float when it is a real
+        scalar (a tensor, a NumPy scalar), else passed on as logged, for the live audit to
+        refuse with its code (:meth:`update`); NaN and None are "not logged"."""
+        values: dict[str, Any] = {}
+        for k, v in logged.items():
+            x = _scalar(v)
+            if str(k) not in self.columns and v is not None and not (x is not None
+                                                                      and math.isnan(x)):
+                values[str(k)] = v if x is None else x
         for k in values:
             self._counts[k] = self._counts.get(k, 0) + 1
-        out: dict[str, float] = {}
+        out: dict[str, Any] = {}
         test = self._key("test_acc", self.test_acc_key, values)
         train = self._key("train_acc", self.train_acc_key, values, exclude=(test,))
         if test is not None and test in values:
@@ -174,7 +202,7 @@ class LiveAudit:
             out["train_acc"] = values[train]
         return out
 
-    def _key(self, target: str, given: str | None, values: Mapping[str, float],
+    def _key(self, target: str, given: str | None, values: Mapping[str, Any],
              exclude: Iterable[str | None] = ()) -> str | None:
         if given is not None:
             if given not in values:
@@ -209,18 +237,44 @@ class LiveAudit:
         self._warned.clear()
         self._last_step = None
         self._history = []
+        self.failures = []
 
     def seen(self, step: int) -> bool:
         """Whether the parameters were already measured at ``step``."""
         return self._last_step is not None and step <= self._last_step
 
-    def update(self, step: int, row: Mapping[str, float]) -> LiveState:
-        """Feed one evaluation's row (metric columns and accuracies) at ``step``."""
-        self.live.log(step, **row)
-        self._history.append({"step": float(step), **row})
+    def update(self, step: int, row: Mapping[str, Any]) -> LiveState:
+        """Feed one evaluation's row (metric columns and accuracies) at ``step``. Never raises
+        on a value: one the live audit refuses is left out, warned once
+        (:class:`GrokauditValueWarning`) and kept as a ``VALUE_REFUSED`` gap of the state
+        (:meth:`grokaudit.live.LiveRun.record`)."""
+        refused = self.live.record(step, **{str(k): v for k, v in row.items()})
+        for exc in refused:
+            name = getattr(exc, "column", None)
+            self._warn_once(f"refused:{name}:{exc.code.value}", (
+                f"grokaudit: {exc} [{exc.code.value}]; left out of the live audit, which "
+                "will not call the run's numbers defined (check refuses such a log); "
+                "training goes on"), GrokauditValueWarning)
+        if not any(getattr(e, "column", None) in ("step", None) for e in refused):
+            self._history.append({"step": float(step), **self.live.row(step)})
         self._last_step = step if self._last_step is None else max(step, self._last_step)
         self.state = self.live.state()
         return self.state
+
+    @contextmanager
+    def guard(self, what: str, step: int | None) -> Iterator[None]:
+        """Run a hook's audit work (``what``: "measure", "audit"…) without ever raising into
+        the training loop: an error is warned once per kind (:class:`GrokauditAuditWarning`),
+        listed in :attr:`failures`, and the hook goes on."""
+        try:
+            yield
+        except Exception as exc:  # the user's GPU job must not die of the audit
+            self.failures.append((step, what, f"{type(exc).__name__}: {exc}"))
+            code = getattr(getattr(exc, "code", None), "value", None)
+            self._warn_once(f"failed:{what}:{type(exc).__name__}:{code}", (
+                f"grokaudit: the live audit's {what} failed at step {step} "
+                f"({type(exc).__name__}: {exc}{f' [{code}]' if code else ''}); skipped there, "
+                "training goes on (callback.failures lists each)"), GrokauditAuditWarning)
 
     def should_stop(self, step: int) -> bool:
         """``stop_when="settled"`` and the numbers have held over the margin; the first step
@@ -245,10 +299,11 @@ class LiveAudit:
             self._warned.add("budget")
         return msg
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _warn_once(self, key: str, message: str,
+                   category: type[GrokauditWarning] = GrokauditWarning) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(message, GrokauditWarning, stacklevel=3)
+            warnings.warn(message, category, stacklevel=3)
 
     # -- saved with a checkpoint -----------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -261,9 +316,10 @@ class LiveAudit:
         if not self._run_given and state.get("run"):
             self.live.run = str(state["run"])
         for rec in state.get("rows", ()):
-            r = {str(k): float(v) for k, v in dict(rec).items()}
-            step = int(r.pop("step"))
-            self.update(step, r)
+            r = {str(k): v for k, v in dict(rec).items()}
+            step = r.pop("step", None)
+            with self.guard("restore", None):  # a damaged row is warned, the others restored
+                self.update(int(step), r)
         stopped = state.get("stopped_at")
         self.stopped_at = None if stopped is None else int(stopped)
 
@@ -323,22 +379,25 @@ def _names(values: Iterable[str]) -> str:
 
 
 def _scalar(v: Any) -> float | None:
-    """A logged value as a float, or None (not a number, not a scalar, NaN)."""
+    """A logged value as a float (NaN and ±inf included), or None: not a real scalar (a
+    boolean, a tensor of several values, a complex number, text)."""
     if isinstance(v, bool):
         return None
     numel = getattr(v, "numel", None)
-    if callable(numel) and numel() != 1:
-        return None
-    item = getattr(v, "item", None)
-    if callable(item):
-        try:
-            v = item()
-        except (TypeError, ValueError, RuntimeError):
+    try:
+        if callable(numel) and numel() != 1:
             return None
+        item = getattr(v, "item", None)
+        if callable(item):
+            v = item()
+    except (TypeError, ValueError, RuntimeError):
+        return None
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
-    x = float(v)
-    return x if math.isfinite(x) else None
+    try:
+        return float(v)
+    except OverflowError:  # an integer beyond float64: passed on, refused with its code
+        return None
 
 
 class LiveAccess:
@@ -356,6 +415,13 @@ class LiveAccess:
     def state(self) -> LiveState | None:
         """The run's state at the last evaluation (None before the first)."""
         return self.audit.state
+
+    @property
+    def failures(self) -> list[tuple[int | None, str, str]]:
+        """The evaluations at which the live audit failed and was skipped (training went on):
+        ``(step, what, "ErrorType: message")``, ``what`` one of ``accuracies``, ``measure``,
+        ``audit``, ``budget warning``, ``restore``."""
+        return self.audit.failures
 
     @property
     def stopped_at(self) -> int | None:

@@ -83,21 +83,29 @@ class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyp
         self._budget = _budget(trainer)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # nothing here raises into the fit: a refused value and a failed step of the audit are
+        # warned (GrokauditValueWarning, GrokauditAuditWarning) and the fit goes on
         if trainer.sanity_checking or trainer.state.fn != "fit":  # not trainer.validate()
             return
         step = _log_step(trainer)
-        row = self.audit.accuracies(trainer.callback_metrics)
+        row: dict[str, Any] = {}
+        with self.audit.guard("accuracies", step):
+            row = self.audit.accuracies(trainer.callback_metrics)
         if not self.audit.seen(step):
-            values = self.audit.measure(pl_module)
-            for logger in trainer.loggers:
-                logger.log_metrics(values, step=step)
-            trainer.callback_metrics.update(
-                {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()})
-            row = {**values, **row}
-        self.audit.update(step, row)
+            with self.audit.guard("measure", step):
+                values = self.audit.measure(pl_module)
+                for logger in trainer.loggers:
+                    logger.log_metrics(values, step=step)
+                trainer.callback_metrics.update(
+                    {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()})
+                row = {**values, **row}
         first = self.audit.stopped_at is None
-        stop = self.audit.should_stop(step)
-        # every process stops when one says so (each audits the same replicated weights)
+        stop = False
+        with self.audit.guard("audit", step):
+            self.audit.update(step, row)
+            stop = self.audit.should_stop(step)
+        # every process stops when one says so (each audits the same replicated weights); the
+        # collective is reached on every process whatever the audit did
         stop = bool(trainer.strategy.reduce_boolean_decision(stop, all=False))
         if stop:
             trainer.should_stop = True
@@ -108,7 +116,9 @@ class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyp
                 rank_zero_info(f"grokaudit: stopping at step {step}: "
                                f"{st.describe() if st else 'settled'}")
             return
-        msg = self.audit.budget_message(step, self._budget)
+        msg: str | None = None
+        with self.audit.guard("budget warning", step):
+            msg = self.audit.budget_message(step, self._budget)
         if msg is not None:
             rank_zero_warn(msg, category=GrokauditBudgetWarning)
 
@@ -116,7 +126,8 @@ class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyp
         return self.audit.state_dict()
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.audit.load_state_dict(state_dict)
+        with self.audit.guard("restore", None):  # unreadable: warned, the fit goes on
+            self.audit.load_state_dict(state_dict)
 
 
 def _log_step(trainer: pl.Trainer) -> int:

@@ -110,7 +110,8 @@ class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # u
             self.audit.check_model(model)
         self.audit.begin(int(state.global_step), _run_name(args))
         if state.global_step > 0 and self.audit.state is None:  # resumed from a checkpoint
-            self._replay(state.log_history)
+            with self.audit.guard("restore", int(state.global_step)):
+                self._replay(state.log_history)
         self._training = True
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState,
@@ -120,26 +121,36 @@ class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # u
     def on_evaluate(self, args: TrainingArguments, state: TrainerState,
                     control: TrainerControl, metrics: Mapping[str, Any] | None = None,
                     **kwargs: Any) -> None:
+        # nothing here raises into training: a refused value and a failed step of the audit
+        # are warned (GrokauditValueWarning, GrokauditAuditWarning) and training goes on
         model = kwargs.get("model")
         if not self._training or model is None:  # trainer.evaluate() outside training
             return
         step = int(state.global_step)
-        row = self.audit.accuracies(
-            {k: v for k, v in (metrics or {}).items() if k not in _NOT_VALUES})
+        row: dict[str, Any] = {}
+        with self.audit.guard("accuracies", step):
+            row = self.audit.accuracies(
+                {k: v for k, v in (metrics or {}).items() if k not in _NOT_VALUES})
         if not self.audit.seen(step):
-            values = self.audit.measure(model)
-            _log_without_epoch(self.trainer, state, values)
-            row = {**values, **row}
-        self.audit.update(step, row)
+            with self.audit.guard("measure", step):
+                values = self.audit.measure(model)
+                _log_without_epoch(self.trainer, state, values)
+                row = {**values, **row}
         first = self.audit.stopped_at is None
-        if self.audit.should_stop(step):
+        stop = False
+        with self.audit.guard("audit", step):
+            self.audit.update(step, row)
+            stop = self.audit.should_stop(step)
+        if stop:
             control.should_training_stop = True
             if first:
                 st = self.audit.state
                 _log.info("grokaudit: stopping at step %d: %s", step,
                           st.describe() if st else "settled")
             return
-        msg = self.audit.budget_message(step, int(state.max_steps) or None)
+        msg: str | None = None
+        with self.audit.guard("budget warning", step):
+            msg = self.audit.budget_message(step, int(state.max_steps) or None)
         if msg is not None and state.is_world_process_zero:
             warnings.warn(msg, GrokauditBudgetWarning, stacklevel=2)
 
@@ -153,8 +164,7 @@ class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # u
                     {k: v for k, v in rec.items() if k not in _NOT_VALUES})
         for s in sorted(by_step):
             logged = by_step[s]
-            ours = {k: float(v) for k, v in logged.items()
-                    if k in self.audit.columns and isinstance(v, (int, float))}
+            ours = {k: v for k, v in logged.items() if k in self.audit.columns}
             if not ours:
                 continue
             self.audit.update(s, {**ours, **self.audit.accuracies(logged)})
