@@ -33,6 +33,9 @@ from .roles import FRACTION_MAX, PERCENT_MIN, PERCENT_MIN_POINTS
 from .schema import ACCURACY_COLUMNS, is_known_metric
 from .values import metric_value, step_value
 
+#: A logged value as float64, or its refusal (the one reading of RunLogger and LiveRun).
+real_value = metric_value
+
 #: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
 #: ``stop_when="settled"`` stops it: 3, the horizon grown fourfold changed nothing. On the
 #: bundled sweeps smaller margins stopped runs whose floors later moved again (a second
@@ -279,7 +282,7 @@ class LiveRun:
                 raise LogFormatError(f"run {self.run!r}: value name 'run' is the run id; name "
                                      "the value otherwise", column=name,
                                      code=ErrorCode.RESERVED_COLUMN)
-            x = real_value(name, v)
+            x = metric_value(name, v)
             if math.isinf(x):
                 infinite.append(name)
             elif not math.isnan(x):
@@ -641,66 +644,6 @@ def _step(step: Any) -> float:
             and math.isfinite(float(step)) and float(step).is_integer():
         step = int(step)
     return float(step_value(step))
-
-
-def real_value(name: str, value: Any) -> float:
-    """A logged value as float64, as :meth:`LiveRun.log` takes it (``None`` and NaN: not
-    logged; ±inf kept, to be counted), or a :class:`LogFormatError` where reading it would
-    change it: a complex number (its imaginary part would be dropped), a boolean, text or an
-    object in a NumPy array or tensor (``BAD_COLUMN_TYPE``), a finite number beyond float64's
-    range such as ``10**400`` (``INFINITE_VALUE``: it would read as inf)."""
-    kind = _kind(value)
-    if kind is not None:
-        raise LogFormatError(f"value {name!r} = {_short(value)} is {kind}, not a real number; log "
-                             "real numbers (NaN or None = not logged)", column=name,
-                             code=ErrorCode.BAD_COLUMN_TYPE)
-    try:
-        x = metric_value(name, value)
-    except OverflowError:
-        x = math.inf if _positive(value) else -math.inf
-    if math.isinf(x) and not _same(value, x):
-        raise LogFormatError(f"value {name!r} = {_short(value)} is beyond float64's range "
-                             f"(±{np.finfo(float).max:.3g}): it would read as {x}; log it "
-                             "as a float", column=name, code=ErrorCode.INFINITE_VALUE)
-    return x
-
-
-def _kind(value: Any) -> str | None:
-    """What a value is when it is not a real number a float() would read faithfully: a
-    complex, a boolean or a non-numeric array element (NumPy or torch, 0-d)."""
-    if isinstance(value, (complex, np.complexfloating)):
-        return "a complex number"
-    dtype = getattr(value, "dtype", None)
-    if isinstance(dtype, np.dtype):
-        return (None if dtype.kind in "iuf" else "a complex number" if dtype.kind == "c"
-                else "a boolean" if dtype.kind == "b" else f"an array of {dtype}")
-    if dtype is not None and getattr(dtype, "is_complex", False) is True:  # torch
-        return "a complex number"
-    if dtype is not None and str(dtype) == "torch.bool":
-        return "a boolean"
-    return None
-
-
-def _positive(value: Any) -> bool:
-    try:
-        return bool(value > 0)
-    except Exception:  # a value without an order: the sign does not matter
-        return True
-
-
-def _same(value: Any, x: float) -> bool:
-    """Whether ``value`` is ``x`` itself (an inf logged as inf, not a number beyond float64's
-    range that became one)."""
-    try:
-        return bool(value == x)
-    except Exception:  # a value that cannot be compared is not inf itself
-        return False
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else (
-        f"an integer of {len(str(abs(value)))} digits")
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _checked_metrics(metrics: tuple[str, ...]) -> tuple[str, ...]:
