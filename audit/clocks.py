@@ -1330,6 +1330,8 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         st = _stability(P, span, w, cfg, not_converged)
         g = _at_grok(P, sm, tg, cfg.interval_censoring)
         pk = _peak(P, sm, w)
+        if cfg.rel_drop != "run":  # v1.5's rules (the reference profile) judge cells, not runs
+            pk = pk._replace(rising=np.zeros_like(pk.rising))
         a = _amount(g, w, st, cfg, sm, pk)
         c = _t_compress(P, widen, sm, g, w, st, a, cfg)
         rebound, undershoot = _rebound(sm, w, pk)
@@ -1341,7 +1343,9 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         if plateau.any():
             w = w._replace(floor=np.where(plateau, np.nan, w.floor))
             st = st._replace(stability=np.where(plateau, STAB_NONE, st.stability))
-        snap = _snapshot(m_start, g, w, st, cfg, a.no_compression & ~c.left)
+        per_run = a.no_compression & ~c.left if cfg.rel_drop == "run" else \
+            np.zeros_like(a.no_compression)  # v1.5's rules: the transient is its own
+        snap = _snapshot(m_start, g, w, st, cfg, per_run)
     return dict(
         n_points=P.counts, last_step=_take(P.steps, P.counts - 1), m_start=m_start,
         floor=w.floor,
