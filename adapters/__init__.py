@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-from grokaudit.errors import LogFormatError
+from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.limits import DEFAULT_LIMITS, Limits, check_declared
 from grokaudit.shards import refuse_unreadable_entries
 
@@ -54,7 +54,7 @@ __all__ = [
 def read_log(path: str | Path, format: str | None = None, *,
              mapping: dict[str, str] | None = None, run_from: str | None = None,
              cond: dict[str, str] | None = None, partial: bool = False,
-             limits: Limits | None = DEFAULT_LIMITS) -> pa.Table:
+             limits: Limits | None = DEFAULT_LIMITS, on_duplicate: str = "error") -> pa.Table:
     """Read an external log as the canonical table (Arrow, provenance in its metadata).
 
     ``partial`` reads a part of a log that other paths complete (``check acc.csv metrics/``):
@@ -65,7 +65,9 @@ def read_log(path: str | Path, format: str | None = None, *,
     (run ids from file or directory names), ``"column"`` (a ``run`` column) or a column name;
     ``cond`` maps a condition name to a regex over each run's path (first group is the value).
     ``limits`` caps the rows and columns the input may declare in its Parquet metadata
-    (``TOO_LARGE``; ``None``: no cap).
+    (``TOO_LARGE``; ``None``: no cap). ``on_duplicate`` (``error``, ``first``, ``last``)
+    resolves the rows of one (run, step) that a table with a run column holds twice with
+    different values, as every reader does (:func:`grokaudit.loader.join_duplicate_rows`).
     Raises :class:`~grokaudit.errors.LogFormatError` for unreadable input and
     :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
     """
@@ -76,7 +78,11 @@ def read_log(path: str | Path, format: str | None = None, *,
     check_declared(p, limits)  # what its Parquet metadata declares, before reading it
     name = format or detect_format(p)
     reader = get_reader(name)
-    options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond)
+    if on_duplicate not in ("error", "first", "last"):
+        raise ConfigError(f"on_duplicate must be error, first or last, got {on_duplicate!r}",
+                          option="on_duplicate", code=ErrorCode.INVALID_OPTION)
+    options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond,
+                          on_duplicate=on_duplicate)
     try:
         with progress.reading(str(p)):  # on stderr, for a read of more than a few seconds
             points = reader.read(p, options)

@@ -468,7 +468,8 @@ def _once_per_step_or_refuse(steps: np.ndarray, name: str, run: str, path: Path)
         raise LogFormatError(
             f"{int((counts > 1).sum())} (run, step) rows hold different values of {safe(name)!r} "
             f"(first: {safe(run)}@{at}); a table with a run column logs each step of a run once: "
-            "fix the file", path=str(path), column=name, code=ErrorCode.DUPLICATE_ROWS)
+            "fix the file, or pass --on-duplicate first|last to choose", path=str(path),
+            column=name, code=ErrorCode.DUPLICATE_ROWS)
 
 
 def _nested(col: pa.ChunkedArray) -> bool:
@@ -544,3 +545,31 @@ def _is_condition(name: str, a: np.ndarray, groups: list[np.ndarray]) -> bool:
     if np.isnan(a).any():
         return False
     return all(g.size > 1 and np.all(a[g] == a[g[0]]) for g in groups)
+
+
+def resolve_duplicate_rows(points: Points, loaded: Loaded, run_column: str,
+                           on_duplicate: str) -> None:
+    """Rows of one (run, step) of a table with a run column, joined by the loader's rule
+    (:func:`grokaudit.loader.join_duplicate_rows`) when ``on_duplicate`` is ``first`` or
+    ``last``: a CSV in a folder or a JSON-lines file resolves them as a canonical table
+    does, the rows resolved counted in the provenance (in place)."""
+    from grokaudit.loader import add_resolved, join_duplicate_rows
+
+    table, step = loaded.table, loaded.step
+    if on_duplicate == "error" or step is None or run_column not in table.column_names \
+            or step == run_column:
+        return
+    keys = pd.DataFrame({"r": table.column(run_column).to_pandas(),
+                         "s": table.column(step).to_pandas()})
+    if not keys.duplicated().any():
+        return
+    df = table.to_pandas()
+    cols = [c for c in df.columns if c not in (run_column, step)]
+    j = join_duplicate_rows(df, [run_column, step], cols, on_duplicate)
+    frame = j.frame[list(table.column_names)]
+    try:
+        loaded.table = pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        loaded.table = pa.Table.from_pandas(frame, preserve_index=False)
+    if j.resolved:
+        add_resolved(points.extra, on_duplicate, j.resolved)

@@ -35,11 +35,15 @@ from .points import Finding, Points
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """What the user asked for on top of the raw log (``--map``, ``--run-from``, ``--cond``)."""
+    """What the user asked for on top of the raw log (``--map``, ``--run-from``, ``--cond``,
+    ``--on-duplicate``)."""
 
     mapping: Mapping[str, str] | None = None
     run_from: str | None = None  #: "path", "column", or the name of the column holding run ids
     cond: Mapping[str, str] | None = None  #: condition name -> regex over the run's path
+    #: ``--on-duplicate``: rows of one (run, step) of a table with a run column that hold
+    #: different values are refused (``error``) or resolved (``first``, ``last``)
+    on_duplicate: str = "error"
 
 
 # ------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.limits import csv_block_size
 from grokaudit.roles import (
     CONFIG_OBJECTS,
     SIDECAR_NAMES,
@@ -96,7 +97,10 @@ def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.T
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()},
                                         null_values=NULL_CELLS, strings_can_be_null=True)
-            return pacsv.read_csv(path, parse_options=opts, convert_options=conv)
+            # a header longer than pyarrow's 1 MiB block: a block that holds it
+            block = pacsv.ReadOptions(block_size=csv_block_size(path, opts.delimiter))
+            return pacsv.read_csv(path, read_options=block, parse_options=opts,
+                                  convert_options=conv)
         if kind == "jsonl":
             return _jsonl(path)
         return _json_document(path, rename)
@@ -520,10 +524,12 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
     step = _find_step(table.column_names, lists=bool(extras.get("dict_of_lists")))
     loaded = Loaded(table=table, step=step)
     kinds: dict[str, str] = {}  # where each run value came from, for the overriding note
+    folders: set[str] = set()  # the run values a partition folder gave
     for sc in sidecars:
         for k, v in sc.values.items():
             _put_value(loaded, k, v, outcome=k in sc.outcomes)
             kinds[k] = sc.path.name
+            (folders.add if sc.partition else folders.discard)(k)
         loaded.sidecars.append(str(sc.path))
         if sc.skipped:
             shown = ", ".join(repr(safe(k)) for k in sc.skipped[:5])
@@ -556,9 +562,10 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
         _set_aside(loaded, path, run_key)
     for k, v in list(loaded.run_values.items()):
         if k in loaded.table.column_names and k != step:
-            loaded.notes.append(f"{safe(path.name)}: the column {safe(k)!r} is used, not the "
-                                f"value {safe(v)!r} given for it by "
-                                f"{safe(kinds.get(k, 'a record without a step'))}")
+            if k not in folders:  # (a partition folder's value: checked by the table reader)
+                loaded.notes.append(f"{safe(path.name)}: the column {safe(k)!r} is used, not the "
+                                    f"value {safe(v)!r} given for it by "
+                                    f"{safe(kinds.get(k, 'a record without a step'))}")
             del loaded.run_values[k]
     _name_run_values(loaded)
     return loaded
@@ -740,6 +747,10 @@ class Sidecar:
     values: dict[str, Any]
     outcomes: set[str]
     skipped: list[str] = field(default_factory=list)  #: keys not read (lists, YAML tags)
+    #: the values of a hive partition folder (``wd=0.1/``), not of a config file: a column of
+    #: the same name that holds the same value is no news, and one that contradicts it is
+    #: refused by the table reader (``HIVE_KEY_CONFLICT``)
+    partition: bool = False
 
 
 def read_sidecar(path: Path) -> Sidecar:

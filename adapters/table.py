@@ -15,12 +15,14 @@ gives its conditions by folder names, with no flag::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from grokaudit.dataset import partition_value
+import pyarrow as pa
+from grokaudit.dataset import column_contradicts, hive_partitions, refuse_partition_conflicts
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
-from .files import check_tail, melt_wide, table_files
+from .files import check_tail, melt_wide, resolve_duplicate_rows, table_files
 from .merge import ReadOptions
 from .points import Points
 from .records import SIDECAR_NAMES, TABLE_SUFFIXES, Sidecar, config_like, load, read_sidecar
@@ -101,24 +103,27 @@ def _sidecars_of(log: Path, root: Path, known: dict[Path, Sidecar]) -> list[Side
 
 def _partitions_of(log: Path, root: Path) -> list[Sidecar]:
     """The conditions a hive-partitioned Parquet dataset writes in its folder names, from
-    ``root`` down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3): a value is a
-    number when it reads as a finite decimal, else text (percent-escapes decoded, as pyarrow
-    and Spark write them); ``__HIVE_DEFAULT_PARTITION__`` and ``nan`` are a missing value."""
-    import urllib.parse
-
+    ``root`` down to the log (``wd=0.1/seed=3/part-0.parquet`` → ``wd`` 0.1, ``seed`` 3), by
+    the dataset reader's rule (:func:`grokaudit.dataset.hive_partitions`: a key repeated
+    with two values is ``HIVE_KEY_CONFLICT``)."""
     if not root.is_dir() or log.suffix.lower() not in (".parquet", ".pq"):
         return []  # a Parquet dataset's layout; other logs name folders as they like
-    out: list[Sidecar] = []
     rel = log.parent.relative_to(root)
-    d = root
-    for part in rel.parts:
-        d = d / part
-        key, sep, raw = part.partition("=")
-        if not sep or not key or key.startswith("."):
-            continue
-        key = urllib.parse.unquote(key)
-        # pyarrow writes a NaN partition value as "nan": missing, like the hive null
-        out.append(Sidecar(d, {key: partition_value(raw)}, set()))
+    return [Sidecar(root.joinpath(*rel.parts[:i + 1]), {key: value}, set(), partition=True)
+            for i, key, value in hive_partitions(rel.parts, log)]
+
+
+def _contradicted(log: Path, root: Path, partitions: list[Sidecar], table: pa.Table
+                  ) -> list[tuple[str, str, Any, Any]]:
+    """The partition values of ``log`` that its own column of the same name contradicts
+    (``(file, key, folder's value, column's value)``)."""
+    out = []
+    for sc in partitions:
+        for k, v in sc.values.items():
+            if k in table.column_names:
+                bad, cell = column_contradicts(v, table.column(k))
+                if bad:
+                    out.append((log.relative_to(root).as_posix(), k, v, cell))
     return out
 
 
@@ -184,14 +189,17 @@ def read(path: Path, options: ReadOptions) -> Points:
     ids = run_ids_from_paths(logs, path)
     used: set[Path] = set()
     empty: list[str] = []
+    contradicted: list[tuple[str, str, Any, Any]] = []
     path_ids = True
     for f, rid in zip(logs, ids):
         # hive partitions (``wd=0.1/seed=3/part-0.parquet``) first: the farthest of all
-        sidecars = [*_partitions_of(f, path), *_sidecars_of(f, path, known)]
+        partitions = _partitions_of(f, path)
+        sidecars = [*partitions, *_sidecars_of(f, path, known)]
         run_key = (options.run_from if options.run_from not in (None, "path", "column")
                    else "run")
         loaded = load(f, rename, sidecars, run_key=run_key)
         table = loaded.table
+        contradicted += _contradicted(f, path, partitions, table)
         points.files.append(str(f))
         if table.num_rows == 0:
             if loaded.scalars_only:
@@ -216,10 +224,13 @@ def read(path: Path, options: ReadOptions) -> Points:
         else:
             run_column = options.run_from
         path_ids = path_ids and run_column is None
+        if run_column is not None:  # --on-duplicate first|last: as a canonical table
+            resolve_duplicate_rows(points, loaded, run_column, options.on_duplicate)
         origin = rid if path.is_dir() else str(f)
         check_tail(f, points)
         melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column,
                   strict_duplicates=run_column is not None)
+    refuse_partition_conflicts(contradicted, path)
     if not points.chunks and empty:
         raise LogFormatError(f"every log file has a header and no rows ({empty[0]}, …); there "
                              "is nothing to read", path=str(path), code=ErrorCode.NO_ROWS)

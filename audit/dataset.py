@@ -7,9 +7,11 @@ level, as the loader lists them; otherwise every Parquet part under partition fo
 columns joined as the loader joins them (numbers widened to a common type, a column a file
 lacks missing there), and says what it found otherwise: a ``run`` column; no other file among
 partitioned parts (a config file, a CSV), no partition key that is also a column or holds both
-numbers and text (the adapters read those, whole). A *unit* is what Parquet reads at once (a
-row group of the file, or one file of the dataset); a part is any range of the log's rows,
-read with :meth:`ParquetDataset.read_rows` (the units holding it, cut).
+numbers and text (the adapters read those, whole). A key given twice in a path with two
+values, or a column that contradicts its partition folder, is refused (``HIVE_KEY_CONFLICT``)
+on every path (:func:`hive_partitions`). A *unit* is what Parquet reads at once (a row group
+of the file, or one file of the dataset); a part is any range of the log's rows, read with
+:meth:`ParquetDataset.read_rows` (the units holding it, cut).
 """
 
 from __future__ import annotations
@@ -243,20 +245,112 @@ def partition_value(raw: str) -> Any:
     return x if math.isfinite(x) else text
 
 
-def _partition_of(rel: Path) -> dict[str, Any]:
-    """The hive partition values of a file's folders (``wd=0.1/seed=3``)."""
-    out: dict[str, Any] = {}
-    for part in rel.parts[:-1]:
+def hive_partitions(folders: Sequence[str], path: str | os.PathLike[str]
+                    ) -> list[tuple[int, str, Any]]:
+    """The hive partition values that the folder names ``folders`` (from the dataset's root
+    down to a file: ``("wd=0.1", "seed=3")``) give every row of the file at ``path``: ``(the
+    folder's index, key, value)`` in folder order, the value read by
+    :func:`partition_value` (``run=007`` stays the text ``"007"``: a run id is a name). The
+    one rule of the dataset reader, ``--stream`` and the table adapter. A key repeated with
+    the same value is given once; a key repeated with two values (``wd=0.1/wd=0``) is
+    refused (``HIVE_KEY_CONFLICT``): either value could be meant, and keeping one would
+    change the axis without a word."""
+    out: list[tuple[int, str, Any]] = []
+    seen: dict[str, tuple[Any, str]] = {}
+    for i, part in enumerate(folders):
         key, sep, raw = part.partition("=")
         if not sep or not key or key.startswith("."):
             continue
         name = urllib.parse.unquote(key)
         if name == "run":  # a run id is a name, never a number: run=007 is not run=7
             text = urllib.parse.unquote(raw)
-            out[name] = None if text == HIVE_NULL else text
-            continue
-        out[name] = partition_value(raw)
+            value: Any = None if text == HIVE_NULL else text
+        else:
+            value = partition_value(raw)
+        before = seen.get(name)
+        if before is not None:
+            if _same_value(before[0], value):
+                continue
+            raise LogFormatError(
+                f"the partition key {safe(name)!r} is given twice in the path, with two "
+                f"values ({safe(before[1])!r} and {safe(part)!r}): which one the rows hold "
+                "cannot be told; rename one of the folders", path=str(path), column=name,
+                code=ErrorCode.HIVE_KEY_CONFLICT)
+        seen[name] = (value, part)
+        out.append((i, name, value))
     return out
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Two partition (or cell) values are one value: equal numbers (``0.1`` and ``0.10``,
+    ``1`` and ``1.0``), equal text, or both missing."""
+    if a is None or b is None:
+        return a is None and b is None
+    num = (int, float, np.integer, np.floating)
+    if isinstance(a, str) != isinstance(b, str):  # a number written as text: "0.10" is 0.1
+        a, b = (float(x) if isinstance(x, str) and _NUMBER.fullmatch(x.strip()) else x
+                for x in (a, b))
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return bool(float(a) == float(b))
+    return bool(type(a) is type(b) and a == b) or str(a) == str(b)
+
+
+def _partition_of(rel: Path, path: Path) -> dict[str, Any]:
+    """The hive partition values of a file's folders (``wd=0.1/seed=3``), by
+    :func:`hive_partitions`."""
+    return {k: v for _, k, v in hive_partitions(rel.parts[:-1], path)}
+
+
+def column_contradicts(value: Any, column: pa.Array | pa.ChunkedArray) -> tuple[bool, Any]:
+    """Whether the values of a file's column contradict the partition value ``value`` its
+    folder gives it (a missing cell contradicts nothing), and the first value that does."""
+    for v in pc.unique(column).to_pylist():
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        if not _same_value(value, v):
+            return True, v
+    return False, None
+
+
+def refuse_partition_conflicts(conflicts: Sequence[tuple[str, str, Any, Any]],
+                               root: str | os.PathLike[str]) -> None:
+    """Refuse (``HIVE_KEY_CONFLICT``) files whose column contradicts the partition folder of
+    the same name: ``(file, key, partition value, column value)`` each, the first named and
+    the others counted. Neither value can be chosen for the user: keeping the column drops
+    the folder's value, keeping the folder's rewrites every row of the column, and either
+    silently changes the axis the audit compares along."""
+    if not conflicts:
+        return
+    f, key, pval, cval = conflicts[0]
+    more = (f"; {len(conflicts) - 1} other file(s) contradict their folders too"
+            if len(conflicts) > 1 else "")
+    raise LogFormatError(
+        f"the file {safe(f)!r} is in the partition folder {safe(key)}={safe(pval)} but its "
+        f"column {safe(key)!r} holds {safe(cval)}{more}: which value the rows hold cannot be "
+        "told; rename the column or the folders", path=str(root), column=key,
+        code=ErrorCode.HIVE_KEY_CONFLICT)
+
+
+def _refuse_columns_against_folders(root: Path, files: Sequence[Path],
+                                    partitions: Sequence[dict[str, Any]],
+                                    keys: Sequence[str]) -> None:
+    """Each file's columns named like a partition key (``keys``), read alone, against its
+    folder's value (:func:`refuse_partition_conflicts`)."""
+    conflicts: list[tuple[str, str, Any, Any]] = []
+    for f, part in zip(files, partitions):
+        here = [k for k in keys if k in part]
+        if not here:
+            continue
+        try:
+            t = pq.read_table(f, columns=here)
+        except (OSError, pa.ArrowException) as exc:
+            raise unreadable(f, "Parquet file", exc) from None
+        for k in here:
+            bad, v = column_contradicts(part[k], t.column(k))
+            if bad:
+                conflicts.append((f.relative_to(root).as_posix(), k, part[k], v))
+    refuse_partition_conflicts(conflicts, root)
 
 
 def _partition_types(partitions: Sequence[dict[str, Any]], keys: Sequence[str]
@@ -385,7 +479,8 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         _refuse_text_in_numeric_columns(files, schemas)  # as the validation refuses them
         raise _not_streamable(root, f"its files have incompatible columns ({exc})") from None
     columns = tuple(unified.names)
-    partitions = [_partition_of(f.relative_to(root)) if root.is_dir() else {} for f in files]
+    partitions = [_partition_of(f.relative_to(root), f) if root.is_dir() else {}
+                  for f in files]
     # `run=ID/` folders (pandas' and pyarrow's partition_cols=["run"]) name the runs of
     # files without a run column: every part in one, none naming its runs itself
     run_folders = not shards and any("run" in p for p in partitions)
@@ -425,6 +520,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         keys += [k for k in p if k not in keys]
     clash = [k for k in keys if k in columns]
     if clash:
+        _refuse_columns_against_folders(root, files, partitions, clash)
         raise _not_streamable(root, f"the partition key {safe(clash[0])!r} is also a column "
                                     "of the files")
     types = _partition_types(partitions, keys)
@@ -462,7 +558,7 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
         raise
     except LogFormatError as exc:
         if exc.code in (ErrorCode.PROVENANCE_MALFORMED, ErrorCode.FILE_EMPTY,
-                        ErrorCode.DUPLICATE_COLUMN):
+                        ErrorCode.DUPLICATE_COLUMN, ErrorCode.HIVE_KEY_CONFLICT):
             # the adapters would read the folder with no provenance at all (the runs its
             # source downsampled, silently narrowed), or refuse a part in other words:
             # refused, as --stream refuses it, with the same code

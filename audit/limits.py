@@ -7,8 +7,14 @@ refused (``TOO_LARGE``) before a single column is read, naming the file, what it
 the option that raises the cap (``--max-rows``, ``--max-columns``, or ``max_rows`` /
 ``max_columns`` in a config file). A folder counts the rows of every Parquet file under it.
 
-Text formats (CSV, JSONL, TensorBoard, W&B exports) declare nothing: what they can hold is
-bounded by their bytes, and they are read as they are.
+A CSV or TSV file declares its columns in its header line: that line alone is read (and
+only as far as the cap: a header of 120 000 names is refused after its first
+``max_columns``), the columns counted, and a file wider than the cap refused the same way,
+before the parser sees it. The header's length also sizes the parser's block
+(:func:`csv_block_size`): pyarrow reads a CSV in blocks of 1 MiB, and a header longer than
+one block would be refused as "Empty CSV file or block". A JSON-lines file's first record is
+counted the same way (its fields, nested objects flattened). Other text formats (TensorBoard,
+W&B run files) declare nothing: what they can hold is bounded by their bytes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,16 @@ DEFAULT_MAX_ROWS = 10_000_000
 #: Default cap on the columns an input may declare.
 DEFAULT_MAX_COLUMNS = 10_000
 _MAGIC = b"PAR1"
+#: pyarrow's CSV block size: a header line longer than it needs a larger block.
+CSV_BLOCK_SIZE = 1 << 20
+#: The longest CSV header line read (and the largest block the CSV parser is given): 64 MiB,
+#: room for 100 000 column names of 600 bytes each.
+CSV_HEADER_MAX = 64 << 20
+#: The suffixes of the text tables whose header line declares their columns, and their
+#: delimiters.
+TEXT_TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+#: JSON-lines logs: their first record's fields are counted (no header declares them).
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -82,9 +98,15 @@ def declared(path: str | os.PathLike[str]) -> Declared | None:
 
 def check_declared(path: str | os.PathLike[str], limits: Limits | None) -> None:
     """Refuse (``TOO_LARGE``) an input whose Parquet metadata declares more rows or columns
-    than ``limits`` allows; ``None`` checks nothing."""
+    than ``limits`` allows, or whose CSV or TSV header names more columns (every such file
+    under a folder; :func:`check_text_header`); ``None`` checks nothing."""
     if limits is None:
         return
+    for q in _text_tables(Path(path)):
+        if q.suffix.lower() in JSON_LINES_SUFFIXES:
+            check_first_record(q, limits.max_columns)
+        else:
+            check_text_header(q, limits.max_columns)
     d = declared(path)
     if d is None:
         return
@@ -130,3 +152,158 @@ def _metadata(p: Path) -> tuple[int, int] | None:
         return int(md.num_rows), int(md.num_columns)
     except Exception:  # noqa: BLE001 - a broken footer is the reader's to report, by name
         return None
+
+
+# ------------------------------------------------------------------------------------------
+# text tables: the header line
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TextHeader:
+    """A CSV or TSV file's header line as far as it was read: its columns (at least this
+    many when not ``complete``) and its length in bytes (read so far when not complete)."""
+
+    columns: int
+    size: int
+    complete: bool
+
+
+def _text_tables(p: Path) -> list[Path]:
+    """The CSV and TSV files at ``p``: the file itself, or every one under the folder."""
+    if p.is_file():
+        return [p] if _text_table(p) else []
+    if not p.is_dir():
+        return []
+    from .shards import walk_files
+
+    return [q for q in walk_files(p, hidden=False) if _text_table(q)]
+
+
+def _text_table(q: Path) -> bool:
+    suffix = q.suffix.lower()
+    return (suffix in TEXT_TABLE_DELIMITERS or suffix in JSON_LINES_SUFFIXES) \
+        and not q.name.startswith(".")
+
+
+def _line_end(buf: bytes | bytearray) -> int:
+    """The end of the first line of ``buf`` (a newline outside double quotes), or -1."""
+    at = buf.find(b"\n")
+    while at >= 0 and buf.count(b'"', 0, at) % 2:
+        at = buf.find(b"\n", at + 1)  # a newline inside a quoted name
+    return at
+
+
+def _count_columns(line: bytes | bytearray, delimiter: str) -> int:
+    """The fields of one CSV line (quoted delimiters are inside a field)."""
+    sep = delimiter.encode()
+    if b'"' not in line:
+        return line.count(sep) + 1
+    import csv
+
+    text = bytes(line).decode("utf-8-sig", errors="replace")
+    try:
+        return len(next(csv.reader([text], delimiter=delimiter, strict=False), []))
+    except csv.Error:  # a name longer than the csv module's field limit: counted as written
+        return line.count(sep) + 1
+
+
+def text_header(path: str | os.PathLike[str], delimiter: str = ",",
+                max_columns: int | None = None) -> TextHeader:
+    """The header line of the CSV or TSV file ``path``, read 1 MiB at a time and no further
+    than its end, than :data:`CSV_HEADER_MAX` bytes, or (without quotes in it) than the
+    point where it names more than ``max_columns`` columns."""
+    buf = bytearray()
+    sep = delimiter.encode()
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(CSV_BLOCK_SIZE)
+            buf += chunk
+            end = _line_end(buf)
+            if end >= 0 or not chunk:
+                line = buf if end < 0 else buf[:end]
+                return TextHeader(_count_columns(line.rstrip(b"\r"), delimiter), len(line), True)
+            if len(buf) > CSV_HEADER_MAX or (max_columns is not None and b'"' not in buf
+                                              and buf.count(sep) + 1 > max_columns):
+                return TextHeader(buf.count(sep) + 1, len(buf), False)
+
+
+def check_text_header(path: Path, max_columns: int, delimiter: str | None = None
+                      ) -> TextHeader:
+    """Refuse (``TOO_LARGE``) the CSV or TSV file ``path`` when its header names more than
+    ``max_columns`` columns or is longer than :data:`CSV_HEADER_MAX`; returns the header.
+    ``delimiter``: by the file's suffix unless given."""
+    if delimiter is None:
+        delimiter = TEXT_TABLE_DELIMITERS.get(path.suffix.lower(), ",")
+    try:
+        h = text_header(path, delimiter, max_columns)
+    except OSError:
+        return TextHeader(0, 0, True)  # unreadable: the reader names the file and the fault
+    if h.columns > max_columns:
+        n = str(h.columns) if h.complete else f"more than {max_columns} (at least {h.columns})"
+        raise LogFormatError(
+            f"its header names {n} columns, more than the cap of {max_columns}; if the log "
+            f"is really this wide, raise the cap with --max-columns {h.columns} (max_columns "
+            "in a config file)", path=str(path), code=ErrorCode.TOO_LARGE)
+    if not h.complete:
+        raise LogFormatError(
+            f"its header line is longer than {CSV_HEADER_MAX >> 20} MiB (no line end in its "
+            "first bytes): not a table grokaudit reads; convert it to Parquet",
+            path=str(path), code=ErrorCode.TOO_LARGE)
+    return h
+
+
+def _fields(obj: Any, limit: int) -> int:
+    """The scalar fields of a JSON record once nested objects are flattened (``a.b``), counted
+    up to just past ``limit``."""
+    n = 0
+    todo = [obj]
+    while todo and n <= limit:
+        o = todo.pop()
+        for v in o.values():
+            if isinstance(v, dict) and v:
+                todo.append(v)
+            else:
+                n += 1
+    return n
+
+
+def check_first_record(path: Path, max_columns: int) -> None:
+    """Refuse (``TOO_LARGE``) the JSON-lines file ``path`` when its first record holds more
+    than ``max_columns`` fields (nested objects flattened, as the reader flattens them): a
+    log that wide is refused before its records are parsed into columns. Only the first
+    non-blank line is read (at most :data:`CSV_HEADER_MAX` bytes of it); a line that is not
+    a JSON object is left to the reader, which names it."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            line = b""
+            while not line.strip():
+                line = fh.readline(CSV_HEADER_MAX + 1)
+                if not line:
+                    return
+    except OSError:
+        return  # unreadable: the reader names the file and the fault
+    if len(line) > CSV_HEADER_MAX:
+        raise LogFormatError(
+            f"its first record is longer than {CSV_HEADER_MAX >> 20} MiB: not a log grokaudit "
+            "reads; convert it to Parquet", path=str(path), code=ErrorCode.TOO_LARGE)
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return
+    n = _fields(rec, max_columns) if isinstance(rec, dict) else 0
+    if n > max_columns:
+        raise LogFormatError(
+            f"its first record holds more than {max_columns} fields, the cap on columns; if "
+            "the log is really this wide, raise the cap with --max-columns (max_columns in a "
+            "config file)", path=str(path), code=ErrorCode.TOO_LARGE)
+
+
+def csv_block_size(path: str | os.PathLike[str], delimiter: str = ",") -> int:
+    """The block size for pyarrow's CSV reader of ``path``: its default (1 MiB), or room for
+    the header line and a row as long when the header is longer (at most
+    :data:`CSV_HEADER_MAX` and a row). Refuses a header longer than that (``TOO_LARGE``)."""
+    p = Path(path)
+    h = check_text_header(p, 2**62, delimiter) if p.is_file() else TextHeader(0, 0, True)
+    return max(CSV_BLOCK_SIZE, 2 * h.size + CSV_BLOCK_SIZE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 
 from .errors import ConfigError, ErrorCode, LogFormatError
-from .limits import DEFAULT_LIMITS, Limits, check_declared
+from .limits import CSV_HEADER_MAX, DEFAULT_LIMITS, Limits, check_declared
 from .readers import ADAPTERS, LogReader
 from .roles import choose_accuracy
 from .schema import (
@@ -65,20 +66,20 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     """
     if isinstance(paths, (str, os.PathLike)):
         return _read_one(paths, fmt, mapping, run_from, cond, partial=partial, limits=limits,
-                         readers=readers)
+                         readers=readers, on_duplicate=on_duplicate)
     items = list(paths)
     if not items:
         raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
     if len(items) == 1:
         return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial,
-                         limits=limits, readers=readers)
+                         limits=limits, readers=readers, on_duplicate=on_duplicate)
     _refuse_repeated_paths(items)
     # each path may be a part of the log (one holds the accuracy, another the metric): the
     # merged table is validated as a whole by the audit
     for p in items:  # every input's size before any is read
         check_declared(p, limits)
     tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None,
-                        readers=readers) for p in items]
+                        readers=readers, on_duplicate=on_duplicate) for p in items]
     if cond and not partial:  # a --cond that no run of any input takes: a typo, refused
         for key, pattern in cond.items():
             if not any(key in t.column_names and t.column(key).null_count < t.num_rows
@@ -118,7 +119,7 @@ def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1:
         return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True, limits=limits,
-                         readers=readers)
+                         readers=readers, on_duplicate=on_duplicate)
     return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
                     on_duplicate=on_duplicate, limits=limits, readers=readers)
 
@@ -127,25 +128,28 @@ def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: Literal[False] = False,
-              limits: Limits | None = None, readers: LogReader = ADAPTERS) -> pa.Table: ...
+              limits: Limits | None = None, readers: LogReader = ADAPTERS,
+              on_duplicate: str = "error") -> pa.Table: ...
 
 
 @overload
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool,
-              limits: Limits | None = None,
-              readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource: ...
+              limits: Limits | None = None, readers: LogReader = ADAPTERS,
+              on_duplicate: str = "error") -> pa.Table | ParquetSource: ...
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool = False,
-              limits: Limits | None = None,
-              readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource:
+              limits: Limits | None = None, readers: LogReader = ADAPTERS,
+              on_duplicate: str = "error") -> pa.Table | ParquetSource:
     """One path as a canonical table; with ``lazy``, a canonical Parquet file as a
     :class:`ParquetSource` (a folder of shards and every other input are read whole).
-    ``limits``: checked from the metadata first (:func:`~grokaudit.limits.check_declared`)."""
+    ``limits``: checked from the metadata first (:func:`~grokaudit.limits.check_declared`).
+    ``on_duplicate`` reaches the reader of a non-canonical input (a canonical table is
+    resolved by its validation, by the same rule)."""
     p = Path(path)
     if not p.exists():
         raise LogFormatError("no such file or directory; check the path", path=str(p),
@@ -166,9 +170,13 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
             return ds.read_all()
     # every other log, a single file without a run column included (one run named by its
     # path), goes through the same readers in every command
-    return readers(p, fmt, mapping=dict(mapping) if mapping else None, run_from=run_from,
-                   cond=dict(cond) if cond else None, partial=partial,
-                   limits=None)  # checked above
+    maps = dict(mapping) if mapping else None
+    conds = dict(cond) if cond else None
+    if on_duplicate != "error":  # (passed only when it chooses: see LogReader)
+        return readers(p, fmt, mapping=maps, run_from=run_from, cond=conds, partial=partial,
+                       limits=None, on_duplicate=on_duplicate)
+    return readers(p, fmt, mapping=maps, run_from=run_from, cond=conds, partial=partial,
+                   limits=None)  # limits: checked above
 
 
 def is_canonical(p: Path) -> bool:
@@ -221,7 +229,7 @@ def _column_names(p: Path) -> set[str] | None:
             import csv
 
             with p.open("r", encoding="utf-8-sig", errors="replace", newline="") as fh:
-                first = fh.readline(1 << 20)
+                first = fh.readline(CSV_HEADER_MAX)  # (a header's length is capped there)
             row = next(csv.reader([first], delimiter="\t" if suffix == ".tsv" else ","), [])
             names = {c.strip() for c in row}
         else:
@@ -333,11 +341,12 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
     df = _stacked(tables, sources, provs)
     key = ["run", "step"]
     cols = [c for c in df.columns if c not in (*key, "__src")]
-    df = _join_rows(df, cols, sources, on_duplicate)
+    df, resolved = _join_rows(df, cols, sources, on_duplicate)
     _fill_partial_conditions(df, cols)
     df = df.sort_values(key, kind="stable").reset_index(drop=True)
     # rows of one (run, step) in several inputs became one row: they were read all the same
-    joined = sum(t.num_rows for t in tables) - len(df)
+    # (joined, or, holding different values, set aside by --on-duplicate: counted apart)
+    joined = sum(t.num_rows for t in tables) - len(df) - resolved
     _unify_types(df, tables, sources)
     try:
         table = pa.Table.from_pandas(df, preserve_index=False)
@@ -346,6 +355,8 @@ def merge_tables(tables: Sequence[pa.Table], sources: Sequence[str], *,
                              "convert them to one schema", path=", ".join(sources),
                              code=ErrorCode.INCOMPATIBLE_INPUTS) from None
     merged = _merged_provenance(provs, sources, joined)
+    if resolved:
+        add_resolved(merged, on_duplicate, resolved)
     meta = {PROVENANCE_KEY: json.dumps(merged, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
 
@@ -379,31 +390,74 @@ def _stacked(tables: Sequence[pa.Table], sources: Sequence[str],
     return stacked
 
 
-def _join_rows(df: pd.DataFrame, cols: list[str], sources: Sequence[str],
-               on_duplicate: str) -> pd.DataFrame:
-    """Rows of one (run, step) joined column by column: a value fills another input's gap;
-    two different values are ``DUPLICATE_ROWS`` unless ``on_duplicate`` chooses ``first`` or
-    ``last``. Returns the frame without ``__src``."""
-    key = ["run", "step"]
+@dataclass
+class JoinedRows:
+    """Rows of one key joined by :func:`join_duplicate_rows`: ``frame`` (one row per key,
+    unless the conflicts were left unresolved), ``conflicts`` (per conflicting key, the number
+    of different values of each column) and ``resolved`` (the rows of conflicting keys that
+    ``first``/``last`` dropped)."""
+
+    frame: pd.DataFrame
+    conflicts: pd.DataFrame
+    resolved: int = 0
+
+
+def join_duplicate_rows(df: pd.DataFrame, key: Sequence[str], cols: Sequence[str],
+                        on_duplicate: str, order: str | None = None) -> JoinedRows:
+    """The one rule for rows of one key (``(run, step)``), in every reader: they are joined
+    column by column — a value fills another row's gap, identical values are kept once — and
+    two different values in one column are a conflict: with ``on_duplicate="error"`` they are
+    returned unresolved (``conflicts``; the caller refuses them, ``DUPLICATE_ROWS``); with
+    ``first`` or ``last``, the first or last value present (in the frame's order, or by the
+    column ``order``) wins, column by column. Returns the rows in ``key`` and ``cols``."""
+    key, cols = list(key), list(cols)
     dup = df.duplicated(key, keep=False).to_numpy()
     if not dup.any():
-        kept: pd.DataFrame = df[[*key, *cols]]
-        return kept
-    sub = df[dup].sort_values([*key, "__src"], kind="stable")
-    nun = sub.groupby(key, sort=False)[cols].nunique(dropna=True)
+        return JoinedRows(df[[*key, *cols]], pd.DataFrame())
+    sub = df[dup] if order is None else df[dup].sort_values([*key, order], kind="stable")
+    groups = sub.groupby(key, sort=False, dropna=False)
+    nun = groups[cols].nunique(dropna=True)
     bad = nun[(nun > 1).any(axis=1)]
+    if len(bad) and on_duplicate == "error":
+        return JoinedRows(df[[*key, *cols]], bad)
+    g = groups[cols]
+    joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
+    resolved = int((groups.size().loc[bad.index] - 1).sum()) if len(bad) else 0
+    out: pd.DataFrame = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True,
+                                  sort=False)
+    return JoinedRows(out, bad, resolved)
+
+
+def _join_rows(df: pd.DataFrame, cols: list[str], sources: Sequence[str],
+               on_duplicate: str) -> tuple[pd.DataFrame, int]:
+    """Rows of one (run, step) joined by :func:`join_duplicate_rows` (the input named first
+    is first): two different values are ``DUPLICATE_ROWS`` unless ``on_duplicate`` chooses
+    ``first`` or ``last``. Returns the frame without ``__src`` and the rows that choice
+    resolved."""
+    j = join_duplicate_rows(df, ["run", "step"], cols, on_duplicate, order="__src")
+    bad = j.conflicts
     if len(bad) and on_duplicate == "error":
         col = next(c for c in cols if (bad[c] > 1).any())
         ex = ", ".join(f"{safe(r)}@{s}" for r, s in list(bad.index[:3]))
+        sub = df[df.duplicated(["run", "step"], keep=False).to_numpy()]
         raise LogFormatError(
             f"{len(bad)} (run, step) rows hold different values in different inputs "
             f"(first: {ex}, column {safe(col)!r}){_collision_hint(sub, bad, sources)}",
             path=", ".join(sources), column=col, code=ErrorCode.DUPLICATE_ROWS)
-    g = sub.groupby(key, sort=False)[cols]
-    joined = (g.last() if on_duplicate == "last" else g.first()).reset_index()
-    out: pd.DataFrame = pd.concat([df.loc[~dup, [*key, *cols]], joined], ignore_index=True,
-                                  sort=False)
-    return out
+    return j.frame, j.resolved
+
+
+#: The provenance key of the duplicate rows a reader resolved by ``--on-duplicate`` before
+#: validation: ``{"duplicate_first_wins": rows}``, counted by validation as the rows it sets
+#: aside itself (``InputSummary.set_aside``, the ``DUPLICATE_ROWS`` finding).
+RESOLVED_KEY = "duplicates_resolved"
+
+
+def add_resolved(prov: dict[str, Any], on_duplicate: str, rows: int) -> None:
+    """Count ``rows`` resolved by ``on_duplicate`` in the provenance ``prov`` (in place)."""
+    name = f"duplicate_{on_duplicate}_wins"
+    counts = prov.setdefault(RESOLVED_KEY, {})
+    counts[name] = int(counts.get(name, 0)) + int(rows)
 
 
 def _fill_partial_conditions(df: pd.DataFrame, cols: list[str]) -> None:
@@ -438,6 +492,8 @@ def _merged_provenance(provs: Sequence[Mapping[str, Any]], sources: Sequence[str
             merged.setdefault("config_files", []).extend(p["config_files"])
         if p.get("outcomes"):
             merged["outcomes"] = sorted(set(merged.get("outcomes", [])) | set(p["outcomes"]))
+        for k2, n in (p.get(RESOLVED_KEY) or {}).items():
+            merged.setdefault(RESOLVED_KEY, {})[k2] = merged.get(RESOLVED_KEY, {}).get(k2, 0) + n
         for k2, n in (p.get("set_aside") or {}).items():
             merged.setdefault("set_aside", {})[k2] = merged.get("set_aside", {}).get(k2, 0) + n
         _merge_accuracy_scale(merged, p.get("accuracy_scale") or {})

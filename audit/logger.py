@@ -39,7 +39,9 @@ of the folder holds a row twice or not at all.
 What a kill loses is what was logged after the last completed flush: at most ``flush_every``
 rows or ``flush_secs`` seconds. :func:`read_run_folder` reports it: every run whose logger was
 not closed and every interrupted flush is a ``SOURCE_TRUNCATED`` finding in the provenance,
-which the audit shows.
+which the audit shows. A segment lost after it was written (a partial copy of the folder, a
+cleanup; with or without the claim files) is refused: ``SEGMENT_MISSING``, naming the run and
+the missing segment numbers.
 """
 
 from __future__ import annotations

@@ -24,13 +24,17 @@ class LogReader(Protocol):
     """Reads one path in a format named by ``format`` (``None``: detected from the path) as
     the canonical Arrow table, provenance in its metadata; ``mapping``, ``run_from`` and
     ``cond`` are the ``--map``, ``--run-from`` and ``--cond`` options; ``partial`` reads a part
-    of a log that may lack the test accuracy; ``limits`` caps what the input may declare.
+    of a log that may lack the test accuracy; ``limits`` caps what the input may declare;
+    ``on_duplicate`` (``error``, ``first``, ``last``: ``--on-duplicate``) resolves rows of one
+    (run, step) with different values by the loader's rule
+    (:func:`grokaudit.loader.join_duplicate_rows`). The loader passes ``on_duplicate`` only
+    when it is not ``error``, so a reader that resolves nothing need not take it.
     Raises :class:`~grokaudit.errors.LogFormatError` for a path it cannot read."""
 
     def __call__(self, path: Path, format: str | None, /, *,
                  mapping: dict[str, str] | None, run_from: str | None,
                  cond: dict[str, str] | None, partial: bool,
-                 limits: Limits | None) -> pa.Table: ...
+                 limits: Limits | None, on_duplicate: str = "error") -> pa.Table: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class InstalledAdapters:
     def __call__(self, path: Path, format: str | None, /, *,
                  mapping: dict[str, str] | None, run_from: str | None,
                  cond: dict[str, str] | None, partial: bool,
-                 limits: Limits | None) -> pa.Table:
+                 limits: Limits | None, on_duplicate: str = "error") -> pa.Table:
         try:
             from .adapters import read_log
         except ImportError:
@@ -49,7 +53,7 @@ class InstalledAdapters:
                                  "adapters are not installed; reinstall grokaudit",
                                  path=str(path), code=ErrorCode.UNKNOWN_FORMAT) from None
         return read_log(path, format, mapping=mapping, run_from=run_from, cond=cond,
-                        partial=partial, limits=limits)
+                        partial=partial, limits=limits, on_duplicate=on_duplicate)
 
 
 #: The adapters' registry: what the public entry points pass to the loader.

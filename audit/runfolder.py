@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
 from .shards import PROVENANCE_KEY, provenance_of, read_shard
+from .text import safe
 
 __all__ = ["CLAIM_SUFFIX", "SEGMENT_KEY", "TMP_SUFFIX", "is_run_folder", "read_run_folder"]
 
@@ -33,13 +36,33 @@ TMP_SUFFIX = ".tmp"
 
 
 
+#: A segment's file name: ``<stem>.<seq>.parquet``, the stem ending in a 12-digit hash.
+_SEGMENT_NAME = re.compile(r"(?P<stem>.+\.[0-9a-f]{12})\.(?P<seq>[0-9]{6,})\.parquet")
+
+
 def is_run_folder(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a folder holding a :class:`RunLogger` claim file."""
+    """True when ``path`` is a folder written by :class:`RunLogger`: it holds a claim file,
+    or (its claims lost: a partial copy, a cleanup) a segment file that says it is one. Such
+    a folder is read by :func:`read_run_folder`, which checks each run's segments."""
     p = Path(path)
     try:
-        return p.is_dir() and any(q.suffix == CLAIM_SUFFIX for q in p.iterdir())
+        if not p.is_dir():
+            return False
+        entries = list(p.iterdir())
     except OSError:
         return False
+    if any(q.suffix == CLAIM_SUFFIX for q in entries):
+        return True
+    named = sorted(q for q in entries if _SEGMENT_NAME.fullmatch(q.name))
+    return bool(named) and _is_segment(named[0])
+
+
+def _is_segment(q: Path) -> bool:
+    """The file's footer carries a RunLogger segment's state (read from the footer only)."""
+    try:
+        return _segment_state(pq.read_schema(q)) is not None
+    except (OSError, pa.ArrowException):
+        return False  # unreadable: the reader of the folder names it
 
 
 def _segment_state(schema: pa.Schema) -> dict[str, Any] | None:
@@ -52,6 +75,9 @@ def _segment_state(schema: pa.Schema) -> dict[str, Any] | None:
         return None
     if not isinstance(state, dict) or not isinstance(state.get("run"), str):
         return None
+    seq = state.get("segment")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        return None  # no segment number: not a segment this reader can place
     return state
 
 
@@ -72,7 +98,9 @@ def read_run_folder(folder: str | os.PathLike[str]) -> pa.Table:
     or is still running: rows logged after its last flush are not in the log), each run that
     started but flushed no row, and each interrupted flush (a temporary file left by a kill
     during a flush). ±inf values written as NaN are counted in its ``warnings``. Raises
-    :class:`LogFormatError` when the folder holds no shard.
+    :class:`LogFormatError` when the folder holds no shard, and when a run lacks a segment
+    below its last one or one its close record counts (``SEGMENT_MISSING``: its rows would be
+    left out in silence), with or without the claim files.
     """
     p = Path(folder)
     if not p.is_dir():
@@ -85,6 +113,7 @@ def read_run_folder(folder: str | os.PathLike[str]) -> pa.Table:
     read = _read_segments(shards, report)
     _check_interrupted_flushes(entries, claims, report)
     claim_of = {info["run"]: (stem, info) for stem, info in claims.items()}
+    _refuse_segment_gaps(p, claim_of, read.segments)
     for run in sorted(set(claim_of) | set(read.segments)):
         stem, info = claim_of.get(run, ("", {}))
         _check_run(run, stem, info, read.segments.get(run, []), report)
@@ -177,7 +206,7 @@ def _check_run(run: str, stem: str, info: dict[str, Any], found: list[dict[str, 
                report: _FolderReport) -> None:
     """One run's claim against its segments: started without a row, segments missing, not
     closed, ended with an error."""
-    segs = sorted(found, key=lambda d: int(d.get("segment") or 0))
+    segs = sorted(found, key=lambda d: int(d["segment"]))
     closed = bool(info.get("closed")) or bool(segs and segs[-1].get("closed"))
     if not segs:
         if closed:
@@ -201,29 +230,63 @@ def _check_run(run: str, stem: str, info: dict[str, Any], found: list[dict[str, 
         report.warnings.append(f"run {run!r} ended with {info['error']}")
 
 
+def _missing_segments(info: dict[str, Any], segs: list[dict[str, Any]]) -> list[int]:
+    """The segment numbers of a run that are not in the folder: every number below the
+    highest present (segments are written 0, 1, 2… and never deleted, so a gap is a file
+    lost after it was written), and, once the run's claim records its close, the numbers up
+    to the count it records. A run still being written has no gap: its next segment is
+    simply not there yet."""
+    have = {int(d["segment"]) for d in segs}
+    expected = max(have) + 1
+    said = info.get("segments")
+    if info.get("closed") and isinstance(said, int) and not isinstance(said, bool):
+        expected = max(expected, said)
+    return sorted(set(range(expected)) - have)
+
+
+def _refuse_segment_gaps(folder: Path, claim_of: dict[str, tuple[str, dict[str, Any]]],
+                         segments: dict[str, list[dict[str, Any]]]) -> None:
+    """Refuse (``SEGMENT_MISSING``) a folder in which a run lacks a segment below its last
+    one, or one its close record counts, with or without its claim file: the rows of that
+    segment would be missing from the audit without a word (a partial copy of the folder,
+    files removed after the run)."""
+    gaps: list[tuple[str, str, list[int], list[int]]] = []
+    for run in sorted(segments):
+        segs = segments[run]
+        missing = _missing_segments(claim_of.get(run, ("", {}))[1], segs)
+        if missing:
+            named = _SEGMENT_NAME.fullmatch(segs[0]["file"])
+            gaps.append((run, named.group("stem") if named else segs[0]["file"], missing,
+                         sorted(int(d["segment"]) for d in segs)))
+    if not gaps:
+        return
+    run, stem, missing, have = gaps[0]
+    more = f"; {len(gaps) - 1} other run(s) lack segments too" if len(gaps) > 1 else ""
+    raise LogFormatError(
+        f"run {safe(run)!r} (files {safe(stem)}.*.parquet) lacks segment(s) "
+        f"{', '.join(map(str, missing[:10]))}{', …' if len(missing) > 10 else ''} (the "
+        f"folder holds {', '.join(map(str, have[:10]))}{', …' if len(have) > 10 else ''}): "
+        f"the rows of the missing segments would be left out of the audit{more}; copy the "
+        "folder again in full (or restore the missing files), or move that run's files out "
+        "of the folder to audit the other runs", path=str(folder),
+        code=ErrorCode.SEGMENT_MISSING)
+
+
 def _check_continuity(run: str, stem: str, info: dict[str, Any], segs: list[dict[str, Any]],
                       closed: bool, report: _FolderReport) -> None:
-    """Segments are numbered 0, 1, 2… and the close record counts them and their rows: a
-    segment file lost after the run (a partial copy, a cleanup) is a gap."""
-    have = {int(d.get("segment") or 0) for d in segs}
-    expected = int(info["segments"]) if closed and isinstance(info.get("segments"), int) \
-        else max(have) + 1
-    missing = sorted(set(range(expected)) - have)
+    """The close record counts the run's rows: a run that holds fewer (every segment present,
+    since :func:`_refuse_segment_gaps` refused any gap) had a segment replaced by an older
+    copy of it."""
     rows_have = sum(int(d.get("rows") or 0) for d in segs)
     rows_said = info.get("rows") if closed else None
-    if not (missing or (isinstance(rows_said, int) and rows_have < rows_said)):
+    if not (isinstance(rows_said, int) and rows_have < rows_said):
         return
-    what = (f"segment(s) {', '.join(str(m) for m in missing)} of run {run!r} are "
-            f"missing from the folder" if missing else
-            f"run {run!r} holds fewer rows than its close record says")
-    told = (f"; its close record says {rows_said} row(s) in {expected} segment(s), the "
-            f"folder holds {rows_have} in {len(have)}" if isinstance(rows_said, int)
-            else "")
     report.findings.append(_finding(
-        f"{what}{told}: the rows of the missing segments are not in the log (a partial "
-        "copy of the folder, or files removed after the run)", run=run,
+        f"run {run!r} holds fewer rows than its close record says; its close record says "
+        f"{rows_said} row(s) in {len(segs)} segment(s), the folder holds {rows_have}: the "
+        "rows missing are not in the log (a segment file replaced by an older copy)", run=run,
         file=f"{stem}{CLAIM_SUFFIX}" if stem else segs[-1]["file"],
-        count=(rows_said - rows_have) if isinstance(rows_said, int) else len(missing)))
+        count=rows_said - rows_have))
 
 
 def _concat_shards(tables: list[pa.Table], p: Path) -> pa.Table:

@@ -140,9 +140,14 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
                 return ParquetSource(p, names)
             return read_parquet(p, names)
         if kind in ("csv", "tsv"):
+            from .limits import csv_block_size
+
             opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
-            return pacsv.read_csv(p, parse_options=opts, convert_options=conv)
+            # a header longer than pyarrow's 1 MiB block: a block that holds it
+            block = pacsv.ReadOptions(block_size=csv_block_size(p, opts.delimiter))
+            return pacsv.read_csv(p, read_options=block, parse_options=opts,
+                                  convert_options=conv)
         df = pd.read_json(p, lines=True, dtype={"run": str})
         return pa.Table.from_pandas(df, preserve_index=False)
     except LogFormatError:
@@ -1077,7 +1082,30 @@ def _refuse_text_among_numbers(name: str, values: pa.Array, idx: np.ndarray, g: 
         path=path, column=name, code=ErrorCode.BAD_COLUMN_TYPE)
 
 
-def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str, np.ndarray],
+def _fill_from_duplicates(dup: np.ndarray, first: bool,
+                          columns: Sequence[dict[str, np.ndarray]]) -> dict[int, np.ndarray]:
+    """Under ``--on-duplicate first|last``: in each group of rows of one (run, step), the row
+    kept takes, in each column where it holds nothing, the first (last) value of its group,
+    as every reader resolves duplicates (:func:`grokaudit.loader.join_duplicate_rows`). The
+    columns filled are replaced (copies: a column may be Arrow's read-only memory) in
+    ``columns``; returns them by the identity of the array each replaces."""
+    idx = np.flatnonzero(dup | np.r_[dup[1:], False])
+    group = np.cumsum(~dup[idx])
+    out: dict[int, np.ndarray] = {}
+    for cols in columns:
+        for name, a in list(cols.items()):
+            sub = a[idx]
+            gaps = np.isnan(sub)
+            if not gaps.any():
+                continue
+            pick = pd.Series(sub).groupby(group).transform("first" if first else "last")
+            filled = a.copy()
+            filled[idx] = np.where(gaps, pick.to_numpy(dtype=a.dtype), sub)
+            cols[name] = out[id(a)] = filled
+    return out
+
+
+def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.ndarray],
                   on_duplicate: str, path: str | None, criterion: np.ndarray | None = None,
                   may_keep_none: bool = False
                   ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...], tuple[str, ...]]:
@@ -1120,6 +1148,10 @@ def _rows_to_keep(g: _Rows, accs: Mapping[str, np.ndarray], series: Mapping[str,
             else:
                 keep &= ~np.r_[dup[1:], False]
             set_aside[f"duplicate_{on_duplicate}_wins"] = int(conflicting.size)
+            # ... its gaps filled from its group, column by column (the rule of every reader)
+            new = _fill_from_duplicates(dup, on_duplicate == "first", (accs, series))
+            test_acc, train_acc = accs["test_acc"], accs.get("train_acc")
+            criterion = new.get(id(criterion), criterion)
 
     # rows with nothing in them (only possible where test_acc is missing)
     empty = np.isnan(test_acc)
@@ -1232,6 +1264,11 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     joined = int(prov.get("rows_joined") or 0)
     if joined > 0:
         set_aside = {**set_aside, "joined_across_inputs": joined}
+    # rows a reader resolved by --on-duplicate before this table: counted as if resolved here
+    resolved = {str(k): int(v) for k, v in (prov.get("duplicates_resolved") or {}).items()}
+    for k, n in resolved.items():
+        set_aside = {**set_aside, k: set_aside.get(k, 0) + n}
+    joined += sum(resolved.values())
     summary = InputSummary(
         source=path, rows_read=int(g.n_read) + max(joined, 0), rows_kept=int(step.size),
         set_aside=set_aside,

@@ -230,23 +230,22 @@ def test_segments_are_sealed_and_never_rewritten(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("lost", [0, 1, 2])
-def test_a_lost_segment_is_a_truncation_naming_run_and_segment(tmp_path: Path,
-                                                                 lost: int) -> None:
-    """The issue's case: a folder that lost a segment file (a partial copy, a cleanup script)
-    was audited with no finding, though each segment stores its number and rows and the close
-    record the totals."""
+def test_a_lost_segment_is_refused_naming_run_and_segment(tmp_path: Path, lost: int) -> None:
+    """A folder that lost a segment file (a partial copy, a cleanup script) was audited with
+    no finding, though each segment stores its number and the close record the count; its
+    rows would be left out of the audit: refused (``SEGMENT_MISSING``), by every reader."""
     with RunLogger(tmp_path, run="r", flush_every=1, segment_flushes=4) as log:
         for step in range(10):
             log.log(step, test_acc=step / 10, emb_erank=10.0 - step / 3)
     names = sorted(tmp_path.glob("*.parquet"))
     assert len(names) == 3 and prov(read_run_folder(tmp_path))["findings"] == []
-    rows = pq.read_metadata(names[lost]).num_rows
     names[lost].unlink()
-    f = prov(read_run_folder(tmp_path))["findings"]
-    assert len(f) == 1 and f[0]["code"] == "SOURCE_TRUNCATED" and f[0]["run"] == "r"
-    assert f"segment(s) {lost} of run 'r'" in f[0]["detail"] and f[0]["count"] == rows
-    res = grokaudit.audit_path(tmp_path, metrics=["emb_erank"])
-    assert grokaudit.Reason.SOURCE_TRUNCATED in res.codes
+    with pytest.raises(LogFormatError) as e:
+        read_run_folder(tmp_path)
+    assert e.value.code is ErrorCode.SEGMENT_MISSING and e.value.path == str(tmp_path)
+    with pytest.raises(LogFormatError) as e:
+        grokaudit.audit_path(tmp_path, metrics=["emb_erank"])
+    assert e.value.code is ErrorCode.SEGMENT_MISSING
 
 
 def test_an_exception_in_the_loop_keeps_the_rows_and_is_recorded(tmp_path: Path) -> None:
