@@ -8,9 +8,12 @@ replaces the key in ``[base]`` and removes it from ``[grid]``). Parsing lives he
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,10 +127,10 @@ def train(config_file: str, output: str, device: str, resume: bool, overwrite: b
 
 
 def _refuse_discarding(out: Path, ckpt: Path, work: Path | None = None) -> None:
-    """Refuse (exit 2) to start a sweep over a checkpoint or a partial log of it, or over the
-    groups' checkpoints and logs an unfinished ``--engine ray`` run left in ``work``: that
-    would replace work the previous run saved. ``--resume`` continues it, ``--overwrite``
-    replaces it."""
+    """Refuse (exit 2) to start a sweep over a checkpoint or a partial log of it, over the
+    groups' checkpoints and logs an unfinished ``--engine ray`` run left in ``work``, or over
+    an existing log (a finished sweep's, this one's or another's): that would replace work a
+    previous run saved. ``--resume`` continues unfinished work, ``--overwrite`` replaces it."""
     from .ray_engine import saved_work
 
     what, replaced = None, "the checkpoint and the partial log"
@@ -139,10 +142,20 @@ def _refuse_discarding(out: Path, ckpt: Path, work: Path | None = None) -> None:
         replaced = "those files and any partial log"
     elif out.is_file() and _is_partial(out):
         what = f"{out} is a partial log (a sweep stopped before its end)"
+    elif os.path.lexists(out):
+        _refuse_existing_log(out)
     if what is not None:
         raise ConfigError(f"{what}: continue it with --resume, or start over with --overwrite "
                           f"({replaced} are replaced)",
                           code=ErrorCode.WORK_WOULD_BE_LOST, option="--resume")
+
+
+def _refuse_existing_log(out: Path) -> None:
+    """A finished log (or another file) at ``-o`` is never replaced without ``--overwrite``:
+    it may hold hours of another sweep's training."""
+    raise ConfigError(f"{out} already exists (a finished sweep's log, or another file), and "
+                      "there is nothing of it to resume: choose another -o, or replace it with "
+                      "--overwrite", code=ErrorCode.WORK_WOULD_BE_LOST, option="--overwrite")
 
 
 def _is_partial(path: Path) -> bool:
@@ -167,10 +180,9 @@ def _train(config_file: str, output: str, device: str, resume: bool,
            overrides: dict[str, Any], overwrite: bool = False, engine: str = "process",
            max_retries: int = 3) -> None:
     import torch
-    from grokaudit.outputs import resolve_output
 
     from .manifest import recipe_echo
-    from .sweep import expand, load_sweep
+    from .sweep import check_fits, expand, load_sweep
 
     _check_options(threads=threads, max_retries=max_retries, engine=engine, device=device,
                    max_minutes=max_minutes, checkpoint_minutes=checkpoint_minutes)
@@ -181,12 +193,15 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     if out.suffix.lower() not in (".parquet", ".pq"):
         raise ConfigError(f"-o {output}: the log is Parquet; give a .parquet path",
                           code=ErrorCode.OUTPUT_EXTENSION)
-    # checked before any training: not the sweep file, not a device, a folder or a link
-    resolve_output(out, flag="-o", inputs=[config_file], allow_stdout=False,
-                   suffixes=(".parquet", ".pq"))
     ray = engine == "ray"
     ckpt, work = _saved_state_paths(out, checkpoint_path, ray)
+    # checked before any training: not the sweep file, not each other, not a device, a
+    # folder or a link; then no saved work replaced, and every group fits the memory
+    _check_paths(config_file, out, ckpt, work, ray=ray, manifest=manifest,
+                 named=checkpoint_path is not None)
     _check_saved_state(out, ckpt, work, ray=ray, resume=resume, overwrite=overwrite)
+    if not ray:  # with ray, the groups train on the cluster's nodes, not this machine
+        check_fits(specs, device)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = "grokaudit train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and Path(sys.argv[0]).name.startswith("grokaudit") \
@@ -195,23 +210,11 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     prov = {"producer_detail": "grokaudit.reference_runs", "sweep": sw.name,
             "config_file": str(config_file), "runs": len(specs), "command": command,
             "recipe": echo["names"]}
-    if ray:
-        from .ray_engine import run_ray
-
-        rres = run_ray(specs, work=work, device=device, resume=resume,
-                       checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
-                       threads=threads, progress=progress, max_retries=max_retries,
-                       provenance=prov)
-        table, complete, wall, dev = rres.table, rres.complete, rres.wall_seconds, rres.device
-    else:
-        from .sweep import run_sweep
-
-        res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
-                        checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
-                        progress=progress)
-        table, complete, wall = res.table, res.complete, res.wall_seconds
-        dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
-                               else ("cpu" if device == "auto" else device)))
+    with _trainer_memory():
+        table, complete, wall, dev = _run_engine(
+            specs, ray=ray, device=device, resume=resume, ckpt=ckpt, work=work,
+            checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes, threads=threads,
+            progress=progress, max_retries=max_retries, provenance=prov)
     if table.empty:
         click.echo("stopped before the first log point; nothing written", err=True)
         return
@@ -229,22 +232,66 @@ def _train(config_file: str, output: str, device: str, resume: bool,
                f"{wall:.0f} s)", err=True)
 
 
-def _check_options(*, threads: int | None, max_retries: int, engine: str, device: str,
-                   max_minutes: float | None, checkpoint_minutes: float) -> None:
-    """The options' ranges, and a CUDA device for ``--device cuda`` (process engine)."""
+def _run_engine(specs: list[RunSpec], *, ray: bool, device: str, resume: bool, ckpt: Path,
+                work: Path, checkpoint_minutes: float, max_minutes: float | None,
+                threads: int | None, progress: str, max_retries: int,
+                provenance: dict[str, Any]) -> tuple[Any, bool, float, str]:
+    """Train the runs on the chosen engine: the table, whether it is complete, the wall
+    seconds and the device."""
     import torch
 
-    if threads is not None and threads < 1:
-        raise ConfigError("--threads must be ≥ 1", code=ErrorCode.OPTION_OUT_OF_RANGE)
-    if max_retries < 0:
-        raise ConfigError("--max-retries must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
+    if ray:
+        from .ray_engine import run_ray
+
+        rres = run_ray(specs, work=work, device=device, resume=resume,
+                       checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                       threads=threads, progress=progress, max_retries=max_retries,
+                       provenance=provenance)
+        return rres.table, rres.complete, rres.wall_seconds, rres.device
+    from .sweep import run_sweep
+
+    res = run_sweep(specs, device=device, checkpoint=ckpt, resume=resume,
+                    checkpoint_minutes=checkpoint_minutes, max_minutes=max_minutes,
+                    progress=progress)
+    dev = str(torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                           else ("cpu" if device == "auto" else device)))
+    return res.table, res.complete, res.wall_seconds, dev
+
+
+@contextmanager
+def _trainer_memory() -> Iterator[None]:
+    """Memory that runs out while training (Python's or numpy's ``MemoryError``, a torch
+    allocation that fails on the CPU or on CUDA) is ``OUT_OF_MEMORY`` with the trainer's
+    advice: the command line's own handler speaks of auditing fewer files."""
+    import torch
+
+    advice = ("out of memory while training; train a smaller model or task (p, d_emb, hidden, "
+              "d_model, parity_samples), fewer steps or log points, or fewer runs together "
+              "(split the grid, or --shard), or use --device with more memory")
+    try:
+        yield
+    except MemoryError:
+        raise ConfigError(advice, code=ErrorCode.OUT_OF_MEMORY) from None
+    except RuntimeError as exc:
+        # torch's CPU allocator raises a plain RuntimeError ("can't allocate memory")
+        if isinstance(exc, torch.cuda.OutOfMemoryError) or "allocate" in str(exc):
+            raise ConfigError(advice, code=ErrorCode.OUT_OF_MEMORY) from None
+        raise
+
+
+def _check_options(*, threads: int | None, max_retries: int, engine: str, device: str,
+                   max_minutes: float | None, checkpoint_minutes: float) -> None:
+    """The options' ranges (:func:`~.config.check_run_options`), and a CUDA device for
+    ``--device cuda`` (process engine)."""
+    import torch
+
+    from .config import check_run_options
+
+    check_run_options(threads=threads, max_retries=max_retries, engine=engine,
+                      max_minutes=max_minutes, checkpoint_minutes=checkpoint_minutes)
     # with Ray the GPUs are the cluster's, not this machine's: checked once connected
     if engine == "process" and device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or auto", code=ErrorCode.INVALID_OPTION)
-    if max_minutes is not None and max_minutes <= 0:
-        raise ConfigError("--max-minutes must be > 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
-    if checkpoint_minutes < 0:
-        raise ConfigError("--checkpoint-minutes must be ≥ 0", code=ErrorCode.OPTION_OUT_OF_RANGE)
 
 
 def _shard(specs: list[RunSpec], out: Path, shard_text: str | None
@@ -276,11 +323,54 @@ def _saved_state_paths(out: Path, checkpoint_path: str | None, ray: bool) -> tup
     own = Path(checkpoint_path) if checkpoint_path else None
     ckpt = own if own is not None and not ray else out.with_name(out.name + ".ckpt")
     work = own if own is not None and ray else default_work_dir(out)
-    if ray and work.exists() and not work.is_dir():
+    return ckpt, work
+
+
+def _manifest_path(out: Path) -> Path:
+    """The manifest written beside the log: ``<stem>.MANIFEST.toml``."""
+    return out.with_name(out.stem + ".MANIFEST.toml")
+
+
+def _check_paths(config_file: str, out: Path, ckpt: Path, work: Path, *, ray: bool,
+                 manifest: bool, named: bool) -> None:
+    """Every path ``train`` writes or replaces — the log, its manifest, the checkpoint (or,
+    with ray, the working folder) — checked before any work against the config file and each
+    other (:func:`grokaudit.outputs.resolve_output`): ``OUTPUT_IS_INPUT``, ``OUTPUT_CLASH``,
+    a device, a folder or a link. ``--overwrite`` never permits writing over an input."""
+    from grokaudit.outputs import resolve_output
+
+    inputs = [config_file]
+    done = [resolve_output(out, flag="-o", inputs=inputs, allow_stdout=False,
+                           suffixes=(".parquet", ".pq"))]
+    if manifest:
+        done.append(resolve_output(_manifest_path(out), flag="-o's MANIFEST.toml",
+                                   inputs=inputs, allow_stdout=False, others=done))
+    # the process engine writes it; either engine deletes it (--overwrite, a finished sweep)
+    flag = "--checkpoint" if named and not ray else "the checkpoint (-o + '.ckpt')"
+    done.append(resolve_output(ckpt, flag=flag, inputs=inputs, allow_stdout=False,
+                               others=done))
+    if ray:
+        _check_work_folder(work, Path(config_file), [o.path for o in done if o.path])
+
+
+def _check_work_folder(work: Path, config: Path, outputs: list[Path]) -> None:
+    """The ray engine's working folder (``--checkpoint``): not the config file nor a folder
+    holding it, not an output nor a folder holding one, and a folder."""
+    real = work.parent.resolve() / work.name
+    if config.exists() and ((work.exists() and os.path.samefile(config, work))
+                            or real in config.resolve().parents):
+        raise ConfigError(f"--checkpoint {work}: the working folder of --engine ray would "
+                          f"hold or replace the config file {config}; choose another folder",
+                          code=ErrorCode.OUTPUT_IS_INPUT, option="--checkpoint")
+    for o in outputs:
+        if o == real or real in o.parents:
+            raise ConfigError(f"--checkpoint {work}: the working folder of --engine ray and "
+                              f"{o} would share a path; choose another folder",
+                              code=ErrorCode.OUTPUT_CLASH, option="--checkpoint")
+    if work.exists() and not work.is_dir():
         raise ConfigError(f"--checkpoint {work}: with --engine ray this names a folder (the "
                           "groups' checkpoints and logs), and this is a file",
                           code=ErrorCode.INVALID_OPTION, option="--checkpoint")
-    return ckpt, work
 
 
 def _check_saved_state(out: Path, ckpt: Path, work: Path, *, ray: bool, resume: bool,
@@ -296,11 +386,14 @@ def _check_saved_state(out: Path, ckpt: Path, work: Path, *, ray: bool, resume: 
         _refuse_discarding(out, ckpt, work)
     if resume:
         mine, theirs, other = (work, ckpt, "process") if ray else (ckpt, work, "ray")
-        if not (saved_work(mine) if ray else mine.exists()) and \
-                (theirs.exists() if ray else saved_work(theirs)):
+        saved = bool(saved_work(mine)) if ray else mine.exists()
+        if not saved and (theirs.exists() if ray else saved_work(theirs)):
             raise ConfigError(f"{theirs} was left by --engine {other}: continue it with "
                               f"--engine {other} --resume, or start over with --overwrite",
                               code=ErrorCode.INCOMPATIBLE_INPUTS, option="--engine")
+        # nothing saved to continue: training again would replace a finished log
+        if not saved and os.path.lexists(out) and not _is_partial(out):
+            _refuse_existing_log(out)
     if overwrite:  # what either engine saved of this sweep is replaced
         clear(work)
         if ray:
@@ -316,7 +409,7 @@ def _write_log(table: Any, out: Path, provenance: dict[str, Any],
 
     write_table(table, out, provenance)
     if manifest is not None:
-        write_manifest(out.with_name(out.stem + ".MANIFEST.toml"), **manifest)
+        write_manifest(_manifest_path(out), **manifest)
 
 
 def _clear_saved_state(ckpt: Path, work: Path, ray: bool) -> None:

@@ -7,6 +7,8 @@ many runs; runs whose shapes match train together as one batched model (``train.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
@@ -25,6 +27,29 @@ BIAS_INITS = ("uniform", "normal", "zero")
 PARAM_SETS = ("matrices", "all")
 LOG_GRIDS = ("linear", "geometric")
 OPTIMIZERS = ("adamw", "cv-adamw")
+
+#: The most optimizer steps a run may take (and the largest ``t_int``, ``log_every``): past it a
+#: value is a typo (``steps = 1e20``), not a schedule.
+STEPS_MAX = 10 ** 9
+#: The most log points a grid may ask for (``log_points``, ``early_points``).
+POINTS_MAX = 10 ** 7
+#: The widest layer (``d_emb``, ``hidden``, ``d_model``, ``n_heads``); the memory check
+#: (:func:`memory_need`) refuses smaller models that do not fit the machine.
+DIM_MAX = 1 << 20
+#: The inclusive range of each integer field, checked before anything is allocated.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "p": (1, 1 << 16), "parity_bits": (1, 62), "parity_k": (1, 62),
+    "parity_samples": (1, 10 ** 8), "d_emb": (1, DIM_MAX), "hidden": (1, DIM_MAX),
+    "depth": (1, 2), "n_layers": (1, 1024), "d_model": (1, DIM_MAX), "n_heads": (1, DIM_MAX),
+    "mlp_ratio": (1, 1024), "batch_size": (0, 1 << 40), "t_int": (0, STEPS_MAX),
+    "steps": (1, STEPS_MAX), "log_every": (0, STEPS_MAX), "log_points": (0, POINTS_MAX),
+    "early_points": (0, POINTS_MAX), "seed": (0, 2 ** 63 - 1),
+}
+#: The most torch threads ``--threads`` may ask for per CPU of this machine (process engine):
+#: more only oversubscribes the cores, and OpenMP's per-thread stacks exhaust memory (a
+#: segfault at 100 000). With ``--engine ray`` the threads are a cluster node's: THREADS_MAX.
+THREADS_PER_CPU = 4
+THREADS_MAX = 1024
 
 
 @dataclass(frozen=True)
@@ -103,6 +128,7 @@ class TrainConfig:
         def bad(name: str, why: str) -> ConfigError:
             return ConfigError(f"config field {name!r}: {why} (got {getattr(self, name)!r})", code=ErrorCode.OPTION_OUT_OF_RANGE)
 
+        self._check_numbers(bad)
         if self.task not in TASKS:
             raise bad("task", f"must be one of {', '.join(TASKS)}")
         if self.arch not in ARCHS:
@@ -164,6 +190,22 @@ class TrainConfig:
             raise bad("w_c", "must be > 0, or absent to measure it from a free control run")
         return self
 
+    def _check_numbers(self, bad: Callable[[str, str], ConfigError]) -> None:
+        """Every float field finite, every integer field within :data:`INT_RANGES`: before
+        any check or allocation uses them (a primality test of ``p = 1e20`` would not end)."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or v is None:
+                continue
+            if isinstance(v, float) and not math.isfinite(v):
+                raise bad(f.name, "must be a finite number (not nan or inf)")
+            if isinstance(v, int) and f.name in INT_RANGES:
+                lo, hi = INT_RANGES[f.name]
+                if not lo <= v <= hi:
+                    raise bad(f.name, f"must lie in [{lo}, {hi}]")
+        if not 0.0 <= self.cv_mem_threshold <= 1.0:
+            raise bad("cv_mem_threshold", "an accuracy: must lie in [0, 1]")
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -215,3 +257,90 @@ def from_dict(d: dict[str, Any], where: str = "config") -> TrainConfig:
 def group_key(cfg: TrainConfig) -> tuple[Any, ...]:
     """Runs with equal keys have equal shapes and schedules and can train as one batch."""
     return tuple(getattr(cfg, n) for n in FIELD_NAMES if n not in BATCHABLE)
+
+
+def check_run_options(*, threads: int | None, max_retries: int, engine: str,
+                      max_minutes: float | None, checkpoint_minutes: float) -> None:
+    """The ranges of ``train``'s options that are not config fields; raises
+    :class:`ConfigError` (``OPTION_OUT_OF_RANGE``) naming the flag."""
+    def bad(flag: str, why: str) -> ConfigError:
+        return ConfigError(f"{flag}: {why}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=flag)
+
+    if threads is not None:
+        cap = THREADS_MAX if engine == "ray" \
+            else min(THREADS_MAX, THREADS_PER_CPU * (os.cpu_count() or 1))
+        if not 1 <= threads <= cap:
+            where = "per Ray task" if engine == "ray" else \
+                f"on this machine ({os.cpu_count() or 1} CPUs × {THREADS_PER_CPU})"
+            raise bad("--threads", f"must lie in [1, {cap}] {where} (got {threads})")
+    if not 0 <= max_retries <= 1000:
+        raise bad("--max-retries", f"must lie in [0, 1000] (got {max_retries})")
+    if max_minutes is not None and not (math.isfinite(max_minutes) and max_minutes > 0):
+        raise bad("--max-minutes", f"must be a finite number > 0; leave it out for no limit "
+                                   f"(got {max_minutes})")
+    if not (math.isfinite(checkpoint_minutes) and checkpoint_minutes >= 0):
+        raise bad("--checkpoint-minutes", f"must be a finite number ≥ 0 (got "
+                                          f"{checkpoint_minutes})")
+
+
+def n_examples(cfg: TrainConfig) -> int:
+    """The examples of the task: p² pairs (p(p−1) for div), or the parity strings drawn."""
+    if cfg.task == "parity":
+        return min(cfg.parity_samples, 1 << cfg.parity_bits)
+    return cfg.p * (cfg.p - 1) if cfg.task == "div" else cfg.p * cfg.p
+
+
+def n_parameters(cfg: TrainConfig) -> int:
+    """The parameters of one run's model (weights, biases and gains), for the memory check."""
+    # the recipe's fields are set by __post_init__ (None only before it)
+    n_cls = 2 if cfg.task == "parity" else cfg.p
+    if cfg.arch == "mlp":
+        d, h = cast(int, cfg.d_emb), cast(int, cfg.hidden)
+        n_in = cfg.parity_bits if cfg.task == "parity" else 2 * d
+        emb = 0 if cfg.task == "parity" else cfg.p * d
+        hid = h * h + h if cfg.depth == 2 else 0
+        return emb + n_in * h + h + hid + h * n_cls + n_cls
+    d, L = cast(int, cfg.d_model), cast(int, cfg.n_layers)
+    m = cast(int, cfg.mlp_ratio) * d
+    return (cfg.p + 1) * d + 3 * d + L * (4 * d * d + 2 * d * m + m + 5 * d) \
+        + d * (n_cls + 1) + 2 * d
+
+
+def memory_need(cfg: TrainConfig, runs: int) -> int:
+    """A lower bound, in bytes, of the memory one group of ``runs`` runs of ``cfg`` allocates:
+    parameters, gradients and the two AdamW moments; the logits and hidden activations of an
+    evaluation over every example (one tensor, not chunked); the examples; the log rows. The
+    true peak is higher, so a group refused by it could never train here."""
+    elt = 8 if cfg.dtype == "float64" else 4
+    n = n_examples(cfg)
+    n_cls = 2 if cfg.task == "parity" else cfg.p
+    width = cast(int, cfg.hidden) if cfg.arch == "mlp" \
+        else 3 * cast(int, cfg.mlp_ratio) * cast(int, cfg.d_model)
+    parity = cfg.task == "parity"
+    # examples: int64 pairs and labels shared by the runs, or each run's float64 bit strings
+    # and labels (parity); each run's train mask (bool) and train indices (int64)
+    shared = 0 if parity else 24 * n
+    examples = (cfg.parity_bits * 8 + 8) * n if parity else 0
+    examples += n + 8 * int(round(cfg.alpha * n))
+    points = 2 + (cfg.steps // cfg.log_every if cfg.log_every else 0) \
+        + min(cast(int, cfg.log_points), cfg.steps) + cast(int, cfg.early_points)
+    per_run = (4 * n_parameters(cfg) * elt + n * (2 * n_cls + width) * elt + examples
+               + points * 16 * 8)
+    return runs * per_run + shared
+
+
+def check_memory(cfg: TrainConfig, runs: int, available: int | None, device: str,
+                 where: str) -> None:
+    """Refuse (``OUT_OF_MEMORY``) a group of ``runs`` runs of ``cfg`` whose :func:`memory_need`
+    exceeds the ``available`` bytes of ``device`` (None: unknown, not checked); ``where``
+    names the group in the message."""
+    if available is None:
+        return
+    need = memory_need(cfg, runs)
+    if need > available:
+        dims = "d_emb, hidden" if cfg.arch == "mlp" else "d_model, n_layers, mlp_ratio"
+        raise ConfigError(
+            f"{where}: {runs} run(s) trained together need at least {need / 2**30:.3g} GiB, "
+            f"more than the {available / 2**30:.3g} GiB of {device} memory; train a smaller "
+            f"model or task (p, {dims}, parity_samples), fewer steps or log points, or fewer "
+            "runs together (split the grid, or --shard)", code=ErrorCode.OUT_OF_MEMORY)

@@ -17,9 +17,14 @@ def singular_values(mat: torch.Tensor) -> torch.Tensor:
     Values at or below ``σ_max · max(rows, cols) · ε_float64`` (numpy's ``matrix_rank``
     tolerance) count as zero: rounding noise must not add rank.
     """
-    s = torch.linalg.svdvals(mat.detach().to(torch.float64))
+    m = mat.detach().to(torch.float64)
+    # a diverged run (inf or nan weights, e.g. from a huge lr) has no spectrum: NaN, while the
+    # other runs of the batch keep theirs (the SVD of a non-finite matrix raises)
+    finite = torch.isfinite(m).flatten(1).all(1)
+    s = torch.linalg.svdvals(torch.where(finite[:, None, None], m, torch.zeros_like(m)))
     tol = s[:, :1] * max(mat.shape[-2:]) * torch.finfo(torch.float64).eps
-    return torch.where(s > tol, s, torch.zeros_like(s))
+    s = torch.where(s > tol, s, torch.zeros_like(s))
+    return torch.where(finite[:, None], s, torch.full_like(s, float("nan")))
 
 
 def _entropy_rank(w: torch.Tensor) -> torch.Tensor:

@@ -204,7 +204,7 @@ def _run_group(job: GroupJob, hub: Any) -> dict[str, Any]:
     import torch
     from grokaudit.schema import write_table
 
-    from .checkpoint import load_checkpoint, save_checkpoint
+    from .checkpoint import load_checkpoint, restore, save_checkpoint
     from .sweep import resolve_wc, rows_to_frame, sweep_id
     from .train import GroupTrainer
 
@@ -241,7 +241,7 @@ def _run_group(job: GroupJob, hub: Any) -> dict[str, Any]:
     group = resolve_wc(job.specs, dev, lambda s: post("msg", job.index, s))
     tr = GroupTrainer([s.cfg for s in group], dev)
     if current is not None:
-        tr.load(current[1])
+        restore(tr, current[1], ckpt)
     R = len(group)
     last_ckpt = last_post = time.monotonic()
 

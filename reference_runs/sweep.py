@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,8 +30,8 @@ import pandas as pd
 import torch
 from grokaudit.errors import ConfigError, ErrorCode
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .config import FIELD_NAMES, TrainConfig, from_dict, group_key
+from .checkpoint import load_checkpoint, restore, save_checkpoint
+from .config import FIELD_NAMES, TrainConfig, check_memory, from_dict, group_key
 from .progress import Progress
 from .train import GroupTrainer, measure_wc, resolve_device
 
@@ -174,6 +175,49 @@ def resolve_wc(specs: list[RunSpec], device: torch.device,
     return out
 
 
+def available_memory(dev: torch.device) -> int | None:
+    """The memory a group may use on ``dev``, in bytes: a CUDA device's total memory; on the
+    CPU, this machine's RAM and free swap, or the cgroup's limit when lower. None: unknown."""
+    if dev.type == "cuda":
+        return int(torch.cuda.get_device_properties(dev).total_memory)
+    if dev.type != "cpu":
+        return None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+    total += _meminfo_bytes("SwapFree")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except OSError:
+        pass
+    return int(total)
+
+
+def _meminfo_bytes(key: str) -> int:
+    """A ``/proc/meminfo`` entry in bytes (0 when there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == key:
+                return int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def check_fits(specs: list[RunSpec], device: str) -> None:
+    """Refuse, before anything is allocated, a sweep with a group that cannot fit the memory
+    of the device it trains on (:func:`~.config.check_memory`, ``OUT_OF_MEMORY``)."""
+    dev = resolve_device(device)
+    available = available_memory(dev)
+    for gi, group in enumerate(groups(specs)):
+        check_memory(group[0].cfg, len(group), available, str(dev),
+                     f"group {gi + 1} (run {group[0].run_id})")
+
+
 def rows_to_frame(specs: list[RunSpec], rows: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     """Log rows of one group (each a dict of per-run arrays) → canonical long table."""
     cols = [k for k in rows[0] if k != "step"]
@@ -237,7 +281,8 @@ def run_sweep(specs: list[RunSpec], *, device: str = "auto", checkpoint: Path | 
         group = resolve_wc(group, dev, bar.message)
         tr = GroupTrainer([s.cfg for s in group], dev)
         if current is not None and current[0] == gi:
-            tr.load(current[1])
+            assert checkpoint is not None  # current comes from it
+            restore(tr, current[1], checkpoint)
         R = len(group)
         label = f"group {gi + 1}/{len(grouped)} ({R} runs)"
 
