@@ -331,21 +331,27 @@ class RunLogger:
                 raise LogFormatError(f"step {s} comes after step {self._last_step}; steps never "
                                      "decrease within a run (a restarted run needs a new run id)",
                                      column="step", code=ErrorCode.STEP_DECREASING)
+            finite = {k: v for k, v in row.items() if not math.isnan(v)}
+            # every check before anything is kept: the file and the live state take the row
+            # together or neither does (a value the live audit refuses raised after the row
+            # was stored)
+            if self.live is not None:
+                self.live.validate(s, **finite)
+            if s == self._last_step:
+                last = self._rows[-1]
+                for name, v in finite.items():
+                    old = last.get(name, math.nan)
+                    if not math.isnan(old) and v != old:
+                        raise LogFormatError(
+                            f"{name!r} logged twice at step {s} ({old!r}, then {v!r}); log each "
+                            "name once per step", column=name, code=ErrorCode.DUPLICATE_ROWS)
             for name in infinite:
                 self._nonfinite[name] = self._nonfinite.get(name, 0) + 1
             for name in row:
                 if name not in self._columns:
                     self._columns.append(name)
             if s == self._last_step:
-                last = self._rows[-1]
-                for name, v in row.items():
-                    old = last.get(name, math.nan)
-                    if not math.isnan(v) and not math.isnan(old) and v != old:
-                        raise LogFormatError(
-                            f"{name!r} logged twice at step {s} ({old!r}, then {v!r}); log each "
-                            "name once per step", column=name, code=ErrorCode.DUPLICATE_ROWS)
-                    if not math.isnan(v):
-                        last[name] = v
+                last.update(finite)
                 self._dirty = True
             else:
                 if self._seal:  # the last flush filled the segment: start the next one
@@ -360,7 +366,7 @@ class RunLogger:
                 self.rows_logged += 1
                 self._dirty = True
             if self.live is not None:
-                self.live.log(s, **{k: v for k, v in row.items() if not math.isnan(v)})
+                self.live.log(s, **finite)
             if (self._new_rows >= self.flush_every
                     or time.monotonic() - self._last_flush >= self.flush_secs):
                 self._flush(closed=False)

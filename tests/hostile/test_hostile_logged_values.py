@@ -41,3 +41,21 @@ def test_a_real_value_is_read_exactly(tmp_path: Path) -> None:
 
     rows = pq.read_table(next(tmp_path.glob("*.parquet"))).to_pylist()
     assert (rows[0]["x"], rows[0]["y"], rows[0]["z"]) == (0.5, 0.25, 3.0)
+
+
+def test_a_refused_call_keeps_nothing_in_the_file_or_the_live_state(tmp_path: Path) -> None:
+    """RunLogger(live=True) stored a row and then the live audit refused it (the file and the
+    live state disagreed); a same-step call whose second value clashed kept its first."""
+    import pyarrow.parquet as pq
+
+    with RunLogger(tmp_path, run="a", live=True) as log:
+        log.log(0, test_acc=0.1, emb=5.0)
+        with pytest.raises(LogFormatError) as exc:
+            log.log(1, test_acc=150.0, emb=4.0)  # no scale reads 150 as an accuracy
+        assert exc.value.code is ErrorCode.ACCURACY_OUT_OF_RANGE
+        with pytest.raises(LogFormatError) as exc:
+            log.log(0, x=1.0, test_acc=0.2)  # test_acc logged twice at step 0
+        assert exc.value.code is ErrorCode.DUPLICATE_ROWS
+        assert log.live.row(1) == {} and "x" not in log.live.row(0)
+    rows = [r for f in sorted(tmp_path.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    assert [(r["step"], r["test_acc"], r.get("x")) for r in rows] == [(0, 0.1, None)]
