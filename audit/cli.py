@@ -82,12 +82,15 @@ class LazyGroup(click.Group):
         A Ctrl-C is one line and exit 130 (click's own "Aborted!" exits 1)."""
         try:
             # the library's messages name --by, not by=; Ctrl-C stays Python's during reads
-            with flag_spelling(), _ctrl_c_kept(), _sigterm_raises():
+            with flag_spelling(), _ctrl_c_kept(), _sigterm_raises(), _sighup_raises():
                 return super().invoke(ctx)
         except GrokauditError as exc:
             fail(exc)
         except KeyboardInterrupt:
             interrupted()
+        except HungUp:
+            say_err("hung up (SIGHUP)")
+            sys.exit(129)
         except Terminated:
             say_err("terminated (SIGTERM)")
             sys.exit(143)
@@ -271,6 +274,37 @@ def _sigterm_raises() -> Iterator[None]:
             signal.signal(signal.SIGTERM, getattr(handle, "grokaudit_after"))  # noqa: B009
 
 
+class HungUp(Terminated):
+    """SIGHUP (the terminal or the SSH session that started the command went away) while a
+    command runs: handled as SIGTERM is (what is being written is removed), exit 129 (128 +
+    SIGHUP)."""
+
+
+@contextlib.contextmanager
+def _sighup_raises() -> Iterator[None]:
+    """SIGHUP raises :class:`HungUp` while a command runs, where the process has no handler of
+    its own for it (``nohup``, which ignores it, is kept); back to what it was afterwards."""
+    import signal
+    import threading
+
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(hup) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handle(signum: int, frame: Any) -> None:
+        raise HungUp()
+
+    setattr(handle, "grokaudit_hup", True)  # noqa: B010 - read by the child reset below
+    signal.signal(hup, handle)
+    try:
+        yield
+    finally:
+        if signal.getsignal(hup) is handle:
+            signal.signal(hup, signal.SIG_DFL)
+
+
 def _sigterm_default_in_child() -> None:
     """A process forked while a command runs (the report's figure workers) dies of SIGTERM as
     before: the command's handler (:func:`_sigterm_raises`) is its parent's alone, never a
@@ -280,6 +314,9 @@ def _sigterm_default_in_child() -> None:
     try:
         if hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after"):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        hup = getattr(signal, "SIGHUP", None)
+        if hup is not None and hasattr(signal.getsignal(hup), "grokaudit_hup"):
+            signal.signal(hup, signal.SIG_DFL)
     except ValueError:  # not the child's main thread: nothing Python could run there
         pass
 
@@ -686,6 +723,7 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
     """
     from .config import build_config
     from .inspect import inspect_paths
+    from .trail import config_source
 
     cfg = build_config(None, config_file, {
         **acc_scale_options(params.get("acc_scale")),
@@ -694,10 +732,17 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
         "metrics": split_list(params.get("metrics")) or None})
     outs = resolve_outputs(_inputs(paths, config_file),
                            json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}))
+    # the axis and the metrics as named: by a flag, else by the config file that set them
+    source = config_source(config_file)[0] or "the config file"
+    named_by = {"by": "--by" if params.get("by") else source,
+                "metrics": "--metric" if params.get("metrics") else source}
+    hashes = _hash_ahead(paths, config_file)
     ins = inspect_paths(list(paths), cfg, fmt=params.get("fmt"),
                         mapping=parse_pairs(params.get("maps"), "--map") or None,
                         run_from=params.get("run_from"),
-                        cond=parse_pairs(params.get("conds"), "--cond") or None)
+                        cond=parse_pairs(params.get("conds"), "--cond") or None,
+                        named_by=named_by)
+    ins = dataclasses.replace(ins, trail=_trail(cfg, paths, params, config_file, hashes))
     emit(ins, json_out=outs["json"])
 
 
@@ -743,8 +788,9 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     Exit 0: no run stopped with numbers that are not defined (every run settled, stopped with
     its numbers defined, or still running at the end of --once); 1: a run stopped (its logger
     closed, or idle) with numbers that are not defined (they would be censored or missing);
-    2: usage or input error; 130: interrupted (Ctrl-C), 143: terminated (SIGTERM), each after
-    the summary of what was seen.
+    2: usage or input error; 130: interrupted (Ctrl-C), 143: terminated (SIGTERM), 129: hung
+    up (SIGHUP), each after the summary of what was seen. The header (text) or the first line
+    (--jsonl, ``"event": "trail"``) says the config file read and the settings changed.
     """
     import json as _json
 
@@ -755,15 +801,25 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
     from .watch import watch as run_watch
 
     with CtrlC() as ctrl_c:  # a Ctrl-C at any moment from here is acted on
+        # the trail, written with the first line (one write: a reader that takes one line
+        # and leaves, `| head -1`, finds the pipe gone only when it next changes)
+        header: list[str] = []
+
+        def head() -> str:
+            return header.pop() + "\n" if header else ""
+
         def emit_line(rw: RunWatch) -> None:
-            click.echo(_json.dumps(rw.to_dict(), sort_keys=True, allow_nan=False) if jsonl
-                       else safe(rw.describe()))
+            click.echo(head() + (_json.dumps(rw.to_dict(), sort_keys=True, allow_nan=False)
+                                 if jsonl else safe(rw.describe())))
 
         def note(line: str) -> None:
             click.echo(f"watch: {line}", err=True)
 
+        def event(ev: Mapping[str, Any]) -> None:  # --jsonl: on stdout, with the run lines
+            click.echo(head() + _json.dumps(dict(ev), sort_keys=True, allow_nan=False))
+
         seen: list[Watcher] = []
-        interrupted = terminated = False
+        ended = ""  # how it ended early: interrupted, terminated, hung up
         w: Watcher | None = None
         try:
             if params.get("fail_on") is not None:
@@ -772,46 +828,91 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                                   "finished log for findings", code=ErrorCode.INVALID_OPTION,
                                   option="--fail-on")
             cfg = build_config(profile, config_file, audit_overrides(params))
+            # a refusal before any line leaves stdout empty (one error line, as every command)
+            header.append(_watch_header(cfg, paths, params, config_file, jsonl))
             w = run_watch(list(paths), cfg, margin=DEFAULT_MARGIN if margin is None else margin,
                           interval=interval, idle=idle, once=once, emit=emit_line, note=note,
                           read_options={"fmt": params.get("fmt"),
                                         "mapping": parse_pairs(params.get("maps"), "--map") or None,
                                         "run_from": params.get("run_from"),
                                         "cond": parse_pairs(params.get("conds"), "--cond") or None},
-                          started=seen.append, sleep=ctrl_c.sleep)
+                          started=seen.append, sleep=ctrl_c.sleep,
+                          event=event if jsonl else None)
             ctrl_c.disarm()  # the summary is printed whole: a Ctrl-C from here is only recorded
         except KeyboardInterrupt:  # Ctrl-C: what was seen, then exit 130 (never 1)
             ctrl_c.disarm()
-            interrupted = True
+            ended = "interrupted"
             w = seen[0] if seen else None
-        except Terminated:  # SIGTERM (a job's time limit): what was seen, then exit 143
+        except Terminated as exc:  # SIGTERM (a job's time limit), SIGHUP: what was seen
             ctrl_c.disarm()
-            interrupted = terminated = True
+            ended = "hung up" if isinstance(exc, HungUp) else "terminated"
             w = seen[0] if seen else None
         # a Ctrl-C whose exception was swallowed in the last poll, or pressed after it
-        interrupted = interrupted or ctrl_c.pressed
-        lines = list(w.last.values()) if w is not None else []
-        bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
-        summary = {"event": "summary", "runs": len(lines),
-                   "settled": sum(r.settled for r in lines),
-                   "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
-                   "stopped_not_defined": bad, "running": sum(not r.done for r in lines)}
-        try:
-            if jsonl:
-                click.echo(_json.dumps(summary, sort_keys=True))
-            else:
-                click.echo(f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
-                           f"{summary['stopped_defined']} stopped with numbers defined, "
-                           f"{len(bad)} stopped with numbers not defined"
-                           + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
-                           + f", {summary['running']} still running"
-                           + (" (terminated)" if terminated else
-                              " (interrupted)" if interrupted else ""))
-        except OSError:
-            if not interrupted:  # the output's reader is gone: exit 2, OUTPUT_NOT_WRITABLE
-                raise
-            _silence_stdout()  # Ctrl-C took the reader (| head) with it: still 130
-        sys.exit(143 if terminated else 130 if interrupted else 1 if bad else 0)
+        ended = ended or ("interrupted" if ctrl_c.pressed else "")
+        bad = _watch_summary(w, jsonl, ended, head())
+        sys.exit({"terminated": 143, "hung up": 129, "interrupted": 130}.get(
+            ended, 1 if bad else 0))
+
+
+def _watch_header(cfg: Any, paths: Sequence[str], params: Mapping[str, Any],
+                  config_file: str | None, jsonl: bool) -> str:
+    """The trail of a watch, printed before its first line: the
+    config file read (and those passed over), the settings changed, the input mapping, the
+    command (the inputs are not hashed: they are being written). Text: header lines;
+    --jsonl: one ``trail`` event."""
+    import json as _json
+
+    from .trail import command_line, make_trail
+    from .version import __version__
+
+    ctx = click.get_current_context(silent=True)
+    argv = ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None
+    mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
+               "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
+               "--acc-scale": params.get("acc_scale"),
+               "--on-duplicate": params.get("on_duplicate")}
+    trail = make_trail(cfg, version=__version__, inputs=(), mapping=mapping,
+                       config_file=config_file, discover=True, command=command_line(argv))
+    if jsonl:
+        text = _json.dumps({"event": "trail", "paths": [str(p) for p in paths],
+                            **trail.to_dict()}, sort_keys=True, allow_nan=False)
+    else:
+        text = "\n".join([f"grokaudit {__version__} · watch "
+                          f"{', '.join(safe(p) for p in paths)} · profile {trail.profile}",
+                          *trail.lines()])
+    return text
+
+
+def _watch_summary(w: Any, jsonl: bool, ended: str, head: str = "") -> list[str]:
+    """Print the summary of what ``w`` saw (the runs, the watched paths that went, how the
+    watch ended) after ``head`` (the trail, when no line came before); returns the runs
+    stopped with numbers not defined."""
+    import json as _json
+
+    lines = list(w.last.values()) if w is not None else []
+    gone = [str(p) for p in w.vanished] if w is not None else []
+    bad = sorted(r.state.run for r in lines if r.stopped and not r.state.defined)
+    summary = {"event": "summary", "runs": len(lines),
+               "settled": sum(r.settled for r in lines),
+               "stopped_defined": sum(r.stopped and r.state.defined for r in lines),
+               "stopped_not_defined": bad, "running": sum(not r.done for r in lines),
+               "vanished": gone, "ended": ended or None}
+    try:
+        if jsonl:
+            click.echo(head + _json.dumps(summary, sort_keys=True))
+        else:
+            click.echo(head + f"watch: {summary['runs']} run(s): {summary['settled']} settled, "
+                       f"{summary['stopped_defined']} stopped with numbers defined, "
+                       f"{len(bad)} stopped with numbers not defined"
+                       + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
+                       + f", {summary['running']} still running"
+                       + (f"; went: {', '.join(safe(g) for g in gone)}" if gone else "")
+                       + (f" ({ended})" if ended else ""))
+    except OSError:
+        if not ended:  # the output's reader is gone: exit 2, OUTPUT_NOT_WRITABLE
+            raise
+        _silence_stdout()  # Ctrl-C took the reader (| head) with it: still 130
+    return bad
 
 
 # ------------------------------------------------------------------------------------------
@@ -828,16 +929,24 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="draw the figures in N worker processes (default: one per CPU; 1: in this "
                    "process)")
+@click.option("-q", "--quiet", is_flag=True, help="print only the result line")
+@click.option("--engine", "engine_name", type=click.Choice(["threads", "ray"]),
+              default="threads", show_default=True,
+              help="where the per-run clocks are computed, as in `check`. The output is the "
+                   "same")
 @stream_options
 @audit_options
 def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: bool,
-           jobs: int | None, profile: str | None, config_file: str | None, stream: bool,
-           part_rows: int | None, **params: Any) -> None:
+           jobs: int | None, quiet: bool, engine_name: str, profile: str | None,
+           config_file: str | None, stream: bool, part_rows: int | None,
+           **params: Any) -> None:
     """Audit the training log at PATH (several are merged by run, as in `check`) and write a
     self-contained HTML report.
 
-    Takes every option of `grokaudit check` and exits like it: 0 no critical finding,
-    1 critical findings (the report is written either way), 2 usage or input error.
+    Takes the options of `grokaudit check` that shape the audit (reading, thresholds, --by,
+    --cell, --metric, --config, --fail-on, --engine, --stream, -q; not its outputs --json,
+    --report, --sensitivity, -v) and exits like it: 0 no critical finding, 1 critical
+    findings (the report is written either way), 2 usage or input error.
     """
     from .api import audit_log, validated_log
     from .config import build_config
@@ -853,6 +962,9 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     # after the outputs (an output that is the log is refused as such, extra or not), before
     # the audit runs (without importing matplotlib yet)
     check_matplotlib()
+    from .blocks import engine
+
+    click.get_current_context().with_resource(engine(engine_name))
     log: Any
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
@@ -869,7 +981,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
                        progress=progress_printer("report"))
     from .report import written_line
 
-    emit(result, lambda: f"wrote {safe(out)} · {written_line(result)}\n")
+    emit(result, lambda: f"wrote {safe(out)} · {written_line(result)}\n", quiet=quiet)
 
 
 # ------------------------------------------------------------------------------------------

@@ -630,6 +630,34 @@ def find_config_file(start: Path | None = None) -> tuple[Path | None, list[str]]
     return None, searched
 
 
+def ignored_config_files(found: Path | None, named: str | None = None,
+                         start: Path | None = None) -> list[tuple[Path, str]]:
+    """The config files a command does not read although discovery would see them, each with
+    why (said in the trail, never silently): a ``pyproject.toml`` with a ``[tool.grokaudit]``
+    table beside the ``grokaudit.toml`` that wins (``found``), or, when ``--config`` names a
+    file (``named``), the file discovery finds. A file that cannot be parsed is left out here
+    (it is not read either way)."""
+    out: list[tuple[Path, str]] = []
+    if named:
+        try:
+            found, _ = find_config_file(start)
+        except ConfigError:
+            return out
+        if found is not None and found.resolve() != Path(named).resolve():
+            out.append((found, f"--config names {named}"))
+            return out
+        found = None
+    if found is not None and found.name == "grokaudit.toml":
+        p = found.parent / "pyproject.toml"
+        try:
+            shadowed = p.is_file() and _table_of(_read_toml(p), p) is not None
+        except ConfigError:
+            shadowed = False
+        if shadowed:
+            out.append((p, f"{found.name} in the same folder comes first"))
+    return out
+
+
 def config_file_values(start: Path | None = None) -> tuple[dict[str, Any], str | None]:
     """The table of the config file discovery finds (:func:`find_config_file`) and the file it
     came from (``None`` when there is none). A file that cannot be parsed is an error

@@ -28,6 +28,18 @@ from .errors import ErrorCode, LogFormatError
 from .text import safe
 
 
+def refuse_missing_run_ids(missing: int, path: str | None, *, empty: bool = False) -> None:
+    """Rows without a run id (``MISSING_VALUES``): ``missing`` null ids, or with ``empty``
+    ids that are blank text (a CSV's empty cell is ``""``, not null: as missing). Every
+    command refuses them with this rule (``check`` as it groups the rows, ``watch`` on each
+    read)."""
+    if not missing:
+        return
+    what = "empty" if empty else "missing"
+    raise LogFormatError(f"column 'run' has {missing} {what} values; every row needs a run "
+                         "id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
+
+
 def check_run_ids(ids: np.ndarray, path: str | None) -> None:
     """Refuse run ids that collide once normalized (NFC, surrounding whitespace trimmed)."""
     if ids.size < 2:

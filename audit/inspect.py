@@ -24,6 +24,7 @@ from .errors import GrokauditError
 from .roles import is_epoch_name, name_tokens, nearly_unique
 from .schema import ACCURACY_COLUMNS, SEED_COLUMNS, LogTable, _provenance_of
 from .text import format_value, safe
+from .trail import Trail
 from .version import __version__
 
 SCHEMA = "grokaudit.inspect/1"
@@ -68,6 +69,9 @@ class Inspection:
     flags: tuple[tuple[str, str], ...]  #: (flag, what it would change)
     #: runs the audit sets aside, by why (``run_without_accuracy``, ``run_too_short``)
     runs_set_aside: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: how the description was made: the config file read (or where discovery looked), the
+    #: ones passed over, the settings changed, the command (:class:`~grokaudit.trail.Trail`)
+    trail: Trail | None = None
 
     @property
     def exit_code(self) -> int:
@@ -87,6 +91,7 @@ class Inspection:
             "refused": dict(self.refused) if self.refused else None,
             "flags": [{"flag": f, "effect": e} for f, e in self.flags],
             "runs_set_aside": {k: list(v) for k, v in self.runs_set_aside.items()},
+            "trail": self.trail.to_dict() if self.trail is not None else None,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -115,9 +120,14 @@ def _as_stored(x: Any) -> Any:
 
 def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
                   fmt: str | None = None, mapping: Mapping[str, str] | None = None,
-                  run_from: str | None = None, cond: Mapping[str, str] | None = None
+                  run_from: str | None = None, cond: Mapping[str, str] | None = None,
+                  named_by: Mapping[str, str] | None = None, trail: Trail | None = None
                   ) -> Inspection:
     """Read ``paths`` as every command reads them and describe what was read.
+
+    ``named_by``: where the config's ``by`` and ``metrics`` came from, as the description
+    says it (``{"by": "grokaudit.toml"}``; default the flags ``--by``, ``--metric``).
+    ``trail``: how the description was made (the command line's config files and settings).
 
     Raises :class:`~grokaudit.errors.GrokauditError` when the log cannot be read at all; a
     log that reads but that the audit would refuse (no test accuracy, several candidate axes)
@@ -142,13 +152,13 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
         try:
             axis = cfg.by or infer_axis(log.conditions, cfg.cell, source,
                                         [o for o in log.summary.outcomes if o != cfg.by])
-            axis_why = ("named by --by" if cfg.by else
+            axis_why = (f"named by {(named_by or {}).get('by', '--by')}" if cfg.by else
                         "the one numeric condition that varies" if axis else
                         "no condition varies: each run is audited, no orderings")
         except GrokauditError as exc:
             axis_why = f"not inferred: {exc}"
             refused = refused or {"code": exc.code.value, "message": str(exc)}
-    columns = _roles(table, log, prov, cfg, axis)
+    columns = _roles(table, log, prov, cfg, axis, (named_by or {}).get("metrics", "--metric"))
     runs, steps = _runs_and_steps(table, log)
     if log is None:  # the audit refuses the log: its steps may be anything, never summarized
         steps = {}
@@ -171,11 +181,11 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
         notes=tuple(str(w) for w in prov.get("warnings") or ()),
         findings=tuple(dict(f) for f in prov.get("findings") or ()),
         axis=axis, axis_why=axis_why, refused=refused,
-        flags=tuple(_flags(columns, prov, log, cfg, axis, percent)))
+        flags=tuple(_flags(columns, prov, log, cfg, axis, percent)), trail=trail)
 
 
 def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: AuditConfig,
-           axis: str | None) -> list[ColumnRole]:
+           axis: str | None, metrics_by: str = "--metric") -> list[ColumnRole]:
     chosen = prov.get("accuracy_columns") or {}
     out: list[ColumnRole] = []
     by_name = {n: c for n, c in zip(table.column_names, table.columns)}  # first of duplicates
@@ -202,7 +212,7 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
     for name, col in sorted(log.series.items()):
         n = int(np.count_nonzero(~np.isnan(col)))
         if name in metrics:
-            why = ("named by --metric" if cfg.metrics else
+            why = (f"named by {metrics_by}" if cfg.metrics else
                    "a representation metric by its name: audited by default")
             out.append(ColumnRole(name, "metric", why, n))
         else:
@@ -323,6 +333,8 @@ def render_inspection(ins: Inspection) -> str:
     from .report import text_table
 
     lines = [f"grokaudit {__version__} · inspect {ins.source}"]
+    if ins.trail is not None:
+        lines += ins.trail.lines()
     lines.append(f"read by: {', '.join(ins.adapters)} · {len(ins.source_files)} file(s)")
     if ins.config_files:
         lines.append(f"config files: {', '.join(ins.config_files)}")

@@ -27,7 +27,13 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .identity import canonical_values, check_run_ids, duplicate_runs, run_fingerprints
+from .identity import (
+    canonical_values,
+    check_run_ids,
+    duplicate_runs,
+    refuse_missing_run_ids,
+    run_fingerprints,
+)
 from .roles import (
     FRACTION_MAX,
     PERCENT_MIN,
@@ -780,10 +786,7 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
     n_read = table.num_rows
     run_col = table.column("run")
-    if run_col.null_count:
-        raise LogFormatError(f"column 'run' has {run_col.null_count} missing values; every row "
-                             "needs a run id", path=path, column="run",
-                             code=ErrorCode.MISSING_VALUES)
+    refuse_missing_run_ids(run_col.null_count, path)  # the rule every command shares
     if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
             or pa.types.is_dictionary(run_col.type)):
         run_col = run_col.cast(pa.string())
@@ -798,9 +801,8 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     blank = np.fromiter((str(x).strip() == "" for x in dictionary), dtype=bool,
                         count=dictionary.size)
     if blank.any():  # a CSV's empty cell is "" (not null): the same missing run id
-        n_blank = int(np.isin(codes, np.flatnonzero(blank)).sum())
-        raise LogFormatError(f"column 'run' has {n_blank} empty values; every row needs a run "
-                             "id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
+        refuse_missing_run_ids(int(np.isin(codes, np.flatnonzero(blank)).sum()), path,
+                               empty=True)
     table.done("run")  # the codes and the dictionary are what the stages read of it
     step_col = table.column("step")
     if not _numeric(step_col):

@@ -24,6 +24,7 @@ from .config import (
     REFERENCE_OVERRIDES,
     AuditConfig,
     find_config_file,
+    ignored_config_files,
     make_config,
 )
 from .text import safe
@@ -275,6 +276,15 @@ def config_source(config_file: str | None) -> tuple[str | None, str | None, tupl
     return _rel(str(found)), sha256_of(found), ()
 
 
+def config_notes(config_file: str | None, found: str | None) -> tuple[str, ...]:
+    """The trail's notes on the config files not read (:func:`~grokaudit.config.
+    ignored_config_files`): which file won, and the one discovery saw but passed over."""
+    winner = Path(found) if found is not None and not config_file else None
+    return tuple(f"config file {safe(_rel(str(p)))} ignored ({why}): its settings are not "
+                 f"used; merge it into {safe(config_file or found or 'the file read')} or "
+                 "delete one" for p, why in ignored_config_files(winner, config_file))
+
+
 def _rel(path: str) -> str:
     """``path`` relative to the working directory (``.``, ``..``, ``../grokaudit.toml``), so
     that a trail does not depend on where the project sits on the machine."""
@@ -295,7 +305,7 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAh
     else:
         path, digest, searched = None, None, ()
     given = {k: v for k, v in (mapping or {}).items() if v not in (None, (), [], {}, "")}
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = config_notes(config_file, path) if discover else ()
     if isinstance(inputs, HashAhead):
         files = inputs.files()
         changed = inputs.changed()
@@ -305,7 +315,7 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAh
                      f"ran ({shown}{', …' if len(changed) > 3 else ''}): the sha256 and size "
                      "of each are of the file as it was hashed, which may not be the bytes the "
                      "audit read; if it is part of the log (still being written), audit it "
-                     "again once it is complete",)
+                     "again once it is complete", *notes)
     else:
         files = input_files(inputs)
     return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),
@@ -324,5 +334,5 @@ def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:
 
 
 __all__ = ["HashAhead", "InputFile", "Trail", "changed_settings", "changed_since", "command_line",
-           "config_source", "file_stamps", "input_files", "make_trail", "profile_label",
+           "config_notes", "config_source", "file_stamps", "input_files", "make_trail", "profile_label",
            "sha256_of"]

@@ -24,11 +24,10 @@ import pandas as pd
 import pyarrow as pa
 
 from .config import AuditConfig
-from .design import not_a_condition
 from .errors import ErrorCode, LogFormatError
-from .identity import check_run_ids
 from .live import DEFAULT_MARGIN, LiveRun, LiveState
-from .schema import metric_not_a_series
+from .refusals import refuse_table, refuse_unseen
+from .results import format_number, number
 from .text import safe
 
 
@@ -60,7 +59,9 @@ class RunWatch:
 @dataclass
 class Watcher:
     """Poll ``paths`` (see the module's docstring). ``read`` reads the paths as one canonical
-    table (default: the loader of ``check``, partial logs allowed)."""
+    table (default: the loader of ``check``, partial logs allowed). ``final``: nothing more
+    will be logged (``--once``): a column the config names that is not there yet is refused as
+    ``check`` refuses it, not waited for."""
 
     paths: Sequence[str]
     config: AuditConfig
@@ -70,34 +71,54 @@ class Watcher:
     clock: Callable[[], float] = time.monotonic
     #: how the paths are read (``check``'s ``--format``, ``--map``, ``--run-from``, ``--cond``)
     read_options: Mapping[str, Any] = field(default_factory=dict)
+    final: bool = False
     runs: dict[str, LiveRun] = field(default_factory=dict)
     last: dict[str, RunWatch] = field(default_factory=dict)
     columns: set[str] = field(default_factory=set)  #: every column seen in any read
+    #: what a read showed that the run lines do not: rows that vanished (a log truncated or
+    #: rewritten), runs whose log went; drained by :func:`watch`, which says each
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    #: the watched paths that were there once and went (deleted, moved away)
+    vanished: list[str] = field(default_factory=list)
+    _types: dict[str, pa.DataType] = field(default_factory=dict)
     _grew: dict[str, float] = field(default_factory=dict)
     _seen: dict[str, int] = field(default_factory=dict)
+    _extent: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        """The watched paths as messages name them."""
+        paths = self.paths or self.vanished  # every watched path went: named as they were
+        return str(paths[0]) if len(paths) == 1 else ", ".join(map(str, paths))
 
     def poll(self) -> list[RunWatch]:
         """Read the paths once; the runs whose line changed (a new run, rows that change its
         state, settled, stopped). Each run is audited on all of its rows as read — late rows
-        at an earlier step included — exactly as ``check`` reads them."""
+        at an earlier step included — exactly as ``check`` reads them. What ``check`` refuses
+        is refused first (:func:`~grokaudit.refusals.refuse_table`)."""
         table = self._read()
         now = self.clock()
         closed = closed_runs(self.paths)
         changed: list[RunWatch] = []
         df = table.to_pandas()
         self.columns |= {str(c) for c in df.columns}
+        self._types.update({str(f.name): f.type for f in table.schema})
+        refuse_table(table, self.config, path=self.where, partial=True,
+                     waiting=not self.final, frame=df)
         if "run" not in df.columns or "step" not in df.columns:
             return changed
         num = [c for c in df.columns if c not in ("run", "step")
                and df[c].dtype.kind in "fiub"]
-        self._refuse_what_check_refuses(df, num)
+        read: set[str] = set()
         for run, g in df.groupby("run", sort=True):
             rid = str(run)
+            read.add(rid)
             live = self.runs.get(rid)
             if live is None:
                 live = self.runs[rid] = LiveRun(rid, config=self.config)
                 self._grew[rid] = now
             rows = g[["step", *num]].sort_values("step", kind="stable")
+            self._shrunk(rid, rows)
             mark = int(pd.util.hash_pandas_object(rows, index=False).sum())
             grew = self._seen.get(rid) != mark
             if grew:
@@ -118,71 +139,52 @@ class Watcher:
             if old is None or _line(old) != _line(rw):
                 changed.append(rw)
             self.last[rid] = rw
-        return changed
+        return changed + self._absent(read, now)
 
-    def _refuse_what_check_refuses(self, df: pd.DataFrame, num: Sequence[str]) -> None:
-        """What ``check`` refuses, refused the same way (left out, it would leave a run, or a
-        metric whose floor is still moving, out of the states without a word: a failing run
-        read as defined): a read with no rows (``NO_ROWS``: a log just started is waited
-        for, ``--once`` stops), rows without a run id, one run id under two spellings, a
-        text column that changes within a run (a metric with a text cell, or text that is
-        neither a series nor a condition), a ``--metric`` or ``--grok-on`` column set per
-        run (a condition), and a ``--by``/``--cell`` column that is not a condition."""
-        where = str(self.paths[0]) if len(self.paths) == 1 else ", ".join(map(str, self.paths))
-        if not len(df):
-            raise LogFormatError("the table has no rows; there is nothing to audit",
-                                 path=where, code=ErrorCode.NO_ROWS)
-        # an empty id (a CSV's empty cell, read as "") is as missing as a null one, as in check
-        missing = int((df["run"].isna() | (df["run"].astype(str).str.strip() == "")).sum())
-        if missing:
-            raise LogFormatError(f"column 'run' has {missing} missing values: every row needs "
-                                 "its run id", path=where, column="run",
-                                 code=ErrorCode.MISSING_VALUES)
-        check_run_ids(df["run"].astype(str).unique(), where)
-        by_run = df.groupby("run", sort=False, observed=True)
-        self._refuse_named_columns(df, by_run, num, where)
-        text = [c for c in df.columns if c not in ("run", "step", *num)]
-        if not text:
+    def _shrunk(self, rid: str, rows: pd.DataFrame) -> None:
+        """Note a run with fewer rows, or a lower last step, than the last read gave it (its
+        log truncated or rewritten): rows vanished, said, never a silent rewind."""
+        n = len(rows)
+        last = float(rows["step"].max()) if n else float("nan")
+        before = self._extent.get(rid)
+        self._extent[rid] = (n, last)
+        if before is None or (n >= before[0] and not last < before[1]):
             return
-        changes = by_run[text].nunique(dropna=False).max()
-        for c in text:
-            if int(changes[c]) > 1:
-                raise LogFormatError(
-                    f"column {safe(str(c))!r} holds text that changes within a run: neither a "
-                    "per-step number nor a condition; write it as numbers (a text cell in a "
-                    "metric?) or drop it (`grokaudit check` names the first text cell)",
-                    path=where, column=str(c), code=ErrorCode.BAD_COLUMN_TYPE)
+        self.notes.append({
+            "event": "rows_vanished", "run": rid, "rows_before": before[0], "rows": n,
+            "last_step_before": number(before[1]), "last_step": number(last),
+            "message": f"rows vanished: run {safe(rid)} had {before[0]} row(s) up to step "
+                       f"{format_number(before[1])}, now {n} up to step "
+                       f"{format_number(last)} (its log was truncated or rewritten)"})
 
-    def _refuse_named_columns(self, df: pd.DataFrame, by_run: Any, num: Sequence[str],
-                              where: str) -> None:
-        """``--metric``/``--grok-on`` naming a condition, ``--by``/``--cell`` naming a column
-        that is absent or changes within a run: refused as ``check`` refuses them."""
-        cfg = self.config
-        loss = () if cfg.grok_on == "test_acc" else (cfg.grok_on,)
-        named = list(dict.fromkeys(c for c in (*cfg.metrics, *loss) if c in num))
-        if named:
-            # a column set per run (constant within every run, with more values than runs,
-            # NaN to a value counting as a change as in check) and different between runs is
-            # a condition such as wd. A column flat in every run and equal between them is
-            # waited for: a metric logged as a constant over a run's first evaluations
-            # (check, reading the log whole, refuses it as a --metric)
-            changes = by_run[named].nunique(dropna=False).max()
-            for c in named:
-                values = df[c].dropna()
-                if int(changes[c]) <= 1 and len(values) > by_run.ngroups and \
-                        values.max() > values.min():
-                    raise metric_not_a_series(c, where, grok_on=c in loss)
-        conditions = list(dict.fromkeys(c for c in (cfg.by, *cfg.cell) if c))
-        if not conditions:
-            return
-        present = [c for c in conditions if c in df.columns]
-        changes = by_run[present].nunique(dropna=False).max() if present else {}
-        for c in conditions:
-            if c not in df.columns or int(changes[c]) > 1:
-                raise not_a_condition(
-                    "--by" if c == cfg.by else "--cell", c, c in df.columns,
-                    f"columns read: {', '.join(sorted(safe(str(x)) for x in df.columns))}",
-                    where)
+    def _absent(self, read: set[str], now: float) -> list[RunWatch]:
+        """Runs seen before and missing from this read: noted once; stopped (``vanished``)
+        when a watched path went, else once idle, as a run that logs nothing new."""
+        out: list[RunWatch] = []
+        for rid, old in list(self.last.items()):
+            if rid in read or old.done:
+                continue
+            if self._extent.get(rid, (0, 0.0))[0]:
+                self._shrunk(rid, pd.DataFrame({"step": pd.Series([], dtype=float)}))
+            why = ("vanished" if self.vanished else
+                   "idle" if now - self._grew[rid] >= self.idle else None)
+            if why is None:
+                continue
+            rw = RunWatch(old.state, False, True, why)
+            self.last[rid] = rw
+            out.append(rw)
+        return out
+
+    def forget(self, path: str) -> None:
+        """``path`` went (deleted or moved away): it is no longer read."""
+        self.vanished.append(path)
+        self.paths = [p for p in self.paths if p != path]
+
+    def refuse_what_check_refuses(self) -> None:
+        """Nothing more will be logged (``--once``, every run done): a column the config
+        names (``--metric``, ``--grok-on``) that no read has seen is refused as ``check``
+        refuses it (``METRIC_NOT_FOUND``, ``MISSING_COLUMN``), not waited for."""
+        refuse_unseen(self._types, self.config, self.where)
 
     def _idle(self, rid: str, now: float, closed: set[str] | None) -> bool:
         return (closed is not None and rid in closed) or now - self._grew[rid] >= self.idle
@@ -203,13 +205,6 @@ class Watcher:
                         run_from=o.get("run_from"), cond=o.get("cond"),
                         on_duplicate=self.config.on_duplicate, partial=True,
                         limits=Limits.of(self.config))
-
-    def missing_columns(self) -> list[str]:
-        """The columns named by the config (``--metric``, ``--grok-on``) that no read has seen:
-        a name to fix, not a run to wait for, once every run is done."""
-        named = [*self.config.metrics, self.config.grok_on]
-        return [c for c in named if c not in self.columns]
-
 
 def _line(w: RunWatch) -> tuple[Any, ...]:
     s = w.state
@@ -298,27 +293,51 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
           emit: Callable[[RunWatch], None], note: Callable[[str], None] | None = None,
           sleep: Callable[[float], None] = time.sleep, max_polls: int | None = None,
           read_options: Mapping[str, Any] | None = None,
-          started: Callable[[Watcher], None] | None = None) -> Watcher:
+          started: Callable[[Watcher], None] | None = None,
+          event: Callable[[Mapping[str, Any]], None] | None = None) -> Watcher:
     """Poll until every run is done (``once``: a single pass). ``emit`` receives every changed
     line; ``note`` a line about the wait (nothing written yet) or a read that failed midway (a
-    file being written), retried at the next poll until ``idle`` seconds of failed reads.
+    file being written), retried at the next poll until ``idle`` seconds of failed reads;
+    ``event`` (and ``note``, as a line) what the run lines do not show: a watched path that
+    went (``vanished``), rows that vanished from a run (``rows_vanished``). When no watched
+    path remains the watch ends: with the runs seen (stopped, ``vanished``), or, when none
+    was ever read, ``FILE_NOT_FOUND``. Once nothing more will be logged (``once``, every run
+    done) a column the config names that never appeared is refused as ``check`` refuses it.
     Returns the watcher (its ``last`` lines are the final state). A ``KeyboardInterrupt``
     propagates; the caller prints what was seen."""
     w = Watcher(list(paths), config, margin=margin, idle=idle,
-                read_options=dict(read_options or {}))
+                read_options=dict(read_options or {}), final=once)
     if started is not None:  # the caller keeps it: an interrupt still shows what was seen
         started(w)
     polls = 0
     failing_since: float | None = None
     said: set[str] = set()
+    there: set[str] = set()  # the watched paths seen on disk at least once
 
     def say(line: str) -> None:
         if note is not None and line not in said:
             said.add(line)
             note(line)
 
+    def tell(ev: Mapping[str, Any]) -> None:
+        if event is not None:
+            event(ev)
+        if note is not None:
+            note(str(ev["message"]))
+
     while True:
         polls += 1
+        for ev in _vanished(w, there):
+            tell(ev)
+        if not w.paths:  # every watched path went: nothing more can be read
+            if not w.last:
+                raise LogFormatError(
+                    "went (deleted or moved away) before any run was read: nothing left to "
+                    "watch; watch the log where it is now", path=", ".join(w.vanished),
+                    code=ErrorCode.FILE_NOT_FOUND)
+            for rw in w._absent(set(), w.clock()):
+                emit(rw)
+            return w
         try:
             for rw in w.poll():
                 emit(rw)
@@ -333,15 +352,29 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
             failing_since = now if failing_since is None else failing_since
             if not waiting and now - failing_since >= max(idle, interval):
                 raise
-            say(f"waiting for {', '.join(safe(p) for p in paths)}: {safe(str(exc))}" if waiting
-                else f"read failed ({safe(str(exc))}); retrying every {interval:g} s")
+            say(f"waiting for {', '.join(safe(p) for p in w.paths)}: {safe(str(exc))}"
+                if waiting else f"read failed ({safe(str(exc))}); retrying every {interval:g} s")
+        while w.notes:
+            tell(w.notes.pop(0))
         if once or w.done or (max_polls is not None and polls >= max_polls):
-            missing = w.missing_columns() if w.done else []
-            if missing:
-                raise LogFormatError(
-                    f"column(s) {', '.join(repr(safe(c)) for c in missing)} named by --metric "
-                    f"or --grok-on never appeared; columns read: "
-                    f"{', '.join(sorted(safe(c) for c in w.columns))}", column=missing[0],
-                    path=", ".join(paths), code=ErrorCode.METRIC_NOT_FOUND)
+            if once or w.done:  # nothing more will be logged: refused, not waited for
+                w.refuse_what_check_refuses()
             return w
         sleep(interval)
+
+
+def _vanished(w: Watcher, there: set[str]) -> list[dict[str, Any]]:
+    """The watched paths that were there at an earlier poll and are gone now: forgotten by
+    ``w``, each as an event. (A path never there yet is waited for: a log not started.)"""
+    out: list[dict[str, Any]] = []
+    for p in list(w.paths):
+        if os.path.lexists(p):
+            there.add(p)
+        elif p in there:
+            w.forget(p)
+            left = len(w.paths)
+            out.append({"event": "vanished", "path": str(p), "paths_left": left,
+                        "message": f"{safe(str(p))} went (deleted or moved away): no longer "
+                                   "read" + (f"; {left} watched path(s) left" if left else
+                                             "; no watched path left")})
+    return out

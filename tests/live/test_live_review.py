@@ -147,7 +147,9 @@ def test_watch_honours_the_input_options(tmp_path: Path) -> None:
     p = _csv(tmp_path / "log.csv", name="zz_eval")
     res = CliRunner().invoke(cli, ["watch", str(p), "--once", "--jsonl", "--metric",
                                    "emb_erank", "--map", "zz_eval=test_acc"])
-    run = json.loads(res.output.splitlines()[0])
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert lines[0]["event"] == "trail", res.output  # the trail comes first
+    run = next(x for x in lines if x["event"] == "run")
     assert run["grokked"], res.output
     res = CliRunner().invoke(cli, ["watch", str(p), "--once", "--format", "nonsense"])
     assert res.exit_code == 2 and "[UNKNOWN_FORMAT]" in res.stderr
@@ -204,6 +206,7 @@ def test_ctrl_c_exits_130_with_the_summary(tmp_path: Path) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
     try:
+        assert json.loads(proc.stdout.readline())["event"] == "trail"  # the trail first
         first = proc.stdout.readline()  # the first state: the watch is under way
         assert json.loads(first)["event"] == "run"
         time.sleep(0.5)

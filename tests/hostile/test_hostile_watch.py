@@ -1,0 +1,198 @@
+"""``grokaudit watch`` against a log that misbehaves while it is watched: a watched file deleted
+(the only one, or one of two) ends the watch with its summary instead of a wait past --idle;
+a log truncated and rewritten is said, never a silent rewind; ``--once`` (the CI form) refuses
+a misspelt ``--metric`` or ``--grok-on`` as ``check`` does; SIGHUP prints the summary and exits
+129; ``--on-duplicate`` is honoured as in ``check``.
+
+Polls are driven by replacing the watch's sleep (``CtrlC.sleep``): each test's action happens
+between two reads, and a guard presses Ctrl-C after a few polls, so that a watch that would
+hang ends (exit 130) and the test fails instead of waiting."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from grokaudit.watch import CtrlC
+from helpers.hostile import cli, expect_error, sweep_df
+
+
+def _drive(monkeypatch: pytest.MonkeyPatch, action: Callable[[int], None],
+           guard: int = 30) -> None:
+    """Between reads, call ``action(k)`` (k: the sleep's number, from 1); after ``guard``
+    sleeps, Ctrl-C."""
+    count = [0]
+
+    def sleep(self: CtrlC, seconds: float) -> None:
+        count[0] += 1
+        if count[0] > guard:
+            raise KeyboardInterrupt
+        action(count[0])
+
+    monkeypatch.setattr(CtrlC, "sleep", sleep)
+
+
+def _events(stdout: str) -> list[dict]:
+    return [json.loads(x) for x in stdout.splitlines() if x.strip()]
+
+
+def test_deleting_the_only_watched_file_ends_the_watch_with_its_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log.csv"
+    sweep_df(wds=(1.0,), seeds=(0, 1)).to_csv(log, index=False)
+    _drive(monkeypatch, lambda k: log.unlink() if k == 1 else None)
+    out = cli(["watch", log, "--interval", "0.05", "--idle", "600", "--jsonl"], cwd=tmp_path)
+    assert out.exit_code in (0, 1), out  # ended by itself: not the guard's Ctrl-C (130)
+    ev = _events(out.stdout)
+    gone = [e for e in ev if e["event"] == "vanished"]
+    assert [e["path"] for e in gone] == [str(log)], out
+    summary = ev[-1]
+    assert summary["event"] == "summary" and summary["vanished"] == [str(log)], out
+    last = {e["run"]: e for e in ev if e["event"] == "run"}
+    assert set(last) == {"wd1.0_s0", "wd1.0_s1"}
+    assert all(e["stopped"] and e["why_stopped"] == "vanished" for e in last.values()), ev
+
+
+def test_a_file_deleted_before_any_run_was_read_is_file_not_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log.csv"
+    sweep_df(wds=(1.0,), seeds=(0,)).head(0).to_csv(log, index=False)  # a header: waited for
+    _drive(monkeypatch, lambda k: log.unlink() if k == 1 else None)
+    out = cli(["watch", log, "--interval", "0.05", "--idle", "600"], cwd=tmp_path)
+    # the wait and the file's going are said (notes) before the one error line
+    assert out.exit_code == 2 and out.stdout == "", out
+    assert out.stderr.rstrip("\n").split("\n")[-1].endswith("[FILE_NOT_FOUND]"), out
+
+
+def test_deleting_one_of_two_watched_files_stops_its_runs_and_watches_the_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    sweep_df(wds=(1.0,), seeds=(0,)).to_csv(a, index=False)
+    sweep_df(wds=(2.0,), seeds=(0,)).to_csv(b, index=False)
+
+    def act(k: int) -> None:
+        if k == 1:
+            b.unlink()
+        time.sleep(0.05)  # real time: the other file's run goes idle after --idle seconds
+
+    _drive(monkeypatch, act)
+    out = cli(["watch", a, b, "--interval", "0.05", "--idle", "0.4", "--jsonl"], cwd=tmp_path)
+    assert out.exit_code in (0, 1), out
+    ev = _events(out.stdout)
+    assert [e["path"] for e in ev if e["event"] == "vanished"] == [str(b)], out
+    last = {e["run"]: e for e in ev if e["event"] == "run"}
+    assert last["wd2.0_s0"]["why_stopped"] == "vanished", ev  # its log went
+    assert last["wd1.0_s0"]["why_stopped"] == "idle", ev  # still read, then idle
+    assert ev[-1]["event"] == "summary" and ev[-1]["vanished"] == [str(b)]
+
+
+def test_a_log_truncated_and_rewritten_is_said_not_silently_rewound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log.csv"
+    df = sweep_df(wds=(1.0,), seeds=(0,))
+    df.to_csv(log, index=False)
+    last_before = int(df["step"].max())
+    cut = int(df["step"].iloc[len(df) // 2])
+
+    def rewrite(k: int) -> None:
+        if k == 1:
+            df[df["step"] <= cut].to_csv(log, index=False)
+
+    _drive(monkeypatch, rewrite, guard=3)
+    out = cli(["watch", log, "--interval", "0.05", "--idle", "600", "--jsonl"], cwd=tmp_path)
+    assert out.exit_code == 130, out  # the guard ended it: the run is still open
+    notes = [e for e in _events(out.stdout) if e["event"] == "rows_vanished"]
+    assert len(notes) == 1, out
+    n = notes[0]
+    assert n["run"] == "wd1.0_s0" and n["last_step_before"] == last_before
+    assert n["last_step"] == cut and n["rows"] < n["rows_before"]
+
+
+@pytest.mark.parametrize("flag", [["--metric", "emb_eranq"],
+                                  ["--grok-on", "test_los", "--grok-below", "0.1"]])
+def test_once_refuses_a_misspelt_column_as_check_does(tmp_path: Path, flag: list[str]) -> None:
+    """The runs of a CSV are never closed: before, `watch --once` printed them as running
+    (waiting for the column) and exited 0, where check refuses the name."""
+    log = tmp_path / "log.csv"
+    sweep_df(wds=(1.0,), seeds=(0,)).to_csv(log, index=False)
+    check_code, _ = expect_error(cli(["check", log, *flag], cwd=tmp_path))
+    watch_code, _ = expect_error(cli(["watch", log, "--once", *flag], cwd=tmp_path))
+    assert watch_code == check_code
+    if flag[0] == "--metric":
+        assert watch_code == "METRIC_NOT_FOUND"
+
+
+def test_a_metric_not_logged_yet_is_waited_for_live_and_refused_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same log, before its runs log the metric: --once (nothing more will come) refuses
+    the name as check does; a live watch waits, and reads the column once it is logged."""
+    log = tmp_path / "log.csv"
+    df = sweep_df(wds=(1.0,), seeds=(0,))
+    df.drop(columns=["emb_erank"]).to_csv(log, index=False)
+    expect_error(cli(["watch", log, "--once", "--metric", "emb_erank"], cwd=tmp_path),
+                 "METRIC_NOT_FOUND")
+    _drive(monkeypatch, lambda k: df.to_csv(log, index=False) if k == 1 else None, guard=2)
+    out = cli(["watch", log, "--interval", "0.05", "--jsonl", "--metric", "emb_erank"],
+              cwd=tmp_path)
+    assert out.exit_code == 130, out  # the guard's Ctrl-C: the run is still open
+    runs = [e for e in _events(out.stdout) if e["event"] == "run"]
+    assert runs[-1]["metrics"] and runs[-1]["metrics"][0]["metric"] == "emb_erank", out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGHUP")
+def test_sighup_prints_the_summary_and_exits_129(tmp_path: Path) -> None:
+    log = tmp_path / "log.csv"
+    sweep_df(wds=(1.0,), seeds=(0,)).to_csv(log, index=False)
+    proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(log),
+                             "--interval", "0.1", "--jsonl"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        while True:  # the watch is under way once a run's line is out
+            line = proc.stdout.readline()
+            assert line, proc.communicate(timeout=30)
+            if json.loads(line)["event"] == "run":
+                break
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 129, (proc.returncode, err)
+    assert "Traceback" not in err
+    summary = json.loads(out.splitlines()[-1])
+    assert summary["event"] == "summary" and summary["ended"] == "hung up"
+
+
+def test_on_duplicate_is_honoured_as_in_check(tmp_path: Path) -> None:
+    """A plain CSV with one (run, step) logged twice with different values: refused without
+    --on-duplicate (DUPLICATE_ROWS, as check), and read with the last value with
+    ``--on-duplicate last``: the same states as the log with that row alone."""
+    df = sweep_df(wds=(1.0,), seeds=(0,))
+    twice = df.iloc[[20]].copy()
+    twice["emb_erank"] = twice["emb_erank"] + 3.0
+    pd.concat([df, twice], ignore_index=True).to_csv(tmp_path / "dup.csv", index=False)
+    kept = df.copy()
+    kept.loc[20, "emb_erank"] = twice["emb_erank"].iloc[0]
+    kept.to_csv(tmp_path / "last.csv", index=False)
+    expect_error(cli(["check", tmp_path / "dup.csv"], cwd=tmp_path), "DUPLICATE_ROWS")
+    expect_error(cli(["watch", tmp_path / "dup.csv", "--once"], cwd=tmp_path),
+                 "DUPLICATE_ROWS")
+    got = cli(["watch", tmp_path / "dup.csv", "--once", "--jsonl", "--on-duplicate", "last"],
+              cwd=tmp_path)
+    want = cli(["watch", tmp_path / "last.csv", "--once", "--jsonl"], cwd=tmp_path)
+    assert got.exit_code == want.exit_code == 0, (got, want)
+    runs = [[e for e in _events(o.stdout) if e["event"] == "run"] for o in (got, want)]
+    assert runs[0] == runs[1] and runs[0], (got, want)
+    # and the choice is in the watch's trail, its first line, as in check's
+    trail = _events(got.stdout)[0]
+    assert trail["event"] == "trail" and trail["input_mapping"]["--on-duplicate"] == "last"
