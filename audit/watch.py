@@ -29,6 +29,7 @@ from .live import DEFAULT_MARGIN, LiveRun, LiveState
 from .refusals import refuse_table, refuse_unseen
 from .results import format_number, number
 from .text import safe
+from .trail import file_stamps
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,7 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
         started(w)
     polls = 0
     failing_since: float | None = None
+    failing_stamps: dict[str, tuple[int, int]] = {}
     said: set[str] = set()
     there: set[str] = set()  # the watched paths seen on disk at least once
 
@@ -347,11 +349,16 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
                                    ErrorCode.NO_ROWS, ErrorCode.FILE_EMPTY,
                                    ErrorCode.FORMAT_MISMATCH)
             if once:
-                raise
+                raise _named(exc, w.paths) from None
             now = w.clock()
-            failing_since = now if failing_since is None else failing_since
+            # a log that still grows is retried from its last change (an early percent run
+            # is refused until three values pass 1.5%: its training goes on meanwhile);
+            # ``idle`` seconds without a change end the wait, with check's refusal
+            stamps = file_stamps(w.paths)
+            if failing_since is None or stamps != failing_stamps:
+                failing_since, failing_stamps = now, stamps
             if not waiting and now - failing_since >= max(idle, interval):
-                raise
+                raise _named(exc, w.paths) from None
             say(f"waiting for {', '.join(safe(p) for p in w.paths)}: {safe(str(exc))}"
                 if waiting else f"read failed ({safe(str(exc))}); retrying every {interval:g} s")
         while w.notes:
@@ -361,6 +368,15 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
                 w.refuse_what_check_refuses()
             return w
         sleep(interval)
+
+
+def _named(exc: LogFormatError, paths: Sequence[str]) -> LogFormatError:
+    """``exc`` naming the watched file(s) when the reader did not (its message names the
+    file, as ``check``'s does)."""
+    if exc.path is not None or not paths:
+        return exc
+    return LogFormatError(str(exc), code=exc.code, path=", ".join(map(str, paths)),
+                          column=exc.column, param=exc.param)
 
 
 def _vanished(w: Watcher, there: set[str]) -> list[dict[str, Any]]:

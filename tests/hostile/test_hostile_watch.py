@@ -196,3 +196,40 @@ def test_on_duplicate_is_honoured_as_in_check(tmp_path: Path) -> None:
     # and the choice is in the watch's trail, its first line, as in check's
     trail = _events(got.stdout)[0]
     assert trail["event"] == "trail" and trail["input_mapping"]["--on-duplicate"] == "last"
+
+
+def test_an_early_percent_run_is_waited_for_while_its_log_grows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live percent run logs 0.5, 1.2, 1.3, 1.4 % before any value passes 1.5: check refuses
+    those rows (not clearly percent), and watch gave up after --idle seconds of failed reads
+    although the log kept growing; the wait now runs from the log's last change."""
+    import math
+    import time
+
+    log = tmp_path / "log.csv"
+    log.write_text("run,step,test_acc,emb\nr,0,0.5,30\nr,100,1.2,29\nr,200,1.3,28\n"
+                   "r,300,1.4,27\n")
+
+    def grow(k: int) -> None:
+        time.sleep(0.06)  # more than --idle passes while the log grows
+        if k <= 40:
+            s = 300 + 100 * k
+            with log.open("a") as f:
+                f.write(f"r,{s},{100 / (1 + math.exp(-(s - 1500) / 100))},"
+                        f"{10 + 20 / (1 + math.exp((s - 2000) / 100))}\n")
+
+    _drive(monkeypatch, grow, guard=120)
+    out = cli(["watch", log, "--metric", "emb", "--interval", "0.05", "--idle", "0.5",
+               "--jsonl"], cwd=tmp_path)
+    assert out.exit_code in (0, 1), out  # not check's refusal (2), not the guard (130)
+    last = [e for e in _events(out.stdout) if e["event"] == "run"][-1]
+    assert last["grokked"] and last["step"] == 4300, last
+    # once the log stops growing with a refusal standing, it is refused as check refuses it
+    log.write_text("run,step,test_acc,emb\nr,0,0.5,30\nr,100,1.2,29\nr,200,1.3,28\n")
+    _drive(monkeypatch, lambda k: time.sleep(0.06), guard=120)
+    out = cli(["watch", log, "--metric", "emb", "--interval", "0.05", "--idle", "0.3"],
+              cwd=tmp_path)
+    # the wait is said (a note), then check's one coded line, naming the file
+    assert out.exit_code == 2 and out.stdout == "", out
+    last_line = out.stderr.rstrip("\n").split("\n")[-1]
+    assert last_line.endswith("[ACCURACY_OUT_OF_RANGE]") and str(log) in last_line, out

@@ -71,3 +71,19 @@ def test_report_is_a_grokaudit_command() -> None:
     for flag in ("--output", "--png", "--log-steps", "--by", "--cell", "--metric", "--profile",
                  "--fail-on", "--grok-threshold"):
         assert flag in res.output
+
+
+def test_report_takes_the_check_options_its_help_promises(tmp_path: Path) -> None:
+    """``report --help`` promised every ``check`` option, but ``--engine`` and ``-q`` were
+    unknown (issue 38): each flag ``check`` takes and the help names is accepted."""
+    pytest.importorskip("matplotlib", reason="the report needs the [report] extra")
+    from grokaudit.cli import cli
+
+    log = tmp_path / "log.parquet"
+    rb.healthy_study().to_parquet(log)
+    res = CliRunner().invoke(cli, ["report", str(log), "-o", str(tmp_path / "r.html"), "-q",
+                                   "--engine", "threads"])
+    assert res.exit_code in (0, 1), res.output
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert len(res.stdout.strip().splitlines()) == 1  # -q: the one result line
+    assert res.exit_code == CliRunner().invoke(cli, ["check", str(log), "-q"]).exit_code
