@@ -25,6 +25,7 @@ Config files beside a log (:func:`read_sidecar`) are read here too.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,16 +216,44 @@ def _records_table(records: list[dict[str, Any]]) -> pa.Table:
         try:
             cols[name] = pa.array(vals, from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-                   for v in vals):  # integers beyond int64 (a corrupted step): as floats,
-                cols[name] = pa.array([None if v is None else float(v) for v in vals],
-                                      type=pa.float64())  # refused by the range checks
-                continue
-            # numbers in some records, text in others: kept as text (refused where it matters)
-            cols[name] = pa.array([None if v is None or (isinstance(v, float) and v != v)
-                                   else json.dumps(v) if isinstance(v, (list, dict))
-                                   else str(v) for v in vals], type=pa.string())
+            cols[name] = _mixed_column(name, vals)
     return pa.table(cols)
+
+
+#: Columns whose values name things (run ids): never read as numbers, whatever they look like
+#: (``"007"`` and ``7`` are two runs; ``12345678901234567890`` is no float).
+_NAMES = frozenset({"run"})
+
+
+def _mixed_column(name: str, vals: list[Any]) -> pa.Array:
+    """A JSON column Arrow cannot type on its own: numbers beyond int64, or numbers in some
+    records and text in others. Read as numbers where that loses nothing: integers beyond
+    int64 as floats unless two of them would become one float (then exact, as text: ids), and
+    a number spelt as text among numbers (``"1.0"`` beside ``2.0``: one value, two spellings)
+    as that number. Run ids and anything else are kept as text (refused where it matters)."""
+    numbers = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                  for v in vals)
+    if numbers and name not in _NAMES:
+        ints = {v for v in vals if isinstance(v, int)}
+        if len({float(v) for v in ints}) == len(ints):  # beyond int64 (a corrupted step):
+            return pa.array([None if v is None else float(v) for v in vals],
+                            type=pa.float64())  # as floats, refused by the range checks
+    elif name not in _NAMES and all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            or (isinstance(v, str) and _spelt_number(v)) for v in vals):
+        return pa.array([None if v is None else float(v) for v in vals], type=pa.float64())
+    return pa.array([None if v is None or (isinstance(v, float) and v != v)
+                     else json.dumps(v) if isinstance(v, (list, dict))
+                     else str(v) for v in vals], type=pa.string())
+
+
+def _spelt_number(text: str) -> bool:
+    """A finite number written as text (``"1.0"``, ``"1e-3"``); not ``"nan"`` or ``"inf"``,
+    which are words a logger writes for what it could not compute, not spellings."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 # ------------------------------------------------------------------------------------------
