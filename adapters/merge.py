@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
-from grokaudit.roles import accuracy_candidates, choose_accuracy
+from grokaudit.roles import accuracy_candidates, choose_accuracy, name_number
 from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
 from grokaudit.text import safe
 
@@ -77,7 +77,9 @@ def apply_options(points: Points, options: ReadOptions, path: str, *, whole: boo
         points.conditions = {rename.get(r, r): v for r, v in points.conditions.items()}
         points.origins = {rename.get(r, r): o for r, o in points.origins.items()}
         points.downsampled_runs = {rename.get(r, r) for r in points.downsampled_runs}
-    for key, pattern in (options.cond or {}).items():
+    for key, given in (options.cond or {}).items():
+        # ``REGEX:num``: the captured token is a number as names write it (name_number)
+        pattern, as_number = (given[:-4], True) if given.endswith(":num") else (given, False)
         try:
             rx = re.compile(pattern)
         except re.error as exc:
@@ -91,7 +93,9 @@ def apply_options(points: Points, options: ReadOptions, path: str, *, whole: boo
                 missed.append(run)
                 continue
             raw = m.group(1) if rx.groups else m.group(0)
-            points.add_condition(run, key, _parse_scalar(raw))
+            _refuse_fragment(key, given, m, rx.groups > 0)
+            points.add_condition(run, key, _name_value(key, given, raw, run) if as_number
+                                 else _parse_scalar(raw))
         runs = _runs(points)
         if whole and runs and len(missed) == len(runs):
             raise ConfigError(
@@ -162,6 +166,39 @@ def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # t
         points.extra.setdefault("accuracy_columns", {})[target] = {
             "column": choice.chosen, "points": choice.points,
             "alternatives": [list(a) for a in alts]}
+
+
+#: What continues a number in a name (``0|p1``, ``1|em3``, ``1|_5``, ``0|.1``): a group that
+#: ends before it captured a fragment of the number.
+_MORE_NUMBER = re.compile(r"(?:[.p_][0-9]|e[-+m]?[0-9])", re.IGNORECASE)
+
+
+def _refuse_fragment(key: str, given: str, m: re.Match[str], grouped: bool) -> None:
+    """Refuse a ``--cond`` group that captures the start of a number written on in the name
+    (``wd_([0-9]+)`` on ``wd_0p1`` reads 0, not 0.1): never a number the name does not say."""
+    end = m.end(1) if grouped else m.end(0)
+    raw = m.group(1) if grouped else m.group(0)
+    if raw and raw[-1].isdigit() and _MORE_NUMBER.match(m.string, end):
+        token = m.string[m.start(1) if grouped else m.start(0):]
+        whole = re.match(r"[0-9]+(?:[.p_][0-9]+)?(?:e[-+m]?[0-9]+)?", token, re.IGNORECASE)
+        raise ConfigError(
+            f"--cond {safe(key)}={safe(given)!r} captures {safe(raw)!r} of "
+            f"{safe(whole.group(0) if whole else token)!r} in {safe(m.string)!r}: a fragment "
+            f"of a number; capture it whole and read it with :num (--cond {safe(key)}="
+            f"'...([0-9pme_.]+)':num)", option="--cond", code=ErrorCode.INVALID_OPTION)
+
+
+def _name_value(key: str, given: str, raw: str, run: str) -> float:
+    """A ``--cond KEY=REGEX:num`` token as its number (``1em3``, ``0p1``, ``1_5``), or the
+    option refused naming the run and the token: a pattern that captures a fragment of a
+    token, or text, never becomes a number it does not say."""
+    x = name_number(raw)
+    if x is None:
+        raise ConfigError(
+            f"--cond {safe(key)}={safe(given)!r}: {safe(raw)!r} in run {safe(run)!r} is not a "
+            "number as names write them (1e-3, 1em3, 0p1, 3p0, 1_5); fix the pattern's group "
+            "to capture the whole number", option="--cond", code=ErrorCode.INVALID_OPTION)
+    return x
 
 
 def _parse_scalar(raw: str) -> Any:

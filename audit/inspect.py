@@ -308,7 +308,7 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
     runs = [str(r) for r in log.run_ids] if log is not None else []
     for t in name_tokens(runs):
         if t.key not in (log.conditions.columns if log is not None else ()):
-            out.append((f"--cond {t.key}='{t.regex}'", f"take {t.key} from the run names "
+            out.append((f"--cond {t.option}", f"take {t.key} from the run names "
                         f"({', '.join(t.values[:4])}{', …' if len(t.values) > 4 else ''})"))
     if prov.get("adapter") in (None, "table") and log is not None:
         out.append(("--run-from NAME", "take run ids from column NAME (a table holding "

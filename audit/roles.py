@@ -265,8 +265,32 @@ def nearly_unique(values: Sequence[object]) -> bool:
 # conditions written only in run names
 # ------------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"(?P<key>[A-Za-z][A-Za-z_]*?)[=_-]?(?P<value>[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?|inf)"
+# a value: digits, a decimal point written ``.`` or ``p`` (``0p1``), an exponent whose minus
+# may be written ``m`` (``1em3``); the whole token, never a fragment of it (``1em3`` is one
+# value, not ``em`` = 3)
+_TOKEN = re.compile(r"(?P<key>[A-Za-z][A-Za-z_]*?)[=_-]?"
+                    r"(?P<value>[0-9]+(?:[.p][0-9]+)?(?:e[-+m]?[0-9]+)?|inf)"
                     r"(?=$|[^0-9A-Za-z.]|_)", re.IGNORECASE)
+
+#: A number written in a file or folder name: an optional sign (``-`` or ``m``), digits, a
+#: decimal point written ``.``, ``p`` or ``_`` (``0.1``, ``0p1``, ``1_5`` = 1.5) and an
+#: exponent whose sign may be ``m`` (``1e-3``, ``1em3`` = 0.001, ``2e+4``, ``2e4``).
+NAME_NUMBER = re.compile(r"(?P<sign>[-m])?(?P<int>[0-9]+)(?:[.p_](?P<frac>[0-9]+))?"
+                         r"(?:e(?P<esign>[-+m])?(?P<exp>[0-9]+))?", re.IGNORECASE)
+
+
+def name_number(text: str) -> float | None:
+    """``text`` read by :data:`NAME_NUMBER` (the whole text, ``1em3`` → 0.001, ``0p1`` →
+    0.1, ``3p0`` → 3.0, ``1_5`` → 1.5), as the float ``float()`` gives for the same number
+    written plainly; None when it is not such a number."""
+    m = NAME_NUMBER.fullmatch(text.strip())
+    if m is None:
+        return None
+    sign = "-" if m.group("sign") else ""
+    exp = m.group("exp")
+    esign = "-" if (m.group("esign") or "").lower() in ("-", "m") else ""
+    plain = f"{sign}{m.group('int')}.{m.group('frac') or '0'}" + (f"e{esign}{exp}" if exp else "")
+    return float(plain)
 _REPLICATE_KEYS = re.compile(r"^(s|seed|rep|repeat|run|trial|version|v|r|copy|idx|id)$",
                              re.IGNORECASE)
 
@@ -278,6 +302,13 @@ class NameToken:
     key: str
     regex: str  #: for ``--cond key=REGEX``
     values: tuple[str, ...]  #: the distinct values seen, in order
+    #: values written with ``p``/``m`` (``0p1``, ``1em3``): read with ``:num`` (name_number)
+    encoded: bool = False
+
+    @property
+    def option(self) -> str:
+        """The ``--cond`` value that takes it: ``key='REGEX'``, ``:num`` where encoded."""
+        return f"{self.key}='{self.regex}'" + (":num" if self.encoded else "")
 
 
 def name_tokens(run_ids: Sequence[str]) -> list[NameToken]:
@@ -303,8 +334,11 @@ def name_tokens(run_ids: Sequence[str]) -> list[NameToken]:
         distinct = tuple(dict.fromkeys(vals))
         if len(vals) == len(run_ids) and len(distinct) > 1:
             short = re.split(r"[_-]", key)[-1] or key  # SGD_p=151 -> p
-            num = "[0-9.e+-]+" if any("e" in v.lower() for v in distinct) else "[0-9.]+"
+            encoded = any(re.search(r"[pm]", v, re.IGNORECASE) for v in distinct
+                          if v.lower() != "inf")
+            num = ("[0-9pme+-]+" if encoded else
+                   "[0-9.e+-]+" if any("e" in v.lower() for v in distinct) else "[0-9.]+")
             num = f"inf|{num}" if "inf" in {v.lower() for v in distinct} else num
             rx = f"{re.escape(short)}{re.escape(sep[key])}({num})"
-            out.append(NameToken(short, rx, distinct))
+            out.append(NameToken(short, rx, distinct, encoded))
     return out
