@@ -28,6 +28,7 @@ from grokaudit.roles import accuracy_candidates, choose_accuracy, name_number
 from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
 from grokaudit.text import safe
 
+from .continuations import merge_continued
 from .points import Finding, Points
 
 #: Names tried, in order, when no ``test_acc`` (``train_acc``) metric was logged.
@@ -232,6 +233,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
     ordered += [m for m in metric_names if m not in ordered]
     per_run, n_read, n_replaced = _last_writer_wins(points, runs, ordered)
+    merge_continued(points, runs, per_run)  # a run and its own continuation: one run
     _check_step_range(per_run, path)
     row_step, row_run, columns = _join_on_steps(per_run, ordered)
     _infinities_as_missing(columns, points, path)
@@ -334,6 +336,8 @@ def _join_on_steps(per_run: _Series, ordered: list[str]
     col_parts: dict[str, list[np.ndarray]] = {name: [] for name in ordered}
     counts = np.zeros(len(per_run), dtype=np.int64)
     for r, metrics in enumerate(per_run):
+        if not metrics:  # a run read as the start of another (continuations): no rows
+            continue
         run_series = list(metrics.values())
         first = run_series[0][0]
         if all(a[0] is first or np.array_equal(a[0], first) for a in run_series[1:]):

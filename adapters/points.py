@@ -21,7 +21,7 @@ from . import progress
 
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",
-                 "POSSIBLY_SAMPLED")
+                 "POSSIBLY_SAMPLED", "RUN_CONTINUED")
 
 
 def as_steps(step: Any, *, what: str = "a step", path: str | None = None,

@@ -90,6 +90,7 @@ class Reason(str, Enum):
     RESUMED_DUPLICATES = "RESUMED_DUPLICATES"
     SOURCE_TRUNCATED = "SOURCE_TRUNCATED"
     POSSIBLY_SAMPLED = "POSSIBLY_SAMPLED"
+    RUN_CONTINUED = "RUN_CONTINUED"  #: a run's file repeats another's rows and goes on
     # -- claims (issue 6) -----------------------------------------------------------------
     SURVIVORSHIP_BIAS = "SURVIVORSHIP_BIAS"
     THRESHOLD_SENSITIVE = "THRESHOLD_SENSITIVE"

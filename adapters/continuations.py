@@ -1,0 +1,105 @@
+"""Runs that are one run resumed: a file that repeats another run's rows exactly and goes on.
+
+A log folder may hold a run and its own continuation (a 20 000-step file and a 50 000-step file
+identical on every shared step; a Hugging Face ``checkpoint-500`` whose ``trainer_state.json`` is
+the start of ``checkpoint-1000``'s). Read as two runs they would be pooled as two replicates of
+one condition. :func:`continued_runs` finds them; :mod:`.merge` keeps the longer one and says so
+(``RUN_CONTINUED``, naming both runs and their files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from grokaudit.text import safe
+
+from .points import Finding, Points
+
+#: per run, metric name -> (steps, values), one point per step, steps increasing
+Series = Sequence[dict[str, tuple[np.ndarray, np.ndarray]]]
+
+#: Runs sharing their first rows beyond this count are not compared pairwise (the check would
+#: cost their number squared); they are named in the result's ``skipped`` instead.
+MAX_GROUP = 64
+
+
+def _head(d: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | None:
+    """What any run a continuation of this one must share: its metrics' first two points."""
+    key: list[object] = []
+    for m in sorted(d):
+        st, v = d[m]
+        if st.size < 2:
+            return None  # a metric with one point: too little to call a run the start of another
+        key.append((m, int(st[0]), int(st[1]), v[:2].tobytes()))
+    return tuple(key) if key else None
+
+
+def _starts(a: dict[str, tuple[np.ndarray, np.ndarray]],
+            b: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether ``a`` is exactly the start of ``b``: every metric of ``a`` is one of ``b``'s with
+    ``a``'s steps and values (NaN equal to NaN) as ``b``'s first points, and ``b`` goes on."""
+    longer = False
+    for m, (st, v) in a.items():
+        if m not in b:
+            return False
+        sb, vb = b[m]
+        n = st.size
+        if sb.size < n or not np.array_equal(sb[:n], st) or \
+                not np.array_equal(vb[:n], v, equal_nan=True):
+            return False
+        longer |= sb.size > n
+    return longer
+
+
+def continued_runs(per_run: Series) -> tuple[list[tuple[int, int]], list[int]]:
+    """``(shorter, longer)`` index pairs of runs whose rows are the start of another run's,
+    each shorter run paired with the longest run it starts (chains are followed: 500 ⊂ 1000 ⊂
+    1200 gives 500 → 1200 and 1000 → 1200); and the runs not compared (groups larger than
+    :data:`MAX_GROUP` sharing their first rows)."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, d in enumerate(per_run):
+        key = _head(d)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    pairs: list[tuple[int, int]] = []
+    skipped: list[int] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        if len(members) > MAX_GROUP:
+            skipped.extend(members)
+            continue
+        length = {i: max(st.size for st, _ in per_run[i].values()) for i in members}
+        by_len = sorted(members, key=lambda i: (-length[i], i))
+        for a in members:
+            target = next((b for b in by_len if b != a and length[b] > length[a]
+                           and _starts(per_run[a], per_run[b])), None)
+            if target is not None:
+                pairs.append((a, target))
+    return sorted(pairs), sorted(skipped)
+
+
+def merge_continued(points: Points, runs: Sequence[str],
+                    per_run: list[dict[str, tuple[np.ndarray, np.ndarray]]]) -> None:
+    """Keep only the longer run of each continuation found in ``per_run`` (the shorter run's
+    series are emptied: its rows are the longer run's own), each one a ``RUN_CONTINUED``
+    finding naming both runs and where they came from; runs not compared are a warning."""
+    pairs, skipped = continued_runs(per_run)
+    for a, b in pairs:
+        ra, rb = runs[a], runs[b]
+        end_a = max(int(st[-1]) for st, _ in per_run[a].values())
+        end_b = max(int(st[-1]) for st, _ in per_run[b].values())
+        points.findings.append(Finding(
+            "RUN_CONTINUED",
+            f"run {safe(ra)!r} ({safe(points.origins.get(ra, ra))}, to step {end_a}) is the "
+            f"start of run {safe(rb)!r} ({safe(points.origins.get(rb, rb))}, to step {end_b}), "
+            "row for row: one run resumed, read once as the longer (not two replicates)",
+            run=rb, runs=(ra, rb), file=points.origins.get(ra, ra)))
+    for a, _ in pairs:
+        per_run[a] = {}
+    if skipped:
+        points.warnings.append(
+            f"{len(skipped)} runs share their first rows with more than {MAX_GROUP} others: "
+            "not compared for continuations (a run resumed in another file would be read as "
+            f"two runs); first: {safe(runs[skipped[0]])!r}")

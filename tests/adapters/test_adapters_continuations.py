@@ -1,0 +1,80 @@
+"""A run and its own continuation (a file that repeats another run's rows exactly and goes on)
+are one run resumed, never two replicates: ``RUN_CONTINUED``, both named (issue 39, item 5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from grokaudit.cli import cli
+
+HERE = Path(__file__).resolve().parents[1]
+
+
+def _run(seed: int, end: int) -> pd.DataFrame:
+    s = np.arange(0, end + 1, 100)
+    rng = np.random.default_rng(seed)
+    tg = 1500 + 200 * seed
+    return pd.DataFrame({"step": s, "train_acc": 1.0,
+                         "test_acc": 1 / (1 + np.exp(-(s - tg) / 100)),
+                         "emb": 10 + 20 / (1 + np.exp((s - tg - 600) / 150))
+                         + rng.normal(0, 0.01, s.size)})
+
+
+def _check(path: Path) -> dict[str, Any]:
+    r = CliRunner().invoke(cli, ["check", str(path), "--metric", "emb", "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)
+
+
+def _runs(doc: dict[str, Any]) -> list[str]:
+    return sorted(r["run"] for s in doc["studies"] for r in s["runs"])
+
+
+def test_a_file_that_repeats_a_run_and_goes_on_is_that_run_resumed(tmp_path: Path) -> None:
+    long = _run(0, 6000)
+    long.iloc[:21].to_csv(tmp_path / "a_20k.csv", index=False)  # steps 0..2000: its start
+    long.to_csv(tmp_path / "a_60k.csv", index=False)
+    _run(1, 6000).to_csv(tmp_path / "b.csv", index=False)
+    doc = _check(tmp_path)
+    assert _runs(doc) == ["a_60k", "b"]  # not a_20k beside a_60k as a second replicate
+    found = [f for f in doc["findings"] if f["code"] == "RUN_CONTINUED"]
+    assert len(found) == 1 and set(found[0]["runs"]) == {"a_20k", "a_60k"}
+
+
+@pytest.mark.parametrize("change", ["value", "step"])
+def test_a_file_that_differs_anywhere_is_another_run(tmp_path: Path, change: str) -> None:
+    long = _run(0, 6000)
+    start = long.iloc[:21].copy()
+    if change == "value":
+        start.loc[10, "emb"] += 1e-9  # one value of 21 rows × 4 columns
+    else:
+        start.loc[20, "step"] = 1999
+    start.to_csv(tmp_path / "a_20k.csv", index=False)
+    long.to_csv(tmp_path / "a_60k.csv", index=False)
+    doc = _check(tmp_path)
+    assert _runs(doc) == ["a_20k", "a_60k"]
+    assert "RUN_CONTINUED" not in {f["code"] for f in doc["findings"]}
+
+
+def test_checkpoints_of_one_trainer_state_are_one_run() -> None:
+    # a public Hugging Face run: checkpoint-500 ⊂ checkpoint-1000 ⊂ checkpoint-1200
+    root = HERE / "corpus" / "AguLeon_LoRA_RoBERTa_AGNews"
+    states = {p.parent.name: json.loads(p.read_text())["log_history"]
+              for p in root.rglob("trainer_state.json")}
+    assert sorted(states) == ["checkpoint-1000", "checkpoint-1200", "checkpoint-500"]
+    longest = states["checkpoint-1200"]
+    for name in ("checkpoint-500", "checkpoint-1000"):  # an independent reading: prefixes
+        assert longest[:len(states[name])] == states[name]
+    r = CliRunner().invoke(cli, ["check", str(root), "--metric", "grad_norm", "--json", "-"])
+    doc = json.loads(r.stdout)
+    assert _runs(doc) == ["results/checkpoint-1200"]
+    found = [f for f in doc["findings"] if f["code"] == "RUN_CONTINUED"]
+    assert sorted(tuple(sorted(f["runs"])) for f in found) == [
+        ("results/checkpoint-1000", "results/checkpoint-1200"),
+        ("results/checkpoint-1200", "results/checkpoint-500")]
