@@ -264,8 +264,11 @@ def profile_set(levels: np.ndarray, u: np.ndarray, y: np.ndarray, grok_above: bo
     sign = 1.0 if grok_above else -1.0
     dev = np.array([_deviance(u, y, math.log(g), sign) for g in grid])
     m = int(np.argmin(dev))
+    best, at = _off_grid_minimum(u, y, sign, grid, m, float(dev[m]))
     cut = float(stats.chi2.ppf(level, 1))
-    inside = dev - dev[m] <= cut
+    # the set is cut from the deviance's least value, found between the grid's points (the
+    # grid's least alone is too high: its set came out too wide)
+    inside = dev - best <= cut
     # the connected stretch of the grid around the best point
     i = j = m
     while i > 0 and inside[i - 1]:
@@ -277,19 +280,45 @@ def profile_set(levels: np.ndarray, u: np.ndarray, y: np.ndarray, grok_above: bo
     # the outer level (it may extend beyond the sweep)
     low = None if i == 0 else float(grid[i - 1])
     high = None if j == grid.size - 1 else float(grid[j + 1])
-    return ProfileSet(low, high, low is not None, high is not None, float(grid[m]),
-                      float(dev[m]), level, int(grid.size))
+    return ProfileSet(low, high, low is not None, high is not None, at, best, level,
+                      int(grid.size))
+
+
+def _off_grid_minimum(u: np.ndarray, y: np.ndarray, sign: float, grid: np.ndarray, m: int,
+                      dev_m: float) -> tuple[float, float]:
+    """The profile deviance's least value and where, searched between the grid points on
+    either side of the grid's least ``m`` (``dev_m``): the maximum-likelihood λ_c lies off the
+    grid, and its deviance can be well below the grid's least."""
+    from scipy import optimize
+
+    a = math.log(float(grid[max(m - 1, 0)]))
+    b = math.log(float(grid[min(m + 1, grid.size - 1)]))
+    if b <= a:
+        return dev_m, float(grid[m])
+    res = optimize.minimize_scalar(lambda t: _deviance(u, y, t, sign), bounds=(a, b),
+                                   method="bounded", options={"xatol": 1e-9})
+    if float(res.fun) < dev_m:
+        return float(res.fun), float(math.exp(float(res.x)))
+    return dev_m, float(grid[m])
 
 
 def _nu_range(levels: np.ndarray, medT: np.ndarray, lo: float, hi: float, above: bool
               ) -> tuple[float, float] | None:
     """ν as λ_c moves over the open interval ``(lo, hi)``, up to its ends (a geometric grid
-    that approaches each end to 10⁻⁶ of the span in log λ)."""
+    that approaches each end to 10⁻⁶ of the span in log λ). Where the end on the grokking
+    side is a level in the fit, ν → 0 as λ_c approaches it (that level's ``ln|λ − λ_c|`` goes
+    to −∞ and pulls the slope to 0): the range runs to 0, which no grid point reaches."""
     t = np.concatenate([np.geomspace(1e-6, 0.5, 60), 1.0 - np.geomspace(1e-6, 0.5, 60)])
     grid = np.exp(math.log(lo) + np.unique(t) * (math.log(hi) - math.log(lo)))
     nus = [p[0] for p in (_power(levels, medT, float(c), above) for c in grid)
            if p is not None]
-    return (float(min(nus)), float(max(nus))) if nus else None
+    if not nus:
+        return None
+    near = hi if above else lo
+    fitted = np.isfinite(medT) & np.isclose(levels, near, rtol=0, atol=0)
+    if fitted.any():
+        nus.append(0.0)  # the limit at the grokking side's end, open
+    return float(min(nus)), float(max(nus))
 
 
 def _boundary(ab: tuple[float, float] | None) -> float | None:

@@ -149,3 +149,33 @@ def test_levels_shared_by_two_arms_are_refused_unless_split() -> None:
     assert exc.value.code is ErrorCode.DUPLICATE_AXIS_VALUES
     r = run_transition(log, make_config(), by="wd", cell=["arch"], n_resamples=20)
     assert len(r.studies) == 2
+
+
+def test_the_profile_set_is_cut_from_the_off_grid_minimum() -> None:
+    """The set was cut at χ²₁ above the grid's least deviance; the maximum-likelihood λ_c lies
+    between grid points, lower (issue 42: 14.509 on the grid, 14.187 off it): a set too wide."""
+    import math
+
+    from grokaudit.claims.transition import _deviance, profile_set
+
+    levels = np.array([0.05, 0.1, 0.3, 0.5])
+    u = np.log(np.repeat(levels, 6))
+    rng = np.random.default_rng(0)
+    y = (rng.random(u.size) < 1 / (1 + np.exp(-3 * (u - math.log(0.147))))).astype(float)
+    prof = profile_set(levels, u, y, True, 0.95, n_grid=41)
+    dense = np.geomspace(0.05, 0.5, 20001)
+    dev = np.array([_deviance(u, y, math.log(g), 1.0) for g in dense])
+    assert prof.min_deviance <= dev.min() + 1e-6
+    inside = dense[dev - dev.min() <= 3.841458820694124]  # χ²₁(0.95)
+    # the reported open set holds the whole set, and each end lies within one grid step of it
+    assert prof.low < inside.min() and inside.max() < prof.high
+    step = (0.5 / 0.05) ** (1 / 40)
+    assert prof.low * step >= inside.min() * (1 - 1e-3) and prof.high / step <= inside.max() * (1 + 1e-3)
+
+
+def test_nu_runs_to_zero_at_the_grokking_sides_level() -> None:
+    """Under separation ν → 0 as λ_c approaches the first grokking level (its ln|λ − λ_c| →
+    −∞ pulls the slope to 0): the range is (0, …), not cut 10⁻⁶ of the span short (issue 42)."""
+    levels = [0.1, 0.3, 0.5, 0.8, 1.2, 2.0, 3.0, 5.0]
+    r = run_transition(_separated(levels, 0.3), make_config(), by="wd", n_resamples=50)
+    assert r.body.power_law.nu_range[0] == 0.0 < r.body.power_law.nu_range[1]
