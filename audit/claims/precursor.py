@@ -277,10 +277,17 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     lead_ci = lead_range = None
     lead_median = float(np.median(leads)) if leads.size else None
     if leads.size:
-        lo, hi = float(np.median(lead_low[s["use"]])), float(np.median(leads))
+        lows = lead_low[s["use"]]
+        lo, hi = float(np.median(lows)), float(np.median(leads))
         lead_range = Span.of(lo, hi, False, True)
         if lo < 0 < hi:  # the lead's sign is not in the log: no point, no interval of it
             lead_median = None
+        elif lo < hi:
+            # the cadence only bounds each lead (grokking lies between two evaluations): the
+            # first-seen leads are off by up to an evaluation interval, so no point value;
+            # the interval covers the range: the lower ends' low to the upper ends' high
+            lead_median = None
+            lead_ci = _range_ci(lows, leads, seed, level)
         else:
             (lead_ci,) = bootstrap(leads.size, lambda ix: float(np.median(leads[ix])),
                                    seed=seed, level=level, n_resamples=999, label="runs")
@@ -306,6 +313,23 @@ def _precedes(peak: float, cut: float, seen: float) -> bool | None:
     if peak >= seen:
         return False
     return None
+
+
+def _range_ci(lows: np.ndarray, highs: np.ndarray, seed: int, level: float
+              ) -> BootstrapCI | None:
+    """A bootstrap interval of a median known only as a range (each run's lead in
+    ``(low, high]``): runs resampled, the interval from the lower ends' median's lower
+    percentile to the upper ends' median's upper percentile, so that it covers wherever in
+    its range each lead lies. None when either end has no interval."""
+    c_lo, c_hi = bootstrap(lows.size, lambda ix: np.array([np.median(lows[ix]),
+                                                           np.median(highs[ix])]),
+                           seed=seed, level=level, n_resamples=999, label="runs")
+    if not (c_lo.identified and c_hi.identified):
+        return c_lo if not c_lo.identified else c_hi
+    return BootstrapCI(None, c_lo.low, c_hi.high, level,
+                       "percentile (of a range: its lower ends' low, its upper ends' high)",
+                       c_lo.n_resamples, min(c_lo.n_valid, c_hi.n_valid), seed,
+                       low_unbounded=c_lo.low_unbounded, high_unbounded=c_hi.high_unbounded)
 
 
 def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray,

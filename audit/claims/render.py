@@ -399,10 +399,17 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     lines.append(f"peak precedes grokking: {percent(b.fraction_preceding)} of scored runs; "
                  f"interior peak preceding (the tested statistic): "
                  f"{percent(b.fraction_preceding_interior)}")
-    if b.lead_median is None and b.lead_range is not None:
-        lines.append(f"median lead t_grok − t_peak: sign unknown, in {known(b.lead_range)} "
+    rng = b.lead_range
+    both = rng is not None and rng.low is not None and rng.high is not None and \
+        rng.low < 0 < rng.high
+    if b.lead_median is None and rng is not None and both:
+        lines.append(f"median lead t_grok − t_peak: sign unknown, in {known(rng)} "
                      f"({b.step_unit}: grokking lies between two accuracy evaluations, and the "
                      "log does not say whether the peaks came before it)")
+    elif b.lead_median is None and rng is not None:
+        lines.append(f"median lead t_grok − t_peak in {known(rng)} {ci(b.lead_ci, why=True)} "
+                     f"({b.step_unit}: grokking lies between two accuracy evaluations, which "
+                     "bound each lead; no point value)")
     else:
         lines.append(f"median lead t_grok − t_peak {num(b.lead_median)} "
                      f"{ci(b.lead_ci, why=True)} ({b.step_unit})")

@@ -95,7 +95,10 @@ def test_a_real_precursor_beats_both_nulls() -> None:
     # peaks 600 before grokking, accuracy every 50 steps: each lead is known to be positive
     assert all(x.lead is not None and x.lead_range.low < x.lead <= x.lead_range.high
                for x in b.runs)
-    assert b.lead_range.low > 0 and b.lead_range.high == b.lead_median
+    # the cadence bounds each lead: the median is its range, never the first-seen point
+    # (biased by about half the cadence, issue 42), and the interval covers the range
+    assert b.lead_range.low > 0 and b.lead_median is None
+    assert b.lead_ci.low <= b.lead_range.low and b.lead_range.high <= b.lead_ci.high
 
 
 def test_noise_is_not_a_precursor() -> None:
@@ -190,3 +193,26 @@ def test_the_signal_is_not_its_own_placebo() -> None:
     with pytest.raises(LogFormatError) as exc:
         run_precursor(log, make_config(), signal="attn_cv", placebo="attn_cv", n_perm=19)
     assert exc.value.code is ErrorCode.INVALID_OPTION
+
+
+def test_a_lead_the_cadence_only_bounds_is_its_range_never_a_point() -> None:
+    """Accuracy every 250 steps, each signal peaking 400 steps before grokking: the first-seen
+    leads are 420–640 (biased by about half the cadence); the median was printed as a point
+    where the log only bounds it (issue 42). The range and its interval hold the true 400; no
+    point value is printed."""
+    frames = []
+    for i in range(12):
+        tg, s = 2010 + 20 * i, np.arange(0, 5001, 10)
+        evaluated = s % 250 == 0
+        frames.append(pd.DataFrame({
+            "run": f"r{i:02d}", "step": s, "seed": i,
+            "test_acc": np.where(evaluated, (s >= tg).astype(float), np.nan),
+            "train_acc": np.where(evaluated, (s >= 300).astype(float), np.nan),
+            "attn_cv": np.exp(-(((s - (tg - 400)) / 150) ** 2))}))
+    r = run_precursor(pd.concat(frames, ignore_index=True), make_config(), signal="attn_cv",
+                      n_perm=99)
+    b = r.body
+    assert b.lead_median is None
+    assert 0 < b.lead_range.low < 400 < b.lead_range.high  # the truth inside the log's range
+    assert b.lead_ci.low <= b.lead_range.low and b.lead_range.high <= b.lead_ci.high
+    assert json.loads(r.to_json())["studies"][0]["lead_median"] is None
