@@ -258,6 +258,14 @@ def _refuse_segment_gaps(folder: Path, claim_of: dict[str, tuple[str, dict[str, 
             named = _SEGMENT_NAME.fullmatch(segs[0]["file"])
             gaps.append((run, named.group("stem") if named else segs[0]["file"], missing,
                          sorted(int(d["segment"]) for d in segs)))
+    # a closed run whose claim counts segments (or rows) of which none is left: every one
+    # of them missing (it read as "closed without logging a row", and its rows were gone)
+    for run in sorted(set(claim_of) - set(segments)):
+        stem, info = claim_of[run]
+        said, rows = info.get("segments"), info.get("rows")
+        count = said if isinstance(said, int) and not isinstance(said, bool) else 0
+        if info.get("closed") and (count > 0 or (isinstance(rows, int) and rows > 0)):
+            gaps.append((run, stem, list(range(max(count, 1))), []))
     if not gaps:
         return
     run, stem, missing, have = gaps[0]
@@ -265,7 +273,8 @@ def _refuse_segment_gaps(folder: Path, claim_of: dict[str, tuple[str, dict[str, 
     raise LogFormatError(
         f"run {safe(run)!r} (files {safe(stem)}.*.parquet) lacks segment(s) "
         f"{', '.join(map(str, missing[:10]))}{', …' if len(missing) > 10 else ''} (the "
-        f"folder holds {', '.join(map(str, have[:10]))}{', …' if len(have) > 10 else ''}): "
+        f"folder holds {', '.join(map(str, have[:10])) or 'none of them'}"
+        f"{', …' if len(have) > 10 else ''}): "
         f"the rows of the missing segments would be left out of the audit{more}; copy the "
         "folder again in full (or restore the missing files), or move that run's files out "
         "of the folder to audit the other runs", path=str(folder),

@@ -147,3 +147,24 @@ def test_the_streamed_audit_refuses_a_repeated_key_as_the_library_does(tmp_path:
     with pytest.raises(LogFormatError) as e:
         audit_stream(two, by="wd", metrics=["emb_erank"], part_rows=200)
     assert e.value.code is ErrorCode.HIVE_KEY_CONFLICT
+
+
+def test_a_closed_run_whose_segments_are_all_gone_is_refused(tmp_path: Path) -> None:
+    """Every segment of a closed run removed, its claim kept (its close record counts three
+    segments, 30 rows): it read as 'closed without logging a row', exit 0, the run gone."""
+    folder = tmp_path / "runs"
+    log = _log_runs(folder, runs=3)[0]
+    for k in range(3):
+        log.segment_path(k).unlink()
+    with pytest.raises(LogFormatError) as e:
+        read_any(folder)
+    assert e.value.code is ErrorCode.SEGMENT_MISSING
+    expect_error(cli(["check", folder, "--by", "seed", "--metric", "emb_erank"]),
+                 "SEGMENT_MISSING")
+
+
+def test_a_closed_run_that_logged_nothing_is_no_gap(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    _log_runs(folder, runs=3)
+    RunLogger(folder, run="empty", conditions={"wd": 1.0, "seed": 9}, fsync=False).close()
+    read_any(folder)  # read: nothing was lost
