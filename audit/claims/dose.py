@@ -204,14 +204,36 @@ class DoseBody(Record):
 # ------------------------------------------------------------------------------------------
 
 def _linear(u: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    A = np.column_stack((np.ones_like(u), u))
+    """``y = c + a·u`` by least squares, fitted on ``u`` centred and scaled (the answer does
+    not depend on the units of ``u``: doses of 1e300 left the intercept's column below the
+    solver's cut-off, and the slope fit alone)."""
+    lo, hi = (float(u.min()), float(u.max())) if u.size else (0.0, 0.0)
+    m = lo / 2 + hi / 2  # (no sum or square: doses of 1e300 or 1e-300 stay in range)
+    sd = hi / 2 - lo / 2
+    sd = sd if sd > 0 and math.isfinite(sd) else 1.0
+    z = (u - m) / sd
+    A = np.column_stack((np.ones_like(z), z))
     coef, *_ = np.linalg.lstsq(A, y, rcond=None)
     r = y - A @ coef
-    return float(coef[0]), float(coef[1]), float(r @ r)
+    a = float(coef[1]) / sd
+    return float(coef[0]) - a * m, a, float(r @ r)
 
 
 def _saddle(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
-    """Best ``(ln A, x₀, RSS)`` of ``y = ln A − ½ ln|x₀ − x|`` over both sides of the data."""
+    """Best ``(ln A, x₀, RSS)`` of ``y = ln A − ½ ln|x₀ − x|`` over both sides of the data,
+    searched on the doses scaled to [0, 1] (the units do not change the fit)."""
+    lo = float(x.min())
+    span = float(x.max() - lo) or 1.0
+    fit = _saddle_unit((x - lo) / span, y)
+    if fit is None:
+        return None
+    lnA, x0, rss = fit
+    # |x₀ − x| = span·|x₀' − x'|: ln A moves by ½ ln span
+    return lnA + 0.5 * math.log(span), lo + span * x0, rss
+
+
+def _saddle_unit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+    """:func:`_saddle` on doses spanning [0, 1]."""
     span = float(x.max() - x.min()) or 1.0
     best = None
     for side in (1, -1):
@@ -644,6 +666,13 @@ def _fit(cs: _Cells) -> _Fitted:
     x = np.array([cells[i].x for i in cs.fit_idx], dtype=float)
     lnT = np.log([max(_med_value(cells[i]), 1.0) for i in cs.fit_idx]) if cs.fit_idx else \
         np.array([])
+    if x.size >= 2 and 0 < float(np.ptp(x)) < np.finfo(float).tiny:
+        # slopes per unit of such doses are beyond float64: no law can be written in them
+        raise LogFormatError(
+            f"the doses of the fit span {float(np.ptp(x)):.3g}, below the smallest normal "
+            f"float ({np.finfo(float).tiny:.3g}): no law's slope can be written in these "
+            "units; rescale the axis (write it in other units)",
+            code=ErrorCode.NOT_NUMERIC)
     fits: dict[str, dict[str, Any]] = fit_laws(x, lnT) if len(cs.fit_idx) >= 3 else {}
     scored = sorted((m for m in MODELS if fits.get(m, {}).get("aicc") is not None),
                     key=lambda m: fits[m]["aicc"])

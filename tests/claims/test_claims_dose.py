@@ -215,3 +215,37 @@ def test_two_arms_sharing_a_dose_are_refused_unless_cell_splits_them() -> None:
     r = run_dose(log, make_config(), by="rho", cell=["opt"], n_resamples=20)
     assert [s.study for s in r.studies] == [{"opt": "adamw"}, {"opt": "sgd"}]
     assert all(s.body.cells[0].n_runs == 3 for s in r.studies)  # not pooled: 3 seeds each
+
+
+def _trendless(scale: float) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    rho = np.repeat([-1.0, -2.0, -3.0, -4.0, -5.0], 3)
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(rho.size)], "rho": rho * scale,
+                         "seed": np.tile(range(3), 5),
+                         "t_grok": np.round(rng.uniform(860, 940, rho.size)), "budget": 3000})
+    return make_log(runs, every=10)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 1e-3])
+def test_the_laws_do_not_depend_on_the_dose_units(scale: float) -> None:
+    """Doses of −1e300…−5e300: the exponential fit lost its intercept (alpha −1.9e−300, RSS
+    41.9), a saddle-node 'law' was declared on trendless data, exit 0 (issue 38's review)."""
+    import warnings
+
+    one = run_dose(_trendless(1.0), make_config(), by="rho", n_resamples=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way either
+        other = run_dose(_trendless(scale), make_config(), by="rho", n_resamples=50)
+    assert other.body.best == one.body.best and other.exit_code == one.exit_code
+    assert other.codes == one.codes
+    for a, b in zip(one.body.fits, other.body.fits):
+        assert (a.aicc is None) == (b.aicc is None)
+        if a.aicc is not None:
+            assert b.aicc == pytest.approx(a.aicc, rel=1e-9, abs=1e-9)
+
+
+def test_doses_spread_below_the_smallest_normal_float_are_refused() -> None:
+    # subnormal doses: 'internal error (ValueError: math domain error)' before
+    with pytest.raises(LogFormatError) as e:
+        run_dose(_trendless(5e-324), make_config(), by="rho", n_resamples=50)
+    assert e.value.code is ErrorCode.NOT_NUMERIC
