@@ -220,8 +220,16 @@ def _detect_sqlite(path: Path) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                           timeout=LOCK_TIMEOUT_S)
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                          timeout=LOCK_TIMEOUT_S)
+    # hand control back to Python every so many SQLite steps: a Ctrl-C or SIGTERM is acted on
+    # during a long query (SQLite's C loop never checks for signals itself)
+    con.set_progress_handler(_go_on, 200_000)
+    return con
+
+
+def _go_on() -> int:
+    return 0  # 0: go on (a pending signal's handler runs here, between the steps)
 
 
 def _sqlite_error(exc: BaseException, path: Path) -> LogFormatError:
@@ -291,7 +299,16 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
         with closing(_connect(path)) as con:
             con.execute("begin")
             tables = {r[0] for r in con.execute("select name from sqlite_master "
-                                                "where type in ('table', 'view')")}
+                                                "where type = 'table'")}
+            # MLflow writes tables: a view under one of their names can compute rows without
+            # end (a recursive query in a 12 KB file used 24 GB); never read it
+            views = {"runs", "metrics", "params", "tags"} - tables
+            if views and {"metrics", "runs", "params"} <= tables:
+                raise LogFormatError(
+                    f"{', '.join(sorted(views))}: not a table of MLflow's but something else "
+                    "under its name (a view computes its rows when read, possibly without end); "
+                    "export the runs from the MLflow server that owns the store",
+                    path=str(path), code=ErrorCode.FORMAT_MISMATCH)
             if not {"runs", "metrics", "params", "tags"} <= tables:
                 raise LogFormatError(
                     "an SQLite database without MLflow's tables (runs, metrics, params, tags); "
