@@ -169,9 +169,10 @@ def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # t
             "alternatives": [list(a) for a in alts]}
 
 
-#: What continues a number in a name (``0|p1``, ``1|em3``, ``1|_5``, ``0|.1``): a group that
-#: ends before it captured a fragment of the number.
-_MORE_NUMBER = re.compile(r"(?:[.p_][0-9]|e[-+m]?[0-9])", re.IGNORECASE)
+#: What continues a number in a name (``0|p1``, ``1|em3``, ``0|.1``): a group that ends
+#: before it captured a fragment of the number. (``_`` is not among them: in names it
+#: separates far more often than it is a decimal point, ``mnist_1000_2.0``.)
+_MORE_NUMBER = re.compile(r"(?:[.p][0-9]|e[-+m]?[0-9])", re.IGNORECASE)
 
 
 def _refuse_fragment(key: str, given: str, m: re.Match[str], grouped: bool) -> None:
