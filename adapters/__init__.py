@@ -82,14 +82,19 @@ def read_log(path: str | Path, format: str | None = None, *,
         raise ConfigError(f"on_duplicate must be error, first or last, got {on_duplicate!r}",
                           option="on_duplicate", code=ErrorCode.INVALID_OPTION)
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond,
-                          on_duplicate=on_duplicate)
+                          on_duplicate=on_duplicate, **layout_options(layout))
     try:
         with progress.reading(str(p)):  # on stderr, for a read of more than a few seconds
             points = reader.read(p, options)
             progress.stage("joining by run and step")
             apply_options(points, options, str(p), whole=not partial)
+            join_conditions(points, options, p, whole=not partial)
+            # a run's rows repeated in two table files of one folder are a resume (the last
+            # read wins, RESUMED_DUPLICATES) unless --on-duplicate first|last says which wins
+            keep = on_duplicate if reader.name == "table" and on_duplicate != "error" else None
             return build_table(points, adapter=reader.name, adapter_version=reader.version,
-                               path=str(p), require_test_acc=not (reader.partial or partial))
+                               path=str(p), require_test_acc=not (reader.partial or partial),
+                               on_duplicate=keep)
     except LogFormatError as exc:
         if exc.path is not None:
             raise

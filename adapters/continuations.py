@@ -25,7 +25,11 @@ MAX_GROUP = 64
 
 
 def _head(d: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | None:
-    """What any run a continuation of this one must share: its metrics' first two points."""
+    """What any run a continuation of this one must share: its metrics' first two points.
+    None for a run none of whose metrics changes (two runs stuck at one accuracy are alike
+    without being one run: a constant says nothing of which run it is)."""
+    if not any(np.unique(v[~np.isnan(v)]).size > 1 for _, v in d.values()):
+        return None
     key: list[object] = []
     for m in sorted(d):
         st, v = d[m]

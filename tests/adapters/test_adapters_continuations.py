@@ -78,3 +78,16 @@ def test_checkpoints_of_one_trainer_state_are_one_run() -> None:
     assert sorted(tuple(sorted(f["runs"])) for f in found) == [
         ("results/checkpoint-1000", "results/checkpoint-1200"),
         ("results/checkpoint-1200", "results/checkpoint-500")]
+
+
+def test_runs_whose_every_value_is_constant_are_never_merged(tmp_path: Path) -> None:
+    # two runs stuck at one accuracy, one logged longer: alike, not one run resumed
+    for name, end in (("stuck_a", 2000), ("stuck_b", 4000)):
+        s = np.arange(0, end + 1, 100)
+        pd.DataFrame({"step": s, "test_acc": 0.0, "emb": 5.0}).to_csv(tmp_path / f"{name}.csv",
+                                                                     index=False)
+    r = CliRunner().invoke(cli, ["inspect", str(tmp_path), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["runs"]["ids"] == ["stuck_a", "stuck_b"]
+    assert "RUN_CONTINUED" not in {f["code"] for f in doc["findings"]}

@@ -154,3 +154,40 @@ def test_check_on_duplicate_gives_one_result_for_csv_jsonl_and_a_folder(
     assert {o.exit_code for o in outs} == {outs[0].exit_code} and outs[0].exit_code in (0, 1)
     summaries = [json.loads(o.stdout)["input"]["set_aside"] for o in outs]
     assert all(s == summaries[0] for s in summaries), summaries
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+@pytest.mark.parametrize("keep", ["first", "last"])
+def test_on_duplicate_decides_between_two_files_of_one_folder(tmp_path: Path, suffix: str,
+                                                              keep: str) -> None:
+    """Two table files in one folder giving one run two values at one step: --on-duplicate
+    first|last was ignored there (the last read won, a RESUMED_DUPLICATES warning), while the
+    same two files named as inputs followed it (issue 38's review). One rule now."""
+    from helpers.hostile import sweep_df
+
+    df = sweep_df(wds=(1.0, 2.0), seeds=(0, 1))
+    other = df[(df.run == "wd1.0_s0") & df.step.between(600, 700)].assign(test_acc=0.999)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name, part in (("a", df), ("b", other)):
+        p = folder / f"{name}{suffix}"
+        if suffix == ".csv":
+            part.to_csv(p, index=False)
+        else:
+            part.to_json(p, orient="records", lines=True)
+    read = {}
+    for how, args in (("folder", [folder]), ("inputs", [folder / f"a{suffix}",
+                                                         folder / f"b{suffix}"])):
+        out = cli(["check", *args, "--by", "wd", "--metric", "emb_erank", "--on-duplicate",
+                   keep, "--json", "-"])
+        assert out.exit_code in (0, 1), out
+        doc = json.loads(out.stdout)
+        assert doc["input"]["set_aside"].get(f"duplicate_{keep}_wins") == 2, doc["input"]
+        runs = {r["run"]: r for r in doc["studies"][0]["runs"]}
+        read[how] = runs["wd1.0_s0"]["t_grok"]
+    assert read["folder"] == read["inputs"]
+    if keep == "first":  # the first file's values kept: its own t_grok, as if b were absent
+        alone = cli(["check", folder / f"a{suffix}", "--by", "wd", "--metric", "emb_erank",
+                     "--json", "-"])
+        runs = {r["run"]: r for r in json.loads(alone.stdout)["studies"][0]["runs"]}
+        assert read["folder"] == runs["wd1.0_s0"]["t_grok"]
