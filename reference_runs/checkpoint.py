@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,34 @@ ZIP_MAGIC = b"PK\x03\x04"
 #: ``pickle.dump`` or a legacy ``torch.save`` file starts with. Never ours.
 PICKLE_PROTO = 0x80
 
+#: What every checkpoint format grokaudit wrote names first in its pickle (``{"format": ...}``)
+FORMAT_TAG = b"grokaudit.trainer-checkpoint/"
+#: How much of the archive's pickle :func:`is_checkpoint` reads: the tag is in its first bytes.
+_HEAD_BYTES = 4096
+
 Rows = list[dict[str, np.ndarray]]
+
+
+def is_checkpoint(path: Path) -> bool:
+    """Whether ``path`` is a checkpoint grokaudit's trainer wrote (of any format): a zip archive
+    (what ``torch.save`` writes) whose pickle names :data:`FORMAT_TAG` in its first bytes.
+
+    Decided from the file's bytes alone: nothing is unpickled, so a planted file runs nothing.
+    A text, a log, a config, a bare pickle, another zip or torch file, an unreadable or torn
+    file: False. ``train`` never replaces or removes such a file (see docs/trainer.md)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
+                return False
+        with zipfile.ZipFile(path) as zf:
+            pkl = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+            if len(pkl) != 1:
+                return False
+            with zf.open(pkl[0]) as fh:
+                head = fh.read(_HEAD_BYTES)
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, EOFError):
+        return False
+    return FORMAT_TAG in head
 
 
 def save_checkpoint(path: Path, sweep_id: str, done: dict[int, Rows],
@@ -59,6 +87,18 @@ def save_checkpoint(path: Path, sweep_id: str, done: dict[int, Rows],
         for name in made:
             Path(name).unlink(missing_ok=True)
         raise
+
+
+def refuse_foreign(path: Path) -> None:
+    """Refuse (:class:`ConfigError`, ``OUTPUT_NOT_WRITABLE``) to write or remove a checkpoint at
+    ``path`` when a file there is not one (:func:`is_checkpoint`): a note, a log, a planted
+    pickle is never called a checkpoint, and never replaced or removed, not even with
+    ``--overwrite``."""
+    if os.path.lexists(path) and not is_checkpoint(path):
+        raise ConfigError(f"{path}: the checkpoint's path holds a file that is not a grokaudit "
+                          "trainer checkpoint; it is not touched (not even with --overwrite): "
+                          "name another file with --checkpoint (or another -o), or move this "
+                          "one away", code=ErrorCode.OUTPUT_NOT_WRITABLE, option="--checkpoint")
 
 
 def load_checkpoint(path: Path, sweep_id: str

@@ -199,7 +199,8 @@ def _train(config_file: str, output: str, device: str, resume: bool,
     # folder or a link; then no saved work replaced, and every group fits the memory
     _check_paths(config_file, out, ckpt, work, ray=ray, manifest=manifest,
                  named=checkpoint_path is not None)
-    _check_saved_state(out, ckpt, work, ray=ray, resume=resume, overwrite=overwrite)
+    _check_saved_state(out, ckpt, work, ray=ray, resume=resume, overwrite=overwrite,
+                       manifest=_manifest_path(out) if manifest else None)
     if not ray:  # with ray, the groups train on the cluster's nodes, not this machine
         check_fits(specs, device)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -374,16 +375,23 @@ def _check_work_folder(work: Path, config: Path, outputs: list[Path]) -> None:
 
 
 def _check_saved_state(out: Path, ckpt: Path, work: Path, *, ray: bool, resume: bool,
-                       overwrite: bool) -> None:
+                       overwrite: bool, manifest: Path | None = None) -> None:
     """``--resume`` continues this engine's saved state (never the other engine's);
-    ``--overwrite`` clears both; neither refuses to discard a log or saved state."""
+    ``--overwrite`` clears both; neither refuses to discard a log, its manifest (``manifest``,
+    None with ``--no-manifest``) or saved state. A file at the checkpoint's path that is not a
+    checkpoint is never touched, whatever the flags."""
+    from .checkpoint import refuse_foreign
     from .ray_engine import clear, saved_work
 
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite contradict each other: continue the "
                           "checkpoint, or start over", code=ErrorCode.INVALID_OPTION)
+    if not resume or ray:  # the process engine's --resume reads it, and names what it is
+        refuse_foreign(ckpt)  # a file there that is not a checkpoint is never touched
     if not resume and not overwrite:
         _refuse_discarding(out, ckpt, work)
+        if manifest is not None and os.path.lexists(manifest):
+            _refuse_existing_manifest(manifest, out)
     if resume:
         mine, theirs, other = (work, ckpt, "process") if ray else (ckpt, work, "ray")
         saved = bool(saved_work(mine)) if ray else mine.exists()
@@ -392,12 +400,25 @@ def _check_saved_state(out: Path, ckpt: Path, work: Path, *, ray: bool, resume: 
                               f"--engine {other} --resume, or start over with --overwrite",
                               code=ErrorCode.INCOMPATIBLE_INPUTS, option="--engine")
         # nothing saved to continue: training again would replace a finished log
-        if not saved and os.path.lexists(out) and not _is_partial(out):
+        partial = out.is_file() and _is_partial(out)
+        if not saved and os.path.lexists(out) and not partial:
             _refuse_existing_log(out)
+        # the manifest of the sweep being continued (saved work, or a partial log) is its own
+        if not saved and not partial and manifest is not None and os.path.lexists(manifest):
+            _refuse_existing_manifest(manifest, out)
     if overwrite:  # what either engine saved of this sweep is replaced
         clear(work)
         if ray:
             ckpt.unlink(missing_ok=True)
+
+
+def _refuse_existing_manifest(manifest: Path, out: Path) -> None:
+    """The manifest ``train`` writes beside the log (``<stem>.MANIFEST.toml``) never replaces an
+    existing file without ``--overwrite``: another log's manifest, or anything else."""
+    raise ConfigError(f"{manifest} already exists (another log's MANIFEST, or another file), "
+                      f"and the manifest of -o {out} would replace it: choose another -o, "
+                      "replace it with --overwrite, or write no manifest with --no-manifest",
+                      code=ErrorCode.WORK_WOULD_BE_LOST, option="--overwrite")
 
 
 def _write_log(table: Any, out: Path, provenance: dict[str, Any],

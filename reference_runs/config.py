@@ -238,10 +238,12 @@ def from_dict(d: dict[str, Any], where: str = "config") -> TrainConfig:
             if v is None:
                 clean[k] = None
             elif t.startswith("int"):
-                if isinstance(v, float) and not v.is_integer():
-                    raise ValueError
+                if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
+                    raise ValueError  # true is not the number 1 (nor a second seed 1)
                 clean[k] = int(v)
             elif t.startswith("float"):
+                if isinstance(v, bool):
+                    raise ValueError
                 clean[k] = float(v)
             elif t.startswith("bool"):
                 if not isinstance(v, bool):

@@ -28,16 +28,26 @@ def singular_values(mat: torch.Tensor) -> torch.Tensor:
 
 
 def _entropy_rank(w: torch.Tensor) -> torch.Tensor:
-    """``exp(H(w/Σw))`` with ``0·log 0 = 0``, per row of ``w`` ``[R, k]``."""
-    q = w / w.sum(dim=1, keepdim=True)
+    """``exp(H(w/Σw))`` with ``0·log 0 = 0``, per row of ``w`` ``[R, k]``; NaN for a row with
+    a NaN (a diverged run's spectrum) or no positive weight (0/0): never a faked 1.0."""
+    total = w.sum(dim=1, keepdim=True)
+    q = w / total
     h = -torch.where(q > 0, q * q.log(), torch.zeros_like(q)).sum(dim=1)
-    return h.exp()
+    # ``q > 0`` is False for NaN: without this, a NaN spectrum would read as a collapse (1.0)
+    defined = torch.isfinite(total[:, 0]) & (total[:, 0] > 0)
+    return torch.where(defined, h.exp(), torch.full_like(h, float("nan")))
 
 
 def spectral_metrics(mat: torch.Tensor) -> dict[str, torch.Tensor]:
     """Effective rank (on σ), squared-normalized effective rank (on σ²), participation ratio
-    and stable rank of each run's matrix; float64 ``[R]`` each, dimensionless (units of rank)."""
+    and stable rank of each run's matrix; float64 ``[R]`` each, dimensionless (units of rank).
+
+    NaN in, NaN out: a run whose matrix is not finite (or is all zeros) has every metric NaN.
+    The four are scale-free, so they are computed on ``σ/σ_max``: ``σ²`` and ``σ⁴`` of a huge
+    but finite matrix cannot overflow to inf.
+    """
     s = singular_values(mat)
+    s = s / s[:, :1]  # NaN for a NaN or all-zero spectrum (0/0): it stays NaN below
     s2 = s * s
     return {
         "erank": _entropy_rank(s),

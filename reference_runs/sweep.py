@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ import pandas as pd
 import torch
 from grokaudit.errors import ConfigError, ErrorCode
 
-from .checkpoint import load_checkpoint, restore, save_checkpoint
+from .checkpoint import load_checkpoint, refuse_foreign, restore, save_checkpoint
 from .config import FIELD_NAMES, TrainConfig, check_memory, from_dict, group_key
 from .progress import Progress
 from .train import GroupTrainer, measure_wc, resolve_device
@@ -42,6 +43,9 @@ else:  # pragma: no cover
 
 #: Condition columns written for every run, whether or not they vary (TRAINER_SPEC).
 ALWAYS_CONDITIONS = ("seed", "arch", "task", "p")
+#: The most runs one sweep's grid may expand to (the product of its lists' lengths): checked
+#: before anything is expanded. Larger studies are several sweep files (or fixed keys).
+MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,14 @@ def _fmt(v: Any) -> str:
 
 
 def expand(sweep: Sweep) -> list[RunSpec]:
-    """Every grid combination as a run, in file order (seed fastest when it is listed last)."""
+    """Every grid combination as a run, in file order (seed fastest when it is listed last).
+
+    Refused (:class:`ConfigError`) before anything is expanded: a grid of more than
+    :data:`MAX_RUNS` runs (``OPTION_OUT_OF_RANGE``). After: two runs of one config (``seed =
+    [0, 0.0]``: values equal as numbers are one value) are ``INVALID_OPTION``.
+    """
     keys = list(sweep.grid)
+    _check_grid_size(sweep)
     specs = []
     for combo in itertools.product(*(sweep.grid[k] for k in keys)):
         over = dict(zip(keys, combo))
@@ -112,11 +122,37 @@ def expand(sweep: Sweep) -> list[RunSpec]:
             val = getattr(cfg, k)
             cond[k] = float("nan") if val is None else val
         specs.append(RunSpec(run_id, cfg, cond))
+    _check_distinct(sweep, specs)
+    return specs
+
+
+def _check_grid_size(sweep: Sweep) -> None:
+    """Refuse a grid of more than :data:`MAX_RUNS` combinations from the lists' lengths alone:
+    expanding 30⁵ runs took minutes and gigabytes before any check ran."""
+    n = math.prod(len(v) for v in sweep.grid.values())
+    if n > MAX_RUNS:
+        sizes = " × ".join(f"{len(v)} {k}" for k, v in sweep.grid.items())
+        raise ConfigError(f"sweep {sweep.name!r}: the grid has {n} combinations ({sizes}), "
+                          f"more than the {MAX_RUNS} runs one sweep may hold; split it into "
+                          "several sweep files, or fix some keys in [base]",
+                          code=ErrorCode.OPTION_OUT_OF_RANGE)
+
+
+def _check_distinct(sweep: Sweep, specs: list[RunSpec]) -> None:
+    """Two runs with one config train the same thing twice: a repeated grid value, also when
+    written differently (``0`` and ``0.0``, ``1`` and ``1.0`` are one number; a bool is not
+    a number and is refused by the field's type)."""
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"sweep {sweep.name!r}: the grid repeats a combination; "
                           "remove the duplicate values", code=ErrorCode.INVALID_OPTION)
-    return specs
+    first: dict[TrainConfig, str] = {}
+    for s in specs:
+        other = first.setdefault(s.cfg, s.run_id)
+        if other != s.run_id:
+            raise ConfigError(f"sweep {sweep.name!r}: the grid repeats a combination (runs "
+                              f"{other!r} and {s.run_id!r} have one config); remove the "
+                              "duplicate values", code=ErrorCode.INVALID_OPTION)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -251,7 +287,8 @@ def run_sweep(specs: list[RunSpec], *, device: str = "auto", checkpoint: Path | 
     ``checkpoint_minutes`` of wall time, and stop cleanly after ``max_minutes``.
 
     With ``resume``, continues from ``checkpoint`` when it exists; the final table is identical
-    to an uninterrupted sweep's. Returns the table of every logged row so far.
+    to an uninterrupted sweep's. Returns the table of every logged row so far. A file at
+    ``checkpoint`` that is not a checkpoint is never replaced (``OUTPUT_NOT_WRITABLE``).
     """
     t0 = time.monotonic()
     dev = resolve_device(device)
@@ -261,6 +298,8 @@ def run_sweep(specs: list[RunSpec], *, device: str = "auto", checkpoint: Path | 
     current = None
     if resume and checkpoint is not None and checkpoint.exists():
         done, current = load_checkpoint(checkpoint, sid)
+    elif checkpoint is not None:  # never written over, nor removed, unless it is a checkpoint
+        refuse_foreign(checkpoint)
     total = sum(len(g) * g[0].cfg.steps for g in grouped)
     bar = Progress(total, progress)
     bar.done = sum(len(grouped[gi]) * grouped[gi][0].cfg.steps for gi in done)
