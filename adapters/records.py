@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.limits import csv_block_size
+from grokaudit.limits import COLUMN_CAP, csv_block_size
 from grokaudit.roles import (
     CONFIG_OBJECTS,
     SIDECAR_NAMES,
@@ -206,10 +206,16 @@ def _records_table(records: list[dict[str, Any]]) -> pa.Table:
     """Flat records (dotted keys) as an Arrow table, columns in order of first appearance."""
     if not records:
         return pa.table({})
+    cap = COLUMN_CAP.get()  # (grokaudit.limits.column_cap)
     names: dict[str, None] = {}
-    for r in records:
+    for i, r in enumerate(records):
         for k in r:
             names.setdefault(k, None)
+        if cap is not None and len(names) > cap:
+            raise LogFormatError(
+                f"its records name more than {cap} columns (the cap) by record {i + 1}; if "
+                f"the log is really this wide, raise the cap with --max-columns (max_columns "
+                "in a config file)", code=ErrorCode.TOO_LARGE)
     cols: dict[str, pa.Array] = {}
     for name in names:
         vals = [r.get(name) for r in records]

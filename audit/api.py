@@ -176,9 +176,11 @@ def audit_plan(log: LogTable, cfg: AuditConfig) -> AuditPlan:
                 path=src, column=cfg.grok_on, param="grok_on", code=ErrorCode.INVALID_OPTION)
     if not metrics:
         cands = sorted(log.series)
+        shown = (f"{cands[:20]} … ({len(cands)} in all; `grokaudit inspect` lists them)"
+                 if len(cands) > 20 else f"{cands or 'none'}")  # one line, never 15 000 names
         raise LogFormatError(
             f"no representation metric column found; pass {param_value('metrics', 'COLUMN')} "
-            f"(per-step columns present: {cands or 'none'})", path=src, param="metrics",
+            f"(per-step columns present: {shown})", path=src, param="metrics",
             code=ErrorCode.NO_METRIC)
     cond = log.conditions
     design = Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell,

@@ -20,6 +20,9 @@ W&B run files) declare nothing: what they can hold is bounded by their bytes.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +171,24 @@ class TextHeader:
     columns: int
     size: int
     complete: bool
+
+
+#: The column cap of the read under way (``--max-columns``; None: no cap), for readers that
+#: find a table's columns only as they read its records (JSON lines whose keys grow record
+#: by record, a nested object of 30 000 keys): they refuse as soon as the cap is passed,
+#: before any column is built.
+COLUMN_CAP: ContextVar[int | None] = ContextVar("grokaudit_column_cap", default=None)
+
+
+@contextmanager
+def column_cap(cap: int | None) -> Iterator[None]:
+    """Within this block, readers refuse a table naming more than ``cap`` columns
+    (:data:`COLUMN_CAP`; ``TOO_LARGE``)."""
+    token = COLUMN_CAP.set(cap)
+    try:
+        yield
+    finally:
+        COLUMN_CAP.reset(token)
 
 
 def _npz_files(p: Path) -> list[Path]:

@@ -191,3 +191,32 @@ def test_on_duplicate_decides_between_two_files_of_one_folder(tmp_path: Path, su
                      "--json", "-"])
         runs = {r["run"]: r for r in json.loads(alone.stdout)["studies"][0]["runs"]}
         assert read["folder"] == runs["wd1.0_s0"]["t_grok"]
+
+
+@pytest.mark.parametrize("shape", ["keys_grow_by_record", "nested_object"])
+def test_columns_found_record_by_record_are_capped_as_they_come(tmp_path: Path,
+                                                                shape: str) -> None:
+    """JSON lines whose later records add thousands of keys, a JSON array of records with a
+    nested object of 3 000 keys: --max-columns looked at the first record only (a 1.8 MB file
+    took 178 s and 391 MB; issue 38's review)."""
+    if shape == "keys_grow_by_record":
+        p = tmp_path / "wide.jsonl"
+        p.write_text("\n".join(json.dumps({"step": i, "test_acc": 0.5,
+                                           **({f"k{i}_{j}": 1.0 for j in range(3000)}
+                                              if i >= 5 else {})}) for i in range(10)) + "\n")
+    else:
+        p = tmp_path / "nested.json"
+        p.write_text(json.dumps([{"step": i, "test_acc": 0.5,
+                                  "m": {f"k{j}": 1 for j in range(3000)}} for i in range(5)]))
+    for cmd in ("inspect", "check"):
+        expect_error(cli([cmd, p, "--max-columns", "100"]), "TOO_LARGE")
+
+
+def test_a_refusal_naming_the_columns_present_stays_one_short_line(tmp_path: Path) -> None:
+    p = tmp_path / "wide.jsonl"
+    p.write_text("\n".join(json.dumps({"step": i, "test_acc": 0.5,
+                                       **{f"k{j}": float(i + j) for j in range(3000)}})
+                           for i in range(6)) + "\n")
+    out = cli(["check", p])
+    code, message = expect_error(out, "NO_METRIC")
+    assert len(out.stderr) < 2000  # 20 names and a count, not 3 000 names
