@@ -16,15 +16,18 @@ and findings (``SOURCE_DOWNSAMPLED``, ``RESUMED_DUPLICATES``, ``SOURCE_TRUNCATED
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
-from grokaudit.limits import DEFAULT_LIMITS, Limits, check_declared
+from grokaudit.limits import COLUMN_CAP, DEFAULT_LIMITS, Limits, check_declared, column_cap
 from grokaudit.shards import refuse_unreadable_entries
 
 from . import progress
 from .merge import ReadOptions, apply_options, build_table
+from .mixed import join_conditions
 from .points import Finding
 from .registry import (
     FormatInfo,
@@ -36,6 +39,7 @@ from .registry import (
     readers,
     register,
 )
+from .shapes import layout_options
 
 __all__ = [
     "Finding",
@@ -54,7 +58,8 @@ __all__ = [
 def read_log(path: str | Path, format: str | None = None, *,
              mapping: dict[str, str] | None = None, run_from: str | None = None,
              cond: dict[str, str] | None = None, partial: bool = False,
-             limits: Limits | None = DEFAULT_LIMITS, on_duplicate: str = "error") -> pa.Table:
+             limits: Limits | None = DEFAULT_LIMITS, on_duplicate: str = "error",
+             layout: Mapping[str, Any] | None = None) -> pa.Table:
     """Read an external log as the canonical table (Arrow, provenance in its metadata).
 
     ``partial`` reads a part of a log that other paths complete (``check acc.csv metrics/``):
@@ -68,6 +73,9 @@ def read_log(path: str | Path, format: str | None = None, *,
     (``TOO_LARGE``; ``None``: no cap). ``on_duplicate`` (``error``, ``first``, ``last``)
     resolves the rows of one (run, step) that a table with a run column holds twice with
     different values, as every reader does (:func:`grokaudit.loader.join_duplicate_rows`).
+    ``layout`` holds the options that say a log's shape (:func:`.shapes.layout_options`:
+    ``long`` (``--long``), ``columns`` (``--columns``), ``conditions_from`` and ``on``
+    (``--conditions-from``, ``--on``)).
     Raises :class:`~grokaudit.errors.LogFormatError` for unreadable input and
     :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
     """
@@ -84,7 +92,8 @@ def read_log(path: str | Path, format: str | None = None, *,
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond,
                           on_duplicate=on_duplicate, **layout_options(layout))
     try:
-        with progress.reading(str(p)):  # on stderr, for a read of more than a few seconds
+        with progress.reading(str(p)), \
+                column_cap(limits.max_columns if limits is not None else COLUMN_CAP.get()):
             points = reader.read(p, options)
             progress.stage("joining by run and step")
             apply_options(points, options, str(p), whole=not partial)

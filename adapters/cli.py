@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from grokaudit.errors import ErrorCode, LogFormatError, OutputError
 from grokaudit.limits import DEFAULT_MAX_COLUMNS, DEFAULT_MAX_ROWS, Limits
-from grokaudit.options import parse_pairs
+from grokaudit.options import layout_of, parse_pairs
 from grokaudit.outputs import resolve_output
 from grokaudit.schema import PROVENANCE_KEY, write_table
 from grokaudit.text import safe
@@ -39,6 +39,16 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
 @click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
               help="Condition KEY from each run's path by REGEX (first group), e.g. "
                    "--cond wd='wd([0-9.]+)' (repeatable).")
+@click.option("--long", "long", default=None, metavar="name=COL,value=COL[,keys=COL,…]",
+              help="Read a long table (one row per step and metric) with these name, value "
+                   "and key columns; detected when unambiguous.")
+@click.option("--columns", "columns", default=None, metavar="COL,COL,…",
+              help="Name the columns of a header-less numeric text file (.txt, .dat, .log).")
+@click.option("--conditions-from", "conditions_from", default=None, metavar="FILE",
+              help="Join a one-row-per-run table onto the runs as their conditions (with "
+                   "--on).")
+@click.option("--on", "on", default=None, metavar="COL",
+              help="The column of --conditions-from holding the run ids.")
 @click.option("--max-rows", "max_rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
               show_default=True, metavar="N",
               help="Refuse an input whose Parquet metadata declares more rows (checked before "
@@ -48,7 +58,7 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
               help="Refuse an input whose Parquet metadata declares more columns.")
 def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
             run_from: str | None, conds: tuple[str, ...], max_rows: int,
-            max_columns: int) -> None:
+            max_columns: int, **shape: str | None) -> None:
     """Convert an external log at PATH to the canonical table (written atomically)."""
     # every check that needs no reading comes first: a refused output changes no file
     out = resolve_output(output, flag="--output", inputs=[path], allow_stdout=False,
@@ -57,7 +67,7 @@ def convert(path: Path, output: str, fmt: str | None, maps: tuple[str, ...],
     mapping = parse_pairs(maps, "--map") or None
     cond = parse_pairs(conds, "--cond") or None
     table = read_log(path, fmt, mapping=mapping, run_from=run_from, cond=cond,
-                     limits=Limits(max_rows, max_columns))
+                     limits=Limits(max_rows, max_columns), layout=layout_of(shape))
     prov = json.loads(table.schema.metadata[PROVENANCE_KEY])
     if "test_acc" not in table.column_names:  # a part of a log (one W&B chart of several)
         shown = ", ".join(repr(safe(c)) for c in table.column_names[2:6])

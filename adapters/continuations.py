@@ -10,21 +10,22 @@ one condition. :func:`continued_runs` finds them; :mod:`.merge` keeps the longer
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from grokaudit.text import safe
 
 from .points import Finding, Points
 
-#: per run, metric name -> (steps, values), one point per step, steps increasing
-Series = Sequence[dict[str, tuple[np.ndarray, np.ndarray]]]
+#: per run, metric (its name or number) -> (steps, values), one point per step, increasing
+Series = Sequence[dict[Any, tuple[np.ndarray, np.ndarray]]]
 
 #: Runs sharing their first rows beyond this count are not compared pairwise (the check would
 #: cost their number squared); they are named in the result's ``skipped`` instead.
 MAX_GROUP = 64
 
 
-def _head(d: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | None:
+def _head(d: dict[Any, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | None:
     """What any run a continuation of this one must share: its metrics' first two points.
     None for a run none of whose metrics changes (two runs stuck at one accuracy are alike
     without being one run: a constant says nothing of which run it is)."""
@@ -39,8 +40,8 @@ def _head(d: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | N
     return tuple(key) if key else None
 
 
-def _starts(a: dict[str, tuple[np.ndarray, np.ndarray]],
-            b: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+def _starts(a: dict[Any, tuple[np.ndarray, np.ndarray]],
+            b: dict[Any, tuple[np.ndarray, np.ndarray]]) -> bool:
     """Whether ``a`` is exactly the start of ``b``: every metric of ``a`` is one of ``b``'s with
     ``a``'s steps and values (NaN equal to NaN) as ``b``'s first points, and ``b`` goes on."""
     longer = False
@@ -85,7 +86,7 @@ def continued_runs(per_run: Series) -> tuple[list[tuple[int, int]], list[int]]:
 
 
 def merge_continued(points: Points, runs: Sequence[str],
-                    per_run: list[dict[str, tuple[np.ndarray, np.ndarray]]]) -> None:
+                    per_run: list[dict[Any, tuple[np.ndarray, np.ndarray]]]) -> None:
     """Keep only the longer run of each continuation found in ``per_run`` (the shorter run's
     series are emptied: its rows are the longer run's own), each one a ``RUN_CONTINUED``
     finding naming both runs and where they came from; runs not compared are a warning."""

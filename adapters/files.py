@@ -101,7 +101,7 @@ def find_step_column(names: list[str]) -> str | None:
     return next((c for c in STEP_COLUMNS if c in names), None)
 
 
-def _no_step(table: pa.Table, path: Path) -> LogFormatError:
+def no_step(table: pa.Table, path: Path) -> LogFormatError:
     """No step column: the error names the columns that could be one (non-negative integers
     that never decrease) and the flag that makes one the step."""
     likely = []
@@ -171,7 +171,7 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
     _refuse_repeated_columns(names, path)
     step_col = loaded.step
     if step_col is None:
-        raise _no_step(table, path)
+        raise no_step(table, path)
     _note_step_column(points, step_col)
     step = _step_column(table.column(step_col), step_col, path)
     _note_set_aside(points, loaded, path)

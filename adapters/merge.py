@@ -45,6 +45,14 @@ class ReadOptions:
     #: ``--on-duplicate``: rows of one (run, step) of a table with a run column that hold
     #: different values are refused (``error``) or resolved (``first``, ``last``)
     on_duplicate: str = "error"
+    #: ``--long name=COL,value=COL[,keys=COL,COL]``: a long table's name, value and key
+    #: columns (``{"name": …, "value": …, "keys": "a,b"}``); None: detected when unambiguous
+    long: Mapping[str, str] | None = None
+    #: ``--columns a,b,c``: the names of a header-less numeric text file's columns
+    columns: tuple[str, ...] | None = None
+    #: ``--conditions-from FILE --on COL``: a one-row-per-run table joined onto the runs
+    conditions_from: str | None = None
+    on: str | None = None
 
 
 # ------------------------------------------------------------------------------------------

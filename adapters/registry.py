@@ -41,6 +41,7 @@ BUILTIN: dict[str, str] = {
     "wandb-offline": "grokaudit.adapters.wandb:OFFLINE_READER",
     "mlflow": "grokaudit.adapters.mlflow:FILE_STORE_READER",
     "mlflow-sqlite": "grokaudit.adapters.mlflow:SQLITE_READER",
+    "text": "grokaudit.adapters.text:READER",
 }
 
 

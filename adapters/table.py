@@ -22,11 +22,21 @@ from grokaudit.dataset import column_contradicts, hive_partitions, refuse_partit
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
-from .files import check_tail, melt_wide, resolve_duplicate_rows, table_files
+from .files import check_tail, melt_wide, no_step, resolve_duplicate_rows, table_files
 from .merge import ReadOptions
+from .mixed import other_files, propose, resolve, summary_reason
 from .points import Points
-from .records import SIDECAR_NAMES, TABLE_SUFFIXES, Sidecar, config_like, load, read_sidecar
+from .records import (
+    SIDECAR_NAMES,
+    TABLE_SUFFIXES,
+    Loaded,
+    Sidecar,
+    config_like,
+    load,
+    read_sidecar,
+)
 from .registry import Reader
+from .shapes import detect_long, long_hint, pivot_long
 
 
 def _detect(path: Path) -> bool:
@@ -152,6 +162,123 @@ def _refuse_charts_among_tables(path: Path, files: list[Path]) -> None:
         code=ErrorCode.FORMAT_MISMATCH)
 
 
+_Load = tuple[list[Sidecar], list[Sidecar], Loaded]
+
+
+def _load_log(f: Path, path: Path, known: dict[Path, Sidecar], rename: dict[str, str],
+              options: ReadOptions) -> _Load:
+    """One log file loaded with its config files: (hive partitions, every sidecar, loaded)."""
+    # hive partitions (``wd=0.1/seed=3/part-0.parquet``) first: the farthest of all
+    partitions = _partitions_of(f, path)
+    sidecars = [*partitions, *_sidecars_of(f, path, known)]
+    run_key = (options.run_from if options.run_from not in (None, "path", "column")
+               else "run")
+    return partitions, sidecars, load(f, rename, sidecars, run_key=run_key)
+
+
+def _set_aside_summaries(points: Points, path: Path, logs: list[Path],
+                         known: dict[Path, Sidecar], rename: dict[str, str],
+                         options: ReadOptions) -> dict[Path, _Load] | None:
+    """In a folder, the tables that are no run log (no step column: a summary or sweep table,
+    :func:`.mixed.summary_reason`) set aside with a note each, and the ``--conditions-from``
+    table left to its join; returns the other logs, loaded (None for a file or a folder of
+    one log: nothing to set aside). A folder whose every table is set aside is refused as a table without a step
+    column (``MISSING_COLUMN``), never an empty audit."""
+    if not path.is_dir() or len(logs) < 2:
+        return None
+    joined = resolve(options, path)
+    kept: dict[Path, _Load] = {}
+    aside: dict[str, pa.Table] = {}
+    first: tuple[Path, Loaded] | None = None
+    for f in logs:
+        if joined is not None and f.resolve() == joined.resolve():
+            continue  # read by --conditions-from
+        got = _load_log(f, path, known, rename, options)
+        why = summary_reason(got[2]) if got[2].table.num_rows else None
+        if why is None:
+            kept[f] = got
+            continue
+        rel = f.relative_to(path).as_posix()
+        aside[rel] = got[2].table
+        first = first or (f, got[2])
+        points.extra.setdefault("files_set_aside", {})[rel] = why
+        points.warnings.append(f"{safe(rel)}: set aside: {safe(why)}")
+    if not kept and first is not None:
+        if len(aside) == 1:
+            raise no_step(first[1].table, first[0])
+        shown = ", ".join(f"{safe(r)!r} ({t.num_rows} rows)" for r, t in list(aside.items())[:3])
+        raise LogFormatError(
+            f"no file of this folder is a run log: its {len(aside)} tables have no step column "
+            f"(summary or sweep tables: {shown}{', …' if len(aside) > 3 else ''}); give a "
+            "log's own path, or name a log's step with --map COL=step", path=str(path),
+            column="step", code=ErrorCode.MISSING_COLUMN)
+    if aside and joined is None:
+        points.extra["_summary_tables"] = aside
+    return kept
+
+
+def _note_other_files(points: Points, path: Path, files: list[Path]) -> None:
+    """The files of the folder that are no table (images, PDFs, HTML pages, other data) named
+    with why, one note each (at most 20, then a count)."""
+    others = other_files(path, files)
+    if not others:
+        return
+    points.extra.setdefault("files_set_aside", {}).update(others)
+    for rel, why in list(others.items())[:20]:
+        points.warnings.append(f"{safe(rel)}: set aside: {why}")
+    if len(others) > 20:
+        points.warnings.append(f"and {len(others) - 20} more file(s) set aside (no table)")
+
+
+def _pivot_if_long(points: Points, loaded: Loaded, f: Path, run_column: str | None,
+                   options: ReadOptions) -> str | None:
+    """A long table (``step, metric, value``; :mod:`.shapes`) pivoted to one column per
+    series, in place, when ``--long`` says so or its shape is unambiguous; what was pivoted
+    is kept in ``points.extra["long_table"]`` for the provenance and ``inspect``. Returns,
+    for a table not pivoted that has a name-like and a value-like column, the ``--long`` flag
+    that would pivot it (named in a refusal), else None."""
+    shape = options.long or detect_long(loaded.table, loaded.step, run_column)
+    if shape is None:
+        return long_hint(loaded.table)
+    done = pivot_long(loaded, shape, run_column, str(f), forced=options.long is not None)
+    info = points.extra.setdefault("long_table", {
+        "name": done["name"], "value": done["value"], "keys": [], "files": 0, "series": 0,
+        "forced": done["forced"]})
+    info["keys"] = [*info["keys"], *(k for k in done["keys"] if k not in info["keys"])]
+    info["files"] += 1
+    seen = points.extra.setdefault("_long_series", set())
+    seen |= set(done["series"])
+    info["series_names"] = sorted(seen)[:20]  # the first few, for inspect
+    info["series"] = len(seen)
+    info["flag"] = (f"--long name={done['name']},value={done['value']}"
+                    + (f",keys={','.join(info['keys'])}" if info["keys"] else ""))
+    if done["wall"]:
+        points.warnings.append(f"{safe(f.name)}: wall-time column(s) {done['wall']} of the "
+                               "long table not read (one row per series, not per step)")
+    return None
+
+
+def _melt_log(points: Points, loaded: Loaded, f: Path, origin: str, rid: str,
+              run_column: str | None, options: ReadOptions) -> None:
+    """One log file's points: a long table pivoted first, rows of one (run, step) resolved
+    by ``--on-duplicate``, then melted; a refusal of a text column that changes within a run
+    names the ``--long`` that would read the file when it looks like a long table."""
+    hint = _pivot_if_long(points, loaded, f, run_column, options)
+    if run_column is not None:  # --on-duplicate first|last: as a canonical table
+        resolve_duplicate_rows(points, loaded, run_column, options.on_duplicate)
+    check_tail(f, points)
+    try:
+        melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column,
+                  strict_duplicates=run_column is not None)
+    except LogFormatError as exc:
+        if hint is None or exc.code is not ErrorCode.NOT_CONSTANT_IN_RUN:
+            raise
+        said = str(exc).removeprefix(f"{exc.path}: " if exc.path else "")
+        raise LogFormatError(f"{said}; or, if the file is a long table (one row per step "
+                             f"and metric), read it with {hint}", path=exc.path,
+                             column=exc.column, code=exc.code) from None
+
+
 def read(path: Path, options: ReadOptions) -> Points:
     """Read one table file or a directory of them (see the module docstring).
 
@@ -186,18 +313,18 @@ def read(path: Path, options: ReadOptions) -> Points:
     if not logs:
         raise LogFormatError("no log here: the files hold no per-step values (config files "
                              "only); check the path", path=str(path), code=ErrorCode.NO_ROWS)
+    cache = _set_aside_summaries(points, path, logs, known, rename, options)
+    logs = logs if cache is None else [f for f in logs if f in cache]
     ids = run_ids_from_paths(logs, path)
     used: set[Path] = set()
     empty: list[str] = []
     contradicted: list[tuple[str, str, Any, Any]] = []
     path_ids = True
     for f, rid in zip(logs, ids):
-        # hive partitions (``wd=0.1/seed=3/part-0.parquet``) first: the farthest of all
-        partitions = _partitions_of(f, path)
-        sidecars = [*partitions, *_sidecars_of(f, path, known)]
-        run_key = (options.run_from if options.run_from not in (None, "path", "column")
-                   else "run")
-        loaded = load(f, rename, sidecars, run_key=run_key)
+        got = (cache or {}).get(f)
+        partitions, sidecars, loaded = got or _load_log(f, path, known, rename, options)
+        if cache:
+            cache.pop(f, None)
         table = loaded.table
         contradicted += _contradicted(f, path, partitions, table)
         points.files.append(str(f))
@@ -224,13 +351,11 @@ def read(path: Path, options: ReadOptions) -> Points:
         else:
             run_column = options.run_from
         path_ids = path_ids and run_column is None
-        if run_column is not None:  # --on-duplicate first|last: as a canonical table
-            resolve_duplicate_rows(points, loaded, run_column, options.on_duplicate)
-        origin = rid if path.is_dir() else str(f)
-        check_tail(f, points)
-        melt_wide(points, loaded, path=f, origin=origin, run=rid, run_column=run_column,
-                  strict_duplicates=run_column is not None)
+        _melt_log(points, loaded, f, rid if path.is_dir() else str(f), rid, run_column,
+                  options)
     refuse_partition_conflicts(contradicted, path)
+    if path.is_dir():
+        _note_other_files(points, path, files)
     if not points.chunks and empty:
         raise LogFormatError(f"every log file has a header and no rows ({empty[0]}, …); there "
                              "is nothing to read", path=str(path), code=ErrorCode.NO_ROWS)
@@ -238,6 +363,10 @@ def read(path: Path, options: ReadOptions) -> Points:
         points.warnings.append(f"{len(empty)} file(s) with a header and no rows: no run read "
                                f"from them ({', '.join(repr(e) for e in empty[:3])}"
                                f"{', …' if len(empty) > 3 else ''})")
+    points.extra.pop("_long_series", None)
+    summaries = points.extra.pop("_summary_tables", None)
+    if summaries:
+        propose(points, summaries)
     if path_ids:  # every run named by its file: merged with other inputs, names must differ
         points.extra["path_run_ids"] = True
     for q in sorted(used):

@@ -19,6 +19,7 @@ import click
 
 from .errors import ConfigError, ErrorCode, GrokauditError, flag_spelling
 from .options import (
+    LAYOUT_PARAMS,
     acc_scale_options,
     audit_options,
     audit_overrides,
@@ -26,6 +27,7 @@ from .options import (
     config_options,
     grok_options,
     input_options,
+    layout_of,
     limit_overrides,
     parse_pairs,
     shared_overrides,
@@ -465,8 +467,8 @@ def _source(path: str | Sequence[str]) -> str:
 def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
     """What a command reads: the log(s), the config files a log file is read with (its
     same-stem JSON or YAML, ``hparams.yaml``… beside a file the adapters read, there or not
-    yet: an output may be none of them), and the grokaudit config file when one is named or
-    found."""
+    yet: an output may be none of them), the ``--conditions-from`` table, and the grokaudit
+    config file when one is named or found."""
     from pathlib import Path
 
     from .config import config_file_values
@@ -479,13 +481,17 @@ def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
     params = ctx.params if ctx is not None else {}
     # a canonical table is read as it is, with no config file beside it, unless the adapters
     # are asked for (--format, --map, --run-from, --cond)
-    adapters = any(params.get(k) for k in ("fmt", "maps", "run_from", "conds"))
+    adapters = any(params.get(k) for k in ("fmt", "maps", "run_from", "conds",
+                                            *LAYOUT_PARAMS))
     for p in map(Path, _paths(path)):
         if p.is_file() and (adapters or not is_canonical(p)):
             cands = [p.with_suffix(x) for x in (".json", ".yaml", ".yml")]
             cands += [p.parent / n for n in SIDECAR_NAMES]
             # those not there yet too: an output written there would be read next time
             implicit += [str(c) for c in cands if c != p]
+    joined = params.get("conditions_from")  # --conditions-from: read too, never an output
+    if joined and Path(joined).is_file():
+        implicit.append(str(joined))
     return _paths(path) + implicit + ([found] if found else [])
 
 
@@ -502,11 +508,18 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
     mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
                "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
                "--acc-scale": params.get("acc_scale"),
-               "--on-duplicate": params.get("on_duplicate")}
+               "--on-duplicate": params.get("on_duplicate"), **_layout_trail(params)}
     return make_trail(cfg, version=__version__,
                       inputs=_inputs(path, config_file) if hashes is None else hashes,
                       mapping=mapping, config_file=config_file, discover=True,
                       command=command_line(argv))
+
+
+def _layout_trail(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape options given (``--long``, ``--columns``, ``--conditions-from``, ``--on``),
+    for the trail's input mapping."""
+    return {f"--{k.replace('_', '-')}": params.get(k) for k in LAYOUT_PARAMS
+            if params.get(k) is not None}
 
 
 def _hash_ahead(paths: Sequence[str], config_file: str | None) -> Any:
@@ -535,7 +548,8 @@ def _read(path: str | Sequence[str], params: dict[str, Any], cfg: Any,
                     mapping=parse_pairs(params.get("maps"), "--map"),
                     run_from=params.get("run_from"),
                     cond=parse_pairs(params.get("conds"), "--cond"),
-                    on_duplicate=cfg.on_duplicate, limits=Limits.of(cfg), readers=ADAPTERS)
+                    on_duplicate=cfg.on_duplicate, limits=Limits.of(cfg), readers=ADAPTERS,
+                    layout=layout_of(params))
 
 
 # ------------------------------------------------------------------------------------------
@@ -685,7 +699,8 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
                           "--part-rows", option="--part-rows", code=ErrorCode.INVALID_OPTION)
     given = (("several paths", len(paths) > 1), ("--format", params.get("fmt")),
              ("--map", params.get("maps")), ("--run-from", params.get("run_from")),
-             ("--cond", params.get("conds")))
+             ("--cond", params.get("conds")),
+             *((f"--{k.replace('_', '-')}", params.get(k)) for k in LAYOUT_PARAMS))
     clash = [flag for flag, on in given if on]
     if clash:
         raise ConfigError(f"--stream reads one canonical Parquet file or dataset folder: "
@@ -741,7 +756,7 @@ def inspect(paths: tuple[str, ...], json_out: str | None, config_file: str | Non
                         mapping=parse_pairs(params.get("maps"), "--map") or None,
                         run_from=params.get("run_from"),
                         cond=parse_pairs(params.get("conds"), "--cond") or None,
-                        named_by=named_by)
+                        named_by=named_by, layout=layout_of(params))
     ins = dataclasses.replace(ins, trail=_trail(cfg, paths, params, config_file, hashes))
     emit(ins, json_out=outs["json"])
 
@@ -835,7 +850,8 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                           read_options={"fmt": params.get("fmt"),
                                         "mapping": parse_pairs(params.get("maps"), "--map") or None,
                                         "run_from": params.get("run_from"),
-                                        "cond": parse_pairs(params.get("conds"), "--cond") or None},
+                                        "cond": parse_pairs(params.get("conds"), "--cond") or None,
+                                        "layout": layout_of(params)},
                           started=seen.append, sleep=ctrl_c.sleep,
                           event=event if jsonl else None)
             ctrl_c.disarm()  # the summary is printed whole: a Ctrl-C from here is only recorded
@@ -870,7 +886,7 @@ def _watch_header(cfg: Any, paths: Sequence[str], params: Mapping[str, Any],
     mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
                "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
                "--acc-scale": params.get("acc_scale"),
-               "--on-duplicate": params.get("on_duplicate")}
+               "--on-duplicate": params.get("on_duplicate"), **_layout_trail(params)}
     trail = make_trail(cfg, version=__version__, inputs=(), mapping=mapping,
                        config_file=config_file, discover=True, command=command_line(argv))
     if jsonl:
@@ -1114,7 +1130,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
 _COMMON = ("path", "json_out", "verbose", "quiet", "grok_threshold", "mem_threshold",
            "config_file", "acc_scale", "on_duplicate", "fail_on", "step_unit", "level", "seed",
            "cell", "fmt", "maps", "run_from", "conds", "grok_on", "grok_below", "full_below",
-           "max_rows", "max_columns")
+           "max_rows", "max_columns", *LAYOUT_PARAMS)
 
 
 def _split_kwargs(kw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

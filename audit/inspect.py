@@ -72,6 +72,11 @@ class Inspection:
     #: how the description was made: the config file read (or where discovery looked), the
     #: ones passed over, the settings changed, the command (:class:`~grokaudit.trail.Trail`)
     trail: Trail | None = None
+    #: how the reader shaped the files: ``long_table`` (a long table pivoted: its name, value
+    #: and key columns, the series made, the flag that changes it), ``files_set_aside``
+    #: (files of a folder that are no run log, and why), ``conditions_table`` (a one-row-per-
+    #: run table joined onto the runs, or one that could be)
+    shape: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -92,6 +97,7 @@ class Inspection:
             "flags": [{"flag": f, "effect": e} for f, e in self.flags],
             "runs_set_aside": {k: list(v) for k, v in self.runs_set_aside.items()},
             "trail": self.trail.to_dict() if self.trail is not None else None,
+            "shape": _as_stored(dict(self.shape)),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -121,13 +127,14 @@ def _as_stored(x: Any) -> Any:
 def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
                   fmt: str | None = None, mapping: Mapping[str, str] | None = None,
                   run_from: str | None = None, cond: Mapping[str, str] | None = None,
-                  named_by: Mapping[str, str] | None = None, trail: Trail | None = None
-                  ) -> Inspection:
+                  named_by: Mapping[str, str] | None = None, trail: Trail | None = None,
+                  layout: Mapping[str, Any] | None = None) -> Inspection:
     """Read ``paths`` as every command reads them and describe what was read.
 
     ``named_by``: where the config's ``by`` and ``metrics`` came from, as the description
     says it (``{"by": "grokaudit.toml"}``; default the flags ``--by``, ``--metric``).
     ``trail``: how the description was made (the command line's config files and settings).
+    ``layout``: the shape options (``--long``, ``--columns``, ``--conditions-from``, ``--on``).
 
     Raises :class:`~grokaudit.errors.GrokauditError` when the log cannot be read at all; a
     log that reads but that the audit would refuse (no test accuracy, several candidate axes)
@@ -138,7 +145,8 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
 
     source = ", ".join(str(p) for p in paths)
     table = read_any(list(paths), fmt, mapping=mapping, run_from=run_from, cond=cond,
-                     on_duplicate=cfg.on_duplicate, partial=True, limits=Limits.of(cfg))
+                     on_duplicate=cfg.on_duplicate, partial=True, limits=Limits.of(cfg),
+                     layout=layout)
     prov = _provenance_of(table.schema, source)
     refused: dict[str, str] | None = None
     log: LogTable | None = None
@@ -178,10 +186,42 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
             ("run_without_accuracy", log.summary.runs_without_accuracy if log else ()),
             ("run_too_short", log.summary.runs_too_short if log else ())) if v},
         config_files=tuple(prov.get("config_files") or ()),
-        notes=tuple(str(w) for w in prov.get("warnings") or ()),
+        notes=tuple(str(w) for w in prov.get("warnings") or ()
+                    if not _said_in_shape(str(w), prov)),
         findings=tuple(dict(f) for f in prov.get("findings") or ()),
         axis=axis, axis_why=axis_why, refused=refused,
-        flags=tuple(_flags(columns, prov, log, cfg, axis, percent)), trail=trail)
+        flags=tuple(_shape_flags(prov) + _flags(columns, prov, log, cfg, axis, percent)),
+        trail=trail, shape=_shape(prov))
+
+
+#: The provenance keys that say how the reader shaped the files (``Inspection.shape``).
+_SHAPE_KEYS = ("long_table", "files_set_aside", "conditions_table")
+
+
+def _said_in_shape(note: str, prov: Mapping[str, Any]) -> bool:
+    """A reader's note that a file was set aside, which the shape lists already."""
+    aside = prov.get("files_set_aside")
+    return isinstance(aside, Mapping) and any(note.startswith(f"{safe(str(rel))}: set aside: ")
+                                              for rel in aside)
+
+
+def _shape(prov: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: prov[k] for k in _SHAPE_KEYS if prov.get(k)}
+
+
+def _shape_flags(prov: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The flags that change how the files were shaped: ``--long`` (a long table's columns),
+    ``--conditions-from`` (a one-row-per-run table beside the runs)."""
+    out: list[tuple[str, str]] = []
+    lt = prov.get("long_table")
+    if isinstance(lt, Mapping) and lt.get("flag"):
+        out.append((str(lt["flag"]), "the long table's name, value and key columns (change "
+                    "them to pivot it differently)"))
+    ct = prov.get("conditions_table")
+    if isinstance(ct, Mapping) and ct.get("flag") and not ct.get("joined"):
+        out.append((str(ct["flag"]), f"join {ct.get('file')!r} (one row per run) onto the "
+                    "runs as their conditions"))
+    return out
 
 
 def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: AuditConfig,
@@ -371,6 +411,7 @@ def render_inspection(ins: Inspection) -> str:
     for why, rs in ins.runs_set_aside.items():
         lines.append(f"runs set aside ({why}): {len(rs)} ({', '.join(safe(r) for r in rs[:5])}"
                      f"{', …' if len(rs) > 5 else ''}): the audit reads no clock from them")
+    lines += _shape_lines(ins.shape)
     if ins.findings:
         lines.append("reader findings:")
         lines += [f"  {f.get('code')}: {f.get('detail')}" for f in ins.findings]
@@ -392,6 +433,35 @@ def render_inspection(ins: Inspection) -> str:
                           f"{', '.join(metric[:6])}{', …' if len(metric) > 6 else ''}"))
         lines += text_table(rows2, indent="  ")
     return "\n".join(safe(line) for line in lines) + "\n"
+
+
+def _shape_lines(shape: Mapping[str, Any]) -> list[str]:
+    """How the reader shaped the files, as text: the long table pivoted, the files set aside,
+    the conditions table."""
+    lines: list[str] = []
+    lt = shape.get("long_table")
+    if isinstance(lt, Mapping):
+        keys = ", ".join(repr(k) for k in lt.get("keys") or []) or "none"
+        names = list(lt.get("series_names") or [])
+        lines.append(f"long table pivoted ({'--long' if lt.get('forced') else 'detected'}): "
+                     f"name column {lt.get('name')!r}, value column {lt.get('value')!r}, keys "
+                     f"{keys} (joined to the name by '/', in file order); {lt.get('series')} "
+                     f"series from {lt.get('files')} file(s): {', '.join(names[:4])}"
+                     f"{', …' if len(names) > 4 else ''}; change with {lt.get('flag')}")
+    aside = shape.get("files_set_aside")
+    if isinstance(aside, Mapping) and aside:
+        lines.append(f"files set aside (not run logs): {len(aside)}")
+        lines += [f"  {f}: {why}" for f, why in list(aside.items())[:10]]
+    ct = shape.get("conditions_table")
+    if isinstance(ct, Mapping):
+        if ct.get("joined"):
+            lines.append(f"conditions from {ct.get('file')} on column {ct.get('on')!r}: "
+                         f"{ct.get('joined')} run(s) matched, columns "
+                         f"{', '.join(ct.get('columns') or [])}")
+        else:
+            lines.append(f"a one-row-per-run table: {ct.get('file')}: {ct.get('flag')} "
+                         "joins it onto the runs as their conditions")
+    return lines
 
 
 __all__ = ["ColumnRole", "Inspection", "inspect_paths", "render_inspection"]

@@ -51,7 +51,8 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
              mapping: Mapping[str, str] | None = None, run_from: str | None = None,
              cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
              partial: bool = False, limits: Limits | None = DEFAULT_LIMITS,
-             readers: LogReader = ADAPTERS) -> pa.Table:
+             readers: LogReader = ADAPTERS, layout: Mapping[str, Any] | None = None
+             ) -> pa.Table:
     """Read the log at ``paths`` (one path, or several to merge) as one canonical Arrow table
     (provenance in its metadata).
 
@@ -62,24 +63,27 @@ def read_any(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     instead of refusing). ``limits`` caps the rows and columns each input may declare in its
     Parquet metadata, checked before it is read (``TOO_LARGE``; ``None``: no cap).
     ``readers`` reads every path that is not a canonical table (the adapters' registry by
-    default). Raises :class:`LogFormatError`.
+    default). ``layout``: the shape options (``--long``, ``--columns``, ``--conditions-from``,
+    ``--on``), passed to the readers. Raises :class:`LogFormatError`.
     """
     if isinstance(paths, (str, os.PathLike)):
         return _read_one(paths, fmt, mapping, run_from, cond, partial=partial, limits=limits,
-                         readers=readers, on_duplicate=on_duplicate)
+                         readers=readers, on_duplicate=on_duplicate, layout=layout)
     items = list(paths)
     if not items:
         raise LogFormatError("no log path given", code=ErrorCode.FILE_NOT_FOUND)
     if len(items) == 1:
         return _read_one(items[0], fmt, mapping, run_from, cond, partial=partial,
-                         limits=limits, readers=readers, on_duplicate=on_duplicate)
+                         limits=limits, readers=readers, on_duplicate=on_duplicate,
+                         layout=layout)
     _refuse_repeated_paths(items)
     # each path may be a part of the log (one holds the accuracy, another the metric): the
     # merged table is validated as a whole by the audit
     for p in items:  # every input's size before any is read
         check_declared(p, limits)
     tables = [_read_one(p, fmt, mapping, run_from, cond, partial=True, limits=None,
-                        readers=readers, on_duplicate=on_duplicate) for p in items]
+                        readers=readers, on_duplicate=on_duplicate, layout=layout)
+              for p in items]
     if cond and not partial:  # a --cond that no run of any input takes: a typo, refused
         for key, pattern in cond.items():
             if not any(key in t.column_names and t.column(key).null_count < t.num_rows
@@ -111,7 +115,8 @@ def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
                 mapping: Mapping[str, str] | None = None, run_from: str | None = None,
                 cond: Mapping[str, str] | None = None, on_duplicate: str = "error",
                 limits: Limits | None = DEFAULT_LIMITS,
-                readers: LogReader = ADAPTERS) -> pa.Table | ParquetSource:
+                readers: LogReader = ADAPTERS, layout: Mapping[str, Any] | None = None
+                ) -> pa.Table | ParquetSource:
     """:func:`read_any` for an audit that validates the log once and drops the input: a
     single canonical Parquet file comes back as a :class:`ParquetSource`, which validation
     reads column by column (hand it over with :class:`~grokaudit.schema.Owned`); any other
@@ -119,9 +124,9 @@ def read_source(paths: PathLike | Sequence[PathLike], fmt: str | None = None, *,
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1:
         return _read_one(items[0], fmt, mapping, run_from, cond, lazy=True, limits=limits,
-                         readers=readers, on_duplicate=on_duplicate)
+                         readers=readers, on_duplicate=on_duplicate, layout=layout)
     return read_any(paths, fmt, mapping=mapping, run_from=run_from, cond=cond,
-                    on_duplicate=on_duplicate, limits=limits, readers=readers)
+                    on_duplicate=on_duplicate, limits=limits, readers=readers, layout=layout)
 
 
 @overload
@@ -129,7 +134,8 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: Literal[False] = False,
               limits: Limits | None = None, readers: LogReader = ADAPTERS,
-              on_duplicate: str = "error") -> pa.Table: ...
+              on_duplicate: str = "error", layout: Mapping[str, Any] | None = None
+              ) -> pa.Table: ...
 
 
 @overload
@@ -137,14 +143,16 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool,
               limits: Limits | None = None, readers: LogReader = ADAPTERS,
-              on_duplicate: str = "error") -> pa.Table | ParquetSource: ...
+              on_duplicate: str = "error", layout: Mapping[str, Any] | None = None
+              ) -> pa.Table | ParquetSource: ...
 
 
 def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None,
               run_from: str | None, cond: Mapping[str, str] | None, *,
               partial: bool = False, lazy: bool = False,
               limits: Limits | None = None, readers: LogReader = ADAPTERS,
-              on_duplicate: str = "error") -> pa.Table | ParquetSource:
+              on_duplicate: str = "error", layout: Mapping[str, Any] | None = None
+              ) -> pa.Table | ParquetSource:
     """One path as a canonical table; with ``lazy``, a canonical Parquet file as a
     :class:`ParquetSource` (a folder of shards and every other input are read whole).
     ``limits``: checked from the metadata first (:func:`~grokaudit.limits.check_declared`).
@@ -158,7 +166,8 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     if p.is_dir():
         refuse_unreadable_entries(p)  # a log under a dangling link or a FIFO: never left out
     check_declared(p, limits)
-    adapter_opts = bool(fmt or mapping or run_from or cond)
+    shape = {k: v for k, v in (layout or {}).items() if v}
+    adapter_opts = bool(fmt or mapping or run_from or cond or shape)
     if not adapter_opts and is_canonical(p):
         return read_arrow(p, lazy=lazy and p.is_file() and p.suffix.lower() in (".parquet",
                                                                                ".pq"))
@@ -172,11 +181,17 @@ def _read_one(path: PathLike, fmt: str | None, mapping: Mapping[str, str] | None
     # path), goes through the same readers in every command
     maps = dict(mapping) if mapping else None
     conds = dict(cond) if cond else None
-    if on_duplicate != "error":  # (passed only when it chooses: see LogReader)
+    # (on_duplicate and layout passed only when they say something: see LogReader)
+    more: dict[str, Any] = {"on_duplicate": on_duplicate} if on_duplicate != "error" else {}
+    if shape:
+        more["layout"] = shape
+    from .limits import column_cap
+
+    # limits: what files declare was checked above; columns found record by record are
+    # capped as they are read
+    with column_cap(limits.max_columns if limits is not None else None):
         return readers(p, fmt, mapping=maps, run_from=run_from, cond=conds, partial=partial,
-                       limits=None, on_duplicate=on_duplicate)
-    return readers(p, fmt, mapping=maps, run_from=run_from, cond=conds, partial=partial,
-                   limits=None)  # limits: checked above
+                       limits=None, **more)
 
 
 def is_canonical(p: Path) -> bool:
@@ -213,7 +228,14 @@ def canonical_names(names: set[str] | frozenset[str]) -> bool:
     could be the test accuracy (see :func:`_canonical_columns`)."""
     if not {"run", "step"} <= names:
         return False
+    if "test_acc" not in names and names & _LONG_NAMES and names & _LONG_VALUES:
+        return False  # a long table (run, step, metric, value): the table reader pivots it
     return "test_acc" in names or choose_accuracy({n: 1 for n in names}, "test_acc") is None
+
+
+#: The name and value columns of a long table (``grokaudit.adapters.shapes``).
+_LONG_NAMES = frozenset({"metric", "metric_name", "key", "tag", "name"})
+_LONG_VALUES = frozenset({"value", "val"})
 
 
 def _column_names(p: Path) -> set[str] | None:

@@ -126,6 +126,19 @@ def input_options(f: F) -> F:
                      help="take run ids from file/directory names or a column (adapters)"),
         click.option("--cond", "conds", multiple=True, metavar="KEY=REGEX",
                      help="take a condition from file/directory names (adapters)"),
+        click.option("--long", "long", default=None, metavar="name=COL,value=COL[,keys=COL,…]",
+                     help="read a long table (one row per step and metric): its name, value "
+                          "and key columns; pivoted to one column per series, named by the "
+                          "keys and the name joined by '/' [default: detected when "
+                          "unambiguous]"),
+        click.option("--columns", "columns", default=None, metavar="COL,COL,…",
+                     help="the names of the columns of a header-less numeric text file "
+                          "(.txt, .dat, .log), e.g. epoch,train_acc,test_acc"),
+        click.option("--conditions-from", "conditions_from", default=None, metavar="FILE",
+                     help="a one-row-per-run table whose columns become the conditions of "
+                          "the runs whose id is in its --on column"),
+        click.option("--on", "on", default=None, metavar="COL",
+                     help="the column of --conditions-from holding the run ids"),
         click.option("--acc-scale", default=None, metavar="auto|N|COL=N,…",
                      help="divide accuracies by this: 100 (percent), 1 (fractions), auto (per "
                           "column: percent with three values above 1.5, or beside such a "
@@ -141,6 +154,25 @@ def input_options(f: F) -> F:
                      help=_help("refuse an input whose Parquet metadata declares more "
                                 "columns", "max_columns")),
     ])
+
+
+#: The parsed options of :func:`input_options` that say a log's shape (the readers'
+#: ``layout``).
+LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on")
+
+
+def layout_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``--long``, ``--columns``, ``--conditions-from``, ``--on`` as the readers' ``layout``
+    (None when none is given). ``--columns`` is checked here: a blank name is refused."""
+    out = {k: params.get(k) for k in LAYOUT_PARAMS if params.get(k) not in (None, "")}
+    if "columns" in out:
+        cols = [c.strip() for c in str(out["columns"]).split(",")]
+        if not all(cols):
+            raise ConfigError(f"--columns {out['columns']!r} has a blank name; name every "
+                              "column of the file, in order", option="--columns",
+                              code=ErrorCode.INVALID_OPTION)
+        out["columns"] = tuple(cols)
+    return out or None
 
 
 def limit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,10 @@ reading a canonical table never imports the adapters. The public entry points
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -28,13 +29,16 @@ class LogReader(Protocol):
     ``on_duplicate`` (``error``, ``first``, ``last``: ``--on-duplicate``) resolves rows of one
     (run, step) with different values by the loader's rule
     (:func:`grokaudit.loader.join_duplicate_rows`). The loader passes ``on_duplicate`` only
-    when it is not ``error``, so a reader that resolves nothing need not take it.
+    when it is not ``error``, so a reader that resolves nothing need not take it; likewise
+    ``layout`` (the shape options ``--long``, ``--columns``, ``--conditions-from``, ``--on``),
+    passed only when one is given.
     Raises :class:`~grokaudit.errors.LogFormatError` for a path it cannot read."""
 
     def __call__(self, path: Path, format: str | None, /, *,
                  mapping: dict[str, str] | None, run_from: str | None,
                  cond: dict[str, str] | None, partial: bool,
-                 limits: Limits | None, on_duplicate: str = "error") -> pa.Table: ...
+                 limits: Limits | None, on_duplicate: str = "error",
+                 layout: Mapping[str, Any] | None = None) -> pa.Table: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ class InstalledAdapters:
     def __call__(self, path: Path, format: str | None, /, *,
                  mapping: dict[str, str] | None, run_from: str | None,
                  cond: dict[str, str] | None, partial: bool,
-                 limits: Limits | None, on_duplicate: str = "error") -> pa.Table:
+                 limits: Limits | None, on_duplicate: str = "error",
+                 layout: Mapping[str, Any] | None = None) -> pa.Table:
         try:
             from .adapters import read_log
         except ImportError:
@@ -53,7 +58,8 @@ class InstalledAdapters:
                                  "adapters are not installed; reinstall grokaudit",
                                  path=str(path), code=ErrorCode.UNKNOWN_FORMAT) from None
         return read_log(path, format, mapping=mapping, run_from=run_from, cond=cond,
-                        partial=partial, limits=limits, on_duplicate=on_duplicate)
+                        partial=partial, limits=limits, on_duplicate=on_duplicate,
+                        layout=layout)
 
 
 #: The adapters' registry: what the public entry points pass to the loader.

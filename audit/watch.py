@@ -205,7 +205,7 @@ class Watcher:
         return read_any(list(self.paths), o.get("fmt"), mapping=o.get("mapping"),
                         run_from=o.get("run_from"), cond=o.get("cond"),
                         on_duplicate=self.config.on_duplicate, partial=True,
-                        limits=Limits.of(self.config))
+                        limits=Limits.of(self.config), layout=o.get("layout"))
 
 def _line(w: RunWatch) -> tuple[Any, ...]:
     s = w.state

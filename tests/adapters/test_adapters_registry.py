@@ -25,7 +25,7 @@ from grokaudit.errors import ErrorCode, LogFormatError, MissingExtraError
 from grokaudit.schema import PROVENANCE_KEY, read_arrow
 
 BUILTINS = {"table", "npz", "tensorboard", "wandb-csv", "wandb-history", "wandb-offline",
-            "mlflow", "mlflow-sqlite"}
+            "mlflow", "mlflow-sqlite", "text"}
 
 
 def _toy_read(path: Path, options) -> Points:  # type: ignore[no-untyped-def]

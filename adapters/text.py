@@ -1,0 +1,172 @@
+"""Header-less numeric text: ``.txt``, ``.dat``, ``.log`` files of numbers and nothing else.
+
+Every non-blank line holds the same count of numbers, separated by whitespace or commas, and
+there is no header line (``0<TAB>10.96`` / ``100<TAB>6.22`` …, as ``np.savetxt`` or a
+``print(step, loss)`` writes). What the columns are is not in the file, so it is read only when
+``--columns step,loss`` names them, in order; without it the file is refused with one line
+saying how many columns of numbers it has and proposing ``--columns``. A file whose lines are
+not all numbers of one count (a header, a console log, a word) is not such a file.
+
+One file is one run, named by its file name (``loss_data.txt`` → ``loss_data``); a folder is
+read when its ``.txt``/``.dat``/``.log`` files are all such files (and it holds no table).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
+from grokaudit.text import safe
+
+from .files import find_step_column, melt_wide, table_files
+from .merge import ReadOptions
+from .points import Points
+from .records import Loaded
+from .registry import Reader
+
+SUFFIXES = (".txt", ".dat", ".log")
+_SPLIT = re.compile(r"[\s,]+")
+#: Bytes read by detection (the whole file is checked when it is read).
+_PROBE = 1 << 20
+
+
+def _cells(line: str) -> list[str]:
+    return [c for c in _SPLIT.split(line.strip()) if c]
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def numeric_width(text: str, *, whole: bool) -> int | None:
+    """The count of numbers on every non-blank line of ``text``, or None when a line holds
+    something else or another count (``whole``: ``text`` is the whole file, else its last
+    line may be cut by the probe and is not judged)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not whole and len(lines) > 1:
+        lines = lines[:-1]
+    width: int | None = None
+    for ln in lines:
+        cells = _cells(ln)
+        if not cells or not all(_number(c) for c in cells):
+            return None
+        if width is None:
+            width = len(cells)
+        elif len(cells) != width:
+            return None
+    return width
+
+
+def _probe(path: Path) -> int | None:
+    if path.suffix.lower() not in SUFFIXES or not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        raw = fh.read(_PROBE + 1)
+    try:
+        text = raw[:_PROBE].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return numeric_width(text, whole=len(raw) <= _PROBE)
+
+
+def _text_files(path: Path) -> list[Path]:
+    return sorted(q for q in path.rglob("*") if q.is_file() and q.suffix.lower() in SUFFIXES
+                  and not any(p.startswith(".") for p in q.relative_to(path).parts))
+
+
+def _detect(path: Path) -> bool:
+    if path.is_file():
+        return _probe(path) is not None
+    files = _text_files(path)
+    return bool(files) and not table_files(path) and all(_probe(f) is not None for f in files)
+
+
+def _read_numbers(path: Path) -> np.ndarray:
+    """The file's numbers, one row per non-blank line; refused (``UNKNOWN_FORMAT``) when a
+    line is not numbers of the first line's count."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise LogFormatError("not UTF-8 text; not a header-less numeric file", path=str(path),
+                             code=ErrorCode.UNKNOWN_FORMAT) from None
+    rows: list[list[float]] = []
+    for i, ln in enumerate(text.splitlines(), start=1):
+        if not ln.strip():
+            continue
+        cells = _cells(ln)
+        if not all(_number(c) for c in cells) or (rows and len(cells) != len(rows[0])):
+            raise LogFormatError(
+                f"line {i} ({safe(ln.strip())[:40]!r}) is not {len(rows[0]) if rows else 'a'} "
+                "number(s) like the lines before it: not a header-less numeric file",
+                path=str(path), code=ErrorCode.UNKNOWN_FORMAT)
+        rows.append([float(c) for c in cells])
+    if not rows:
+        raise LogFormatError("no line of numbers; there is nothing to read", path=str(path),
+                             code=ErrorCode.NO_ROWS)
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _table(path: Path, options: ReadOptions) -> Loaded:
+    """The file as a table with the ``--columns`` names (``--map X=step`` applied)."""
+    data = _read_numbers(path)
+    width = data.shape[1]
+    names = list(options.columns or ())
+    if not names:
+        raise LogFormatError(
+            f"header-less numeric text: {width} column(s) of numbers on every line and no "
+            f"header naming them; name them in order with --columns (e.g. --columns "
+            f"{','.join(['step', 'test_acc', 'train_acc', 'loss'][:width]) if width <= 4 else 'step,…'})",
+            path=str(path), column="step", code=ErrorCode.MISSING_COLUMN)
+    if len(names) != width:
+        raise ConfigError(f"--columns names {len(names)} column(s), but {safe(path.name)} has "
+                          f"{width} number(s) on every line; name each column once, in order",
+                          option="--columns", code=ErrorCode.INVALID_OPTION)
+    rename = {k: v for k, v in (options.mapping or {}).items() if v in ("step", "run")}
+    names = [rename.get(n, n) for n in names]
+    arrays = [pa.array(data[:, i].astype(np.int64)) if np.all(data[:, i] == np.round(data[:, i]))
+              and np.all(np.isfinite(data[:, i])) else pa.array(data[:, i])
+              for i in range(width)]
+    table = pa.table(dict(zip(names, arrays)))
+    return Loaded(table=table, step=find_step_column(names))
+
+
+def _check_tail(path: Path, points: Points) -> None:
+    """A last line without its newline may have been cut short (``SOURCE_TRUNCATED``)."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        fh.seek(max(0, size - 1))
+        last = fh.read(1)
+    if last and last != b"\n":
+        points.finding("SOURCE_TRUNCATED", "the last line has no newline: the file may have "
+                       "been cut short while it was written; check that line", file=str(path))
+
+
+def read(path: Path, options: ReadOptions) -> Points:
+    """Read one header-less numeric text file, or a folder of them (one run per file)."""
+    from .table import run_ids_from_paths
+
+    files = [path] if path.is_file() else _text_files(path)
+    points = Points()
+    for f, rid in zip(files, run_ids_from_paths(files, path)):
+        loaded = _table(f, options)
+        points.files.append(str(f))
+        _check_tail(f, points)
+        melt_wide(points, loaded, path=f, origin=rid if path.is_dir() else str(f), run=rid,
+                  run_column=None)
+    points.extra["columns_named"] = list(options.columns or ())
+    return points
+
+
+READER = Reader(
+    name="text",
+    description="Header-less numeric text (.txt, .dat, .log), read with --columns naming "
+                "the columns",
+    read=read, detect=_detect, version="1", priority=95,
+)
