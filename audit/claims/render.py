@@ -60,6 +60,16 @@ def ci(c: BootstrapCI | None, *, why: bool = False, digits: int = 3) -> str:
     return interval(c.low, c.high, digits=digits)
 
 
+def _lambda_ci(c: BootstrapCI | None) -> str:
+    """λ_c's interval: a level is positive, so an end unbounded below is 0 (open), never
+    −∞; the note says where the interval is open and how many resamples gave no boundary."""
+    if c is None or not c.identified or not (c.low_unbounded or c.high_unbounded):
+        return ci(c, why=True)
+    lo = "(0" if c.low_unbounded else f"[{outward(c.low, 3, down=True)}"
+    hi = "∞)" if c.high_unbounded else f"{outward(c.high, 3, down=False)}]"
+    return f"{lo}, {hi} ({c.note})" if c.note else f"{lo}, {hi}"
+
+
 def rate(p: Proportion) -> str:
     if not p.n:
         return "0/0"
@@ -346,7 +356,7 @@ def render_transition(r: ClaimResult, s: ClaimStudy) -> list[str]:
                  "above" if bd.extrapolated else
                  f"{_pl(bd.levels_below, 'level')} below, {bd.levels_above} above")
         lines.append(f"logistic on ln {b.by}: λ_c = {num(bd.lambda_c, 4)} "
-                     f"{ci(bd.ci, why=True)} ({where})")
+                     f"{_lambda_ci(bd.ci)} ({where})")
         if bd.profile is not None:
             lines.append(f"  profile-likelihood {bd.profile.level:.0%} set of λ_c: "
                          f"{_profile(bd.profile)}")

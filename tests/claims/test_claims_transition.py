@@ -179,3 +179,27 @@ def test_nu_runs_to_zero_at_the_grokking_sides_level() -> None:
     levels = [0.1, 0.3, 0.5, 0.8, 1.2, 2.0, 3.0, 5.0]
     r = run_transition(_separated(levels, 0.3), make_config(), by="wd", n_resamples=50)
     assert r.body.power_law.nu_range[0] == 0.0 < r.body.power_law.nu_range[1]
+
+
+def test_the_bootstrap_interval_is_open_where_the_profile_set_is() -> None:
+    """4 levels × 6 runs whose profile-likelihood set of λ_c runs past both outer levels: a
+    closed bootstrap CI ([0.12, 0.63]) was printed beside it (issue 42: 22 of 200 replicates)."""
+    import math
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for wd in [0.1, 0.2, 0.4, 0.8]:
+        p = 1 / (1 + np.exp(-2 * (math.log(wd) - math.log(0.3))))
+        for s in range(6):
+            g = rng.random() < p
+            t = round(500 * wd ** -0.5 * (1 + 0.1 * rng.random())) if g else np.inf
+            rows.append({"run": f"wd{wd}s{s}", "wd": wd, "seed": s, "t_grok": t,
+                         "budget": 8000})
+    r = run_transition(make_log(pd.DataFrame(rows), every=10), make_config(), by="wd",
+                       n_resamples=99)
+    bd = r.body.boundary
+    assert bd.profile.low is None and bd.profile.high is None  # past both outer levels
+    assert bd.ci.low is None and bd.ci.low_unbounded
+    assert bd.ci.high is None and bd.ci.high_unbounded
+    line = next(x for x in render_text(r).splitlines() if "λ_c =" in x)
+    assert " (0, ∞) " in line  # λ_c is positive: unbounded below is 0, never −∞
