@@ -193,6 +193,16 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
         if name in skip or name.startswith("__index_level_"):
             continue
         col = table.column(name)
+        if table.num_rows and col.null_count == len(col) or (
+                _numeric(col.type) and not np.any(~np.isnan(_floats(col)))):
+            # every cell empty: nothing to read, but never dropped without a word (a
+            # --metric naming it was "not found")
+            empty = points.extra.setdefault("empty_columns", [])
+            if name not in empty:
+                empty.append(name)
+                points.warnings.append(f"column {safe(name)!r} holds no value (every cell is "
+                                       f"empty in {safe(path.name)}): nothing of it is read")
+            continue
         if _numeric(col.type) or pa.types.is_boolean(col.type):  # booleans read as 0/1
             a = _melt_numeric(m, name, col)
             if a is not None:

@@ -504,6 +504,21 @@ def _as_arrow(table: pa.Table | pd.DataFrame | ParquetSource, path: str | None
                              code=ErrorCode.BAD_COLUMN_TYPE) from None
 
 
+def _empty_columns(table: pa.Table | ParquetSource) -> list[str]:
+    """The columns a reader found with no value at all (its provenance's ``empty_columns``):
+    not in the table, but not absent from the log either."""
+    schema = getattr(table, "schema", None)
+    meta = getattr(schema, "metadata", None) or {}
+    raw = meta.get(PROVENANCE_KEY)
+    if not raw:
+        return []
+    try:
+        got = json.loads(raw).get("empty_columns") or []
+    except (ValueError, AttributeError):
+        return []
+    return [str(c) for c in got] if isinstance(got, list) else []
+
+
 def _check_columns(table: pa.Table | ParquetSource, metrics: Sequence[str], path: str | None,
                    grok_on: str = "test_acc") -> list[str]:
     """Stage 1: unique names, the required columns (with a loss criterion, the loss column
@@ -561,9 +576,13 @@ def _check_columns(table: pa.Table | ParquetSource, metrics: Sequence[str], path
                 code=ErrorCode.BAD_COLUMN_TYPE)
         if m not in names:
             cands = [n for n in names if n not in REQUIRED and n != "train_acc"]
-            raise LogFormatError(f"metric column {m!r} not found; columns present: "
-                                 f"{_first_examples(cands, 12)}", path=path, column=m,
-                                 code=ErrorCode.METRIC_NOT_FOUND)
+            empty = m in _empty_columns(table)
+            raise LogFormatError(
+                f"metric column {safe(m)!r} " + (
+                    "is in the log but holds no value (every cell is empty); name a metric "
+                    "the run logged" if empty else
+                    f"not found; columns present: {_first_examples(cands, 12)}"),
+                path=path, column=m, code=ErrorCode.METRIC_NOT_FOUND)
     if table.num_rows == 0:
         raise LogFormatError("the table has no rows; there is nothing to audit", path=path,
                              code=ErrorCode.NO_ROWS)
