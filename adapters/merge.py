@@ -29,7 +29,7 @@ from grokaudit.schema import PROVENANCE_KEY, SCHEMA_VERSION, STEP_MAX
 from grokaudit.text import safe
 
 from .continuations import merge_continued
-from .points import Finding, Points
+from .points import Chunk, Finding, Points
 
 #: Names tried, in order, when no ``test_acc`` (``train_acc``) metric was logged.
 
@@ -236,6 +236,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         raise LogFormatError(f"no metric points found in this {adapter} log; check that it is "
                              "the right path and format (`--format`)", path=path,
                              code=ErrorCode.NO_ROWS)
+    _series_everywhere(points)
     runs = _runs(points)
     metric_names = sorted({c.metric for c in points.chunks})
     _check_metric_names(points, metric_names, require_test_acc, path)
@@ -255,6 +256,34 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
                              n_read=n_read, n_replaced=n_replaced, n_runs=len(present))
     meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
+
+
+def _series_everywhere(points: Points) -> None:
+    """A column logged per step in one run is a series in every run: where a run's values of
+    it were constant (read as a condition of that run), they become that run's series, at each
+    step the run logged (it was split into ``X`` and ``X_cond`` and offered as an axis). A run
+    that logs the series and has a condition of the same name (a config beside it) keeps
+    both, the condition renamed as before."""
+    series = {c.metric for c in points.chunks}
+    steps: dict[str, list[np.ndarray]] = {}
+    for c in points.chunks:
+        steps.setdefault(c.run, []).append(c.step)
+    own = {(c.run, c.metric) for c in points.chunks}
+    moved: dict[str, int] = {}
+    for run, conds in points.conditions.items():
+        for key in [k for k in conds if k in series and (run, k) not in own
+                    and k not in points.outcomes]:
+            v = conds[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or run not in steps:
+                continue
+            st = np.unique(np.concatenate(steps[run]))
+            points.chunks.append(Chunk(run, key, st, np.full(st.size, float(v)), None))
+            del conds[key]
+            moved[key] = moved.get(key, 0) + 1
+    for key, n in sorted(moved.items()):
+        points.warnings.append(
+            f"{safe(key)!r} is logged per step in some runs and constant in {n} other(s): a "
+            "series in every run (constant where it did not change), never a condition")
 
 
 def _check_metric_names(points: Points, metric_names: list[str], require_test_acc: bool,
