@@ -20,6 +20,15 @@ from .points import Finding, Points
 #: per run, metric (its name or number) -> (steps, values), one point per step, increasing
 Series = Sequence[dict[Any, tuple[np.ndarray, np.ndarray]]]
 
+#: The fields of a Hugging Face ``TrainerState`` (``trainer_state.json``) that say how far a
+#: run got, not how it was set up: two checkpoints of one run differ in them and in nothing
+#: else. Every other condition must agree for two runs to be one.
+TRAINER_STATE = frozenset({
+    "global_step", "epoch", "total_flos", "num_input_tokens_seen", "best_metric",
+    "best_global_step", "best_model_checkpoint", "should_training_stop", "should_epoch_stop",
+    "should_save", "should_evaluate", "should_log", "is_local_process_zero",
+    "is_world_process_zero", "trial_name", "trial_params"})
+
 #: Runs sharing their first rows beyond this count are not compared pairwise (the check would
 #: cost their number squared); they are named in the result's ``skipped`` instead.
 MAX_GROUP = 64
@@ -57,7 +66,8 @@ def _starts(a: dict[Any, tuple[np.ndarray, np.ndarray]],
     return longer
 
 
-def continued_runs(per_run: Series) -> tuple[list[tuple[int, int]], list[int]]:
+def continued_runs(per_run: Series, conditions: Sequence[object] | None = None
+                   ) -> tuple[list[tuple[int, int]], list[int]]:
     """``(shorter, longer)`` index pairs of runs whose rows are the start of another run's,
     each shorter run paired with the longest run it starts (chains are followed: 500 ⊂ 1000 ⊂
     1200 gives 500 → 1200 and 1000 → 1200); and the runs not compared (groups larger than
@@ -66,7 +76,10 @@ def continued_runs(per_run: Series) -> tuple[list[tuple[int, int]], list[int]]:
     for i, d in enumerate(per_run):
         key = _head(d)
         if key is not None:
-            groups.setdefault(key, []).append(i)
+            # runs set apart by a condition (wd 0.1 and wd 1.0) are never one run, however
+            # alike their first rows: a run that stopped early is not its neighbour's start
+            cond = conditions[i] if conditions is not None else None
+            groups.setdefault((key, cond), []).append(i)
     pairs: list[tuple[int, int]] = []
     skipped: list[int] = []
     for members in groups.values():
@@ -90,7 +103,10 @@ def merge_continued(points: Points, runs: Sequence[str],
     """Keep only the longer run of each continuation found in ``per_run`` (the shorter run's
     series are emptied: its rows are the longer run's own), each one a ``RUN_CONTINUED``
     finding naming both runs and where they came from; runs not compared are a warning."""
-    pairs, skipped = continued_runs(per_run)
+    conds = [tuple(sorted((str(k), repr(v)) for k, v in points.conditions.get(r, {}).items()
+                          if k not in points.outcomes and str(k) not in TRAINER_STATE))
+             for r in runs]
+    pairs, skipped = continued_runs(per_run, conds)
     for a, b in pairs:
         ra, rb = runs[a], runs[b]
         end_a = max(int(st[-1]) for st, _ in per_run[a].values())

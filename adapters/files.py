@@ -314,6 +314,7 @@ def _melt_numeric(m: _Melt, name: str, col: pa.ChunkedArray) -> np.ndarray | Non
         boolean = pa.types.is_boolean(col.type)
         for r, g in zip(m.run_names, m.groups):
             v = a[g[0]]
+            m.points.constant_columns.add((r, name))
             m.points.add_condition(r, name, bool(v) if boolean else
                                    int(v) if v.is_integer() and
                                    pa.types.is_integer(col.type) else float(v))

@@ -261,9 +261,9 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
 def _series_everywhere(points: Points) -> None:
     """A column logged per step in one run is a series in every run: where a run's values of
     it were constant (read as a condition of that run), they become that run's series, at each
-    step the run logged (it was split into ``X`` and ``X_cond`` and offered as an axis). A run
-    that logs the series and has a condition of the same name (a config beside it) keeps
-    both, the condition renamed as before."""
+    step the run logged (it was split into ``X`` and ``X_cond`` and offered as an axis). Only a
+    value read from the run's own column: a config file's or ``--cond``'s stays a condition
+    (renamed ``X_cond`` beside the series, as before): a sweep's axis is never flattened."""
     series = {c.metric for c in points.chunks}
     steps: dict[str, list[np.ndarray]] = {}
     for c in points.chunks:
@@ -272,7 +272,7 @@ def _series_everywhere(points: Points) -> None:
     moved: dict[str, int] = {}
     for run, conds in points.conditions.items():
         for key in [k for k in conds if k in series and (run, k) not in own
-                    and k not in points.outcomes]:
+                    and (run, k) in points.constant_columns and k not in points.outcomes]:
             v = conds[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or run not in steps:
                 continue

@@ -157,6 +157,9 @@ class Points:
     #: set aside); the others are its ``notes`` (``READER_NOTES``)
     shown: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)  #: reader-specific provenance
+    #: (run, name) of the conditions read from a column of the log that held one value in
+    #: the run (not from a config file or --cond): a series elsewhere makes them a series
+    constant_columns: set[tuple[str, str]] = field(default_factory=set)
 
     def add(self, run: str, metric: str, step: Any, value: Any,
             wall_time: Any | None = None) -> None:

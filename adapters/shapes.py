@@ -133,7 +133,10 @@ def detect_long(table: pa.Table, step: str | None, run_column: str | None
         col = table.column(c)
         if not _is_text(col.type):
             return None  # a numeric column beside the values: not unambiguous
-        if c in KEY_COLUMNS or pc_distinct(col) > 1:
+        # a text column that changes within a run is a key of the series; one constant in
+        # every run (an optimizer named per run) is a condition of the run, never a key
+        if c in KEY_COLUMNS or (pc_distinct(col) > 1 and (
+                run_column is None or _varies_in_a_run(table, c, run_column))):
             keys.append(c)
     return {"name": name_cols[0], "value": value_cols[0], "keys": ",".join(keys)}
 

@@ -130,9 +130,12 @@ def _table(path: Path, options: ReadOptions) -> Loaded:
                           option="--columns", code=ErrorCode.INVALID_OPTION)
     rename = {k: v for k, v in (options.mapping or {}).items() if v in ("step", "run")}
     names = [rename.get(n, n) for n in names]
-    arrays = [pa.array(data[:, i].astype(np.int64)) if np.all(data[:, i] == np.round(data[:, i]))
-              and np.all(np.isfinite(data[:, i])) else pa.array(data[:, i])
-              for i in range(width)]
+    # whole numbers as integers only where int64 holds them exactly (≤ 2**53): 1e19 wrapped
+    # to −2**63; larger ones stay floats, and a step among them is refused by its range check
+    arrays = [pa.array(data[:, i].astype(np.int64)) if np.all(np.isfinite(data[:, i]))
+              and np.all(data[:, i] == np.round(data[:, i]))
+              and float(np.max(np.abs(data[:, i]), initial=0.0)) <= 2.0 ** 53
+              else pa.array(data[:, i]) for i in range(width)]
     table = pa.table(dict(zip(names, arrays)))
     return Loaded(table=table, step=find_step_column(names))
 

@@ -109,5 +109,6 @@ def _same(value: Any, x: float) -> bool:
 
 def _short(value: Any) -> str:
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else (
-        f"an integer of {len(str(abs(value)))} digits")
+        f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits")  # (no str():
+    # an integer of over 4 300 digits cannot be written as text by Python)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -666,6 +666,13 @@ def _fit(cs: _Cells) -> _Fitted:
     x = np.array([cells[i].x for i in cs.fit_idx], dtype=float)
     lnT = np.log([max(_med_value(cells[i]), 1.0) for i in cs.fit_idx]) if cs.fit_idx else \
         np.array([])
+    with np.errstate(over="ignore"):
+        spread = float(x.max() / 2 - x.min() / 2) * 2 if x.size else 0.0
+    if x.size >= 2 and not math.isfinite(spread):
+        # a span beyond float64 (doses of ±1e308): no law's fit can be written in these units
+        raise LogFormatError(
+            "the doses of the fit span more than the largest float (1.8e308): rescale the "
+            "axis (write it in other units)", code=ErrorCode.NOT_NUMERIC)
     if x.size >= 2 and 0 < float(np.ptp(x)) < np.finfo(float).tiny:
         # slopes per unit of such doses are beyond float64: no law can be written in them
         raise LogFormatError(

@@ -91,3 +91,18 @@ def test_runs_whose_every_value_is_constant_are_never_merged(tmp_path: Path) -> 
     doc = json.loads(r.stdout)
     assert doc["runs"]["ids"] == ["stuck_a", "stuck_b"]
     assert "RUN_CONTINUED" not in {f["code"] for f in doc["findings"]}
+
+
+def test_runs_set_apart_by_a_condition_are_never_one_run(tmp_path: Path) -> None:
+    """wd0.1 logged 11 rows, wd1.0 the same first 5 and stopped: a sweep's two levels, not a
+    run and its start (a 2-level sweep read as one run, no axis; the session's review)."""
+    long = _run(0, 1000)
+    for name, part in (("wd0.1", long), ("wd1.0", long.iloc[:5])):
+        (tmp_path / name).mkdir()
+        part.to_csv(tmp_path / name / "metrics.csv", index=False)
+        (tmp_path / name / "config.json").write_text(json.dumps({"wd": float(name[2:])}))
+    r = CliRunner().invoke(cli, ["inspect", str(tmp_path), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["runs"]["ids"] == ["wd0.1", "wd1.0"]
+    assert "RUN_CONTINUED" not in {f["code"] for f in doc["findings"]}

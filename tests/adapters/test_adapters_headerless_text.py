@@ -72,3 +72,13 @@ def test_lines_that_are_not_all_numbers_are_no_such_file(tmp_path: Path, text: s
         with pytest.raises(LogFormatError) as e:
             read_log(p, layout=layout)
         assert e.value.code is ErrorCode.UNKNOWN_FORMAT
+
+
+def test_whole_numbers_beyond_int64_stay_numbers(tmp_path: Path) -> None:
+    """A column of 1e19 read as int64 wrapped to −2**63: an internal error (the review)."""
+    p = tmp_path / "big.txt"
+    p.write_text("0 0.1 0.1 1e19\n100 0.5 0.9 2e19\n200 0.9 1.0 3e19\n300 1.0 1.0 3e19\n")
+    r = CliRunner().invoke(cli, ["inspect", str(p), "--columns", "step,test_acc,train_acc,nbytes",
+                                 "--json", "-"])
+    assert r.exit_code == 0, r.output  # read (an internal error, exit 2, before)
+    assert "nbytes" in {c["name"] for c in json.loads(r.stdout)["columns"]}

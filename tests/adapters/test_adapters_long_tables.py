@@ -158,3 +158,20 @@ def test_an_ambiguous_long_table_is_refused_with_the_flag(tmp_path: Path) -> Non
     np.testing.assert_array_equal(t["test_acc"].to_numpy(), [0.1, 0.2])
     assert set(t["name"]) == {"m1"}  # a constant text column stays a condition
 
+
+
+def test_a_text_condition_constant_in_each_run_is_no_key(tmp_path: Path) -> None:
+    """An optimizer named per run beside a long table's name and value: it was joined into the
+    series names ('adam/test_acc', 'sgd/test_acc') and the table refused (the review)."""
+    rows = []
+    for run, opt in (("a", "adam"), ("b", "sgd")):
+        for s in range(0, 501, 100):
+            rows += [{"run": run, "optimizer": opt, "step": s, "metric": "test_acc",
+                      "value": min(1.0, s / 400)},
+                     {"run": run, "optimizer": opt, "step": s, "metric": "emb",
+                      "value": 10 - s / 100}]
+    p = tmp_path / "long.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    t = read_log(p)
+    assert {"test_acc", "emb", "optimizer"} <= set(t.column_names)
+    assert sorted(t.to_pandas().groupby("run")["optimizer"].first()) == ["adam", "sgd"]

@@ -249,3 +249,15 @@ def test_doses_spread_below_the_smallest_normal_float_are_refused() -> None:
     with pytest.raises(LogFormatError) as e:
         run_dose(_trendless(5e-324), make_config(), by="rho", n_resamples=50)
     assert e.value.code is ErrorCode.NOT_NUMERIC
+
+
+def test_doses_spanning_beyond_the_largest_float_are_refused() -> None:
+    # −1.5e308 … 1.5e308: the span overflowed to inf in the saddle-node fit (an internal error)
+    rho = np.repeat([-1.5e308, -0.75e308, 0.0, 0.75e308, 1.5e308], 3)
+    rng = np.random.default_rng(3)
+    runs = pd.DataFrame({"run": [f"r{i}" for i in range(rho.size)], "rho": rho,
+                         "seed": np.tile(range(3), 5),
+                         "t_grok": np.round(rng.uniform(860, 940, rho.size)), "budget": 3000})
+    with pytest.raises(LogFormatError) as e:
+        run_dose(make_log(runs, every=10), make_config(), by="rho", n_resamples=50)
+    assert e.value.code is ErrorCode.NOT_NUMERIC

@@ -59,3 +59,10 @@ def test_a_refused_call_keeps_nothing_in_the_file_or_the_live_state(tmp_path: Pa
         assert log.live.row(1) == {} and "x" not in log.live.row(0)
     rows = [r for f in sorted(tmp_path.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     assert [(r["step"], r["test_acc"], r.get("x")) for r in rows] == [(0, 0.1, None)]
+
+
+def test_an_integer_too_long_to_print_is_refused_with_its_code() -> None:
+    # 10**5000: Python cannot write it as text (4 300 digits), a bare ValueError before
+    with pytest.raises(LogFormatError) as exc:
+        LiveRun("a").log(0, x=10**5000)
+    assert exc.value.code is ErrorCode.INFINITE_VALUE
