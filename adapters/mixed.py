@@ -18,6 +18,7 @@ table of one row per run, a transposed sweep table. Read as a folder of tables:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,18 @@ def other_files(path: Path, tables: list[Path]) -> dict[str, str]:
     return out
 
 
+#: Names of columns that count runs, not steps (a sorted seed column of a summary table is
+#: no step: 20 rows with seed 0…19 refused the whole folder).
+_ID_COLUMN = re.compile(r"(^|[_./ -])(seed|run|id|idx|index|trial|rep|replicate|job)s?([_./ -]|$)",
+                        re.IGNORECASE)
+
+
 def _step_like(table: pa.Table) -> bool:
-    """A column that could be a step: non-negative integers that never decrease."""
+    """A column that could be a step: non-negative integers that never decrease, not named
+    as a count of runs (``seed``, ``run_id``, ``trial``)."""
     for name in table.column_names:
+        if _ID_COLUMN.search(name):
+            continue
         col = table.column(name)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)) \
                 or col.null_count or table.num_rows < 2:

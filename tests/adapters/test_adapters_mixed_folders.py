@@ -146,3 +146,18 @@ def test_the_conditions_table_is_an_input_never_an_output(tmp_path: Path,
                                  "--json", str(summary)])
     assert r.exit_code == 2 and "[OUTPUT_IS_INPUT]" in r.stderr
     assert summary.read_bytes() == before
+
+
+def test_a_long_summary_with_a_sorted_seed_column_is_set_aside(tmp_path: Path) -> None:
+    """20 rows of seed 0…19: the sorted seed read as a possible step, and the whole folder was
+    refused (MISSING_COLUMN, "--map seed=step"; the session's review)."""
+    s = np.arange(0, 3001, 100)
+    for i in range(3):
+        pd.DataFrame({"step": s, "test_acc": 1 / (1 + np.exp(-(s - 1500 - 100 * i) / 100)),
+                      "train_acc": 1.0, "emb": 10 + 20 / (1 + np.exp((s - 2000) / 150))}).to_csv(
+            tmp_path / f"run{i}.csv", index=False)
+    pd.DataFrame({"seed": range(20), "final_acc": np.linspace(0.5, 1, 20)}).to_csv(
+        tmp_path / "summary.csv", index=False)
+    r = CliRunner().invoke(cli, ["inspect", str(tmp_path), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["runs"]["ids"] == ["run0", "run1", "run2"]
