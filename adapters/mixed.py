@@ -154,7 +154,10 @@ def join_conditions(points: Points, options: ReadOptions, root: Path, *, whole: 
                              path=str(f), column=options.on, code=ErrorCode.MISSING_COLUMN)
     rows = t.to_pylist()
     ids = [str(r[options.on]) for r in rows]
-    twice = sorted({i for i in ids if ids.count(i) > 1})
+    seen: dict[str, int] = {}
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+    twice = sorted(i for i, n in seen.items() if n > 1)
     if twice:
         raise LogFormatError(f"run id {safe(twice[0])!r} is in {safe(options.on)!r} twice; "
                              "one row per run", path=str(f), column=options.on,
@@ -181,9 +184,17 @@ def join_conditions(points: Points, options: ReadOptions, root: Path, *, whole: 
 
 
 def _match(runs: list[str], by_id: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each run's row: by its id, else by the last part of its id (``sweep/run3`` → ``run3``)
+    where that part names one run only (``lr0.1/seed0`` and ``lr1.0/seed0`` never both take
+    a ``seed0`` row)."""
+    leaves: dict[str, int] = {}
+    for r in runs:
+        leaf = r.rsplit("/", 1)[-1]
+        leaves[leaf] = leaves.get(leaf, 0) + 1
     out: dict[str, dict[str, Any]] = {}
     for r in runs:
-        row = by_id.get(r, by_id.get(r.rsplit("/", 1)[-1]))
+        leaf = r.rsplit("/", 1)[-1]
+        row = by_id.get(r, by_id.get(leaf) if leaves[leaf] == 1 else None)
         if row is not None:
             out[r] = row
     return out

@@ -161,3 +161,21 @@ def test_a_long_summary_with_a_sorted_seed_column_is_set_aside(tmp_path: Path) -
     r = CliRunner().invoke(cli, ["inspect", str(tmp_path), "--json", "-"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["runs"]["ids"] == ["run0", "run1", "run2"]
+
+
+def test_a_row_never_joins_two_runs_that_share_the_last_part_of_their_ids(
+        tmp_path: Path) -> None:
+    """Runs lr0.1/seed0 and lr1.0/seed0 both took a 'seed0' row's conditions (the last part
+    of the id as a fallback; the session's review): ambiguous, it joins neither."""
+    s = np.arange(0, 3001, 100)
+    for k, lr in enumerate(("lr0.1", "lr1.0")):
+        (tmp_path / lr).mkdir()
+        for seed in (0, 1):
+            pd.DataFrame({"step": s,
+                          "test_acc": 1 / (1 + np.exp(-(s - 1500 - 100 * k - 30 * seed) / 100)),
+                          "emb": 10 + 20 / (1 + np.exp((s - 2000) / 150))}).to_csv(
+                tmp_path / lr / f"seed{seed}.csv", index=False)
+    pd.DataFrame({"run": ["seed0"], "wd": [0.5]}).to_csv(tmp_path / "conds.csv", index=False)
+    r = CliRunner().invoke(cli, ["check", str(tmp_path), "--metric", "emb",
+                                 "--conditions-from", str(tmp_path / "conds.csv"), "--on", "run"])
+    assert r.exit_code == 2 and r.stderr.rstrip().endswith("[INVALID_OPTION]"), r.output
