@@ -500,19 +500,29 @@ def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
     """The audit trail of a command's result: the config file read (or where discovery looked),
     every changed setting, the input mapping, each input file's size and sha256 (``hashes``: a
     :class:`~grokaudit.trail.HashAhead` of the inputs started before the audit), the command."""
-    from .trail import command_line, make_trail
+    from .trail import make_trail
     from .version import __version__
 
-    ctx = click.get_current_context(silent=True)
-    argv = ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None
-    mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
-               "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
-               "--acc-scale": params.get("acc_scale"),
-               "--on-duplicate": params.get("on_duplicate"), **_layout_trail(params)}
     return make_trail(cfg, version=__version__,
                       inputs=_inputs(path, config_file) if hashes is None else hashes,
-                      mapping=mapping, config_file=config_file, discover=True,
-                      command=command_line(argv))
+                      mapping=_input_mapping(params), config_file=config_file, discover=True,
+                      command=_command())
+
+
+def _input_mapping(params: Mapping[str, Any]) -> dict[str, Any]:
+    """How the inputs were read, as the trail records it: the reader flags given."""
+    return {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
+            "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
+            "--acc-scale": params.get("acc_scale"),
+            "--on-duplicate": params.get("on_duplicate"), **_layout_trail(params)}
+
+
+def _command() -> tuple[str, ...]:
+    """The command line as typed, for the trail (from the root context: never sys.argv)."""
+    from .trail import command_line
+
+    ctx = click.get_current_context(silent=True)
+    return command_line(ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None)
 
 
 def _layout_trail(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -878,17 +888,11 @@ def _watch_header(cfg: Any, paths: Sequence[str], params: Mapping[str, Any],
     --jsonl: one ``trail`` event."""
     import json as _json
 
-    from .trail import command_line, make_trail
+    from .trail import make_trail
     from .version import __version__
 
-    ctx = click.get_current_context(silent=True)
-    argv = ctx.find_root().meta.get("grokaudit.argv") if ctx is not None else None
-    mapping = {"--format": params.get("fmt"), "--map": list(params.get("maps") or ()),
-               "--run-from": params.get("run_from"), "--cond": list(params.get("conds") or ()),
-               "--acc-scale": params.get("acc_scale"),
-               "--on-duplicate": params.get("on_duplicate"), **_layout_trail(params)}
-    trail = make_trail(cfg, version=__version__, inputs=(), mapping=mapping,
-                       config_file=config_file, discover=True, command=command_line(argv))
+    trail = make_trail(cfg, version=__version__, inputs=(), mapping=_input_mapping(params),
+                       config_file=config_file, discover=True, command=_command())
     if jsonl:
         text = _json.dumps({"event": "trail", "paths": [str(p) for p in paths],
                             **trail.to_dict()}, sort_keys=True, allow_nan=False)

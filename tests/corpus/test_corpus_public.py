@@ -18,20 +18,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from grokaudit.adversarial_suite.properties import undefined_critical_findings
-from grokaudit.cli import cli
+from helpers.corpus import run
 
 HERE = Path(__file__).resolve().parent
-
-
-def run(*args: Any) -> tuple[int, dict[str, Any] | None, str]:
-    """``grokaudit ARGS --json -``: exit code, the JSON (None on exit 2), stderr."""
-    r = CliRunner().invoke(cli, [str(a) for a in args] + ["--json", "-"])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    doc = json.loads(r.stdout) if r.exit_code in (0, 1) else None
-    return r.exit_code, doc, r.stderr
 
 
 def audit(*args: Any) -> dict[str, Any]:

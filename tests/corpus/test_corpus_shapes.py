@@ -11,23 +11,12 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from click.testing import CliRunner
-from grokaudit.cli import cli
 from grokaudit.loader import read_any
+from helpers.corpus import run
 
 HERE = Path(__file__).resolve().parent
-
-
-def run(*args: Any) -> tuple[int, dict[str, Any] | None, str]:
-    """``grokaudit ARGS --json -``: exit code, the JSON (None on exit 2), stderr."""
-    r = CliRunner().invoke(cli, [str(a) for a in args] + ["--json", "-"])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    doc = json.loads(r.stdout) if r.exit_code in (0, 1) else None
-    return r.exit_code, doc, r.stderr
 
 
 # ------------------------------------------------------------------------------------------
