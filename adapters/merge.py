@@ -242,7 +242,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     _check_metric_names(points, metric_names, require_test_acc, path)
     ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
     ordered += [m for m in metric_names if m not in ordered]
-    per_run, n_read, n_replaced = _last_writer_wins(points, runs, ordered, on_duplicate, path)
+    per_run, n_read, n_replaced = _last_writer_wins(points, runs, ordered, on_duplicate)
     merge_continued(points, runs, per_run)  # a run and its own continuation: one run
     _check_step_range(per_run, path)
     row_step, row_run, columns = _join_on_steps(per_run, ordered)
@@ -316,14 +316,12 @@ _Series = list[dict[int, tuple[np.ndarray, np.ndarray]]]
 
 
 def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
-                      on_duplicate: str | None = None, path: str = ""
-                      ) -> tuple[_Series, int, int]:
+                      on_duplicate: str | None = None) -> tuple[_Series, int, int]:
     """Each (run, metric)'s points, one per step: the last written (by wall time, then read
     order) wins, and each run that repeated a step is a ``RESUMED_DUPLICATES`` finding.
-    With ``on_duplicate`` (table files, which hold no write times) a step given two values
-    is a duplicate, as ``check`` reads two inputs: ``error`` refuses it (``DUPLICATE_ROWS``),
-    ``first``/``last`` keeps the one read first/last and counts it. Returns the series, the
-    points read and the points replaced."""
+    With ``on_duplicate`` ``first``/``last`` (table files, which hold no write times) a step
+    given two values is a duplicate, as ``check`` reads two inputs: the one read first/last is
+    kept and counted. Returns the series, the points read and the points replaced."""
     run_code = {r: i for i, r in enumerate(runs)}
     metric_code = {m: i for i, m in enumerate(ordered)}
     groups: dict[tuple[int, int], list[int]] = {}
@@ -347,7 +345,7 @@ def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
         last = np.ones(st.size, dtype=bool)
         last[:-1] = st[1:] != st[:-1]
         if on_duplicate is not None:  # table files: duplicates, not a resume
-            keep = _duplicates(st, val, on_duplicate, points, runs[r], ordered[m], path)
+            keep = _duplicates(st, val, on_duplicate, points)
             per_run[r][m] = (st[last], val[last]) if keep is None else (st[keep], val[keep])
             continue
         n_replaced[r] += int(st.size - last.sum())
@@ -361,11 +359,12 @@ def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
     return per_run, n_read, int(n_replaced.sum())
 
 
-def _duplicates(st: np.ndarray, val: np.ndarray, on_duplicate: str, points: Points, run: str,
-                metric: str, path: str) -> np.ndarray | None:
-    """The points to keep of one (run, metric) of table files whose steps repeat (sorted by
-    step, read order within a step), or None when every repeated step holds one value (the
-    same row in two files: read once, as ``check`` reads two inputs)."""
+def _duplicates(st: np.ndarray, val: np.ndarray, on_duplicate: str, points: Points
+                ) -> np.ndarray | None:
+    """The points to keep, under ``--on-duplicate first|last``, of one (run, metric) of table
+    files whose steps repeat (sorted by step, read order within a step), or None when every
+    repeated step holds one value (the same row in two files: read once, as ``check`` reads
+    two inputs)."""
     same = np.zeros(st.size, dtype=bool)
     same[1:] = st[1:] == st[:-1]
     equal = np.zeros(st.size, dtype=bool)
@@ -373,14 +372,6 @@ def _duplicates(st: np.ndarray, val: np.ndarray, on_duplicate: str, points: Poin
     differs = same & ~equal
     if not differs.any():
         return None
-    k = int(np.flatnonzero(differs)[0])
-    if on_duplicate == "error":
-        raise LogFormatError(
-            f"run {safe(run)!r} has two values of {safe(metric)!r} at step {int(st[k])} "
-            f"({float(val[k - 1])!r}, then {float(val[k])!r}) in two files; pass "
-            "--on-duplicate first|last "
-            "to keep the one read first or last, or fix the files", path=path, column=metric,
-            code=ErrorCode.DUPLICATE_ROWS)
     starts = ~same
     group = np.cumsum(starts) - 1
     if on_duplicate == "first":
