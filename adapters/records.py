@@ -237,16 +237,16 @@ def _mixed_column(name: str, vals: list[Any]) -> pa.Array:
     int64 as floats unless two of them would become one float (then exact, as text: ids), and
     a number spelt as text among numbers (``"1.0"`` beside ``2.0``: one value, two spellings)
     as that number. Run ids and anything else are kept as text (refused where it matters)."""
-    numbers = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-                  for v in vals)
-    if numbers and name not in _NAMES:
+    def number(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+    if name not in _NAMES and all(number(v) for v in vals):
         ints = {v for v in vals if isinstance(v, int)}
         if len({float(v) for v in ints}) == len(ints):  # beyond int64 (a corrupted step):
             return pa.array([None if v is None else float(v) for v in vals],
                             type=pa.float64())  # as floats, refused by the range checks
-    elif name not in _NAMES and all(
-            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            or (isinstance(v, str) and _spelt_number(v)) for v in vals):
+    elif name not in _NAMES and all(number(v) or (isinstance(v, str) and _spelt_number(v))
+                                    for v in vals):
         return pa.array([None if v is None else float(v) for v in vals], type=pa.float64())
     return pa.array([None if v is None or (isinstance(v, float) and v != v)
                      else json.dumps(v) if isinstance(v, (list, dict))
