@@ -189,7 +189,9 @@ def sweep_id(specs: list[RunSpec]) -> str:
 def resolve_wc(specs: list[RunSpec], device: torch.device,
                say: Callable[[str], None] = lambda s: None) -> list[RunSpec]:
     """Fill ``w_c`` of clamped runs that lack it from free control runs (one per seed of the
-    cell's other settings), as seed 000/002 do."""
+    cell's other settings), as seed 000/002 do. The control is the free run without the
+    interventions applied on top of the clamp (no clamp, no output temperature: ``tau = 1``),
+    so that every ``tau`` of a cell clamps to the same reference norm."""
     cache: dict[tuple[Any, ...], float] = {}
     out = []
     need = [s for s in specs if s.cfg.rho is not None and s.cfg.w_c is None]
@@ -197,11 +199,10 @@ def resolve_wc(specs: list[RunSpec], device: torch.device,
         if s.cfg.rho is None or s.cfg.w_c is not None:
             out.append(s)
             continue
-        key = group_key(replace(s.cfg, seed=0, rho=None, t_int=0))
+        key = _control_key(s.cfg)
         if key not in cache:
-            seeds = sorted({x.cfg.seed for x in need
-                            if group_key(replace(x.cfg, seed=0, rho=None, t_int=0)) == key})
-            ctrl = [replace(s.cfg, seed=sd) for sd in seeds]
+            seeds = sorted({x.cfg.seed for x in need if _control_key(x.cfg) == key})
+            ctrl = [replace(s.cfg, seed=sd, tau=1.0) for sd in seeds]
             try:
                 cache[key] = measure_wc(ctrl, device)
             except ValueError as exc:
@@ -209,6 +210,12 @@ def resolve_wc(specs: list[RunSpec], device: torch.device,
             say(f"w_c measured from {len(seeds)} free control run(s): {cache[key]:.4g}")
         out.append(RunSpec(s.run_id, replace(s.cfg, w_c=cache[key]), s.conditions))
     return out
+
+
+def _control_key(cfg: TrainConfig) -> tuple[Any, ...]:
+    """The settings a clamped run's free control shares with it: all but the seed, the clamp
+    and the output temperature."""
+    return group_key(replace(cfg, seed=0, rho=None, t_int=0, tau=1.0))
 
 
 def available_memory(dev: torch.device) -> int | None:
