@@ -33,6 +33,28 @@ def test_measure_wc_is_the_median_norm_at_grok_of_free_controls() -> None:
     assert got == pytest.approx(float(np.median(norms)), rel=1e-6)
 
 
+def test_every_tau_of_a_cell_clamps_to_the_free_runs_norm(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The reference norm comes from the free run without the temperature: the controls of a
+    cell's tau values are one set, trained at tau 1 (each tau measured its own before)."""
+    from grokaudit.reference_runs import sweep
+    from grokaudit.reference_runs.sweep import RunSpec
+
+    seen: list[list[float]] = []
+
+    def fake(cfgs: list[TrainConfig], device: object) -> float:
+        seen.append([c.tau for c in cfgs])
+        return 5.0
+
+    monkeypatch.setattr(sweep, "measure_wc", fake)
+    specs = [RunSpec(f"r{i}", TrainConfig(**SMALL, seed=s, tau=t), {})
+             for i, (s, t) in enumerate([(0, 1.7), (0, 1.0), (1, 1.3)])]
+    out = sweep.resolve_wc(specs, CPU)
+    assert seen == [[1.0, 1.0]]  # one measurement: seeds 0 and 1, both at tau 1
+    assert [s.cfg.w_c for s in out] == [5.0, 5.0, 5.0]
+    assert [s.cfg.tau for s in out] == [1.7, 1.0, 1.3]  # the runs keep their temperature
+
+
 def test_measure_wc_refuses_when_no_control_groks() -> None:
     with pytest.raises(ValueError, match="no free control run grokked"):
         measure_wc([TrainConfig(**SMALL, seed=0)], CPU, grok_threshold=1.01)
