@@ -1040,6 +1040,97 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
 
 
 # ------------------------------------------------------------------------------------------
+# grokaudit reproduce
+# ------------------------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("seeds", nargs=-1, metavar="[SEED...]")
+@click.option("--scale", type=click.Choice(["cpu", "paper"]), default="cpu", show_default=True,
+              help="cpu: each design scaled to train on 2 CPU cores in about 30 min per seed; "
+                   "paper: the paper's full design (for a GPU)")
+@click.option("--from-bundled", is_flag=True,
+              help="re-audit the bundled CPU-scale logs instead of training (seconds, no torch)")
+@click.option("--out", "out_dir", default="reproduce-runs", show_default=True, metavar="DIR",
+              help="folder of the trained logs (seed-NNN/CONFIG.parquet, with MANIFESTs)")
+@click.option("--resume", is_flag=True,
+              help="reuse the finished logs in --out and continue interrupted ones from "
+                   "their checkpoints")
+@click.option("--budget-hours", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True,
+              help="stop before training when the estimated time on this device exceeds this")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="where to train")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="torch CPU threads [torch's default]")
+@click.option("--engine", type=click.Choice(["process", "ray"]), default="process",
+              show_default=True, help="the trainer's engine (see `grokaudit train`)")
+@click.option("--json", "json_out", default=None, metavar="PATH|-",
+              help="write the table as versioned JSON to PATH, a .json file (- for stdout)")
+@click.option("--html", "html_out", default=None, metavar="PATH",
+              help="also write an HTML page with one figure per headline: the paper's number "
+                   "beside ours")
+@click.option("-q", "--quiet", is_flag=True, help="print only the result line")
+def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: str,
+              resume: bool, budget_hours: float, device: str, threads: int | None,
+              engine: str, json_out: str | None, html_out: str | None, quiet: bool) -> None:
+    """Regenerate each seed paper's headline with the bundled trainer and audit it with the
+    claim commands: the paper's number, ours with its interval, and a verdict per headline
+    (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, NOT_SUPPORTED_BY_THE_LOG), each with its
+    reason codes and the commands that regenerate it. SEED is 000 … 004 (all when none).
+
+    Training first prints the estimated time on this device and stops when it exceeds
+    --budget-hours. Exit 0 when the table is made (the verdicts are its content), 2 on a
+    usage, input or training error."""
+    from pathlib import Path
+
+    from . import reproduce as rp
+    from .errors import ConfigError
+
+    designs = rp.select(seeds)
+    outs = resolve_outputs([], json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}),
+                           html=(html_out, {"flag": "--html", "allow_stdout": False,
+                                            "suffixes": (".html", ".htm")}))
+    if from_bundled:
+        if scale != "cpu":
+            raise ConfigError("--from-bundled re-audits the CPU-scale logs: leave out "
+                              "--scale paper, or train it (without --from-bundled)",
+                              code=ErrorCode.INVALID_OPTION, option="--scale")
+        result = rp.reproduce_bundled([d.seed for d in designs])
+    else:
+        from .errors import MissingExtraError
+
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise MissingExtraError("reproduce trains with the bundled trainer, which needs "
+                                    "torch: pip install 'grokaudit[train]' (or re-audit the "
+                                    "bundled logs with --from-bundled)") from None
+        say = _reproduce_say(quiet)
+        out = Path(out_dir)
+        p = rp.plan(designs, scale=scale, out_dir=out, resume=resume, device=device,
+                    threads=threads, say=say)
+        say(f"estimated training time on {p.device}: {rp._duration(p.seconds)} "
+            f"(--budget-hours {budget_hours:g})")
+        rp.check_budget(p, budget_hours)
+        logs, cmds = rp.train_plan(p, device=device, threads=threads, engine=engine, say=say)
+        result = rp.reproduce_logs(logs, scale=scale, train_commands=cmds)
+    if outs["html"] is not None:
+        from .reproduce_html import write_reproduce_html
+
+        write_reproduce_html(result, outs["html"])
+    from .printing import render as print_result
+
+    emit(result, lambda: print_result(result), json_out=outs["json"], quiet=quiet)
+
+
+def _reproduce_say(quiet: bool) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        if not quiet:
+            click.echo(f"reproduce: {safe(line)}", err=True)
+    return say
+
+
+# ------------------------------------------------------------------------------------------
 # the claim commands
 # ------------------------------------------------------------------------------------------
 

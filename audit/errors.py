@@ -90,6 +90,8 @@ class ErrorCode(str, Enum):
     # -- environment -------------------------------------------------------------------------
     MISSING_EXTRA = "MISSING_EXTRA"
     TRAINER_FAILED = "TRAINER_FAILED"
+    #: reproduce: the estimated training time exceeds --budget-hours
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
 
 
 class GrokauditError(Exception):

@@ -16,6 +16,7 @@ from typing import Any
 from .claims.results import ClaimResult
 from .claims.sensitivity import SensitivityResult, render_sensitivity
 from .inspect import Inspection, render_inspection
+from .reproduce import ReproduceResult
 from .results import AuditResult
 
 
@@ -50,6 +51,13 @@ def _claim(result: ClaimResult, *, verbose: bool = False) -> str:
 @render.register
 def _sensitivity(result: SensitivityResult, *, verbose: bool = False) -> str:
     return render(result.baseline, verbose=verbose) + "\n" + render_sensitivity(result)
+
+
+@render.register
+def _reproduce(result: ReproduceResult, *, verbose: bool = False) -> str:
+    from .reproduce_text import render_reproduce
+
+    return render_reproduce(result)
 
 
 @render.register
