@@ -1091,10 +1091,18 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
                            html=(html_out, {"flag": "--html", "allow_stdout": False,
                                             "suffixes": (".html", ".htm")}))
     if from_bundled:
-        if scale != "cpu":
-            raise ConfigError("--from-bundled re-audits the CPU-scale logs: leave out "
-                              "--scale paper, or train it (without --from-bundled)",
-                              code=ErrorCode.INVALID_OPTION, option="--scale")
+        ctx = click.get_current_context()
+        given = [f"--{n.replace('_', '-')}" for n in ("scale", "out_dir", "resume",
+                                                     "budget_hours", "device", "threads",
+                                                     "engine")
+                 if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE
+                 and not (n == "scale" and scale == "cpu")]
+        if given:  # training options are refused, never ignored
+            shown = ", ".join("--out" if g == "--out-dir" else g for g in given)
+            raise ConfigError(f"--from-bundled re-audits the bundled CPU-scale logs and trains "
+                              f"nothing: {shown} do(es) not apply; leave them out, or train "
+                              "(without --from-bundled)", code=ErrorCode.INVALID_OPTION,
+                              option=given[0])
         result = rp.reproduce_bundled([d.seed for d in designs])
     else:
         from .errors import MissingExtraError

@@ -723,6 +723,9 @@ def plan(designs: Sequence[SeedDesign], *, scale: str, out_dir: Path, resume: bo
     (``WORK_WOULD_BE_LOST``) before anything trains."""
     from .reference_runs.estimate import estimate_sweep
 
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir}: not a folder; name a folder for the trained logs",
+                          code=ErrorCode.OUTPUT_NOT_WRITABLE, option="--out")
     entries = []
     per_seed: dict[str, float] = {}
     dev = device

@@ -199,6 +199,9 @@ def test_cli_from_bundled_prints_the_table_and_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("argv", "code"), [
     (["reproduce", "007", "--from-bundled"], "UNKNOWN_VALUE"),
     (["reproduce", "--from-bundled", "--scale", "paper"], "INVALID_OPTION"),
+    (["reproduce", "--from-bundled", "--resume"], "INVALID_OPTION"),
+    (["reproduce", "--from-bundled", "--device", "cpu"], "INVALID_OPTION"),
+    (["reproduce", "--from-bundled", "--out", "x"], "INVALID_OPTION"),
     (["reproduce", "--from-bundled", "--json", "table.csv"], "OUTPUT_EXTENSION"),
 ])
 def test_cli_refusals_are_one_coded_line_and_exit_2(argv: list[str], code: str,

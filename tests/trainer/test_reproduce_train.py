@@ -85,6 +85,13 @@ def test_trains_audits_and_resumes(tiny: Path) -> None:
     assert json.loads((tiny / "r2.json").read_text())["rows"] == d["rows"]
 
 
+def test_out_that_is_a_file_is_refused(tiny: Path) -> None:
+    (tiny / "runs").write_text("my notes")
+    code, out = _run("--out", "runs", "--threads", "1")
+    assert code == 2 and "[OUTPUT_NOT_WRITABLE]" in out
+    assert (tiny / "runs").read_text() == "my notes"
+
+
 def test_every_seed_config_loads() -> None:
     from grokaudit.reference_runs.sweep import expand, load_sweep
     from grokaudit.seeds import SEEDS
