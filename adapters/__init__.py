@@ -11,7 +11,8 @@
 ``read_log`` returns a ``pyarrow.Table`` (one row per (run, step)) whose schema metadata holds
 the provenance under ``grokaudit``: the adapter and its version, the source files, warnings,
 and findings (``SOURCE_DOWNSAMPLED``, ``RESUMED_DUPLICATES``, ``SOURCE_TRUNCATED``,
-``POSSIBLY_SAMPLED``) that ``grokaudit check`` shows. See ``docs/adapters.md``.
+``POSSIBLY_SAMPLED``, ``RUN_CONTINUED``, ``STEP_CADENCE_MISMATCH``) that ``grokaudit check``
+shows. See ``docs/adapters.md``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from grokaudit.limits import COLUMN_CAP, DEFAULT_LIMITS, Limits, check_declared,
 from grokaudit.shards import refuse_unreadable_entries
 
 from . import progress
+from .cadence import check_cadence
 from .merge import ReadOptions, apply_options, build_table
 from .mixed import join_conditions
 from .points import Finding
@@ -75,7 +77,8 @@ def read_log(path: str | Path, format: str | None = None, *,
     different values, as every reader does (:func:`grokaudit.loader.join_duplicate_rows`).
     ``layout`` holds the options that say a log's shape (:func:`.shapes.layout_options`:
     ``long`` (``--long``), ``columns`` (``--columns``), ``conditions_from`` and ``on``
-    (``--conditions-from``, ``--on``)).
+    (``--conditions-from``, ``--on``), ``step_scale`` (``--step-scale``: a positive integer
+    or ``"cadence"``, :mod:`.cadence`)).
     Raises :class:`~grokaudit.errors.LogFormatError` for unreadable input and
     :class:`~grokaudit.errors.MissingExtraError` when the format's extra is not installed.
     """
@@ -98,6 +101,8 @@ def read_log(path: str | Path, format: str | None = None, *,
             progress.stage("joining by run and step")
             apply_options(points, options, str(p), whole=not partial)
             join_conditions(points, options, p, whole=not partial)
+            # a step column counting log events, against the cadence the config declares
+            check_cadence(points, options.step_scale)
             # a run's rows repeated in two table files of one folder are a resume (the last
             # read wins, RESUMED_DUPLICATES) unless --on-duplicate first|last says which wins
             keep = on_duplicate if reader.name == "table" and on_duplicate != "error" else None

@@ -49,6 +49,9 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
                    "--on).")
 @click.option("--on", "on", default=None, metavar="COL",
               help="The column of --conditions-from holding the run ids.")
+@click.option("--step-scale", "step_scale", default=None, metavar="N|cadence",
+              help="Multiply the steps by N, or by each run's declared cadence where its "
+                   "step column counts log events (STEP_CADENCE_MISMATCH).")
 @click.option("--max-rows", "max_rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
               show_default=True, metavar="N",
               help="Refuse an input whose Parquet metadata declares more rows (checked before "

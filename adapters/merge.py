@@ -53,6 +53,9 @@ class ReadOptions:
     #: ``--conditions-from FILE --on COL``: a one-row-per-run table joined onto the runs
     conditions_from: str | None = None
     on: str | None = None
+    #: ``--step-scale N|cadence``: every step times N, or each run whose step column counts
+    #: log events times the cadence its config declares (:mod:`.cadence`)
+    step_scale: int | str | None = None
 
 
 # ------------------------------------------------------------------------------------------

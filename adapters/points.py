@@ -21,7 +21,7 @@ from . import progress
 
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",
-                 "POSSIBLY_SAMPLED", "RUN_CONTINUED")
+                 "POSSIBLY_SAMPLED", "RUN_CONTINUED", "STEP_CADENCE_MISMATCH")
 
 
 def as_steps(step: Any, *, what: str = "a step", path: str | None = None,
@@ -113,6 +113,9 @@ class Finding:
     offset: int | None = None  #: byte offset in ``file`` where the problem starts
     count: int | None = None  #: points, records or bytes concerned (the detail says which)
     runs: tuple[str, ...] | None = None  #: the runs, when a finding concerns several
+    #: what else the finding rests on, as (key, value) pairs (the config keys and values
+    #: read, a column's largest step…): fields of its dict, and so of the audit's evidence
+    evidence: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.code not in FINDING_CODES:
@@ -124,6 +127,8 @@ class Finding:
                                "count": self.count}
         if self.runs is not None:
             out["runs"] = list(self.runs)
+        for k, v in self.evidence:
+            out.setdefault(k, v)
         return out
 
 

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.text import safe
 
+from .cadence import parse_step_scale
 from .records import Loaded
 
 #: Names of a long table's name column and value column, in order of preference.
@@ -44,9 +45,9 @@ _WALL = ("_timestamp", "wall_time", "timestamp")
 
 
 def layout_options(layout: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The shape options (``--long``, ``--columns``, ``--conditions-from``, ``--on``) as
-    :class:`~.merge.ReadOptions` fields; ``--long`` parsed and checked
-    (:func:`parse_long`)."""
+    """The shape options (``--long``, ``--columns``, ``--conditions-from``, ``--on``,
+    ``--step-scale``) as :class:`~.merge.ReadOptions` fields; ``--long`` parsed and checked
+    (:func:`parse_long`), ``--step-scale`` too (:func:`.cadence.parse_step_scale`)."""
     if not layout:
         return {}
     out: dict[str, Any] = {}
@@ -67,6 +68,8 @@ def layout_options(layout: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ConfigError("--on names the run-id column of --conditions-from: give "
                           "--conditions-from FILE too", option="--on",
                           code=ErrorCode.INVALID_OPTION)
+    if layout.get("step_scale") is not None:
+        out["step_scale"] = parse_step_scale(layout["step_scale"])
     return out
 
 

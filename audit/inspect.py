@@ -170,6 +170,7 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
     runs, steps = _runs_and_steps(table, log)
     if log is None:  # the audit refuses the log: its steps may be anything, never summarized
         steps = {}
+    steps = {**steps, **_step_cadence(prov)}
     step_col = str(prov.get("step_column") or "step")
     unit = str(prov.get("step_unit") or ("epoch" if is_epoch_name(step_col) else "steps"))
     percent = dict(log.summary.accuracy_scale) if log is not None else dict(
@@ -190,7 +191,8 @@ def inspect_paths(paths: Sequence[str | os.PathLike[str]], cfg: AuditConfig, *,
                     if not _said_in_shape(str(w), prov)),
         findings=tuple(dict(f) for f in prov.get("findings") or ()),
         axis=axis, axis_why=axis_why, refused=refused,
-        flags=tuple(_shape_flags(prov) + _flags(columns, prov, log, cfg, axis, percent)),
+        flags=tuple(_shape_flags(prov) + _cadence_flags(steps)
+                    + _flags(columns, prov, log, cfg, axis, percent)),
         trail=trail, shape=_shape(prov))
 
 
@@ -203,6 +205,34 @@ def _said_in_shape(note: str, prov: Mapping[str, Any]) -> bool:
     aside = prov.get("files_set_aside")
     return isinstance(aside, Mapping) and any(note.startswith(f"{safe(str(rel))}: set aside: ")
                                               for rel in aside)
+
+
+def _step_cadence(prov: Mapping[str, Any]) -> dict[str, Any]:
+    """What the readers found of the step column against the cadence the runs' configs
+    declare: ``counts_log_events`` (each ``STEP_CADENCE_MISMATCH``: its runs, the declared
+    length and cadence, the column's last step), ``scaled`` (``--step-scale`` applied)."""
+    out: dict[str, Any] = {}
+    found = [f for f in prov.get("findings") or ()
+             if isinstance(f, Mapping) and f.get("code") == "STEP_CADENCE_MISMATCH"]
+    if found:
+        out["counts_log_events"] = [
+            {k: f.get(k) for k in ("runs", "step_column", "step_max", "total_key", "total",
+                                   "cadence_key", "cadence", "unit")} for f in found]
+    if isinstance(prov.get("step_scale"), Mapping):
+        out["scaled"] = dict(prov["step_scale"])
+    return out
+
+
+def _cadence_flags(steps: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``--step-scale cadence`` where a step column counts log events."""
+    found = steps.get("counts_log_events") or []
+    if not found:
+        return []
+    n = sum(len(f.get("runs") or ()) for f in found)
+    by = sorted({f["cadence"] for f in found if isinstance(f.get("cadence"), int)})
+    return [("--step-scale cadence", f"multiply the steps of the {n} run(s) whose step column "
+             f"counts log events by the cadence their config declares "
+             f"({', '.join(f'×{c}' for c in by)})")]
 
 
 def _shape(prov: Mapping[str, Any]) -> dict[str, Any]:
@@ -381,12 +411,13 @@ def render_inspection(ins: Inspection) -> str:
     shown = ", ".join(ins.runs[:4]) + (", …" if len(ins.runs) > 4 else "")
     lines.append(f"runs: {len(ins.runs)} ({shown}); {ins.rows} rows")
     st = ins.steps
-    if st:
+    if "first" in st:
         gap = ("—" if st.get("gap_median") is None else
                f"median {format_value(st['gap_median'])} (from {st['gap_min']} to {st['gap_max']})")
         lines.append(f"steps: column {ins.step_column!r} counting {ins.step_unit}; "
                      f"{st['first']} … {st['last']}; apart: {gap}; "
                      f"{st['points_per_run_min']}–{st['points_per_run_max']} points per run")
+    lines += _cadence_lines(st)
     lines += ["", "columns:"]
     rows = [("role", "column", "values", "why")]
     constant = [c.name for c in ins.columns if c.role == "condition" and c.values == 1]
@@ -433,6 +464,27 @@ def render_inspection(ins: Inspection) -> str:
                           f"{', '.join(metric[:6])}{', …' if len(metric) > 6 else ''}"))
         lines += text_table(rows2, indent="  ")
     return "\n".join(safe(line) for line in lines) + "\n"
+
+
+def _cadence_lines(steps: Mapping[str, Any]) -> list[str]:
+    """The step column against the runs' declared cadence, as text: the runs whose column
+    counts log events, the steps rescaled by ``--step-scale``."""
+    lines: list[str] = []
+    for f in steps.get("counts_log_events") or []:
+        runs = list(f.get("runs") or ())
+        lines.append(f"  counts log events, not {f.get('unit')}, in {len(runs)} run(s) "
+                     f"({', '.join(runs[:2])}{', …' if len(runs) > 2 else ''}): it ends at "
+                     f"{f.get('step_max')} while their config declares {f.get('total_key')} "
+                     f"{f.get('total')} and {f.get('cadence_key')} {f.get('cadence')} "
+                     "[STEP_CADENCE_MISMATCH]; --step-scale cadence rescales them")
+    sc = steps.get("scaled")
+    if isinstance(sc, Mapping):
+        by = sc.get("factors")
+        how = (", ".join(f"×{c}: {n}" for c, n in by.items()) if isinstance(by, Mapping)
+               and by else f"×{sc.get('scale')}")
+        lines.append(f"  multiplied by --step-scale {sc.get('scale')}: {sc.get('runs')} run(s)"
+                     + (f" ({how})" if sc.get("runs") else ""))
+    return lines
 
 
 def _shape_lines(shape: Mapping[str, Any]) -> list[str]:

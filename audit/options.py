@@ -139,6 +139,10 @@ def input_options(f: F) -> F:
                           "the runs whose id is in its --on column"),
         click.option("--on", "on", default=None, metavar="COL",
                      help="the column of --conditions-from holding the run ids"),
+        click.option("--step-scale", "step_scale", default=None, metavar="N|cadence",
+                     help="multiply the steps by N, or by each run's declared cadence where "
+                          "its step column counts log events (STEP_CADENCE_MISMATCH) [default: "
+                          "as logged; valid a positive integer or cadence]"),
         click.option("--acc-scale", default=None, metavar="auto|N|COL=N,…",
                      help="divide accuracies by this: 100 (percent), 1 (fractions), auto (per "
                           "column: percent with three values above 1.5, or beside such a "
@@ -157,13 +161,18 @@ def input_options(f: F) -> F:
 
 
 #: The parsed options of :func:`input_options` that say a log's shape (the readers'
-#: ``layout``).
-LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on")
+#: ``layout``), and how its steps are read (``--step-scale``).
+LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on", "step_scale")
 
 
 def layout_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``--long``, ``--columns``, ``--conditions-from``, ``--on`` as the readers' ``layout``
-    (None when none is given). ``--columns`` is checked here: a blank name is refused."""
+    """``--long``, ``--columns``, ``--conditions-from``, ``--on``, ``--step-scale`` as the
+    readers' ``layout`` (None when none is given). ``--columns`` is checked here: a blank name
+    is refused; ``--step-scale`` by the readers (``grokaudit.adapters.cadence``)."""
+    if params.get("step_scale") is not None and not str(params["step_scale"]).strip():
+        raise ConfigError("--step-scale '' is blank; give a positive integer or cadence, or "
+                          "leave --step-scale out to read the steps as logged",
+                          option="--step-scale", code=ErrorCode.INVALID_OPTION)
     out = {k: params.get(k) for k in LAYOUT_PARAMS if params.get(k) not in (None, "")}
     if "columns" in out:
         cols = [c.strip() for c in str(out["columns"]).split(",")]

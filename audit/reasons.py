@@ -91,6 +91,8 @@ class Reason(str, Enum):
     SOURCE_TRUNCATED = "SOURCE_TRUNCATED"
     POSSIBLY_SAMPLED = "POSSIBLY_SAMPLED"
     RUN_CONTINUED = "RUN_CONTINUED"  #: a run's file repeats another's rows and goes on
+    #: a step column that counts log events against the cadence its config declares
+    STEP_CADENCE_MISMATCH = "STEP_CADENCE_MISMATCH"
     # -- claims (issue 6) -----------------------------------------------------------------
     SURVIVORSHIP_BIAS = "SURVIVORSHIP_BIAS"
     THRESHOLD_SENSITIVE = "THRESHOLD_SENSITIVE"
