@@ -1103,7 +1103,7 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
                               f"nothing: {shown} do(es) not apply; leave them out, or train "
                               "(without --from-bundled)", code=ErrorCode.INVALID_OPTION,
                               option=given[0])
-        result = rp.reproduce_bundled([d.seed for d in designs])
+        result = rp.reproduce_bundled(run_command, [d.seed for d in designs])
     else:
         from .errors import MissingExtraError
 
@@ -1120,8 +1120,9 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
         say(f"estimated training time on {p.device}: {rp._duration(p.seconds)} "
             f"(--budget-hours {budget_hours:g})")
         rp.check_budget(p, budget_hours)
-        logs, cmds = rp.train_plan(p, device=device, threads=threads, engine=engine, say=say)
-        result = rp.reproduce_logs(logs, scale=scale, train_commands=cmds)
+        logs, cmds = rp.train_plan(p, run_train_command, device=device, threads=threads,
+                                   engine=engine, say=say)
+        result = rp.reproduce_logs(logs, run_command, scale=scale, train_commands=cmds)
     if outs["html"] is not None:
         from .reproduce_html import write_reproduce_html
 
@@ -1129,6 +1130,56 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
     from .printing import render as print_result
 
     emit(result, lambda: print_result(result), json_out=outs["json"], quiet=quiet)
+
+
+def run_command(argv: Sequence[str]) -> tuple[dict[str, Any] | None, int, str]:
+    """``grokaudit ARGV --json FILE --quiet`` in this process (reproduce's audits): its JSON
+    (None when it was refused), its exit code, and its result line (or error line)."""
+    import contextlib
+    import io
+    import json as _json
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="grokaudit-reproduce-") as tmp:
+        out = Path(tmp) / "result.json"
+        buf = io.StringIO()
+        code = 0
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            try:
+                cli.main(args=[*argv, "--json", str(out), "--quiet"], prog_name="grokaudit",
+                         standalone_mode=True)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+        text = buf.getvalue().strip().splitlines()
+        line = text[-1] if text else ""
+        if code not in (0, 1) or not out.exists():
+            return None, code, line
+        return _json.loads(out.read_text(encoding="utf-8")), code, line
+
+
+def run_train_command(argv: Sequence[str]) -> None:
+    """``grokaudit ARGV`` (a ``train`` command) in this process, its lines on stderr; a
+    refusal or failure is ``TRAINER_FAILED`` naming the command."""
+    import contextlib
+
+    from .errors import GrokauditError
+    from .reproduce import command_text
+
+    saved = sys.argv
+    sys.argv = ["grokaudit", *argv]  # the MANIFEST records the command as typed
+    code: int | str | None = 0
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            cli.main(args=list(argv), prog_name="grokaudit", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = saved
+    if code not in (0, None):
+        raise GrokauditError(f"reproduce: `{command_text(argv)}` failed (exit {code}; its "
+                             "error is above); rerun with --resume to continue",
+                             code=ErrorCode.TRAINER_FAILED)
 
 
 def _reproduce_say(quiet: bool) -> Callable[[str], None]:

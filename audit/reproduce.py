@@ -2,10 +2,11 @@
 audited with grokaudit's own claim commands, the paper's number printed beside ours.
 
 A seed's design (:mod:`grokaudit.seeds`) names its sweep files and its audits. Its logs are the
-bundled CPU-scale logs (``from_bundled``) or trained here (:func:`train_seed`, through
-``grokaudit train``). Each audit is the ``grokaudit`` command printed in the table, run in this
-process with ``--json``: the table's numbers are read from that JSON, so the printed command
-regenerates them exactly. Each headline then gets one verdict (:func:`judge`):
+bundled CPU-scale logs (:func:`reproduce_bundled`) or trained here (:func:`train_plan`, through
+``grokaudit train``). Each audit is the ``grokaudit`` command printed in the table, run with
+``--json`` by the runner the caller gives (the CLI's ``cli.run_command`` runs it in this
+process): the table's numbers are read from that JSON, so the printed command regenerates them
+exactly. (This module never imports the CLI: the runners are passed in.) Each headline then gets one verdict (:func:`judge`):
 
 * ``REPRODUCED``: our interval overlaps the paper's (or holds its point), and where the
   headline has a direction (a side of ``null``) ours lies on the same side;
@@ -21,14 +22,11 @@ regenerates them exactly. Each headline then gets one verdict (:func:`judge`):
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
 import shlex
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -513,26 +511,11 @@ def audit_argv(design: SeedDesign, name: str, logs: Sequence[str]) -> list[str]:
     return out
 
 
-def run_audit(argv: Sequence[str]) -> tuple[dict[str, Any] | None, int, str]:
-    """Run ``grokaudit ARGV --json FILE --quiet`` in this process: its JSON (None when it was
-    refused), exit code, and its one result line (or error line)."""
-    from . import cli
-
-    with tempfile.TemporaryDirectory(prefix="grokaudit-reproduce-") as tmp:
-        out = Path(tmp) / "result.json"
-        buf, err = io.StringIO(), io.StringIO()
-        code = 0
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
-            try:
-                cli.cli.main(args=[*argv, "--json", str(out), "--quiet"],
-                             prog_name="grokaudit", standalone_mode=True)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 2
-        text = (buf.getvalue() + err.getvalue()).strip().splitlines()
-        line = text[-1] if text else ""
-        if code not in (0, 1) or not out.exists():
-            return None, code, line
-        return json.loads(out.read_text(encoding="utf-8")), code, line
+#: Runs ``grokaudit ARGV --json FILE --quiet`` and returns its JSON (None when refused), exit
+#: code and result (or error) line; the CLI gives it (``cli.run_command``).
+AuditRunner = Callable[[Sequence[str]], "tuple[dict[str, Any] | None, int, str]"]
+#: Runs a ``grokaudit train`` argument list, raising on failure (``cli.run_train_command``).
+TrainRunner = Callable[[Sequence[str]], None]
 
 
 def command_text(argv: Sequence[str]) -> str:
@@ -574,10 +557,10 @@ def _manifest_commands(logs: Sequence[str]) -> tuple[str, ...]:
                  if isinstance(c, str))
 
 
-def audit_seed(design: SeedDesign, logs: Sequence[str], *, scale: str, source: str,
-               train_commands: Sequence[str] = ()) -> tuple[SeedRun, list[Row],
-                                                             dict[str, Any]]:
-    """Run a seed's audits on its logs and judge its headlines."""
+def audit_seed(design: SeedDesign, logs: Sequence[str], run: AuditRunner, *, scale: str,
+               source: str, train_commands: Sequence[str] = ()
+               ) -> tuple[SeedRun, list[Row], dict[str, Any]]:
+    """Run a seed's audits on its logs (through ``run``) and judge its headlines."""
     results: dict[str, dict[str, Any] | None] = {}
     commands: dict[str, str] = {}
     exits: dict[str, int] = {}
@@ -585,7 +568,7 @@ def audit_seed(design: SeedDesign, logs: Sequence[str], *, scale: str, source: s
     for name in design.audits:
         argv = audit_argv(design, name, logs)
         commands[name] = command_text(argv)
-        results[name], exits[name], lines[name] = run_audit(argv)
+        results[name], exits[name], lines[name] = run(argv)
     rows = []
     for h in design.headlines:
         if scale not in h.scales:
@@ -642,21 +625,21 @@ def _shown(p: Path) -> str:
         return str(p)
 
 
-def reproduce_bundled(seeds: Sequence[str] = ()) -> ReproduceResult:
-    """Re-audit the bundled CPU-scale logs of ``seeds`` (all when empty)."""
+def reproduce_bundled(run: AuditRunner, seeds: Sequence[str] = ()) -> ReproduceResult:
+    """Re-audit the bundled CPU-scale logs of ``seeds`` (all when empty) through ``run``."""
     from .version import __version__
 
     runs, rows, audits = [], [], {}
     for d in select(seeds):
-        run, rs, res = audit_seed(d, bundled_logs(d), scale="cpu", source="bundled")
-        runs.append(run)
+        one, rs, res = audit_seed(d, bundled_logs(d), run, scale="cpu", source="bundled")
+        runs.append(one)
         rows.extend(rs)
         audits.update(res)
     return ReproduceResult(tuple(rows), tuple(runs), __version__, audits)
 
 
-def reproduce_logs(logs_by_seed: Mapping[str, Sequence[str]], *, scale: str,
-                   train_commands: Mapping[str, Sequence[str]] | None = None
+def reproduce_logs(logs_by_seed: Mapping[str, Sequence[str]], run: AuditRunner, *,
+                   scale: str, train_commands: Mapping[str, Sequence[str]] | None = None
                    ) -> ReproduceResult:
     """Audit logs trained here (seed → its logs, in the order of its design's configs)."""
     from .version import __version__
@@ -664,9 +647,9 @@ def reproduce_logs(logs_by_seed: Mapping[str, Sequence[str]], *, scale: str,
     runs, rows, audits = [], [], {}
     for seed, logs in logs_by_seed.items():
         d = SEEDS[seed]
-        run, rs, res = audit_seed(d, list(logs), scale=scale, source="trained",
+        one, rs, res = audit_seed(d, list(logs), run, scale=scale, source="trained",
                                   train_commands=(train_commands or {}).get(seed, ()))
-        runs.append(run)
+        runs.append(one)
         rows.extend(rs)
         audits.update(res)
     return ReproduceResult(tuple(rows), tuple(runs), __version__, audits)
@@ -788,34 +771,11 @@ def train_argv(config: str, log: str, *, device: str, threads: int | None,
     return argv
 
 
-def run_train(argv: Sequence[str]) -> None:
-    """``grokaudit ARGV`` (a ``train`` command) in this process; its lines go to stderr. A
-    refusal or failure is raised as ``TRAINER_FAILED`` naming the command."""
-    import sys
-
-    from . import cli
-
-    saved = sys.argv
-    sys.argv = ["grokaudit", *argv]  # the MANIFEST records the command as typed
-    code: int | str | None = 0
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            cli.cli.main(args=list(argv), prog_name="grokaudit", standalone_mode=True)
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        sys.argv = saved
-    if code not in (0, None):
-        raise GrokauditError(f"reproduce: `{command_text(argv)}` failed (exit {code}; its "
-                             "error is above); rerun with --resume to continue",
-                             code=ErrorCode.TRAINER_FAILED)
-
-
-def train_plan(p: Plan, *, device: str, threads: int | None, engine: str,
-               say: Callable[[str], None] = lambda s: None
+def train_plan(p: Plan, train: TrainRunner, *, device: str, threads: int | None,
+               engine: str, say: Callable[[str], None] = lambda s: None
                ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Train every unfinished config of the plan; returns the logs and the train commands
-    per seed."""
+    """Train every unfinished config of the plan through ``train``; returns the logs and the
+    train commands per seed."""
     logs: dict[str, list[str]] = {}
     cmds: dict[str, list[str]] = {}
     for seed, cfg, log, done in p.entries:
@@ -827,5 +787,5 @@ def train_plan(p: Plan, *, device: str, threads: int | None, engine: str,
         if done:
             continue
         say(f"seed {seed}: training {cfg} → {log}")
-        run_train(argv)
+        train(argv)
     return logs, cmds

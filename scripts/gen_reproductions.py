@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from grokaudit.cli import run_command
 from grokaudit.reproduce import reproduce_bundled
 from grokaudit.reproduce_text import markdown_table
 
@@ -20,7 +21,7 @@ BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 
 
 def current_table() -> str:
-    return markdown_table(reproduce_bundled())
+    return markdown_table(reproduce_bundled(run_command))
 
 
 def replace_table(doc: str, table: str) -> str:

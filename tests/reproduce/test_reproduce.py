@@ -12,7 +12,7 @@ import gen_reproductions as gen  # scripts/, on the tests' path
 import pytest
 from click.testing import CliRunner
 from grokaudit import reproduce as rp
-from grokaudit.cli import cli
+from grokaudit.cli import cli, run_command
 from grokaudit.reproduce import Measured, judge, measure
 from grokaudit.seeds import SEEDS, PaperValue
 
@@ -119,7 +119,7 @@ def test_every_headline_reads_a_known_quantity_of_a_known_audit() -> None:
 
 @pytest.fixture(scope="module")
 def bundled() -> rp.ReproduceResult:
-    return rp.reproduce_bundled()
+    return rp.reproduce_bundled(run_command)
 
 
 def test_the_bundled_table_has_every_seed_and_headline(bundled: rp.ReproduceResult) -> None:
