@@ -165,6 +165,12 @@ def test_watch_refuses_options_it_cannot_honour(tmp_path: Path, args: list, code
     assert res.exit_code == 2 and res.stderr.strip().endswith(f"[{code}]"), res.output
 
 
+def test_watch_help_does_not_list_the_option_it_refuses() -> None:
+    res = CliRunner().invoke(cli, ["watch", "--help"])
+    assert res.exit_code == 0
+    assert "--fail-on" not in res.output and "--metric" in res.output
+
+
 def test_a_metric_name_that_never_appears_is_an_input_error(tmp_path: Path) -> None:
     from grokaudit import RunLogger
 
