@@ -1097,6 +1097,10 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
     outs = resolve_outputs([], json=(json_out, {"flag": "--json", "suffixes": JSON_SUFFIXES}),
                            html=(html_out, {"flag": "--html", "allow_stdout": False,
                                             "suffixes": (".html", ".htm")}))
+    if html_out is not None:  # before any work: a missing extra is said first
+        from .figures import check_matplotlib
+
+        check_matplotlib()
     if from_bundled:
         ctx = click.get_current_context()
         given = [f"--{n.replace('_', '-')}" for n in ("scale", "out_dir", "resume",
