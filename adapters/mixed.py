@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.roles import is_outcome_name
+from grokaudit.shards import NEVER_READ_SUFFIXES
 from grokaudit.text import safe
 
 from .merge import ReadOptions
@@ -41,8 +42,7 @@ _WHY = {
     ".pdf": "a PDF document",
     **dict.fromkeys((".html", ".htm"), "an HTML page"),
     **dict.fromkeys((".npz", ".npy"), "a NumPy file (give it as its own path to read it)"),
-    **dict.fromkeys((".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".pkl", ".pickle"),
-                    "a checkpoint or pickle (never read)"),
+    **dict.fromkeys(NEVER_READ_SUFFIXES, "a checkpoint or pickle (never read)"),
     **dict.fromkeys((".txt", ".dat", ".log"),
                     "a text file (a header-less log is read as its own path with --columns)"),
 }

@@ -34,6 +34,11 @@ TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv"
                   ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 
 
+#: Model checkpoints and pickles: no reader opens them (a folder's notes say so; the audit
+#: trail does not hash them as inputs: a Lightning run's 2 GB ``.ckpt`` is none of its log).
+NEVER_READ_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".pkl", ".pickle")
+
+
 def walk_files(root: Path, *, strict: bool = False, hidden: bool = True) -> list[Path]:
     """Every file under the folder ``root``, in sorted order. A symbolic link to a folder is
     followed, as pyarrow's dataset reader follows it (``wd=1/`` linked from another disk is

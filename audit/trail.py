@@ -65,17 +65,18 @@ class InputFile:
 
 def _listed(paths: Sequence[str]) -> list[Path]:
     """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
-    sorted order); a path that is not there is skipped (the reader has refused it already)."""
+    sorted order, leaving out the checkpoints and pickles no reader opens); a path that is not
+    there is skipped (the reader has refused it already)."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_file():
             out.append(p)
         elif p.is_dir():
-            from .shards import walk_files
+            from .shards import NEVER_READ_SUFFIXES, walk_files
 
             # what the readers read: linked files and folders included (loops left out)
-            out += walk_files(p)
+            out += [q for q in walk_files(p) if q.suffix.lower() not in NEVER_READ_SUFFIXES]
     return out
 
 

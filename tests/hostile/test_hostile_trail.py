@@ -144,13 +144,27 @@ def test_inputs_hashed_ahead_are_the_inputs_hashes(tmp_path: Path) -> None:
     from grokaudit.trail import HashAhead
 
     (tmp_path / "wd=0.1").mkdir()
-    a, b = tmp_path / "wd=0.1" / "part-0.parquet", tmp_path / "z.bin"
+    a, b = tmp_path / "wd=0.1" / "part-0.parquet", tmp_path / "z.blob"
     a.write_bytes(LOG.read_bytes())
     b.write_bytes(os.urandom(3 << 20))  # several hashing chunks
     with HashAhead([str(tmp_path)]) as ahead:
         files = ahead.files()
     assert [(f.path, f.size, f.sha256) for f in files] == [
         (str(p), p.stat().st_size, _digest(p)) for p in (a, b)]
+
+
+def test_checkpoints_beside_a_log_are_not_hashed_as_inputs(tmp_path: Path) -> None:
+    """A Lightning run's model checkpoint is no part of its log (no reader opens one):
+    the trail of `check` on the folder lists the log only (issue 41)."""
+    run = tmp_path / "version_0"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "metrics.parquet").write_bytes(LOG.read_bytes())
+    for name in ("epoch=9.ckpt", "model.safetensors", "pytorch_model.bin", "opt.pt"):
+        (run / "checkpoints" / name).write_bytes(os.urandom(1 << 16))
+    r = CliRunner().invoke(cli, ["check", str(tmp_path), *ARGS, "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
+    paths = [x["path"] for x in json.loads(r.output)["trail"]["inputs"]]
+    assert paths == [str(run / "metrics.parquet")]
 
 
 def test_hashing_called_off_early_still_gives_the_hashes(tmp_path: Path) -> None:
