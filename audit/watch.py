@@ -350,6 +350,14 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
                                    ErrorCode.FORMAT_MISMATCH)
             if once:
                 raise _named(exc, w.paths) from None
+            gone = [p for p in w.paths if not os.path.lexists(p)
+                    and not os.path.isdir(os.path.dirname(os.path.abspath(p)))]
+            if exc.code == ErrorCode.FILE_NOT_FOUND and gone and polls == 1:
+                # neither the path nor its folder exists: a typo, not a log yet to be made
+                raise LogFormatError("neither it nor its folder exists; check the path (a "
+                                     "log not yet written is waited for when its folder "
+                                     "exists)", path=", ".join(map(str, gone)),
+                                     code=ErrorCode.FILE_NOT_FOUND) from None
             now = w.clock()
             # a log that still grows is retried from its last change (an early percent run
             # is refused until three values pass 1.5%: its training goes on meanwhile);
@@ -357,9 +365,11 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
             stamps = file_stamps(w.paths)
             if failing_since is None or stamps != failing_stamps:
                 failing_since, failing_stamps = now, stamps
-            if not waiting and now - failing_since >= max(idle, interval):
+            if now - failing_since >= max(idle, interval):
+                # nothing appeared or changed for ``idle`` seconds: a wait has an end
                 raise _named(exc, w.paths) from None
-            say(f"waiting for {', '.join(safe(p) for p in w.paths)}: {safe(str(exc))}"
+            say(f"waiting for {', '.join(safe(p) for p in w.paths)}: {safe(str(exc))} "
+                f"(for at most {max(idle, interval):g} s without a change)"
                 if waiting else f"read failed ({safe(str(exc))}); retrying every {interval:g} s")
         while w.notes:
             tell(w.notes.pop(0))

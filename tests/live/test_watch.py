@@ -211,3 +211,19 @@ def test_watch_waits_for_a_live_metric_that_is_not_yet_a_series(tmp_path: Path) 
     c = CliRunner().invoke(cli, ["check", str(tmp_path / "log.csv"), "-q", "--metric",
                                  "sparsity"])
     assert c.exit_code in (0, 1), c.output
+
+
+def test_a_path_whose_folder_does_not_exist_is_refused_at_once(tmp_path: Path) -> None:
+    """A mistyped path (its folder does not exist either) is no log yet to be written: one
+    coded line at the first poll, not a wait without end (issue 41)."""
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "typo" / "log.csv"),
+                                   "--interval", "0.05", "--idle", "3600"])
+    assert res.exit_code == 2 and "[FILE_NOT_FOUND]" in res.stderr
+
+
+def test_a_log_that_never_appears_is_waited_for_idle_seconds_then_refused(
+        tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "log.csv"), "--interval", "0.05",
+                                   "--idle", "0.3"])
+    assert res.exit_code == 2 and "[FILE_NOT_FOUND]" in res.stderr
+    assert "waiting for" in res.stderr  # it did wait, its folder being there
