@@ -5,10 +5,34 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import re
 from pathlib import Path
 from typing import Any
 
 from grokaudit.outputs import open_temp
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and every control character escaped (a raw
+    carriage return or tab in a command line would otherwise make the file invalid TOML)."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_key(key: Any) -> str:
+    """A bare key when it can be one, else a quoted key (``'my key'``, ``'a.b'`` stay one key,
+    never a nested table)."""
+    k = str(key)
+    return k if _BARE_KEY.fullmatch(k) else _toml_string(k)
 
 
 def _toml_value(v: Any) -> str:
@@ -18,26 +42,27 @@ def _toml_value(v: Any) -> str:
         return repr(v) if v == v and abs(v) != float("inf") else ('"nan"' if v != v else '"inf"')
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{s}"'
+    return _toml_string(str(v))
 
 
 def to_toml(data: dict[str, Any]) -> str:
     """A small TOML emitter for flat values and one level of tables (None values skipped)."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
+    key = _toml_key
+    lines = [f"{key(k)} = {_toml_value(v)}" for k, v in data.items()
              if not isinstance(v, dict) and v is not None]
     for k, v in data.items():
         if isinstance(v, dict):
-            lines += ["", f"[{k}]"]
+            lines += ["", f"[{key(k)}]"]
             for kk, vv in v.items():
                 if isinstance(vv, dict):
                     continue
                 if vv is not None:
-                    lines.append(f"{kk} = {_toml_value(vv)}")
+                    lines.append(f"{key(kk)} = {_toml_value(vv)}")
             for kk, vv in v.items():
                 if isinstance(vv, dict):
-                    lines += ["", f"[{k}.{kk}]"]
-                    lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items() if b is not None]
+                    lines += ["", f"[{key(k)}.{key(kk)}]"]
+                    lines += [f"{key(a)} = {_toml_value(b)}" for a, b in vv.items()
+                              if b is not None]
     return "\n".join(lines) + "\n"
 
 
