@@ -582,10 +582,10 @@ def audit_seed(design: SeedDesign, logs: Sequence[str], run: AuditRunner, *, sca
         verdict, reasons = judge(h.paper, ours, h.null)
         rows.append(Row(design.seed, h.key, h.claim, h.paper, ours, verdict, reasons,
                         commands[h.audit], h.null, h.unit, h.note))
-    run = SeedRun(design.seed, design.title, scale, source, tuple(logs),
-                  tuple(train_commands) or _manifest_commands(logs), commands, exits,
-                  _manifest_wall(logs), design.scale_note)
-    return run, rows, {f"{design.seed}/{k}": v for k, v in results.items() if v is not None}
+    done = SeedRun(design.seed, design.title, scale, source, tuple(logs),
+                   tuple(train_commands) or _manifest_commands(logs), commands, exits,
+                   _manifest_wall(logs), design.scale_note)
+    return done, rows, {f"{design.seed}/{k}": v for k, v in results.items() if v is not None}
 
 
 def select(seeds: Sequence[str]) -> list[SeedDesign]:
