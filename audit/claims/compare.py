@@ -12,13 +12,21 @@ never enter a statistic as if their bound were a value:
 - with every pair observed: the exact Wilcoxon signed-rank test, the sign-flip permutation
   test, Cohen's ``d_z``, and seeded bootstrap CIs of the mean (BCa) and median (percentile)
   difference;
-- with censored pairs: the mean and median difference are printed as what they are — bounds
-  (``mean d > x``) or intervals — from each pair's range of ``d``; the test is the exact sign
+- with censored pairs, or pairs known only as ranges (arms evaluated at different steps): the
+  mean and median difference are printed as what they are — bounds (``mean d > x``) or
+  ranges — from each pair's range of ``d``, and each gets a seeded percentile bootstrap CI over
+  pairs that carries both the ranges and the sampling (each resample's statistic a range: the
+  interval from its lower ends' lower percentile to its upper ends' upper percentile,
+  :func:`~.stats.range_bootstrap`); the range itself is not a CI; the test is the exact sign
   test on the pairs whose sign is known (a censored pair whose bound excludes 0 has a known
   sign); the Wilcoxon p-value is given as an upper bound when every censored pair's bound lies
   on the side of the effect (moving a censored difference further out can only make the
   statistic more extreme); no ``d_z``. The statistics of the complete pairs are shown apart,
   labelled as what they are (the censored pairs dropped).
+
+Resolution (``PAIRS_WITHIN_RESOLUTION``): pairs whose arms were evaluated at different steps
+(a range of ``d``), and — on one grid shared by both arms — a grid coarser than the effect:
+most pairs tied at ``d = 0``, or the mean difference's CI within one evaluation interval of 0.
 
 Power: the smallest p-value the test can reach with the pairs it uses — pairs tied at
 ``d = 0`` and censored pairs of unknown sign are dropped by the tests, and counted —
@@ -30,6 +38,7 @@ pairs (pairing gains power only when it is positive).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,10 +52,10 @@ from ..config import AuditConfig
 from ..design import Axis, Design
 from ..errors import ConfigError, ErrorCode, LogFormatError, param_name, param_value
 from ..reasons import Reason
-from ..results import Finding, Interval
+from ..results import Finding, Interval, format_number
 from ..schema import LogTable
 from ..text import format_value, safe, value_matches
-from .results import ClaimResult, Record, Span, finding
+from .results import ClaimResult, Record, Span, finding, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import (
     BootstrapCI,
@@ -58,6 +67,7 @@ from .stats import (
     min_detectable_dz_sign,
     min_wilcoxon_p,
     pearson,
+    range_bootstrap,
     sign_flip_test,
     sign_test,
     wilcoxon_exact,
@@ -116,6 +126,11 @@ class CensoredSummary(Record):
     n_unresolved: int = 0
     #: pairs of observed runs evaluated at different steps, their sign known (``interval``)
     n_interval: int = 0
+    #: seeded percentile bootstrap CIs over pairs of ``mean_d`` and ``median_d``: each
+    #: resample's statistic a range, the CI from its lower ends' low to its upper ends' high
+    #: (:func:`~.stats.range_bootstrap`); ``mean_d``/``median_d`` are ranges, not CIs
+    mean_ci: BootstrapCI | None = None
+    median_ci: BootstrapCI | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +329,95 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
                            note, int(n_unres), int(n_range))
 
 
+def _with_cis(summary: CensoredSummary, pairs: Sequence[Pair], *, seed: int, level: float
+              ) -> CensoredSummary:
+    """``summary`` with the CIs of its mean and median difference: the sampling on top of the
+    ranges (the range of the pairs' mean is what these pairs allow; it says nothing of the
+    seeds not run, so it is not a confidence interval)."""
+    lo, hi = _ranges(pairs)
+    return dataclasses.replace(
+        summary,
+        mean_ci=range_bootstrap(lo, hi, np.mean, seed=seed, level=level, label="pairs"),
+        median_ci=range_bootstrap(lo, hi, np.median, seed=seed, level=level, label="pairs"))
+
+
+def _grid_step(a: Any, b: Any) -> float | None:
+    """The evaluation interval at grokking shared by a pair's two observed runs (each run's
+    ``t_grok`` known in ``(lower, seen]``; the same width in both arms: one grid), in steps;
+    None when the arms were evaluated differently there."""
+    wa = float(a.tg_value) - float(a.tg_lower)
+    wb = float(b.tg_value) - float(b.tg_lower)
+    return wa if wa == wb and wa > 0 else None
+
+
+def _resolution(pairs: Sequence[Pair], Ai: pd.DataFrame, Bi: pd.DataFrame,
+                censored: CensoredSummary | None, mean_ci: BootstrapCI | None
+                ) -> Finding | None:
+    """``PAIRS_WITHIN_RESOLUTION`` when the log cannot resolve the differences: pairs whose
+    arms were evaluated at different steps (``d`` a range), or pairs on one grid shared by
+    both arms that is coarser than the effect — most pairs compared tied at ``d = 0`` (each
+    tie's true ``d`` anywhere in ``(−w, w)`` for a grid step ``w``), or the mean difference's
+    CI within one grid step of 0 (the smallest step, when the pairs' steps differ). The
+    first-seen differences on a shared grid are multiples of its step: an effect smaller
+    than the step shows only as how often a pair straddles an evaluation. None otherwise."""
+    unres = [p for p in pairs if p.kind in ("unresolved", "interval")]
+    n_unres = censored.n_unresolved if censored is not None else 0
+    n_range = censored.n_interval if censored is not None else 0
+    grid: list[tuple[Pair, float]] = []
+    for p in pairs:
+        w = _grid_step(Ai.loc[p.pair], Bi.loc[p.pair]) if p.kind == "observed" else None
+        if w is not None:
+            grid.append((p, w))
+    ties = [p for p, _ in grid if p.d.value == 0]
+    step = min((w for _, w in grid), default=None)
+    steps = sorted({w for _, w in grid})
+    ci_low, ci_high = (mean_ci.low, mean_ci.high) if mean_ci is not None else (None, None)
+    most_tied = 2 * len(ties) > len(pairs)
+    ci_within = (step is not None and ci_low is not None and ci_high is not None
+                 and -step < ci_low and ci_high < step)
+    coarse = bool(grid) and (most_tied or ci_within)
+    if not unres and not coarse:
+        return None
+    said = []
+    if unres:
+        said.append(
+            f"{len(unres)} of {len(pairs)} pairs grokked in both arms, but at steps evaluated "
+            "differently in the two arms: the difference of the steps grokking was first "
+            "seen is not what the log measures; d is a range ("
+            f"{n_unres} of them holding both signs: which arm grokked sooner is not in the "
+            "log), and the test is the sign test on the pairs of known sign")
+    if coarse:
+        assert step is not None
+        w_txt = format_number(step)
+        grid_txt = (f"every {w_txt} steps" if len(steps) == 1 else
+                    f"every {w_txt} to {format_number(steps[-1])} steps")
+        why = []
+        if most_tied:
+            why.append(f"{len(ties)} of {len(pairs)} pairs are tied at d = 0 (a tied pair's "
+                       f"true d lies anywhere in (−{w_txt}, {w_txt})"
+                       f"{'' if len(steps) == 1 else ' or wider'})")
+        if ci_within:
+            assert mean_ci is not None and ci_low is not None and ci_high is not None
+            why.append(f"the {100 * mean_ci.level:g}% CI of the mean d "
+                       f"[{outward(ci_low, down=True)}, {outward(ci_high, down=False)}] lies "
+                       "within one evaluation interval of 0")
+        said.append(
+            f"{len(grid)} of {len(pairs)} pairs were evaluated on one grid in both arms "
+            f"({grid_txt} at grokking), so each difference is read in whole evaluation "
+            f"intervals; {' and '.join(why)}: an effect smaller than the grid's step is not "
+            "resolved by this log")
+    runs = ([r for p in unres for r in p.runs]
+            + [r for p, _ in grid if coarse and (ci_within or p.d.value == 0) for r in p.runs])
+    return finding(
+        Reason.PAIRS_WITHIN_RESOLUTION, "study", "; ".join(said), runs=runs,
+        evidence={"n_unresolved": n_unres, "n_interval": n_range, "n_pairs": len(pairs),
+                  "pairs": [{"pair": p.pair, "d_low": p.d.low, "d_high": p.d.high,
+                             "sign": p.sign} for p in unres[:20]],
+                  "shared_grid": coarse, "cadence": step if coarse else None,
+                  "n_shared_grid": len(grid), "n_ties": len(ties),
+                  "mean_d_ci": [ci_low, ci_high] if coarse and ci_within else None})
+
+
 def _order(v: Any) -> tuple[int, Any]:
     """Pair labels in natural order: numbers numerically, then text."""
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
@@ -386,22 +490,12 @@ def _study(rc: RunClocks, by: str, pair: str, arms: Sequence[Any], alpha: float,
     complete = paired_stats(obs, seed=seed, level=level)
     main_test = complete.wilcoxon
     if n_cens:
-        censored = _censored_summary(pairs)
+        censored = _with_cis(_censored_summary(pairs), pairs, seed=seed, level=level)
         main_test = censored.sign
-    if censored is not None and censored.n_unresolved + censored.n_interval:
-        unres = [p for p in pairs if p.kind in ("unresolved", "interval")]
-        findings.append(finding(
-            Reason.PAIRS_WITHIN_RESOLUTION, "study",
-            f"{len(unres)} of {len(pairs)} pairs grokked in both arms, but at steps evaluated "
-            "differently in the two arms: the difference of the steps grokking was first "
-            "seen is not what the log measures; d is a range ("
-            f"{censored.n_unresolved} of them holding both signs: which arm grokked sooner "
-            "is not in the log), and the test is the sign test on the pairs of known sign",
-            runs=[r for p in unres for r in p.runs],
-            evidence={"n_unresolved": censored.n_unresolved,
-                      "n_interval": censored.n_interval, "n_pairs": len(pairs),
-                      "pairs": [{"pair": p.pair, "d_low": p.d.low, "d_high": p.d.high,
-                                 "sign": p.sign} for p in unres[:20]]}))
+    mean_ci = censored.mean_ci if censored is not None else complete.mean_ci
+    res = _resolution(pairs, Ai, Bi, censored, mean_ci) if rc.interval_censoring else None
+    if res is not None:
+        findings.append(res)
     if censored is not None and censored.n_bounded + censored.n_both_censored:
         findings.append(finding(
             Reason.CENSORED_PAIRS, "study",

@@ -445,6 +445,17 @@ def render_precursor(r: ClaimResult, s: ClaimStudy) -> list[str]:
     return lines
 
 
+def _range_cis(mean_ci: BootstrapCI | None, median_ci: BootstrapCI | None) -> str:
+    """The CIs of the mean and median of differences known as ranges: the sampling over the
+    pairs on top of each pair's range (``stats.range_bootstrap``)."""
+    c = mean_ci or median_ci
+    level = f"{100 * c.level:g}% " if c is not None else ""
+    return (f"  {level}CI of the mean d {ci(mean_ci, why=True)}, of the median d "
+            f"{ci(median_ci, why=True)} (percentile bootstrap over pairs of the range: the "
+            "lower ends' low to the upper ends' high, so that it covers wherever in its range "
+            "each pair lies)")
+
+
 def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
     b: CompareBody = s.body
     total = r.input.get("runs_kept", b.n_runs)
@@ -473,7 +484,8 @@ def render_compare(r: ClaimResult, s: ClaimStudy) -> list[str]:
         lines.append(f"{c.n_pairs} pairs, {c.n_bounded} with one arm censored and "
                      f"{c.n_both_censored} with both{unres}: mean d {known(c.mean_d)}, "
                      f"median d {known(c.median_d)} (from each pair's range of d: a "
-                     "censored difference has only a bound)")
+                     "censored difference has only a bound; what these pairs allow, not a CI)")
+        lines.append(_range_cis(c.mean_ci, c.median_ci))
         wb = (f"p ≤ {outward(c.wilcoxon_p_at_most, 3, down=False)}"
               if c.wilcoxon_p_at_most is not None
               else "no bound")
