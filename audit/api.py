@@ -16,12 +16,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .cells import apply_high_floor_gate, build_runs, summarize_cell
+from .cells import (
+    apply_high_floor_gate,
+    build_accuracy_runs,
+    build_runs,
+    summarize_accuracy_cell,
+    summarize_cell,
+)
 from .clocks import (
     TC_CENSORED,
     TC_LEFT_CENSORED,
     TC_OK,
     AccuracyClocks,
+    Event,
     MetricClocks,
     accuracy_clocks,
     metric_clocks,
@@ -29,7 +36,7 @@ from .clocks import (
 from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
-from .errors import ErrorCode, LogFormatError, param_name, param_value
+from .errors import ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
 from .reasons import Reason, Severity
@@ -129,7 +136,8 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
 
 
 def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
-    """Audit a validated :class:`LogTable`."""
+    """Audit a validated :class:`LogTable`. Without a metric (none named, none found) the
+    accuracy clocks alone are audited (``COMPRESSION_NOT_ASSESSED``)."""
     plan = audit_plan(log, cfg)
     acc = accuracy_clocks(log, cfg, plan.study_ids)
     # the runs of a cell share its step grid (v1.5)
@@ -152,7 +160,7 @@ class AuditPlan:
     """What an audit reads before any clock: the metrics, the design (axis, outcomes) and
     each run's study and cell."""
 
-    metrics: tuple[str, ...]
+    metrics: tuple[str, ...]  #: empty: no metric, an accuracy-only audit
     axis: str | None
     outcomes: tuple[str, ...]
     study_ids: np.ndarray | None  #: per run, its study's number (None: one study)
@@ -161,7 +169,9 @@ class AuditPlan:
 
 def audit_plan(log: LogTable, cfg: AuditConfig) -> AuditPlan:
     """The metrics, design and cells of ``log`` under ``cfg`` (refusals before any clock).
-    Reads the runs' conditions and the summary only, never a point."""
+    Reads the runs' conditions and the summary only, never a point. No metric named and none
+    found: no metric, an accuracy-only audit (a metric named but not in the log was refused
+    as ``METRIC_NOT_FOUND`` when the log was validated)."""
     src = log.summary.source
     metrics = list(cfg.metrics) or list(log.summary.metrics)
     if cfg.grok_on != "test_acc":
@@ -174,14 +184,6 @@ def audit_plan(log: LogTable, cfg: AuditConfig) -> AuditPlan:
                 "column: the grok criterion is a held-out loss, distinct from the metric "
                 "audited, the axis and the study split",
                 path=src, column=cfg.grok_on, param="grok_on", code=ErrorCode.INVALID_OPTION)
-    if not metrics:
-        cands = sorted(log.series)
-        shown = (f"{cands[:20]} … ({len(cands)} in all; `grokaudit inspect` lists them)"
-                 if len(cands) > 20 else f"{cands or 'none'}")  # one line, never 15 000 names
-        raise LogFormatError(
-            f"no representation metric column found; pass {param_value('metrics', 'COLUMN')} "
-            f"(per-step columns present: {shown})", path=src, param="metrics",
-            code=ErrorCode.NO_METRIC)
     cond = log.conditions
     design = Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell,
                              infer=True)
@@ -214,9 +216,13 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
     for key, sframe in study_groups:
         key_t = key if isinstance(key, tuple) else (key,)
         study_key = {c: cell_value(v) for c, v in zip(cfg.cell, key_t)}
-        these = [_audit_study(study_key, m, axis, sframe, run_ids, acc, mclocks[m], cfg,
-                              outcomes, horizons[m]) for m in metrics]
-        nothing = _nothing_auditable(study_key, these)
+        if metrics:
+            these = [_audit_study(study_key, m, axis, sframe, run_ids, acc, mclocks[m], cfg,
+                                  outcomes, horizons[m]) for m in metrics]
+            nothing = _nothing_auditable(study_key, these)
+        else:  # no metric: the accuracy clocks only
+            these = [_accuracy_study(study_key, axis, sframe, run_ids, acc, cfg, outcomes)]
+            nothing = _nothing_timed(study_key, these[0])
         if nothing is not None:
             extra.append(nothing)
             these = [dataclasses.replace(
@@ -227,6 +233,8 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
         if ceiling is not None:
             extra.append(ceiling)
 
+    if not metrics:
+        extra.append(_compression_not_assessed(log, cfg))
     findings: list[Finding] = input_findings(log) + extra
     for s in studies:
         findings.extend(s.findings)
@@ -247,8 +255,8 @@ def _nothing_auditable(study_key: Mapping[str, Any], studies: Sequence[StudyResu
         passing = sum(1 for c in s.cells if c.passes)
         if grokked and passing:
             return None
-        per[s.metric] = {"grokked_runs": grokked, "passing_cells": passing,
-                         "cells": len(s.cells), "runs": sum(c.n_runs for c in s.cells)}
+        per[str(s.metric)] = {"grokked_runs": grokked, "passing_cells": passing,
+                              "cells": len(s.cells), "runs": sum(c.n_runs for c in s.cells)}
     if not per:
         return None
     if all(v["grokked_runs"] == 0 for v in per.values()):
@@ -262,6 +270,54 @@ def _nothing_auditable(study_key: Mapping[str, Any], studies: Sequence[StudyResu
         message=(f"nothing could be audited: {why}; no clock, ordering or verdict was assessed, "
                  "so no finding here says the metric is sound (the gates and per-run findings "
                  "below say why)"))
+
+
+def _nothing_timed(study_key: Mapping[str, Any], study: StudyResult) -> Finding | None:
+    """``NOTHING_AUDITABLE`` for one study of an accuracy-only audit: no run grokked, or no
+    cell passes its accuracy gates -- no t_grok ordering was assessed (and no metric was
+    audited), so the result must not read as "the grok clock is sound"."""
+    grokked = sum(c.n_grokked for c in study.cells)
+    passing = sum(1 for c in study.cells if c.passes)
+    if grokked and passing:
+        return None
+    why = ("no run grokked" if not grokked
+           else f"no cell passes its gates (0 of {len(study.cells)})")
+    counts = {"grokked_runs": grokked, "passing_cells": passing, "cells": len(study.cells),
+              "runs": sum(c.n_runs for c in study.cells)}
+    return make_finding(
+        Reason.NOTHING_AUDITABLE, "study", {"study": study_key, "metric": None},
+        evidence={"metrics": {}, "accuracy": counts},
+        message=(f"nothing could be audited: {why}; no ordering was assessed and no metric was "
+                 "audited (COMPRESSION_NOT_ASSESSED), so no finding here says the grok clock "
+                 "is sound (the gates and per-run findings below say why)"))
+
+
+#: The per-step columns a ``COMPRESSION_NOT_ASSESSED`` finding names (one line, never 15 000).
+_SHOWN_COLUMNS = 20
+
+
+def _compression_not_assessed(log: LogTable, cfg: AuditConfig) -> Finding:
+    """``COMPRESSION_NOT_ASSESSED``: no metric was named and none was found, so only the
+    accuracy clocks were audited; its evidence names the per-step columns present that
+    ``--metric`` may name (all but a loss the grok is read on)."""
+    cols = sorted(c for c in log.series if c != cfg.grok_on)
+    shown = ", ".join(safe(c) for c in cols[:_SHOWN_COLUMNS]) or "none"
+    if len(cols) > _SHOWN_COLUMNS:
+        shown += f", … ({len(cols)} in all; `grokaudit inspect` lists them)"
+    return make_finding(
+        Reason.COMPRESSION_NOT_ASSESSED, "input", {"study": {}, "metric": None},
+        evidence={"per_step_columns": cols[:_SHOWN_COLUMNS], "n_per_step_columns": len(cols),
+                  "not_assessed": list(_NOT_ASSESSED), "fix": "--metric COLUMN"},
+        message=("no representation metric column found: the accuracy clocks alone were "
+                 "audited (t_mem, t_grok, sustained, full generalization, the t_grok "
+                 "ordering); the compression part (" + ", ".join(_NOT_ASSESSED)
+                 + ") was not assessed; pass --metric COLUMN to audit it (per-step columns "
+                 f"present: {shown})"))
+
+
+#: What an accuracy-only audit does not assess: every quantity a metric decides.
+_NOT_ASSESSED = ("floor", "m_grok", "t_compress", "lag", "rel_lag", "frac_pre", "inflation",
+                 "the snapshot findings", "the clock verdict")
 
 
 def _ceiling_finding(study_key: Mapping[str, Any], sframe: pd.DataFrame, run_ids: np.ndarray,
@@ -353,11 +409,12 @@ class _StudyRuns(NamedTuple):
 
 
 def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
-                acc: AccuracyClocks, mc: MetricClocks, cfg: AuditConfig,
+                acc: AccuracyClocks, mc: MetricClocks | None, cfg: AuditConfig,
                 horizon: HorizonCheck | None) -> _StudyRuns:
     """The study's cells and run table: one lexsort, no per-cell pandas work. ``all_ids``:
     the whole log's run ids, an object array of Python strings (the log's own objects: a
-    pandas column of them would be copied as text and back)."""
+    pandas column of them would be copied as text and back). ``mc`` None: no metric, the
+    cells and runs of an accuracy-only audit."""
     axis_vals = sframe[axis].to_numpy() if axis is not None else np.zeros(len(sframe))
     rows = sframe["__i"].to_numpy(dtype=np.int64)
     names = all_ids[rows]
@@ -372,17 +429,23 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         av_py = cell_value(av_sorted[lo]) if axis is not None else None
         rr = run_rows[lo:hi]
-        cells.append(summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
+        cells.append(summarize_accuracy_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, cfg)
+                     if mc is None else
+                     summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
                                     None if horizon is None else horizon.short[rr]))
         cell_values.append(av_py)
         cell_rows.append(rr)
-    runs = build_runs(run_ids, cell_values,
-                      np.repeat(np.arange(bounds.size - 1), np.diff(bounds)), acc, mc,
-                      run_rows, reference=cfg.profile == "reference")
-    run_names = np.empty(log_rows(mc), dtype=object)
+    cell_index = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
+    runs = (build_accuracy_runs(run_ids, cell_values, cell_index, acc, run_rows)
+            if mc is None else
+            build_runs(run_ids, cell_values, cell_index, acc, mc, run_rows,
+                       reference=cfg.profile == "reference"))
+    run_names = np.empty(log_rows(mc) if mc is not None else acc.t_grok.upper.shape[0],
+                         dtype=object)
     run_names[run_rows] = names[order]
-    return _StudyRuns(apply_high_floor_gate(cells, cfg), runs, bounds, run_rows, cell_rows,
-                      run_names)
+    # the high-floor gate compares the cells' floors: an accuracy-only cell has none
+    return _StudyRuns(tuple(cells) if mc is None else apply_high_floor_gate(cells, cfg), runs,
+                      bounds, run_rows, cell_rows, run_names)
 
 
 def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
@@ -407,11 +470,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
     if axis is None:
         findings.append(_single_condition(base, cells_t, passing, sr, sframe, outcomes))
     elif len(passing) < 2:
-        findings.append(make_finding(
-            Reason.LOW_POWER_DESCRIPTIVE, "study", base,
-            evidence={"passing_cells": len(passing), "cells": len(cells_t)},
-            message=(f"{len(passing)} of {len(cells_t)} cells pass every gate: descriptive only,"
-                     " nothing comparative")))
+        findings.append(_low_power(base, cells_t, passing))
     else:
         verdict, vev, found = _clock_verdict(base, axis, cells_t, passing, orderings, sr, mc,
                                              cfg)
@@ -425,6 +484,110 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
                        verdict_evidence=evidence, findings=tuple(findings))
 
 
+def _accuracy_study(study_key: Mapping[str, Any], axis: str | None, sframe: pd.DataFrame,
+                    run_ids: np.ndarray, acc: AccuracyClocks, cfg: AuditConfig,
+                    outcomes: Sequence[str] = ()) -> StudyResult:
+    """One study of an accuracy-only audit (no metric: ``COMPRESSION_NOT_ASSESSED``): its cells
+    along ``axis`` with their accuracy gates, the ``t_grok`` ordering over the passing cells,
+    and the findings that need no metric. No clock verdict: it compares ``t_grok`` with
+    ``t_compress``, which was not assessed."""
+    base = {"study": study_key, "metric": None}
+    sr = _study_runs(axis, sframe, run_ids, acc, None, cfg, None)
+    cells_t = sr.cells
+    passing = [c for c in cells_t if c.passes]
+    findings = _accuracy_cell_findings(sr, axis, base, acc.t_grok)
+    orderings = {"t_grok": ordering(passing, "t_grok", cfg)} if axis is not None else {}
+    evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
+                                "gated_cells": [c.axis_value for c in cells_t if not c.passes],
+                                "compression_assessed": False}
+    if axis is None:
+        findings.append(_single_condition(base, cells_t, passing, sr, sframe, outcomes,
+                                          audited="accuracy clocks"))
+    elif len(passing) < 2:
+        findings.append(_low_power(base, cells_t, passing))
+    else:
+        findings.extend(_undefined_orderings(base, axis, orderings))
+    return StudyResult(study=dict(study_key), metric=None, axis=axis, cells=cells_t,
+                       runs=sr.runs, orderings=tuple(orderings.values()), verdict=None,
+                       verdict_evidence=evidence, findings=tuple(findings))
+
+
+def _low_power(base: Mapping[str, Any], cells_t: Sequence[CellSummary],
+               passing: Sequence[CellSummary]) -> Finding:
+    """``LOW_POWER_DESCRIPTIVE``: fewer than two cells pass every gate."""
+    return make_finding(
+        Reason.LOW_POWER_DESCRIPTIVE, "study", base,
+        evidence={"passing_cells": len(passing), "cells": len(cells_t)},
+        message=(f"{len(passing)} of {len(cells_t)} cells pass every gate: descriptive only,"
+                 " nothing comparative"))
+
+
+def _undefined_orderings(base: Mapping[str, Any], axis: str, orderings: Mapping[str, Any]
+                         ) -> list[Finding]:
+    """``ORDERING_UNDEFINED`` for each ordering that is not identified."""
+    return [make_finding(
+        Reason.ORDERING_UNDEFINED, "study", base,
+        evidence={"quantity": o.quantity, "sub_reason": o.sub_reason,
+                  "concordant": o.concordant, "discordant": o.discordant,
+                  "unidentified": o.unidentified, "n_cells": o.n_cells},
+        message=(f"the ordering of {o.quantity} along {axis} is undefined "
+                 f"({o.sub_reason.value if o.sub_reason else ''})"))
+        for o in orderings.values() if not o.identified]
+
+
+def _run_code_finding(code: Reason, runs: Sequence[str], c: CellSummary, axis: str | None,
+                      base: Mapping[str, Any]) -> Finding:
+    """One run-scoped code of a cell, as one finding naming its runs."""
+    return make_finding(
+        code, "run", base, cell=c.axis_value, runs=runs,
+        evidence={"n_runs": len(runs), "of": c.n_runs},
+        message=f"{len(runs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)}")
+
+
+def _accuracy_cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
+                            grok: Event) -> list[Finding]:
+    """Per cell of an accuracy-only study: one finding per run-scoped code, the gates, the
+    runs that grokked before logging began (``LEFT_CENSORED``) and a censored median
+    ``t_grok`` (``MEDIAN_CENSORED``)."""
+    findings: list[Finding] = []
+    by_cell, _ = _run_codes_by_cell(sr.runs, sr.bounds)
+    for k_c, c in enumerate(sr.cells):
+        label = cell_label(axis, c.axis_value)
+        findings += [_run_code_finding(code, rs, c, axis, base)
+                     for code, rs in by_cell[k_c].items()]
+        findings += [make_finding(
+            g, "cell", base, cell=c.axis_value, runs=c.runs,
+            evidence={"n_runs": c.n_runs, "n_grokked": c.n_grokked,
+                      "n_fully_generalized": c.n_fully_generalized},
+            message=f"cell {label} is gated out of every ordering") for g in c.gates]
+        rows = sr.cell_rows[k_c]
+        left = rows[grok.left_censored[rows]]
+        if left.size:
+            findings.append(_grok_before_logging(c, left, axis, base, grok, sr.run_names))
+        findings += [make_finding(
+            note, "cell", base, cell=c.axis_value, runs=c.runs, evidence={"t_grok": c.t_grok},
+            message=(f"cell {label}: half or more runs censored; only a lower bound of the "
+                     "median t_grok is known")) for note in c.notes]
+    return findings
+
+
+def _grok_before_logging(c: CellSummary, rows: np.ndarray, axis: str | None,
+                         base: Mapping[str, Any], grok: Event, names: np.ndarray) -> Finding:
+    """``LEFT_CENSORED`` of an accuracy-only cell: runs ``rows`` whose test accuracy is at the
+    grok threshold at their first logged step, after step 0 -- t_grok is known only by its
+    bounds, before logging began."""
+    runs = [str(names[int(r)]) for r in rows.tolist()]
+    first = sorted({float(v) for v in grok.upper[rows].tolist()})
+    return make_finding(
+        Reason.LEFT_CENSORED, "run", base, cell=c.axis_value, runs=sorted(runs),
+        evidence={"n_runs": len(runs), "of": c.n_runs, "t_grok_runs": runs,
+                  "first_logged_steps": first},
+        message=(f"{len(runs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)} start "
+                 f"after the grok, at step {', '.join(format_number(v) for v in first[:3])}: "
+                 "test accuracy already at the grok threshold (t_grok before logging began, "
+                 "known only by its bounds); an ordering that depends on them is undefined"))
+
+
 def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
                    mc: MetricClocks, horizon: HorizonCheck | None) -> list[Finding]:
     """Per cell: one finding per run-scoped code, unstable floors, gates, censored clocks and
@@ -433,11 +596,8 @@ def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
     by_cell, unstable_by_cell = _run_codes_by_cell(sr.runs, sr.bounds)
     left_any = mc.grok.left_censored | (mc.tc_status == TC_LEFT_CENSORED)
     for k_c, c in enumerate(sr.cells):
-        for code, rs in by_cell[k_c].items():
-            findings.append(make_finding(
-                code, "run", base, cell=c.axis_value, runs=rs,
-                evidence={"n_runs": len(rs), "of": c.n_runs},
-                message=f"{len(rs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)}"))
+        findings += [_run_code_finding(code, rs, c, axis, base)
+                     for code, rs in by_cell[k_c].items()]
         unstable = unstable_by_cell[k_c]
         if unstable:
             sev = Severity.CRITICAL if c.passes else Severity.WARNING
@@ -469,8 +629,10 @@ def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
 
 def _single_condition(base: Mapping[str, Any], cells_t: Sequence[CellSummary],
                       passing: Sequence[CellSummary], sr: _StudyRuns, sframe: pd.DataFrame,
-                      outcomes: Sequence[str]) -> Finding:
-    """SINGLE_CONDITION: no axis; a warning when the run names or the outcomes hint at one."""
+                      outcomes: Sequence[str], audited: str = "clocks, floor and snapshot"
+                      ) -> Finding:
+    """SINGLE_CONDITION: no axis; a warning when the run names or the outcomes hint at one.
+    ``audited``: what was audited of each run (its accuracy clocks alone without a metric)."""
     n = cells_t[0].n_runs if cells_t else 0
     tokens = name_tokens(sr.runs.run.tolist())
     hint = ""
@@ -488,8 +650,8 @@ def _single_condition(base: Mapping[str, Any], cells_t: Sequence[CellSummary],
         evidence={"runs": n, "passing": bool(passing),
                   "name_tokens": {t.key: list(t.values) for t in tokens},
                   "varying_outcomes": varying},
-        message=(f"no condition varies across the {n} run(s): each run's clocks, floor and "
-                 "snapshot are audited, the runs pooled as replicates; orderings and a "
+        message=(f"no condition varies across the {n} run(s): each run's {audited} "
+                 "are audited, the runs pooled as replicates; orderings and a "
                  f"clock verdict need an axis (--by){hint}"))
 
 
@@ -499,16 +661,7 @@ def _clock_verdict(base: Mapping[str, Any], axis: str, cells_t: Sequence[CellSum
                    ) -> tuple[Reason, dict[str, Any], list[Finding]]:
     """The clock verdict of a study with two or more passing cells, its evidence, and its
     findings (undefined orderings, the verdict, the endpoint)."""
-    findings: list[Finding] = []
-    for o in orderings.values():
-        if not o.identified:
-            findings.append(make_finding(
-                Reason.ORDERING_UNDEFINED, "study", base,
-                evidence={"quantity": o.quantity, "sub_reason": o.sub_reason,
-                          "concordant": o.concordant, "discordant": o.discordant,
-                          "unidentified": o.unidentified, "n_cells": o.n_cells},
-                message=(f"the ordering of {o.quantity} along {axis} is undefined "
-                         f"({o.sub_reason.value if o.sub_reason else ''})")))
+    findings = _undefined_orderings(base, axis, orderings)
     # the censoring fraction's runs: those of the passing cells, or of every cell (v1.5)
     scope = passing if cfg.censor_scope == "passing" else cells_t
     in_scope = np.array([any(c is d for d in scope) for c in cells_t], dtype=bool)

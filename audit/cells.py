@@ -40,7 +40,7 @@ from .clocks import (
 from .config import AuditConfig
 from .reasons import Reason
 from .results import CellSummary, Interval, ReferenceCell, RunResult
-from .runtable import Intervals, RunTable, Words
+from .runtable import FLOAT_FIELDS, WORD_FIELDS, Intervals, RunTable, Words
 
 _TC_REASON = {
     TC_NO_GROK: Reason.NO_GROK,
@@ -62,13 +62,10 @@ _STAB_REASON: dict[int, Reason | None] = {STAB_NONE: Reason.FLOOR_TOO_FEW_POINTS
                 STAB_UNCHECKED: None}  # not tested: nothing to say about it
 
 
-def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Reason, ...]:
-    """The reason codes of a run from its facts (in a fixed order): the one definition behind
-    :func:`run_reasons` and :func:`run_reasons_many`. ``flags`` are in the order of
-    :func:`_reason_flags`."""
-    (grokked, not_memorized, sustained, fully, no_points, noisy, not_at_grok, no_compression,
-     compression_unknown, rebound, before, concurrent, nonpositive_floor, transient,
-     converged, left_grok) = flags
+def _accuracy_reasons(grokked: bool, left_grok: bool, not_memorized: bool, sustained: bool,
+                      fully: bool) -> list[Reason]:
+    """The codes of a run that its accuracy alone decides, in their fixed order: the first
+    codes of :func:`_reasons`, and every code of an accuracy-only audit."""
     out: list[Reason] = []
     if not grokked:
         out.append(Reason.NO_GROK)
@@ -80,6 +77,17 @@ def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Rea
         out.append(Reason.GROK_NOT_SUSTAINED)
     if not fully:
         out.append(Reason.NOT_FULLY_GENERALIZED)
+    return out
+
+
+def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Reason, ...]:
+    """The reason codes of a run from its facts (in a fixed order): the one definition behind
+    :func:`run_reasons` and :func:`run_reasons_many`. ``flags`` are in the order of
+    :func:`_reason_flags`."""
+    (grokked, not_memorized, sustained, fully, no_points, noisy, not_at_grok, no_compression,
+     compression_unknown, rebound, before, concurrent, nonpositive_floor, transient,
+     converged, left_grok) = flags
+    out = _accuracy_reasons(grokked, left_grok, not_memorized, sustained, fully)
     if no_points:
         out.append(Reason.NO_METRIC_POINTS)
     stab_reason = _STAB_REASON[stability]
@@ -268,6 +276,96 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
         drift_interval=(_f64(mc.drift_low[idx]), _f64(mc.drift_high[idx])),
         reason_sets=sets, reasons=which,
         reference=_reference_columns(mc, idx) if reference else None)
+
+
+# ------------------------------------------------------------------------------------------
+# accuracy only: no metric audited (COMPRESSION_NOT_ASSESSED)
+# ------------------------------------------------------------------------------------------
+
+#: The word of each of an accuracy-only run's metric words (floor stability, compression,
+#: snapshot): no metric was audited, so none of them was assessed.
+NOT_ASSESSED = "not_assessed"
+
+
+def accuracy_reason_codes(acc: AccuracyClocks, idx: np.ndarray
+                          ) -> tuple[tuple[tuple[Reason, ...], ...], np.ndarray]:
+    """:func:`reason_codes` of an accuracy-only audit: each run's codes that its accuracy
+    alone decides (no grok, a grok before logging began, no memorization, a grok not
+    sustained, not fully generalized), as ``(sets, which)``."""
+    idx = np.asarray(idx, dtype=np.int64)
+    tg = acc.t_grok
+    not_mem = (acc.t_mem.censored[idx] if acc.t_mem is not None
+               else np.zeros(idx.size, dtype=bool))
+    flags = [~tg.censored[idx], tg.left_censored[idx], not_mem, acc.sustained[idx],
+             acc.fully_generalized[idx]]
+    key = np.zeros(idx.size, dtype=np.int64)
+    for b, f in enumerate(flags):
+        key |= np.asarray(f, dtype=bool).astype(np.int64) << b
+    uniq, inv = np.unique(key, return_inverse=True)
+    table = tuple(tuple(_accuracy_reasons(*(bool((k >> b) & 1) for b in range(len(flags)))))
+                  for k in uniq.tolist())
+    return table, np.asarray(inv.ravel(), dtype=np.int64)
+
+
+def build_accuracy_runs(run_ids: Sequence[str], cell_values: Sequence[Any],
+                        cell_index: np.ndarray, acc: AccuracyClocks, idx: np.ndarray
+                        ) -> RunTable:
+    """:func:`build_runs` of an accuracy-only audit: ``t_mem``, ``t_grok`` (intervals, censoring
+    kept), whether the grok was sustained, the final test accuracy, full generalization and
+    the accuracy codes; every quantity of a metric is missing (NaN, no interval) and each of
+    its words is :data:`NOT_ASSESSED`."""
+    idx = np.asarray(idx, dtype=np.int64)
+    n = int(idx.size)
+    floats = {k: np.full(n, np.nan) for k in FLOAT_FIELDS}
+    floats["grok_fell_at"] = _f64(acc.fell_at[idx])
+    floats["final_test_acc"] = _f64(acc.final_test_acc[idx])
+    sets, which = accuracy_reason_codes(acc, idx)
+    no_clock = Intervals(None, None, None)
+    words = {k: Words((NOT_ASSESSED,), np.zeros(n, dtype=np.int8)) for k in WORD_FIELDS}
+    return RunTable(
+        run=np.array(list(run_ids), dtype=object), cell_values=tuple(cell_values),
+        cell=np.asarray(cell_index, dtype=np.int64), floats=floats,
+        flags={"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
+               "fully_generalized": np.asarray(acc.fully_generalized[idx], dtype=bool),
+               "inflation_is_lower_bound": np.zeros(n, dtype=bool)},
+        intervals={"t_mem": _intervals(acc.t_mem, idx) if acc.t_mem is not None else no_clock,
+                   "t_grok": _intervals(acc.t_grok, idx), "t_compress": no_clock,
+                   "lag": no_clock},
+        words=words, drift_interval=(np.full(n, np.nan), np.full(n, np.nan)),
+        reason_sets=sets, reasons=which)
+
+
+def accuracy_gates(n: int, n_grokked: int, n_full: int, cfg: AuditConfig) -> tuple[Reason, ...]:
+    """The gates of a cell of an accuracy-only audit: ``NO_GROK`` (no run grokked) and, under
+    the default gates, ``BOUNDARY_PARTIAL_GENERALIZATION`` (fewer than half its runs fully
+    generalized). The other gates judge the compression, which was not assessed."""
+    if n and n_grokked == 0:
+        return (Reason.NO_GROK,)
+    if cfg.gates == "default" and 2 * n_full < n:
+        return (Reason.BOUNDARY_PARTIAL_GENERALIZATION,)
+    return ()
+
+
+def summarize_accuracy_cell(axis_value: Any, run_ids: Sequence[str], idx: np.ndarray,
+                            acc: AccuracyClocks, cfg: AuditConfig) -> CellSummary:
+    """:func:`summarize_cell` of an accuracy-only audit: the cell's runs, grokked and fully
+    generalized counts, its censoring-aware median ``t_grok`` over every run (steps), its
+    accuracy gates (:func:`accuracy_gates`) and ``MEDIAN_CENSORED``; every median of a metric
+    is None and the cell says its compression was not assessed."""
+    count = np.count_nonzero
+    tg = acc.t_grok
+    n = int(idx.size)
+    n_g = int(count(~tg.censored[idx]))
+    n_full = int(count(acc.fully_generalized[idx]))
+    t_grok, tg_cens = interval_median(tg, idx, cfg.interval_censoring)
+    return CellSummary(
+        axis_value=axis_value, runs=tuple(run_ids), n_runs=n, n_grokked=n_g,
+        n_fully_generalized=n_full, n_no_compression=0, n_established=0, n_tc_censored=0,
+        t_grok=t_grok, t_compress=None, lag=None, floor=None, delta=None, m_grok=None,
+        rel_lag=None, frac_pre=None, inflation=None, floor_stability={}, n_transient=0,
+        gates=accuracy_gates(n, n_g, n_full, cfg),
+        notes=(Reason.MEDIAN_CENSORED,) if tg_cens else (),
+        n_left_censored=int(count(tg.left_censored[idx])), compression_assessed=False)
 
 
 def interval_median(ev: Event, idx: np.ndarray, interval_censoring: bool = True

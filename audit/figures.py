@@ -297,13 +297,22 @@ def cell_data(cell: CellSummary, log: LogTable, rows: Sequence[int], metric: str
                     cell_band(log, rows, "train_acc"))
 
 
+def drawn_metric(study: StudyResult) -> str:
+    """The metric a study's dashboard draws. An accuracy-only study has none: the report
+    refuses it before any figure (:func:`grokaudit.html_report.require_metric`)."""
+    if study.metric is None:
+        raise ValueError("an accuracy-only study has no metric to draw")
+    return study.metric
+
+
 def dashboard_data(study: StudyResult, log: LogTable, result: AuditResult, *,
                    log_steps: bool = False) -> DashboardData:
     """The trajectories and limits of one study's dashboard (numpy only: no matplotlib)."""
     rows = run_rows(log)
     cells = []
+    metric = drawn_metric(study)
     for c in study.cells:
-        cells.append(cell_data(c, log, [rows[x] for x in c.runs if x in rows], study.metric))
+        cells.append(cell_data(c, log, [rows[x] for x in c.runs if x in rows], metric))
     steps = step_range(log, [rows[x] for c in study.cells for x in c.runs if x in rows])
     return assembled(study, cells, steps, result, log_steps=log_steps)
 
@@ -664,7 +673,8 @@ def _cell_panels(axm: Any, axa: Any, study: StudyResult, cd: CellData, title: st
     c = cd.cell
     band = cd.metric
     gated = not c.passes
-    axm.set_gid(_gid("cell-panel" + (" gated" if gated else ""), study.metric, c.axis_value))
+    axm.set_gid(_gid("cell-panel" + (" gated" if gated else ""), drawn_metric(study),
+                     c.axis_value))
     if c.floor is not None and c.delta is not None:
         # what axhspan and axhline draw, without their autoscaling
         ytr = axm.get_yaxis_transform()  # x in axes fraction, y in data

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ErrorCode, OutputError
+from .errors import ErrorCode, LogFormatError, OutputError, param_value
 from .outputs import Output, resolve_output, resolve_output_dir
 from .reasons import Reason, Severity
 from .report import unaudited_words
@@ -140,7 +140,7 @@ def _study_key(s: StudyResult) -> str:
 
 
 def _slug(s: StudyResult) -> str:
-    raw = "-".join([*(f"{k}-{v}" for k, v in s.study.items()), s.metric])
+    raw = "-".join([*(f"{k}-{v}" for k, v in s.study.items()), s.metric or "accuracy-only"])
     return "study-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-") or "figure")
 
 
@@ -525,10 +525,12 @@ def render_html(result: AuditResult, log: LogTable | Trajectories, *,
     its trajectories are drawn, every marked number comes from ``result``. ``figures`` reuses
     Figures from :func:`dashboards`, ``svgs`` the page-ready SVG of :func:`figure_outputs`;
     otherwise the figures are drawn here (``jobs`` as in :func:`figure_outputs`). Raises
-    MissingExtraError without matplotlib.
+    MissingExtraError without matplotlib, LogFormatError for an accuracy-only result
+    (:func:`require_metric`).
     """
     from .figures import figure_svg, svg_for_html
 
+    require_metric(result)
     if svgs is None:
         if figures is not None:
             svgs = [svg_for_html(figure_svg(f), f"f{k}") for k, f in enumerate(figures, 1)]
@@ -569,8 +571,8 @@ def write_report(result: AuditResult, log: LogTable | Trajectories, path: str | 
     :class:`~grokaudit.outputs.Output`. Each figure is drawn once, for the page and its PNG,
     by ``workers`` or ``jobs`` processes (:func:`figure_outputs`). ``progress`` receives one
     line per figure drawn and per PNG written (the command line prints them on stderr).
-    Returns the path written."""
-
+    Returns the path written. An accuracy-only result is refused (:func:`require_metric`)."""
+    require_metric(result)
     out = path if isinstance(path, Output) else resolve_output(
         path, flag="report", allow_stdout=False, suffixes=(".html", ".htm"))
     if out.path is None:
@@ -595,9 +597,21 @@ def write_report(result: AuditResult, log: LogTable | Trajectories, path: str | 
     return out.path
 
 
+def require_metric(result: AuditResult) -> None:
+    """Refuse (``NO_METRIC``, exit 2) a result without a metric: the page's dashboards draw
+    each study's metric, and an accuracy-only audit (``COMPRESSION_NOT_ASSESSED``) has none;
+    ``grokaudit check`` reports it as text and JSON."""
+    if any(s.metric is None for s in result.studies):
+        raise LogFormatError(
+            "the HTML report draws each study's representation metric, and no metric column "
+            f"was found; pass {param_value('metrics', 'COLUMN')} (`grokaudit check` without "
+            "--report audits the accuracy clocks alone)",
+            path=result.input.get("source"), param="metrics", code=ErrorCode.NO_METRIC)
+
+
 def _bytes_writer(data: bytes) -> Callable[[str], object]:
     return lambda tmp: Path(tmp).write_bytes(data)
 
 
 __all__ = ["WORDS", "FigureWorkers", "dashboards", "default_jobs", "figure_outputs", "render_html",
-           "write_report"]
+           "require_metric", "write_report"]

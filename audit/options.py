@@ -209,7 +209,8 @@ def audit_options(f: F) -> F:
         click.option("--cell", "cell", multiple=True, metavar="COL[,COL]", callback=column_names,
                      help="condition column(s) that split studies, e.g. arch"),
         click.option("--metric", "metrics", multiple=True, metavar="COL", callback=column_names,
-                     help="metric column to audit (repeatable; default every known metric)"),
+                     help="metric column to audit (repeatable; default every known metric; "
+                          "none found: the accuracy clocks alone)"),
         click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
                      help="default, or reference (the public v1.5 analyzer)"),
         click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,

@@ -71,6 +71,8 @@ class Reason(str, Enum):
     SINGLE_CONDITION = "SINGLE_CONDITION"
     METRIC_MISSING = "METRIC_MISSING"
     NOTHING_AUDITABLE = "NOTHING_AUDITABLE"
+    #: no representation metric audited: the accuracy clocks only (issue 39 item 7)
+    COMPRESSION_NOT_ASSESSED = "COMPRESSION_NOT_ASSESSED"
     # -- input ----------------------------------------------------------------------------
     DUPLICATE_AXIS_VALUES = "DUPLICATE_AXIS_VALUES"
     DUPLICATE_ROWS = "DUPLICATE_ROWS"
@@ -152,6 +154,7 @@ INFO_CODES: frozenset[Reason] = frozenset({
     Reason.NOT_LOGGED_BY_EVERY_RUN,
     Reason.ACCURACY_COLUMN_CHOSEN,
     Reason.READER_NOTES,
+    Reason.COMPRESSION_NOT_ASSESSED,
     # claims (issue 6)
     Reason.OUTSIDE_FIT_RANGE,
 })

@@ -70,6 +70,8 @@ def _ordering_line(o: Ordering) -> str:
 
 def study_lines(s: StudyResult) -> list[str]:
     """The per-cell table, orderings and verdict of one study."""
+    if s.metric is None:
+        return _accuracy_study_lines(s)
     key = ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items()) or "all runs"
     axis = s.axis if s.axis is not None else "none (no condition varies)"
     lines = [f"== study: {key} · metric {s.metric} · axis {axis} =="]
@@ -107,6 +109,41 @@ def study_lines(s: StudyResult) -> list[str]:
     verdict = s.verdict.value if s.verdict else "LOW_POWER_DESCRIPTIVE (no clock verdict)"
     lines.append(f"clock verdict: {verdict}")
     return lines
+
+
+_ACC_HEAD = ("cell", "runs", "grok", "full", "t_grok", "gate")
+_ACC_RUN_HEAD = ("run", "t_mem", "t_grok", "sustained", "final_acc", "full")
+
+
+def _accuracy_study_lines(s: StudyResult) -> list[str]:
+    """The per-cell table, the t_grok ordering and the run table (no axis) of an accuracy-only
+    study: no number of a metric is printed, the compression is said not assessed."""
+    key = ", ".join(f"{k}={format_value(v)}" for k, v in s.study.items()) or "all runs"
+    axis = s.axis if s.axis is not None else "none (no condition varies)"
+    lines = [f"== study: {key} · accuracy only (no metric) · axis {axis} =="]
+    rows = [_ACC_HEAD] + [(cell_label(s.axis, c.axis_value), str(c.n_runs), str(c.n_grokked),
+                           str(c.n_fully_generalized), _iv(c.t_grok),
+                           ",".join(g.value for g in c.gates) or "pass") for c in s.cells]
+    lines += _table(rows)
+    lines.append("  (compression not assessed: no metric was audited, so no floor, m_grok, "
+                 "t_compress, lag, rel_lag, frac_pre or inflation; --metric COLUMN audits one)")
+    if any(c.n_left_censored for c in s.cells):
+        lines.append("  (≤N: before the first logged step N, when logging began: LEFT_CENSORED; "
+                     "a–b: only bounds are known)")
+    if s.axis is None:
+        lines.append("runs:")
+        lines += _table([_ACC_RUN_HEAD] + [_accuracy_run_row(r) for r in s.runs], indent="  ")
+        lines.append("clock verdict: none (no axis, and no metric)")
+        return lines
+    lines.append("orderings over passing cells:")
+    lines += [_ordering_line(o) for o in s.orderings]
+    lines.append("clock verdict: not assessed (it compares t_grok with t_compress: no metric)")
+    return lines
+
+
+def _accuracy_run_row(r: RunResult) -> tuple[str, ...]:
+    return (safe(r.run), _iv(r.t_mem), _iv(r.t_grok), "yes" if r.grok_sustained else "no",
+            format_number(r.final_test_acc), "yes" if r.fully_generalized else "no")
 
 
 _RUN_HEAD = ("run", "t_grok", "sustained", "m_grok", "floor", "stability", "t_compress", "lag",
@@ -255,7 +292,8 @@ def _header_lines(result: AuditResult) -> list[str]:
         aside += "; by the reader: " + ", ".join(f"{k} {v}" for k, v in sorted(reader.items()))
     out.append(f"input: {inp.get('source') or '<table>'}: {inp['rows_read']} rows read, "
                f"{inp['rows_kept']} kept, set aside: {aside}; {inp['runs_kept']}/"
-               f"{inp['runs_read']} runs; metrics {', '.join(inp['metrics'])}")
+               f"{inp['runs_read']} runs; metrics "
+               f"{', '.join(inp['metrics']) or 'none (accuracy only)'}")
     configs = prov.get("config_files") or []
     if configs:  # where conditions came from, beside the log
         shown = ", ".join(configs[:3]) + (f", … ({len(configs)} in all)" if len(configs) > 3
@@ -277,7 +315,8 @@ def _summary_lines(result: AuditResult, failing: set[int]) -> list[str]:
         for f in fs:
             counts[f.code.value] = counts.get(f.code.value, 0) + 1
         fail_txt = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in sorted(counts.items()))
-        rows.append((_study_label(s.study, s.metric), s.verdict_label, fail_txt or "—"))
+        rows.append((_study_label(s.study, s.metric if s.metric is not None
+                                  else "accuracy only"), s.verdict_label, fail_txt or "—"))
     out += ["  " + r for r in _table(rows)]
     if result.failing:
         out.append("failing findings:")
@@ -301,7 +340,9 @@ def _accuracy_lines(result: AuditResult, failing: set[int]) -> list[str]:
         if f.code in ACCURACY_CODES and id(f) not in failing:
             acc_seen.setdefault((_study_label(f.study, None), str(f.cell), f.code.value), f)
     if acc_seen:
-        out += ["", "accuracy (the same for every metric):"]
+        every = ("" if all(s.metric is None for s in result.studies)
+                 else " (the same for every metric)")
+        out += ["", f"accuracy{every}:"]
         by_group: dict[tuple[str, str], list[Finding]] = {}
         for (label, _, code), f in acc_seen.items():
             by_group.setdefault((label, code), []).append(f)

@@ -397,6 +397,9 @@ class CellSummary:
     #: the cell's median floor differs by more than δ from the median of its longer runs alone:
     #: it rests on runs that stopped before their siblings' floor window
     floor_rests_on_short_runs: bool = False
+    #: False in an accuracy-only audit (no metric: ``COMPRESSION_NOT_ASSESSED``): every count
+    #: and flag of the compression is ``null`` in the JSON, not a count of 0
+    compression_assessed: bool = True
 
     @property
     def passes(self) -> bool:
@@ -426,7 +429,17 @@ class CellSummary:
         }
         if self.reference is not None:
             out["reference"] = self.reference.to_dict()
+        if not self.compression_assessed:
+            out.update(dict.fromkeys(_COMPRESSION_KEYS))
         return out
+
+
+#: A cell's JSON keys that only a metric's compression decides: ``null`` when it was not
+#: assessed (the numbers of a metric, ``floor`` to ``inflation``, are None already).
+_COMPRESSION_KEYS = ("n_no_compression", "n_established", "n_tc_censored", "floor_stability",
+                     "n_transient", "n_judged", "n_transient_sustained",
+                     "inflation_is_lower_bound", "short_horizon_runs",
+                     "floor_rests_on_short_runs")
 
 
 @dataclass(frozen=True)
@@ -470,10 +483,11 @@ class Ordering:
 
 @dataclass(frozen=True)
 class StudyResult:
-    """One study (cells along the axis sharing every other condition) for one metric."""
+    """One study (cells along the axis sharing every other condition) for one metric, or
+    for none (``metric`` None: an accuracy-only audit, ``COMPRESSION_NOT_ASSESSED``)."""
 
     study: Mapping[str, Any]
-    metric: str
+    metric: str | None  #: None: no metric audited, the accuracy clocks only
     axis: str | None  #: None: no condition varies (one cell of every run, no orderings)
     cells: tuple[CellSummary, ...]
     #: every run's results: the audit gives a :class:`~grokaudit.runtable.RunTable` (columns;
@@ -491,14 +505,23 @@ class StudyResult:
         return next((c for c in self.cells if c.axis_value == axis_value), None)
 
     @property
+    def compression_assessed(self) -> bool:
+        """Whether a metric was audited: False for an accuracy-only study (its clock audit
+        only, ``COMPRESSION_NOT_ASSESSED``)."""
+        return self.metric is not None
+
+    @property
     def verdict_label(self) -> str:
         """The study's outcome in one word: its clock verdict, else ``NOTHING_AUDITABLE`` (the
-        audit assessed nothing in this study), ``LOW_POWER_DESCRIPTIVE`` (fewer than two
-        passing cells) or ``SINGLE_CONDITION`` (no axis)."""
+        audit assessed nothing in this study), ``COMPRESSION_NOT_ASSESSED`` (accuracy only: no
+        clock verdict without a metric), ``LOW_POWER_DESCRIPTIVE`` (fewer than two passing
+        cells) or ``SINGLE_CONDITION`` (no axis)."""
         if self.verdict is not None:
             return self.verdict.value
         if self.verdict_evidence.get("nothing_auditable"):
             return Reason.NOTHING_AUDITABLE.value
+        if not self.compression_assessed:
+            return Reason.COMPRESSION_NOT_ASSESSED.value
         return (Reason.LOW_POWER_DESCRIPTIVE.value if self.axis is not None
                 else Reason.SINGLE_CONDITION.value)
 

@@ -174,7 +174,7 @@ class StreamTrajectories:
                        ) -> list[DashboardData]:
         """Each study's :class:`~grokaudit.figures.DashboardData`, in ``result.studies``
         order."""
-        from .figures import CellData, StepRange, assembled, cell_band, step_range
+        from .figures import CellData, StepRange, assembled, cell_band, drawn_metric, step_range
 
         s = self._s
         _trim()  # what the audit freed, handed back before the cells are read again
@@ -206,7 +206,9 @@ class StreamTrajectories:
                 size = 0.0
             batches[-1].append(key)
             size += rows
-        metrics = sorted({st.metric for st in result.studies})  # the columns the bands read
+        # the columns the bands read (an accuracy-only result never reaches here: the report
+        # refuses it first)
+        metrics = sorted({drawn_metric(st) for st in result.studies})
         for b, batch in enumerate(batches):
             wanted = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)]
                                               + [sets[key][0] for key in batch]))
@@ -225,7 +227,8 @@ class StreamTrajectories:
                     if key not in shared:
                         shared[key] = (cell_band(log, rows_, "test_acc"),
                                        cell_band(log, rows_, "train_acc"))
-                    found[i, j] = CellData(c, cell_band(log, rows_, st.metric), *shared[key])
+                    found[i, j] = CellData(c, cell_band(log, rows_, drawn_metric(st)),
+                                           *shared[key])
                     ranges[i] = ranges[i].joined(step_range(log, rows_))
             del log
             _trim()

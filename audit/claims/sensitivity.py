@@ -50,7 +50,7 @@ def _state(result: AuditResult) -> dict[str, dict[str, Any]]:
     for s in result.studies:
         hz = sorted({(f.code.value, json.dumps(plain(f.cell))) for f in s.findings
                      if f.code in HAZARDS})
-        out[_study_key(s.study, s.metric)] = {
+        out[_study_key(s.study, s.metric or "accuracy only")] = {
             "study": dict(s.study), "metric": s.metric,
             "verdict": s.verdict.value if s.verdict else None,
             "hazards": [{"code": c, "cell": json.loads(cell)} for c, cell in hz],

@@ -254,6 +254,23 @@ def test_dict_of_lists_json_with_two_cadences_and_a_config_file() -> None:
     assert doc["input"]["rows_kept"] - missing == gini_points
 
 
+def test_accuracy_only_without_a_metric_is_the_grok_clock_audit() -> None:
+    # no --metric and no representation metric column: once refused (NO_METRIC), now the
+    # accuracy clocks alone (issue 39 item 7); t_grok read from metrics.json with json
+    doc = audit(ATGUGU)
+    study = doc["studies"][0]
+    assert study["metric"] is None and study["verdict"] is None
+    assert "COMPRESSION_NOT_ASSESSED" in codes(doc)
+    for r in study["runs"]:
+        h = json.loads((ATGUGU / r["run"] / "metrics.json").read_text())["history"]
+        up = [e for e, a in zip(h["eval_epochs"], h["test_acc"]) if a >= 0.9]
+        if up:
+            assert r["t_grok"]["value"] == up[0]
+        else:
+            assert r["t_grok"]["censored"] and r["t_grok"]["lower"] == h["eval_epochs"][-1]
+        assert r["floor"] is None and r["t_compress"] is None
+
+
 # ------------------------------------------------------------------------------------------
 # NPZ sweep
 # ------------------------------------------------------------------------------------------
