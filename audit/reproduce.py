@@ -422,6 +422,38 @@ def _ols_r2(result: Mapping[str, Any], arg: str) -> Measured:
                     f"OLS R² on {fit.get('n')} grokked runs (no interval)", _codes(result, s))
 
 
+def _grok_rate_step(result: Mapping[str, Any], arg: str) -> Measured:
+    """``arg`` = ``wd=1``: the grok rate of the runs at wd ≥ 1 minus that below, with the
+    conservative interval of the two Wilson intervals (low of one minus high of the other)."""
+    from .claims.stats import wilson
+
+    col, _, at = arg.partition("=")
+    s = _study(result, "")
+    cells = (s or {}).get("cells") or []
+    k = {True: 0, False: 0}
+    n = {True: 0, False: 0}
+    for c in cells:
+        v = (c.get("cell") or {}).get(col)
+        g = c.get("grok_rate") or {}
+        if not isinstance(v, (int, float)) or not g.get("n"):
+            continue
+        side = float(v) >= float(at)
+        k[side] += int(g["k"])
+        n[side] += int(g["n"])
+    if not n[True] or not n[False]:
+        return _absent(f"grok rate at {col} ≥ {at} and below", result, s)
+    hi_side, lo_side = wilson(k[True], n[True]), wilson(k[False], n[False])
+    if None in (hi_side.rate, lo_side.rate, hi_side.low, hi_side.high, lo_side.low,
+                lo_side.high):
+        return _absent(f"grok rate at {col} ≥ {at} and below", result, s)
+    return Measured(float(hi_side.rate) - float(lo_side.rate),
+                    float(hi_side.low) - float(lo_side.high),
+                    float(hi_side.high) - float(lo_side.low),
+                    f"grok rate at {col} ≥ {at} ({k[True]}/{n[True]}) minus below "
+                    f"({k[False]}/{n[False]}); the interval from the two Wilson intervals",
+                    _codes(result, s))
+
+
 def _fraction_preceding(result: Mapping[str, Any], arg: str) -> Measured:
     s = _study(result, arg)
     if s is None or not s.get("n_scored"):
@@ -476,6 +508,7 @@ EXTRACTORS: Mapping[str, Callable[[Mapping[str, Any], str], Measured]] = {
     "inflation": _inflation, "rel_lag": _rel_lag,
     "frac_pre_difference": _frac_pre_difference, "exponent": _exponent, "ols_r2": _ols_r2,
     "fraction_preceding": _fraction_preceding, "relative_shortening": _relative_shortening,
+    "grok_rate_step": _grok_rate_step,
 }
 
 

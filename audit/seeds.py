@@ -219,6 +219,11 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
                      "onset", "exponent:lr", null=0.0),
             Headline("003.exp_wd", "T_grok ∝ λ^d", PaperValue("d = −0.64", -0.64),
                      "onset", "exponent:wd", null=0.0),
+            Headline("003.phase_boundary",
+                     "a phase boundary near λ ≈ 1: nearly every configuration groks at "
+                     "λ ≥ 1, fewer than 60 % at λ 0.1 (grok rate at wd ≥ 1 minus below)",
+                     PaperValue("≥ 95 % vs < 60 %: a step of at least 0.35", None, 0.35, 1.0),
+                     "onset", "grok_rate_step:wd=1", null=0.0, unit="share"),
             Headline("003.r2", "the law's R² (OLS on the grokked runs)",
                      PaperValue("R² 0.73", 0.73), "onset", "ols_r2", null=0.0,
                      point_only=True,
@@ -239,9 +244,9 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
         configs=_m({"cpu": ("seeds/s004_cpu.toml",), "paper": ("seeds/s004_paper.toml",)}),
         bundled=("seeds/s004_cpu.parquet",),
         audits=_m({"precursor": ("precursor", LOGS, "--signal", "attn_cv", "--cell",
-                                 "optimizer"),
+                                 "optimizer", "--grok-threshold", "0.95"),
                    "compare": ("compare", LOGS, "--by", "optimizer", "--pair", "seed",
-                               "--arms", "adamw,cv-adamw")}),
+                               "--arms", "adamw,cv-adamw", "--grok-threshold", "0.95")}),
         headlines=(
             Headline("004.cv_precedes",
                      "C_v peaks before grokking (fraction of AdamW seeds)",
@@ -257,7 +262,7 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
             "The paper trains a 2-layer, d_model 128 Transformer with RoPE on a + b mod 97 "
             "(50/50 split, batch 512, lr 3e-4, wd 0.1) for 7 000 epochs, 10 seeds; the CPU design "
             "keeps the architecture at d_model 32 on a + b mod 23 with full batches, raises "
-            "lr and wd so that runs grok within the budget, and trains 5 seeds per optimizer. "
+            "lr and wd so that runs grok within the budget, and trains the paper's 10 seeds per optimizer. "
             "The grok delay is counted in steps, not epochs, so only the relative shortening "
             "is compared."),
     ),

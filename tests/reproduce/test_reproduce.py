@@ -104,6 +104,20 @@ def test_an_estimate_without_its_interval_is_not_compared_as_a_point() -> None:
     assert got.value == 0.5 and "NO_INTERVAL" not in got.codes
 
 
+def test_the_phase_boundary_is_the_rate_above_minus_below_with_a_wider_interval() -> None:
+    from grokaudit.claims.stats import wilson
+
+    h = next(h for h in SEEDS["003"].headlines if h.key == "003.phase_boundary")
+    cells = [{"cell": {"wd": wd}, "grok_rate": {"k": k, "n": n}}
+             for wd, k, n in ((0.3, 1, 4), (1.0, 4, 4), (3.0, 3, 4))]
+    got = measure(h, {"studies": [{"study": {}, "cells": cells, "findings": []}],
+                      "findings": []})
+    assert got.value == pytest.approx(7 / 8 - 1 / 4)
+    above, below = wilson(7, 8), wilson(1, 4)
+    assert got.low == pytest.approx(above.low - below.high)
+    assert got.high == pytest.approx(above.high - below.low)
+
+
 def test_every_headline_reads_a_known_quantity_of_a_known_audit() -> None:
     for d in SEEDS.values():
         assert set(d.configs) == {"cpu", "paper"}, d.seed
