@@ -234,10 +234,13 @@ def _norm(v: Any) -> str:
 
 def _codes(result: Mapping[str, Any], study: Mapping[str, Any] | None = None,
            severities: tuple[str, ...] = ("critical", "warning")) -> tuple[str, ...]:
-    """The distinct codes of the findings (of a study when one is given, else all)."""
-    fs = study.get("findings") if study is not None and "findings" in study else None
-    if fs is None:
-        fs = result.get("findings", [])
+    """The distinct codes of the findings: those of ``study`` (the result's findings whose
+    ``study`` is that study's, or that concern no study), else all."""
+    fs = result.get("findings", [])
+    if study is not None:
+        key = {k: _norm(v) for k, v in (study.get("study") or {}).items()}
+        fs = [f for f in fs if not f.get("study")
+              or {k: _norm(v) for k, v in f["study"].items()} == key]
     seen: list[str] = []
     for f in fs:
         if f.get("severity") in severities and f.get("code") not in seen:
