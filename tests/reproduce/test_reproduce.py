@@ -118,6 +118,21 @@ def test_the_phase_boundary_is_the_rate_above_minus_below_with_a_wider_interval(
     assert got.high == pytest.approx(above.high - below.low)
 
 
+def test_a_rows_codes_are_its_own_studys_findings() -> None:
+    """A claim's findings carry their study: the CE row never shows the MSE study's code."""
+    h = next(h for h in SEEDS["000"].headlines if h.key == "000.recovery_p59")
+    med = {"recovery": 0.8, "recovery_ci": {"low": 0.6, "high": 0.95}}
+    body = {"studies": [{"study": {"loss": "ce", "p": 59}, "mediation": med},
+                        {"study": {"loss": "mse", "p": 59}, "mediation": {"recovery": None}}],
+            "findings": [{"code": "MEDIATOR_OUT_OF_RANGE", "severity": "warning",
+                          "study": {"loss": "mse", "p": 59}},
+                         {"code": "TOO_FEW_CELLS", "severity": "warning",
+                          "study": {"loss": "ce", "p": 59.0}}]}
+    got = measure(h, body)
+    assert got.codes == ("TOO_FEW_CELLS",)
+    assert (got.value, got.low, got.high) == (0.8, 0.6, 0.95)
+
+
 def test_every_headline_reads_a_known_quantity_of_a_known_audit() -> None:
     for d in SEEDS.values():
         assert set(d.configs) == {"cpu", "paper"}, d.seed
