@@ -282,6 +282,15 @@ def _collapse_r2(result: Mapping[str, Any], arg: str) -> Measured:
                     _codes(result, s))
 
 
+def _pair(x: Any) -> tuple[float | None, float | None]:
+    """``[low, high]`` or ``{"low": …, "high": …}`` as a pair (None: unknown)."""
+    if isinstance(x, Mapping):
+        return x.get("low"), x.get("high")
+    if isinstance(x, (list, tuple)) and len(x) == 2:
+        return x[0], x[1]
+    return None, None
+
+
 def _lambda_c(result: Mapping[str, Any], arg: str) -> Measured:
     s = _study(result, arg)
     b = (s or {}).get("boundary") or {}
@@ -290,16 +299,17 @@ def _lambda_c(result: Mapping[str, Any], arg: str) -> Measured:
     if b.get("extrapolated"):
         return Measured(None, None, None, "λ_c lies outside the levels (extrapolated)",
                         _codes(result, s) + ("EXTRAPOLATED",))
-    if b.get("lambda_c") is None and b.get("bracket"):
-        br = b["bracket"]
-        return Measured(None, br.get("low"), br.get("high"),
-                        "λ_c only bracketed (the levels separate completely)",
-                        _codes(result, s))
     lo, hi = _ci(b.get("ci"))
+    how = "λ_c, logistic grok rate over wd; bootstrap interval"
     if lo is None and hi is None and b.get("profile"):
-        lo, hi = b["profile"].get("low"), b["profile"].get("high")
-    return Measured(b.get("lambda_c"), lo, hi, "λ_c, logistic grok rate over wd",
-                    _codes(result, s))
+        lo, hi = _pair(b["profile"])
+        how = "λ_c's profile-likelihood 95 % set"
+    if lo is None and hi is None and b.get("bracket"):
+        lo, hi = _pair(b["bracket"])
+        how = "λ_c only bracketed by the levels"
+    if b.get("lambda_c") is None:
+        how += f" (separation {b.get('separation')}: no point estimate)"
+    return Measured(b.get("lambda_c"), lo, hi, how, _codes(result, s))
 
 
 def _nu(result: Mapping[str, Any], arg: str) -> Measured:
@@ -308,28 +318,36 @@ def _nu(result: Mapping[str, Any], arg: str) -> Measured:
     if s is None or not pw:
         return _absent("ν", result, s)
     if pw.get("nu") is None and pw.get("nu_range"):
-        r = pw["nu_range"]
-        return Measured(None, r.get("low"), r.get("high"),
-                        "ν only as its range over where λ_c may lie", _codes(result, s))
-    lo, hi = _ci(pw.get("nu_ci"))
+        lo, hi = _pair(pw["nu_range"])
+        return Measured(None, lo, hi,
+                        "ν not identified: its range as λ_c moves over where it may lie (the "
+                        "noise of the cell medians widens it further)", _codes(result, s))
     if pw.get("nu") is None:
         return _absent("ν", result, s)
+    lo, hi = _ci(pw.get("nu_ci"))
     return Measured(pw["nu"], lo, hi, f"ν over {pw.get('n_cells')} grokking cells",
                     _codes(result, s))
 
 
-def _grok_fraction_at_max(result: Mapping[str, Any], arg: str) -> Measured:
+def _regressed_at_max(result: Mapping[str, Any], arg: str) -> Measured:
+    """The share of the grokked runs at the largest level whose test accuracy fell back (the
+    transition command's ``collapse``), with its Wilson interval."""
+    from .claims.stats import wilson
+
     s = _study(result, arg)
     levels = (s or {}).get("levels") or []
     if not levels:
-        return _absent("grok fraction at the largest level", result, s)
+        return _absent("runs that regress at the largest level", result, s)
     top = max(levels, key=lambda lv: float(lv["level"]))
-    g = top.get("grok_rate") or {}
-    if not g.get("n"):
-        return _absent("grok fraction at the largest level", result, s)
-    return Measured(g.get("rate"), g.get("low"), g.get("high"),
-                    f"{g.get('k')}/{g.get('n')} runs grokked at wd {top['level']} "
-                    "(Wilson interval)", _codes(result, s))
+    k = int(top.get("n_regressed") or 0)
+    n = int((top.get("grok_rate") or {}).get("k") or 0)
+    if not n:
+        return Measured(None, None, None, f"no run grokked at wd {top['level']}, so none "
+                        "could collapse", _codes(result, s) + ("NO_GROK",))
+    w = wilson(k, n)
+    return Measured(w.rate, w.low, w.high,
+                    f"{k} of the {n} runs that grokked at wd {top['level']} lose it again "
+                    f"(phase {top.get('phase')}; Wilson interval)", _codes(result, s))
 
 
 def _check_ordering(result: Mapping[str, Any], arg: str) -> Measured:
@@ -507,7 +525,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 #: quantity name (before the ``:``) → the function reading it from the audit's JSON.
 EXTRACTORS: Mapping[str, Callable[[Mapping[str, Any], str], Measured]] = {
     "recovery": _recovery, "collapse_r2": _collapse_r2, "lambda_c": _lambda_c, "nu": _nu,
-    "grok_fraction_at_max": _grok_fraction_at_max, "check_ordering": _check_ordering,
+    "regressed_at_max": _regressed_at_max, "check_ordering": _check_ordering,
     "inflation": _inflation, "rel_lag": _rel_lag,
     "frac_pre_difference": _frac_pre_difference, "exponent": _exponent, "ols_r2": _ols_r2,
     "fraction_preceding": _fraction_preceding, "relative_shortening": _relative_shortening,

@@ -144,10 +144,10 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
                      PaperValue("0.757 [0.725, 0.799]", 0.757, 0.725, 0.799),
                      "transition", "nu", null=0.0),
             Headline("001.collapse",
-                     "collapse at λ = 10: no run generalizes (fraction grokked at the largest "
-                     "wd)",
-                     PaperValue("0 of the runs", 0.0),
-                     "transition", "grok_fraction_at_max", null=None),
+                     "collapse at λ = 10: runs that generalize lose it again (share of the "
+                     "grokked runs at the largest wd whose test accuracy falls back)",
+                     PaperValue("collapse at λ = 10", 1.0),
+                     "transition", "regressed_at_max", null=None),
             Headline("001.head_cos",
                      "head cosine similarity tracks the phases (its converged value orders "
                      "with wd)",

@@ -42,8 +42,8 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         seed="tiny", title="a tiny design", source="test",
         configs={"cpu": (str(cfg),), "paper": (str(cfg),)}, bundled=(),
         audits={"transition": ("transition", LOGS, "--by", "wd")},
-        headlines=(Headline("tiny.rate", "grok fraction at the largest wd",
-                            PaperValue("1", 1.0), "transition", "grok_fraction_at_max",
+        headlines=(Headline("tiny.collapse", "runs that regress at the largest wd",
+                            PaperValue("1", 1.0), "transition", "regressed_at_max",
                             null=None),),
         scale_note="tiny")
     monkeypatch.setattr(rp, "SEEDS", {"tiny": design})
