@@ -117,14 +117,17 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
         ),
         scale_note=(
             "The CPU design keeps the paper's model, optimizer, train fraction (0.40) and clamp "
-            "protocol at p 59, and trains 4 seeds (the paper: 12; 4 is the fewest whose bootstrap "
-            "gives a 95 % interval) of the baseline rho 1.00 and "
-            "the raised dose rho 1.15 at tau 1.0, 1.3 and 1.7, for 16 000 steps (cross-entropy) "
-            "and 4 000 (MSE, clamped from step 100: it memorizes by step 160). Fewer seeds widen "
-            "the recovery "
-            "interval; the recovery fraction is a ratio of medians of grok steps, so it does "
-            "not depend on the budget as long as no run is censored (the audit says so when "
-            "one is). p 97 is only in the paper-scale design."),
+            "protocol at p 59, and trains 4 seeds (the paper: 12; 4 is the fewest whose "
+            "bootstrap gives a 95 % interval) of the baseline rho 1.00 and the raised dose rho "
+            "1.15 at tau 1.0, 1.3 and 1.7, for 16 000 steps (cross-entropy) and 4 000 (MSE, "
+            "clamped from step 100: it memorizes by step 160). With 4 seeds the recovery "
+            "interval rests on few units; the ratio of medians does not depend on the "
+            "budget while no run is censored (the audit says so when one is). Under MSE the temperature "
+            "shortens the clamped runs' delay here too (median t_grok 2 298 → 1 440 steps at "
+            "tau 1.7, baseline 1 097), but the effective logit scale never returns to the "
+            "baseline's (0.71 → 0.64 against 0.55), so a recovery through the mediator cannot "
+            "be read: the log neither confirms nor refutes \"does nothing\". p 97 is only in the "
+            "paper-scale design."),
     ),
     SeedDesign(
         seed="001",

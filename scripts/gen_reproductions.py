@@ -9,6 +9,7 @@ a test (tests/reproduce) fails when it differs from the output of the bundled lo
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +22,13 @@ BEGIN, END = "<!-- reproduce:begin -->", "<!-- reproduce:end -->"
 
 
 def current_table() -> str:
-    return markdown_table(reproduce_bundled(run_command))
+    """The table made from the repository's root: its commands name the logs from there."""
+    here = os.getcwd()
+    os.chdir(DOC.parents[1])
+    try:
+        return markdown_table(reproduce_bundled(run_command))
+    finally:
+        os.chdir(here)
 
 
 def replace_table(doc: str, table: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import gen_reproductions as gen  # scripts/, on the tests' path
@@ -146,9 +148,19 @@ def test_every_headline_reads_a_known_quantity_of_a_known_audit() -> None:
 # the bundled table
 # ------------------------------------------------------------------------------------------
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="module")
-def bundled() -> rp.ReproduceResult:
-    return rp.reproduce_bundled(run_command)
+def bundled() -> Iterator[rp.ReproduceResult]:
+    """The bundled table, made from the repository's root (its commands name the logs
+    relative to the working folder, as the docs show them)."""
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        yield rp.reproduce_bundled(run_command)
+    finally:
+        os.chdir(here)
 
 
 def test_the_bundled_table_has_every_seed_and_headline(bundled: rp.ReproduceResult) -> None:
