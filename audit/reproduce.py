@@ -463,13 +463,11 @@ def _grok_rate_step(result: Mapping[str, Any], arg: str) -> Measured:
         n[side] += int(g["n"])
     if not n[True] or not n[False]:
         return _absent(f"grok rate at {col} ≥ {at} and below", result, s)
-    hi_side, lo_side = wilson(k[True], n[True]), wilson(k[False], n[False])
-    if None in (hi_side.rate, lo_side.rate, hi_side.low, hi_side.high, lo_side.low,
-                lo_side.high):
+    up, down = wilson(k[True], n[True]), wilson(k[False], n[False])
+    if (up.rate is None or down.rate is None or up.low is None or up.high is None
+            or down.low is None or down.high is None):
         return _absent(f"grok rate at {col} ≥ {at} and below", result, s)
-    return Measured(float(hi_side.rate) - float(lo_side.rate),
-                    float(hi_side.low) - float(lo_side.high),
-                    float(hi_side.high) - float(lo_side.low),
+    return Measured(up.rate - down.rate, up.low - down.high, up.high - down.low,
                     f"grok rate at {col} ≥ {at} ({k[True]}/{n[True]}) minus below "
                     f"({k[False]}/{n[False]}); the interval from the two Wilson intervals",
                     _codes(result, s))
