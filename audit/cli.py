@@ -1128,7 +1128,7 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
         out = Path(out_dir)
         p = rp.plan(designs, scale=scale, out_dir=out, resume=resume, device=device,
                     threads=threads, say=say)
-        say(f"estimated training time on {p.device}: {rp._duration(p.seconds)} "
+        say(f"estimated training time on {p.device}: {rp.duration(p.seconds)} "
             f"(--budget-hours {budget_hours:g})")
         rp.check_budget(p, budget_hours)
         logs, cmds = rp.train_plan(p, run_train_command, device=device, threads=threads,

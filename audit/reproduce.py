@@ -27,7 +27,6 @@ import math
 import os
 import shlex
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -707,9 +706,6 @@ def reproduce_logs(logs_by_seed: Mapping[str, Sequence[str]], run: AuditRunner, 
     return ReproduceResult(tuple(rows), tuple(runs), __version__, audits)
 
 
-def elapsed(t0: float) -> str:
-    return f"{time.monotonic() - t0:.0f} s"
-
 
 # ------------------------------------------------------------------------------------------
 # training a design here
@@ -782,14 +778,14 @@ def plan(designs: Sequence[SeedDesign], *, scale: str, out_dir: Path, resume: bo
                 dev = est.device
                 per_seed[d.seed] += est.seconds
                 say(f"seed {d.seed}: {cfg}: {est.runs} runs, {est.run_steps} run-steps, "
-                    f"about {_duration(est.seconds)} on {est.device}")
+                    f"about {duration(est.seconds)} on {est.device}")
             else:
                 say(f"seed {d.seed}: {cfg}: finished log {log} reused (--resume)")
             entries.append((d.seed, cfg, str(log), done))
     return Plan(scale, dev, tuple(entries), sum(per_seed.values()), per_seed)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -801,9 +797,9 @@ def check_budget(p: Plan, budget_hours: float) -> None:
     """Refuse a plan whose estimate exceeds the budget (``BUDGET_EXCEEDED``): a design is never
     scaled down to fit."""
     if p.seconds > budget_hours * 3600:
-        parts = ", ".join(f"{s}: {_duration(v)}" for s, v in p.per_seed.items() if v > 0)
+        parts = ", ".join(f"{s}: {duration(v)}" for s, v in p.per_seed.items() if v > 0)
         raise ConfigError(f"reproduce --scale {p.scale}: the estimated training time on "
-                          f"{p.device} is {_duration(p.seconds)} ({parts}), more than "
+                          f"{p.device} is {duration(p.seconds)} ({parts}), more than "
                           f"--budget-hours {budget_hours:g}; raise --budget-hours, reproduce "
                           "fewer seeds, or use a faster device (designs are never scaled "
                           "down to fit)", code=ErrorCode.BUDGET_EXCEEDED,
