@@ -388,7 +388,7 @@ def _folder_files(root: Path) -> tuple[list[Path], bool]:
     """The Parquet files of a folder, and whether it is a folder of shards: the loader's
     shards (the top level only, as :func:`~grokaudit.schema.read_arrow` lists them) when it
     reads the folder so, else every part under partition folders (refusing other files)."""
-    from .loader import is_canonical
+    from .canonical import is_canonical
     from .runfolder import is_run_folder
 
     if is_run_folder(root):
@@ -550,7 +550,7 @@ def hive_dataset(path: Path) -> ParquetDataset | None:
     """The folder of canonical Parquet files at ``path`` under (hive partition) folders
     (``run``, ``step`` and the test accuracy in its files, nothing else), read without the
     adapters; None for any other folder (the adapters read it)."""
-    from .loader import canonical_names
+    from .canonical import canonical_names
 
     try:
         ds = open_dataset(path)
