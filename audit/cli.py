@@ -1063,7 +1063,7 @@ def suite(config_file: str | None, profile: str | None, max_examples: int,
               help="reuse the finished logs in --out and continue interrupted ones from "
                    "their checkpoints")
 @click.option("--budget-hours", type=click.FloatRange(min=0, min_open=True), default=2.0,
-              show_default=True,
+              show_default=True, callback=_finite,
               help="stop before training when the estimated time on this device exceeds this")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True, help="where to train")
@@ -1124,6 +1124,11 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
             raise MissingExtraError("reproduce trains with the bundled trainer, which needs "
                                     "torch: pip install 'grokaudit[train]' (or re-audit the "
                                     "bundled logs with --from-bundled)") from None
+        import torch
+
+        if device == "cuda" and engine == "process" and not torch.cuda.is_available():
+            raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or "
+                              "auto", code=ErrorCode.INVALID_OPTION, option="--device")
         say = _reproduce_say(quiet)
         out = Path(out_dir)
         p = rp.plan(designs, scale=scale, out_dir=out, resume=resume, device=device,
@@ -1164,6 +1169,15 @@ def run_command(argv: Sequence[str]) -> tuple[dict[str, Any] | None, int, str]:
                 code = exc.code if isinstance(exc.code, int) else 2
         text = buf.getvalue().strip().splitlines()
         line = text[-1] if text else ""
+        if code == 130:  # Ctrl-C inside the audit: reproduce stops as every command does
+            raise KeyboardInterrupt
+        if code not in (0, 1) and "internal error" in line:
+            from .errors import GrokauditError
+
+            raise GrokauditError(f"reproduce: `grokaudit {' '.join(argv)}` failed with an "
+                                 "internal error (a bug, not a refusal of the log): "
+                                 f"{line.removeprefix('error: ')}",
+                                 code=ErrorCode.AUDIT_FAILED)
         if code not in (0, 1) or not out.exists():
             return None, code, line
         return _json.loads(out.read_text(encoding="utf-8")), code, line
@@ -1187,6 +1201,8 @@ def run_train_command(argv: Sequence[str]) -> None:
         code = exc.code
     finally:
         sys.argv = saved
+    if code == 130:  # Ctrl-C while training: the checkpoint is kept, --resume continues
+        raise KeyboardInterrupt
     if code not in (0, None):
         raise GrokauditError(f"reproduce: `{command_text(argv)}` failed (exit {code}; its "
                              "error is above); rerun with --resume to continue",

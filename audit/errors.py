@@ -92,6 +92,8 @@ class ErrorCode(str, Enum):
     TRAINER_FAILED = "TRAINER_FAILED"
     #: reproduce: the estimated training time exceeds --budget-hours
     BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+    #: reproduce: a claim command it ran failed with an internal error (not a refusal)
+    AUDIT_FAILED = "AUDIT_FAILED"
 
 
 class GrokauditError(Exception):

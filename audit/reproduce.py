@@ -184,11 +184,10 @@ def judge(paper: PaperValue, ours: Measured, null: float | None) -> tuple[str, t
     if lo is None and hi is None:  # a point reading without an interval
         lo = hi = ours.value
     span = paper.span
-    if span is None:  # the paper gives no number: only a direction can be read
-        if ours.value is not None and null is not None:
-            return ("DIRECTION_ONLY" if _side(lo, hi, null) != 0
-                    else "NOT_SUPPORTED_BY_THE_LOG"), ours.codes + ("NO_PAPER_NUMBER",)
-        return "DIRECTION_ONLY", ours.codes + ("NO_PAPER_NUMBER",)
+    if span is None:  # the paper gives no number: at most a direction, where one is shown
+        if null is not None and _side(lo, hi, null) != 0:
+            return "DIRECTION_ONLY", ours.codes + ("NO_PAPER_NUMBER",)
+        return "NOT_SUPPORTED_BY_THE_LOG", ours.codes + ("NO_PAPER_NUMBER",)
     overlap = _overlaps(lo, hi, *span)
     if null is None:
         return ("REPRODUCED", ours.codes) if overlap else ("NOT_REPRODUCED", ours.codes)
@@ -198,6 +197,8 @@ def judge(paper: PaperValue, ours: Measured, null: float | None) -> tuple[str, t
     if overlap:
         if paper_side == 0 or our_side == paper_side:
             return "REPRODUCED", ours.codes
+        if our_side == -paper_side:  # inside a paper interval that crosses the null, opposite
+            return "NOT_REPRODUCED", ours.codes
         return "NOT_SUPPORTED_BY_THE_LOG", ours.codes + ("INTERVAL_TOO_WIDE",)
     if paper_side != 0 and our_side == paper_side:
         return "DIRECTION_ONLY", ours.codes
@@ -247,6 +248,10 @@ def _codes(result: Mapping[str, Any], study: Mapping[str, Any] | None = None,
     return tuple(seen)
 
 
+#: ``check``'s findings are many (per run and cell): a row lists its critical ones only.
+CRITICAL = ("critical",)
+
+
 def _ci(c: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
     if not c:
         return None, None
@@ -279,6 +284,10 @@ def _collapse_r2(result: Mapping[str, Any], arg: str) -> Measured:
         return _absent(f"R² of ln T on the mediator at {arg}", result, s)
     return Measured(r2, None, None, f"R² of ln T on the mediator, {arg} (no interval)",
                     _codes(result, s))
+
+
+def _txt(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
 
 
 def _pair(x: Any) -> tuple[float | None, float | None]:
@@ -318,9 +327,10 @@ def _nu(result: Mapping[str, Any], arg: str) -> Measured:
         return _absent("ν", result, s)
     if pw.get("nu") is None and pw.get("nu_range"):
         lo, hi = _pair(pw["nu_range"])
-        return Measured(None, lo, hi,
-                        "ν not identified: its range as λ_c moves over where it may lie (the "
-                        "noise of the cell medians widens it further)", _codes(result, s))
+        return Measured(None, None, None,
+                        f"ν not identified: its point value runs over ({_txt(lo)}, {_txt(hi)}) "
+                        "as λ_c moves over where it may lie, before the noise of the cell "
+                        "medians: no interval", _codes(result, s) + ("NU_NOT_IDENTIFIED",))
     if pw.get("nu") is None:
         return _absent("ν", result, s)
     lo, hi = _ci(pw.get("nu_ci"))
@@ -350,21 +360,27 @@ def _regressed_at_max(result: Mapping[str, Any], arg: str) -> Measured:
 
 
 def _check_ordering(result: Mapping[str, Any], arg: str) -> Measured:
+    """The converged value's ordering across the axis: its Kendall τ bounds (both ends; the
+    point is their middle). A flat or unidentified ordering shows no direction."""
     studies = result.get("studies") or []
     if not studies:
-        return Measured(None, None, None, "no study", _codes(result) or ("NO_VALUE",))
+        return Measured(None, None, None, "no study", _codes(result, severities=CRITICAL) or ("NO_VALUE",))
     s = studies[0]
     for o in s.get("orderings") or []:
-        if o.get("quantity") == "floor":
-            if not o.get("identified"):
-                return Measured(None, None, None, "converged value's ordering across wd",
-                                tuple(x for x in (o.get("reason"), o.get("sub_reason")) if x))
-            lo, hi = o.get("tau_bounds") or (None, None)
-            return Measured(o.get("spearman"), lo, hi,
-                            f"Kendall τ bounds of the converged {s.get('metric')} across wd "
-                            f"({o.get('shape')})", (str(o.get("reason")),))
-    return Measured(None, None, None, "converged value's ordering across wd",
-                    _codes(result, s) or ("NO_VALUE",))
+        if o.get("quantity") != "floor":
+            continue
+        what = f"the converged {s.get('metric')}'s ordering across the axis"
+        if not o.get("identified") or o.get("shape") == "flat":
+            why = tuple(x for x in (o.get("reason"), o.get("sub_reason")) if x)
+            if o.get("identified"):
+                why = ("ORDERING_FLAT",)
+            return Measured(None, None, None, what, _codes(result, severities=CRITICAL) + why)
+        lo, hi = _pair(o.get("tau_bounds"))
+        mid = None if lo is None or hi is None else (lo + hi) / 2
+        return Measured(mid, lo, hi, f"{what}: Kendall τ bounds ({o.get('shape')})",
+                        _codes(result, severities=CRITICAL))
+    return Measured(None, None, None, "converged value's ordering across the axis",
+                    _codes(result, severities=CRITICAL) or ("NO_VALUE",))
 
 
 def _cells_passing(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -373,14 +389,18 @@ def _cells_passing(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _cell_range(result: Mapping[str, Any], key: str, what: str) -> Measured:
-    cells = _cells_passing(result)
-    vals = [float(c[key]) for c in cells if c.get(key) is not None]
-    if not vals:
-        return Measured(None, None, None, what, _codes(result) or ("NO_VALUE",))
-    bound = any(c.get("inflation_is_lower_bound") for c in cells) and key == "inflation"
-    return Measured(statistics.median(vals), min(vals), max(vals),
-                    f"{what}: median and range over {len(vals)} cell(s) that pass the gates"
-                    + (" (a lower bound in some)" if bound else ""), ())
+    cells = [c for c in _cells_passing(result) if c.get(key) is not None]
+    vals = [float(c[key]) for c in cells]
+    if len(vals) < 2:  # one cell is a value, not a range: no interval
+        return Measured(None, None, None,
+                        f"{what}: {len(vals)} cell(s) that pass the gates"
+                        + (f" ({vals[0]:.3g})" if vals else ""),
+                        _codes(result, severities=CRITICAL) + ("NO_INTERVAL",))
+    bound = key == "inflation" and any(c.get("inflation_is_lower_bound") for c in cells)
+    return Measured(statistics.median(vals), min(vals), None if bound else max(vals),
+                    f"{what}: median and range over {len(vals)} cells that pass the gates"
+                    + ("; a lower bound in some, so the range has no upper end" if bound
+                       else ""), ())
 
 
 def _inflation(result: Mapping[str, Any], arg: str) -> Measured:
@@ -399,7 +419,7 @@ def _frac_pre_difference(result: Mapping[str, Any], arg: str) -> Measured:
            if _truthy(r.get("cell")) is False and r.get("frac_pre") is not None]
     if not on or not off:
         return Measured(None, None, None, f"frac_pre with {arg} on − off",
-                        _codes(result) or ("NO_VALUE",))
+                        _codes(result, severities=CRITICAL) or ("NO_VALUE",))
     return Measured(statistics.median(on) - statistics.median(off), min(on) - max(off),
                     max(on) - min(off),
                     f"median frac_pre with {arg} − without ({len(on)} and {len(off)} runs); "
@@ -536,8 +556,7 @@ def measure(h: Headline, result: Mapping[str, Any] | None) -> Measured:
     if result is None:
         return Measured(None, None, None, "the audit was refused", ("AUDIT_REFUSED",))
     got = EXTRACTORS[name](result, arg)
-    if (not h.point_only and got.value is not None and got.low is None
-            and got.high is None):
+    if got.value is not None and got.low is None and got.high is None:
         # an estimate whose interval the audit could not give (too few resamples, a refused
         # bootstrap) is not compared as a point: the point is kept in the text only
         return Measured(None, None, None, f"{got.how}; point {got.value:.6g} without an "
@@ -728,11 +747,8 @@ def log_path(out_dir: Path, seed: str, config: str) -> Path:
     return out_dir / f"seed-{seed}" / (Path(config).stem + ".parquet")
 
 
-def _finished(log: Path) -> bool:
-    """A log ``train`` finished: it exists, has no checkpoint beside it, and its provenance
-    says complete."""
-    if not log.is_file() or Path(str(log) + ".ckpt").exists():
-        return False
+def _provenance(log: Path) -> dict[str, Any] | None:
+    """The provenance ``train`` wrote into a Parquet log (None: not such a log)."""
     import pyarrow.parquet as pq
 
     from .schema import PROVENANCE_KEY
@@ -740,9 +756,36 @@ def _finished(log: Path) -> bool:
     try:
         meta = pq.read_schema(log).metadata or {}
         prov = json.loads(meta.get(PROVENANCE_KEY, b"{}"))
-    except Exception:  # noqa: BLE001 - not a log train wrote: not finished
-        return False
-    return isinstance(prov, dict) and prov.get("complete") is True
+    except Exception:  # noqa: BLE001 - not a log train wrote
+        return None
+    return prov if isinstance(prov, dict) and prov.get("sweep") is not None else None
+
+
+def _sweep_name(config: str) -> str:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    path = config_path(config)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return str(data.get("name", path.stem))
+
+
+def _state(log: Path, config: str) -> str:
+    """What is at a log's path: ``absent``, ``finished`` (a complete log of this config's
+    sweep, no checkpoint beside it), ``partial`` (a checkpoint, or a partial log of this
+    sweep: ``--resume`` continues it) or ``foreign`` (anything else: never replaced)."""
+    ckpt = Path(str(log) + ".ckpt")
+    if not os.path.lexists(log):
+        return "partial" if ckpt.exists() else "absent"
+    prov = _provenance(log) if log.is_file() else None
+    if prov is None or prov.get("sweep") != _sweep_name(config):
+        return "foreign"
+    if prov.get("complete") is True and not ckpt.exists():
+        return "finished"
+    return "partial"
 
 
 def plan(designs: Sequence[SeedDesign], *, scale: str, out_dir: Path, resume: bool,
@@ -754,9 +797,13 @@ def plan(designs: Sequence[SeedDesign], *, scale: str, out_dir: Path, resume: bo
     (``WORK_WOULD_BE_LOST``) before anything trains."""
     from .reference_runs.estimate import estimate_sweep
 
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"--out {out_dir}: not a folder; name a folder for the trained logs",
-                          code=ErrorCode.OUTPUT_NOT_WRITABLE, option="--out")
+    for q in (out_dir, *out_dir.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise ConfigError(f"--out {out_dir}: {q} is not a folder; name a folder for "
+                                  "the trained logs", code=ErrorCode.OUTPUT_NOT_WRITABLE,
+                                  option="--out")
+            break
     entries = []
     per_seed: dict[str, float] = {}
     dev = device
@@ -767,12 +814,16 @@ def plan(designs: Sequence[SeedDesign], *, scale: str, out_dir: Path, resume: bo
         per_seed[d.seed] = 0.0
         for cfg in d.configs[scale]:
             log = log_path(out_dir, d.seed, cfg)
-            exists = log.exists() or Path(str(log) + ".ckpt").exists()
-            if exists and not resume:
+            state = _state(log, cfg)
+            if state == "foreign":
+                raise ConfigError(f"{log} exists and is not a log of {cfg}: it is never "
+                                  "replaced; move it, or choose another --out",
+                                  code=ErrorCode.WORK_WOULD_BE_LOST, option="--out")
+            if state != "absent" and not resume:
                 raise ConfigError(f"{log} already exists: pass --resume to reuse finished logs "
                                   "and continue interrupted ones, or choose another --out",
                                   code=ErrorCode.WORK_WOULD_BE_LOST, option="--resume")
-            done = _finished(log)
+            done = state == "finished"
             if not done:
                 est = estimate_sweep(config_path(cfg), device, threads)
                 dev = est.device

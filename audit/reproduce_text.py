@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from .reproduce import Measured, ReproduceResult, Row
+from .results import outward
 from .seeds import PaperValue
 from .text import safe
 
@@ -19,13 +20,15 @@ def number(x: float | None) -> str:
 
 
 def ours_text(m: Measured) -> str:
-    """Our value as printed: a point with its interval, an interval alone (``[a, b]``, an
-    unknown end as ``?``), or ``—`` when there is none."""
+    """Our value as printed: a point with its interval (its ends rounded outwards; an
+    unbounded end as ``-∞``/``∞``), an interval alone, or ``—`` when there is none."""
     if not m.defined:
         return "—"
     if m.low is None and m.high is None:
         return f"{number(m.value)} (no interval)"
-    span = f"[{number(m.low)}, {number(m.high)}]"
+    lo = "-∞" if m.low is None else outward(m.low, 3, down=True)
+    hi = "∞" if m.high is None else outward(m.high, 3, down=False)
+    span = f"[{lo}, {hi}]"  # rounded outwards: never narrower than computed
     return span if m.value is None else f"{number(m.value)} {span}"
 
 

@@ -56,7 +56,6 @@ class Headline:
     unit: str = ""
     scales: tuple[str, ...] = ("cpu", "paper")
     note: str = ""
-    point_only: bool = False  #: the quantity has no interval (an R²): compared as a point
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,8 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
                      "the grok delay is a function of the effective logit scale (R² of ln T "
                      "on the mediator)",
                      PaperValue("R² 0.97", 0.97),
-                     "dose", "collapse_r2:loss=ce,p=59", null=0.0, point_only=True,
-                     note="R² has no interval: at best DIRECTION_ONLY unless equal"),
+                     "dose", "collapse_r2:loss=ce,p=59", null=0.0,
+                     note="R² has no interval: printed, never compared as a point"),
         ),
         scale_note=(
             "The CPU design keeps the paper's model, optimizer, train fraction (0.40) and clamp "
@@ -141,7 +140,10 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
             Headline("001.lambda_c",
                      "the transition point of weight decay between memorization and grokking",
                      PaperValue("0.0158 [0.0109, 0.0200]", 0.0158, 0.0109, 0.0200),
-                     "transition", "lambda_c", null=None, unit="wd"),
+                     "transition", "lambda_c", null=None, unit="wd", scales=("paper",),
+                     note="where the transition falls depends on lr·wd, the budget and the "
+                          "model size: the CPU design cannot measure the paper's value "
+                          "(its λ_c is printed by the transition audit)"),
             Headline("001.nu",
                      "time to grok ∝ (λ − λc)^−ν",
                      PaperValue("0.757 [0.725, 0.799]", 0.757, 0.725, 0.799),
@@ -155,7 +157,7 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
                      "head cosine similarity tracks the phases (its converged value orders "
                      "with wd)",
                      PaperValue("tracks the phases (no number)"),
-                     "check", "check_ordering", null=None,
+                     "check", "check_ordering", null=0.0,
                      note="the paper gives no number: a monotone ordering across wd is read "
                           "as its direction"),
         ),
@@ -231,8 +233,7 @@ SEEDS: Mapping[str, SeedDesign] = MappingProxyType({d.seed: d for d in (
                      "onset", "grok_rate_step:wd=1", null=0.0, unit="share"),
             Headline("003.r2", "the law's R² (OLS on the grokked runs)",
                      PaperValue("R² 0.73", 0.73), "onset", "ols_r2", null=0.0,
-                     point_only=True,
-                     note="R² has no interval: at best DIRECTION_ONLY unless equal"),
+                     note="R² has no interval: printed, never compared as a point"),
         ),
         scale_note=(
             "The paper trains p 97 (H 128–512, D 0.3–0.97, lr 1e-3–3e-2, wd 0.1–3, up to "

@@ -71,8 +71,46 @@ def test_a_point_without_interval_never_reproduces_unless_equal() -> None:
 
 def test_a_paper_without_a_number_gives_at_most_a_direction() -> None:
     words = PaperValue("tracks the phases")
-    verdict, codes = judge(words, _m(0.8, 0.6, 1.0), None)
+    verdict, codes = judge(words, _m(0.8, 0.6, 1.0), 0.0)
     assert verdict == "DIRECTION_ONLY" and "NO_PAPER_NUMBER" in codes
+    # no direction shown (the interval holds the null), or no null to show one against
+    assert judge(words, _m(0.0, -0.6, 0.6), 0.0)[0] == "NOT_SUPPORTED_BY_THE_LOG"
+    assert judge(words, _m(None, -0.6, 0.6), 0.0)[0] == "NOT_SUPPORTED_BY_THE_LOG"
+    assert judge(words, _m(0.8, 0.6, 1.0), None)[0] == "NOT_SUPPORTED_BY_THE_LOG"
+
+
+def test_inside_a_paper_interval_that_crosses_the_null_but_on_the_other_side() -> None:
+    paper = PaperValue("0.2 [-0.1, 0.5]", 0.2, -0.1, 0.5)
+    assert judge(paper, _m(-0.1, -0.3, -0.05), 0.0)[0] == "NOT_REPRODUCED"
+
+
+def test_one_cell_is_no_range_and_a_lower_bound_has_no_upper_end() -> None:
+    h = next(h for h in SEEDS["002"].headlines if h.key == "002.inflation_mlp")
+    one = {"studies": [{"cells": [{"passes": True, "inflation": 1.2}]}], "findings": []}
+    got = measure(h, one)
+    assert not got.defined and "NO_INTERVAL" in got.codes
+    two = {"studies": [{"cells": [{"passes": True, "inflation": 1.5,
+                                   "inflation_is_lower_bound": True},
+                                  {"passes": True, "inflation": 1.6},
+                                  {"passes": False, "inflation": 9.0}]}], "findings": []}
+    got = measure(h, two)
+    assert (got.low, got.high) == (1.5, None)  # the gated cell is left out
+    assert judge(h.paper, got, h.null)[0] == "REPRODUCED"  # [1.5, ∞) meets 3–5×
+
+
+def test_a_flat_ordering_shows_no_direction() -> None:
+    h = next(h for h in SEEDS["001"].headlines if h.key == "001.head_cos")
+    flat = {"studies": [{"metric": "attn_head_cos", "orderings": [
+        {"quantity": "floor", "identified": True, "shape": "flat", "tau_bounds": [-0.2, -0.2],
+         "spearman": 0.0}]}], "findings": []}
+    got = measure(h, flat)
+    assert not got.defined and "ORDERING_FLAT" in got.codes
+    mono = {"studies": [{"metric": "attn_head_cos", "orderings": [
+        {"quantity": "floor", "identified": True, "shape": "monotone",
+         "tau_bounds": [-1.0, -0.6], "spearman": -0.9}]}], "findings": []}
+    got = measure(h, mono)
+    assert (got.value, got.low, got.high) == (-0.8, -1.0, -0.6)
+    assert judge(h.paper, got, h.null)[0] == "DIRECTION_ONLY"
 
 
 def test_a_range_paper_value_sets_its_direction_from_its_middle() -> None:
@@ -102,8 +140,8 @@ def test_an_estimate_without_its_interval_is_not_compared_as_a_point() -> None:
     r2 = next(h for h in SEEDS["003"].headlines if h.key == "003.r2")
     body = {"studies": [{"study": {}, "ols": {"fit": {"r2": 0.5, "n": 9}}, "findings": []}],
             "findings": []}
-    got = measure(r2, body)
-    assert got.value == 0.5 and "NO_INTERVAL" not in got.codes
+    got = measure(r2, body)  # an R² has no interval by nature: printed, never compared
+    assert not got.defined and "NO_INTERVAL" in got.codes and "0.5" in got.how
 
 
 def test_the_phase_boundary_is_the_rate_above_minus_below_with_a_wider_interval() -> None:

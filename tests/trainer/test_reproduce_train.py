@@ -92,6 +92,28 @@ def test_out_that_is_a_file_is_refused(tiny: Path) -> None:
     assert (tiny / "runs").read_text() == "my notes"
 
 
+def test_a_foreign_file_at_a_log_path_is_refused_before_any_training(tiny: Path) -> None:
+    """Even with --resume: a file that is not a log of the design's sweep (a copy of another
+    log, notes) is never reused as ours, nor handed to train to refuse half-way."""
+    import shutil
+
+    from grokaudit.reproduce import bundled_path
+
+    log = tiny / "runs" / "seed-tiny" / "tiny.parquet"
+    log.parent.mkdir(parents=True)
+    shutil.copy(bundled_path("seeds/s003_cpu_h64.parquet"), log)
+    stamp = log.stat().st_mtime_ns
+    code, out = _run("--out", "runs", "--threads", "1", "--resume")
+    assert code == 2 and "[WORK_WOULD_BE_LOST]" in out
+    assert log.stat().st_mtime_ns == stamp and not list(log.parent.glob("*.ckpt"))
+
+
+def test_a_nan_budget_is_refused(tiny: Path) -> None:
+    code, out = _run("--out", "runs", "--budget-hours", "nan")
+    assert code == 2 and "[OPTION_OUT_OF_RANGE]" in out
+    assert not (tiny / "runs").exists()
+
+
 def test_every_seed_config_loads() -> None:
     from grokaudit.reference_runs.sweep import expand, load_sweep
     from grokaudit.seeds import SEEDS
