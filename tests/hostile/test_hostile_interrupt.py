@@ -212,6 +212,7 @@ def test_an_interruption_as_the_temporary_file_is_made_leaves_none(
 
             save_checkpoint(out / "sweep.ckpt", "id", {}, None)
         else:
+            pytest.importorskip("torch", reason="the trainer's manifest needs the [train] extra")
             from grokaudit.reference_runs.manifest import write_manifest
 
             write_manifest(out / "MANIFEST.toml", command="grokaudit train", sweep_file="s.toml",

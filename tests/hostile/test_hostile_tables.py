@@ -4,6 +4,7 @@ changed."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -160,11 +161,14 @@ def test_input_is_a_fifo(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt, codes", [
-    ("tensorboard", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE, E.CORRUPT_RECORD)),
+    # without the reader's extra, MISSING_EXTRA is the answer (and as good a refusal)
+    ("tensorboard", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE, E.CORRUPT_RECORD)
+     if importlib.util.find_spec("tensorboard") else (E.MISSING_EXTRA,)),
     ("no-such-format", (E.UNKNOWN_FORMAT,)),
     ("npz", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE)),
     ("mlflow-sqlite", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE)),
-    ("wandb-offline", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE)),
+    ("wandb-offline", (E.FORMAT_MISMATCH, E.FILE_UNREADABLE)
+     if importlib.util.find_spec("wandb") else (E.MISSING_EXTRA,)),
 ])
 def test_wrong_format_named(tmp_path: Path, fmt: str, codes: tuple) -> None:
     p = write_parquet(sweep_df(), tmp_path / "l.parquet")
