@@ -1119,13 +1119,11 @@ def reproduce(seeds: tuple[str, ...], scale: str, from_bundled: bool, out_dir: s
         from .errors import MissingExtraError
 
         try:
-            import torch  # noqa: F401
+            import torch
         except ImportError:
             raise MissingExtraError("reproduce trains with the bundled trainer, which needs "
                                     "torch: pip install 'grokaudit[train]' (or re-audit the "
                                     "bundled logs with --from-bundled)") from None
-        import torch
-
         if device == "cuda" and engine == "process" and not torch.cuda.is_available():
             raise ConfigError("--device cuda: no CUDA device is visible; use --device cpu or "
                               "auto", code=ErrorCode.INVALID_OPTION, option="--device")

@@ -22,11 +22,11 @@ exactly. (This module never imports the CLI: the runners are passed in.) Each he
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
 import statistics
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,11 @@ from typing import Any
 from .errors import ConfigError, ErrorCode, GrokauditError
 from .results import Finding, Result
 from .seeds import LOGS, SEEDS, Headline, PaperValue, SeedDesign
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 VERDICTS = ("REPRODUCED", "DIRECTION_ONLY", "NOT_REPRODUCED", "NOT_SUPPORTED_BY_THE_LOG")
 SCHEMA = "grokaudit.reproduce/1"
@@ -592,23 +597,20 @@ def command_text(argv: Sequence[str]) -> str:
     return "grokaudit " + " ".join(shlex.quote(a) for a in argv)
 
 
+def _toml(path: Path) -> dict[str, Any]:
+    """A TOML file's table (its errors raised: ``OSError``, ``ValueError``)."""
+    data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
 def _manifest(log: str) -> Mapping[str, Any]:
     """The MANIFEST ``grokaudit train`` wrote beside ``log`` ({} when there is none)."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
     if not str(log).endswith(".parquet"):
         return {}
     try:
-        data: dict[str, Any] = tomllib.loads(Path(str(log)[: -len(".parquet")] + ".MANIFEST.toml")
-                            .read_text(encoding="utf-8"))
+        return _toml(Path(str(log)[: -len(".parquet")] + ".MANIFEST.toml"))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
-    return data
 
 
 def _manifest_wall(logs: Sequence[str]) -> float | None:
@@ -645,10 +647,10 @@ def audit_seed(design: SeedDesign, logs: Sequence[str], run: AuditRunner, *, sca
             ours = Measured(None, None, None, h.note or f"not in the {scale}-scale design",
                             ("NOT_IN_DESIGN",))
         else:
-            ours = measure(h, results[h.audit])
-            if results[h.audit] is None:
-                ours = Measured(None, None, None, lines[h.audit] or "the audit was refused",
-                                ("AUDIT_REFUSED",))
+            got = results[h.audit]
+            ours = (measure(h, got) if got is not None else
+                    Measured(None, None, None, lines[h.audit] or "the audit was refused",
+                             ("AUDIT_REFUSED",)))
         verdict, reasons = judge(h.paper, ours, h.null)
         rows.append(Row(design.seed, h.key, h.claim, h.paper, ours, verdict, reasons,
                         commands[h.audit], h.null, h.unit, h.note))
@@ -751,26 +753,18 @@ def _provenance(log: Path) -> dict[str, Any] | None:
     """The provenance ``train`` wrote into a Parquet log (None: not such a log)."""
     import pyarrow.parquet as pq
 
-    from .schema import PROVENANCE_KEY
+    from .shards import provenance_of
 
     try:
-        meta = pq.read_schema(log).metadata or {}
-        prov = json.loads(meta.get(PROVENANCE_KEY, b"{}"))
-    except Exception:  # noqa: BLE001 - not a log train wrote
+        prov = provenance_of(pq.read_schema(log), str(log))
+    except Exception:  # noqa: BLE001 - unreadable or malformed: not a log train wrote
         return None
-    return prov if isinstance(prov, dict) and prov.get("sweep") is not None else None
+    return prov if prov.get("sweep") is not None else None
 
 
 def _sweep_name(config: str) -> str:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     path = config_path(config)
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return str(data.get("name", path.stem))
+    return str(_toml(path).get("name", path.stem))
 
 
 def _state(log: Path, config: str) -> str:

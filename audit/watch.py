@@ -350,9 +350,10 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
                                    ErrorCode.FORMAT_MISMATCH)
             if once:
                 raise _named(exc, w.paths) from None
-            gone = [p for p in w.paths if not os.path.lexists(p)
-                    and not os.path.isdir(os.path.dirname(os.path.abspath(p)))]
-            if exc.code == ErrorCode.FILE_NOT_FOUND and gone and polls == 1:
+            gone = ([p for p in w.paths if not os.path.lexists(p)
+                     and not os.path.isdir(os.path.dirname(os.path.abspath(p)))]
+                    if exc.code == ErrorCode.FILE_NOT_FOUND and polls == 1 else [])
+            if gone:
                 # neither the path nor its folder exists: a typo, not a log yet to be made
                 raise LogFormatError("neither it nor its folder exists; check the path (a "
                                      "log not yet written is waited for when its folder "
