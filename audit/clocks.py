@@ -748,6 +748,12 @@ class MetricClocks:
     inflation_lower_bound: np.ndarray  #: bool: floor not stable, inflation is only a bound
     transient: np.ndarray  #: bool
     converged: np.ndarray  #: bool
+    #: the logged step after the smoothed metric's last exit from the floor band ``F ± δ``
+    #: (the ``settle`` rule's step), for every run with a floor, whatever its compression
+    #: status, rule or stability: the step since which the metric has sat on its floor in
+    #: this log (NaN: no floor, or it ends outside the band). The live audit's stop rule
+    #: reads it; no verdict does
+    settled_at: np.ndarray
 
     @functools.cached_property
     def tc_censored(self) -> np.ndarray:
@@ -901,6 +907,7 @@ class _Rule(NamedTuple):
 
 
 class _Compress(NamedTuple):
+    settled_at: np.ndarray  #: the settle rule's step (NaN: never in the band to stay)
     t_compress: Event
     tc_status: np.ndarray
     ok: np.ndarray
@@ -1109,7 +1116,8 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
     """t_compress by the configured rule, its status (a missing floor, grok or compression,
     an unstable floor…) and its interval; the metric there."""
     V, S, n = P.values, P.steps, P.counts
-    rule = _settle_rule(P, sm, w) if cfg.rule == "settle" else _crossing_rule(P, g, w, cfg)
+    settle = _settle_rule(P, sm, w)
+    rule = settle if cfg.rule == "settle" else _crossing_rule(P, g, w, cfg)
     k, tc_val, tc_lower = rule.k, rule.tc_val, rule.tc_lower
     tc_status = rule.tc_status
     if cfg.stability_check:
@@ -1158,7 +1166,8 @@ def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok,
     m_compress = np.where(ok, _take(V, k), np.nan)
     if last_step_time:
         m_compress = np.where(censored_tc & (n > 0), _take(V, n - 1), m_compress)
-    return _Compress(t_compress, tc_status, ok, censored_tc, m_compress, left)
+    settled_at = np.where(w.has_floor, settle.tc_val, np.nan)
+    return _Compress(settled_at, t_compress, tc_status, ok, censored_tc, m_compress, left)
 
 
 def _rebound(sm: np.ndarray, w: _Window, pk: _Peak) -> tuple[np.ndarray, np.ndarray]:
@@ -1361,7 +1370,7 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         lag=lg.lag, rel_lag_low=lg.rel_low, rel_lag_high=lg.rel_high, before_grok=lg.before,
         concurrent=lg.concurrent, frac_pre=snap.frac_pre, inflation=snap.inflation,
         inflation_lower_bound=snap.inflation_lb, transient=snap.transient,
-        converged=snap.converged,
+        converged=snap.converged, settled_at=c.settled_at,
     )
 
 

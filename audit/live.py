@@ -36,12 +36,13 @@ from .values import metric_value, step_value
 #: A logged value as float64, or its refusal (the one reading of RunLogger and LiveRun).
 real_value = metric_value
 
-#: How far past the step S0 from which its numbers held a run must go, as a share of S0, before
-#: ``stop_when="settled"`` stops it: 3, the horizon grown fourfold changed nothing. On the
-#: bundled sweeps smaller margins stopped runs whose floors later moved again (a second
-#: compression), which changed t_compress, censored runs or changed the clock verdict
-#: (``benchmarks/live_stop.py``, the table in ``docs/live.md``).
-DEFAULT_MARGIN = 3.0
+#: How far past the step S0 from which its numbers hold a run must go, as a share of S0, before
+#: ``stop_when="settled"`` stops it: the run stops at ``(1 + margin) × S0``. S0 is read from
+#: the log itself (:attr:`LiveState.defined_from`: the grok, and the step since which each
+#: metric has sat in its floor band), so the decision at a step is the same however often the
+#: state is computed. The value is the one measured on long runs (``benchmarks/live_stop.py``,
+#: the table in ``docs/live.md``).
+DEFAULT_MARGIN = 1.0
 
 
 class Missing(str, Enum):
@@ -103,9 +104,14 @@ class MetricState:
     compression: str  #: ``compressed``, ``none``, ``unknown`` or ``n/a``
     t_compress: Interval | None
     run: RunResult | None  #: the audit's own per-run result (None before it can be computed)
+    #: the step since which the metric has sat in its floor band F ± δ in this log (the first
+    #: logged step after the smoothed metric last left it), whether it compressed or not; None
+    #: without a floor or when it ends outside the band
+    settled_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "settled": self.settled, "floor": number(self.floor),
+                "settled_at": number(self.settled_at),
                 "floor_stability": self.floor_stability,
                 "slope_per_1000": number(self.slope_per_1000),
                 "slope_interval": [number(v) for v in self.slope_interval],
@@ -125,15 +131,31 @@ class LiveState:
     t_grok: Interval | None
     metrics: tuple[MetricState, ...]
     missing: tuple[Gap, ...]  #: empty when every number is defined
-    #: the first step from which the numbers have been defined in every state computed since
-    #: (None while they are not)
+    #: S0: the step from which the numbers are what they are now, read from the log itself —
+    #: the latest of t_grok (its upper end) and each metric's :attr:`MetricState.settled_at`
+    #: (None while they are not defined). A function of the rows up to :attr:`step`, so the
+    #: same however often the state is computed
     defined_from: float | None = None
+    #: the step at which ``stop_when="settled"`` stops the run: ``(1 + margin) × S0`` (None
+    #: while the numbers are not defined)
+    stop_at: float | None = None
+    #: while not defined: the earliest step the run can stop at, ``(1 + margin) × t_grok``
+    #: once it has grokked and held it (S0 is never before the grok); else None
+    stop_not_before: float | None = None
 
     @property
     def defined(self) -> bool:
         """Grokked and sustained, and every metric settled: the run's clocks, floor and
         snapshot are numbers, not bounds."""
         return not self.missing and bool(self.metrics)
+
+    @property
+    def settled(self) -> bool:
+        """Defined, and the run has gone past its stop step: what ``stop_when="settled"``
+        stops on (:meth:`LiveRun.should_stop`)."""
+        return (self.defined and self.step is not None and self.stop_at is not None
+                and self.defined_from is not None and self.step >= self.stop_at
+                and self.step > self.defined_from)
 
     @property
     def t_compress_upper(self) -> float | None:
@@ -147,6 +169,8 @@ class LiveState:
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "step": number(self.step), "n_points": self.n_points,
                 "defined": self.defined, "defined_from": number(self.defined_from),
+                "settled": self.settled, "stop_at": number(self.stop_at),
+                "stop_not_before": number(self.stop_not_before),
                 "grokked": self.grokked, "grok_sustained": self.grok_sustained,
                 "t_grok": self.t_grok.to_dict() if self.t_grok else None,
                 "metrics": [m.to_dict() for m in self.metrics],
@@ -164,6 +188,43 @@ class LiveState:
             return f"{head}: defined since {since} (t_grok {tg}; t_compress {tcs})"
         return f"{head}: not defined: " + "; ".join(g.message for g in self.missing)
 
+    def line(self) -> str:
+        """The state in one short line, as a training loop prints it at an evaluation:
+        grokked?, each metric compressed? and its floor stable?, and when the run will stop —
+        ``run r1 @ 4000 · grokked 1550 · emb_erank compressing, floor moving · stops ≥ 3100``
+        or ``… · defined since 5200 · stops at 10400`` (``stop_when="settled"``)."""
+        parts = [f"run {self.run} @ {format_number(self.step)}"]
+        if self.grokked and self.t_grok is not None:
+            parts.append(f"grokked {self.t_grok.format()}" + (
+                "" if self.grok_sustained else " (fell back)"))
+        else:
+            codes = {g.code for g in self.missing}
+            parts.append("no accuracy yet" if codes & {Missing.NO_ACCURACY,
+                                                         Missing.TOO_FEW_POINTS}
+                         else "not grokked")
+        for m in self.metrics:
+            comp = {"compressed": (f"compressed {m.t_compress.format()}"
+                                   if m.t_compress is not None and not m.t_compress.censored
+                                   else "compressing"),
+                    "none": "no compression", "unknown": "compression unknown"}.get(
+                m.compression, "n/a")
+            floor = {"stable": "floor stable", "unstable": "floor moving",
+                     "indeterminate": "floor noisy", "unchecked": "floor unchecked"}.get(
+                m.floor_stability, "no floor")
+            parts.append(f"{m.metric} {comp}, {floor}")
+        if self.defined:
+            parts.append(f"defined since {format_number(self.defined_from)}")
+            parts.append("settled: stop" if self.settled
+                         else f"stops at {format_number(self.stop_at)}")
+        else:
+            gaps = sorted({g.code.value for g in self.missing
+                           if g.code not in (Missing.NOT_GROKKED, Missing.NO_ACCURACY)})
+            if gaps:
+                parts.append("waiting: " + ", ".join(gaps))
+            parts.append(f"stops ≥ {format_number(self.stop_not_before)}"
+                         if self.stop_not_before is not None else "stop step unknown")
+        return " · ".join(parts)
+
 
 class LiveRun:
     """The live audit of one run (see the module's docstring).
@@ -174,10 +235,12 @@ class LiveRun:
     """
 
     def __init__(self, run: str = "run", *, metrics: Sequence[str] | None = None,
-                 config: AuditConfig | None = None, **options: Any) -> None:
+                 config: AuditConfig | None = None, margin: float = DEFAULT_MARGIN,
+                 **options: Any) -> None:
         from .api import _config
 
         self.run = str(run)
+        self.margin = checked_margin(margin)
         self.config = _config(config, options)
         for field_, value, why in (
                 ("grok_relative", "off", "reads the grok threshold against the best run of "
@@ -205,9 +268,6 @@ class LiveRun:
         self._frame: pd.DataFrame | None = None
         self._rows: dict[float, dict[str, float]] = {}
         self._last: float | None = None
-        #: the state the numbers have held since: (step, clocks, floors, bands)
-        self._anchor: tuple[float, tuple[Any, ...], tuple[float, ...], tuple[float, ...]] | None
-        self._anchor = None
 
     # -- feeding ---------------------------------------------------------------------------
     def log(self, step: float, **values: Any) -> None:
@@ -347,42 +407,22 @@ class LiveRun:
 
     # -- answering -------------------------------------------------------------------------
     def state(self) -> LiveState:
-        """The audit of the rows so far (see the module's docstring), with ``defined_from``:
-        the step since which its numbers have been defined *and unchanged* in every state
-        computed: the same t_grok, the same kind of compression, each floor within the band
-        (±δ) it had then, and each t_compress still read before that step. A floor that moves
-        out of its band (the representation compressed further) starts the count again."""
-        st = self._state()
-        if not st.defined or st.step is None:
-            self._anchor = None
-            return st
-        clocks = (_key(st.t_grok), *((m.metric, m.compression) for m in st.metrics))
-        floors = tuple(math.nan if m.floor is None else m.floor for m in st.metrics)
-        bands = tuple(math.nan if m.run is None or m.run.delta is None else m.run.delta
-                      for m in st.metrics)
-        a = self._anchor
-        if a is None or a[1] != clocks or not all(
-                abs(f - f0) <= d0 for f, f0, d0 in zip(floors, a[2], a[3])) or any(
-                m.t_compress is not None and m.t_compress.upper_or_inf > a[0]
-                for m in st.metrics):
-            self._anchor = a = (st.step, clocks, floors, bands)
-        return _with(st, defined_from=a[0])
+        """The audit of the rows so far (see the module's docstring), with ``defined_from``
+        (S0), ``stop_at`` and ``stop_not_before``: each a function of the rows up to the last
+        step, never of the states computed before (a callback evaluating every 50 steps,
+        ``grokaudit watch`` polling a folder and ``watch --once`` of the finished folder say
+        the same of the same rows)."""
+        return _stop_steps(self._state(), self.margin)
 
-    def should_stop(self, margin: float = DEFAULT_MARGIN) -> bool:
-        """Stop now (``stop_when="settled"``): the numbers are defined and have held from step
-        S0 (``defined_from``) to at least ``(1 + margin) × S0`` — the horizon grown by
-        ``margin`` moved no floor out of its band and no t_compress past S0. A log stopped here is audited with every
-        t_compress uncensored, and with the numbers the run held over that whole stretch."""
-        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating,
-                                                               np.integer)) \
-                or margin < 0 or not math.isfinite(margin):
-            raise ConfigError(f"margin {margin!r}: give a non-negative number (default "
-                              f"{DEFAULT_MARGIN})", code=ErrorCode.OPTION_OUT_OF_RANGE,
-                              option="margin")
-        st = self.state()
-        if st.defined_from is None or st.step is None:
-            return False
-        return st.step >= (1.0 + margin) * st.defined_from and st.step > st.defined_from
+    def should_stop(self, margin: float | None = None) -> bool:
+        """Stop now (``stop_when="settled"``): the numbers are defined and the run has gone
+        from S0 (``defined_from``: its grok, and the step since which each metric has sat in
+        its floor band) to at least ``(1 + margin) × S0`` — every metric held on its floor
+        over that whole stretch, and the final window shows the floor stable. ``margin``:
+        None for the run's own (default :data:`DEFAULT_MARGIN`). A log stopped here is
+        audited with every t_compress uncensored."""
+        m = self.margin if margin is None else checked_margin(margin)
+        return _stop_steps(self._state(), m).settled
 
     def budget_warning(self, budget: float) -> str | None:
         """A warning when the run is not defined and its last floor window (the final
@@ -622,13 +662,45 @@ def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
     settled = floor_ok and (r.compression == "none" or (
         r.compression == "compressed" and tc is not None and not tc.censored
         and not tc.left_censored))
+    at = float(mc.settled_at[0])
     state = MetricState(m, settled, r.floor, r.floor_stability, slope, (lo, hi), (w2, last),
-                        r.compression, tc, r)
+                        r.compression, tc, r, None if math.isnan(at) else at)
     return state, gaps
 
 
-def _key(iv: Interval | None) -> tuple[Any, ...] | None:
-    return None if iv is None else (iv.value, iv.lower, iv.upper, iv.censored)
+def checked_margin(margin: Any) -> float:
+    """``margin`` as a float, or refused (``OPTION_OUT_OF_RANGE``): a non-negative number."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating,
+                                                           np.integer)) \
+            or margin < 0 or not math.isfinite(margin):
+        raise ConfigError(f"margin {margin!r}: give a non-negative number (default "
+                          f"{DEFAULT_MARGIN:g})", code=ErrorCode.OPTION_OUT_OF_RANGE,
+                          option="margin")
+    return float(margin)
+
+
+def _stop_steps(st: LiveState, margin: float) -> LiveState:
+    """``st`` with S0 and its stop steps: S0 the latest of t_grok's upper end and each
+    metric's ``settled_at`` when the numbers are defined; the run stops at
+    ``(1 + margin) × S0``."""
+    if st.defined and st.t_grok is not None and st.t_grok.upper is not None:
+        # a metric not in its band at the last step has sat on its floor since no step yet
+        ends: list[float] = [st.t_grok.upper]
+        for m in st.metrics:
+            at = m.settled_at if m.settled_at is not None else st.step
+            if at is not None:
+                ends.append(at)
+        # a compressed metric's t_compress is its settle step under the default rule; under
+        # the crossing rule it may come later: S0 is never before a clock
+        ends += [m.t_compress.upper for m in st.metrics if m.t_compress is not None
+                 and m.t_compress.upper is not None and not m.t_compress.censored]
+        s0 = max(ends)
+        return _with(st, defined_from=s0, stop_at=(1.0 + margin) * s0, stop_not_before=None)
+    low = None
+    if st.grokked and st.grok_sustained and st.t_grok is not None \
+            and st.t_grok.upper is not None:
+        low = (1.0 + margin) * st.t_grok.upper
+    return _with(st, defined_from=None, stop_at=None, stop_not_before=low)
 
 
 def _signed(x: float | None) -> str:

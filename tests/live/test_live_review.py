@@ -109,9 +109,14 @@ def test_rows_are_refused_or_taken_at_log_never_later() -> None:
         assert exc.value.code is ErrorCode.BAD_COLUMN_TYPE, bad
     live.log(5100.0, emb_erank=np.float32(3.0))  # a whole float step and a numpy scalar
     live.state()  # still answers
-    for bad in ("3", None, float("nan")):
-        with pytest.raises(ConfigError):
+    for bad in ("3", float("nan"), -1, True):
+        with pytest.raises(ConfigError) as cexc:
             live.should_stop(bad)
+        assert cexc.value.code is ErrorCode.OPTION_OUT_OF_RANGE, bad
+    for bad in ("3", float("inf"), -0.5):
+        with pytest.raises(ConfigError) as cexc:
+            LiveRun("r", margin=bad)
+        assert cexc.value.code is ErrorCode.OPTION_OUT_OF_RANGE, bad
     for budget in (float("nan"), -5, 0):
         with pytest.raises(ConfigError):
             live.budget_warning(budget)
@@ -208,7 +213,7 @@ def test_a_path_not_there_yet_is_waited_for_with_a_note(tmp_path: Path) -> None:
 def test_ctrl_c_exits_130_with_the_summary(tmp_path: Path) -> None:
     p = _csv(tmp_path / "log.csv")
     proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(p), "--interval",
-                             "0.2", "--jsonl", "--metric", "emb_erank"],
+                             "0.2", "--jsonl", "--metric", "emb_erank", "--margin", "100"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
     try:

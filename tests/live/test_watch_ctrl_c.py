@@ -126,7 +126,8 @@ elif mode == "csv-read":  # who holds SIGINT while the CSV is read (pyarrow can 
         return table
 
     schema.pacsv.read_csv = read_csv
-main(["watch", log, "--interval", "0.05", "--idle", "20", "--jsonl", "--metric", "emb_erank"])
+main(["watch", log, "--interval", "0.05", "--idle", "20", "--jsonl", "--metric", "emb_erank",
+      "--margin", "100"])  # a run that is never settled: the watch goes on
 '''
 
 
@@ -194,7 +195,7 @@ def test_watch_piped_to_a_reader_that_left_exits_130_on_ctrl_c(tmp_path: Path) -
 
     proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(_log(tmp_path)),
                              "--interval", "0.2", "--idle", "60", "--jsonl", "--metric",
-                             "emb_erank"],
+                             "emb_erank", "--margin", "100"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=as_from_a_terminal)
     try:
@@ -220,7 +221,7 @@ def test_a_watch_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -
 
     proc = subprocess.Popen([sys.executable, "-m", "grokaudit", "watch", str(_log(tmp_path)),
                              "--interval", "0.2", "--idle", "60", "--jsonl", "--metric",
-                             "emb_erank"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "emb_erank", "--margin", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         assert proc.stdout is not None and proc.stdout.readline()  # the watch is under way
