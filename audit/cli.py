@@ -790,8 +790,9 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 @audit_options
 @click.option("--margin", type=click.FloatRange(min=0), default=None, show_default=False,
               callback=_finite,
-              help="a run is settled when its numbers have held from step S0 to (1 + MARGIN) "
-                   "× S0 [default 3: the horizon grown fourfold changed nothing]")
+              help="a run is settled when its numbers are defined and it has gone from S0 "
+                   "(its grok and each metric's floor band held since) to (1 + MARGIN) × S0 "
+                   "[default 1: measured on long runs, docs/live.md]")
 @click.option("--interval", type=click.FloatRange(min=0.05, max=86400), default=5.0,
               show_default=True, callback=_finite, help="seconds between reads of PATH")
 @click.option("--idle", type=click.FloatRange(min=0), default=600.0, show_default=True,
@@ -875,7 +876,7 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
             w = seen[0] if seen else None
         # a Ctrl-C whose exception was swallowed in the last poll, or pressed after it
         ended = ended or ("interrupted" if ctrl_c.pressed else "")
-        bad = _watch_summary(w, jsonl, ended, head())
+        bad = _watch_summary(w, jsonl, ended, head(), once=once)
         sys.exit({"terminated": 143, "hung up": 129, "interrupted": 130}.get(
             ended, 1 if bad else 0))
 
@@ -903,7 +904,8 @@ def _watch_header(cfg: Any, paths: Sequence[str], params: Mapping[str, Any],
     return text
 
 
-def _watch_summary(w: Any, jsonl: bool, ended: str, head: str = "") -> list[str]:
+def _watch_summary(w: Any, jsonl: bool, ended: str, head: str = "", once: bool = False
+                   ) -> list[str]:
     """Print the summary of what ``w`` saw (the runs, the watched paths that went, how the
     watch ended) after ``head`` (the trail, when no line came before); returns the runs
     stopped with numbers not defined."""
@@ -925,7 +927,9 @@ def _watch_summary(w: Any, jsonl: bool, ended: str, head: str = "") -> list[str]
                        f"{summary['stopped_defined']} stopped with numbers defined, "
                        f"{len(bad)} stopped with numbers not defined"
                        + (f" ({', '.join(safe(b) for b in bad[:5])})" if bad else "")
-                       + f", {summary['running']} still running"
+                       + (f", {summary['running']} not settled (read once: whether they "
+                          "still run is not known)" if once and summary["running"] else
+                          "" if once else f", {summary['running']} still running")
                        + (f"; went: {', '.join(safe(g) for g in gone)}" if gone else "")
                        + (f" ({ended})" if ended else ""))
     except OSError:

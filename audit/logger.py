@@ -387,11 +387,10 @@ class RunLogger:
 
     def should_stop(self, margin: float | None = None) -> bool:
         """True once the run's numbers are defined and have held over ``margin``
-        (:meth:`grokaudit.live.LiveRun.should_stop`): the plain loop's ``stop_when="settled"``.
-        """
-        from .live import DEFAULT_MARGIN
-
-        return bool(self._live().should_stop(DEFAULT_MARGIN if margin is None else margin))
+        (:meth:`grokaudit.live.LiveRun.should_stop`; None: the live audit's own, set with
+        ``live={"margin": …}``, default :data:`grokaudit.live.DEFAULT_MARGIN`): the plain
+        loop's ``stop_when="settled"``."""
+        return bool(self._live().should_stop(margin))
 
     def budget_warning(self, budget: float) -> str | None:
         """A warning when the run's last floor window before ``budget`` has begun and its numbers

@@ -116,7 +116,7 @@ class Watcher:
             read.add(rid)
             live = self.runs.get(rid)
             if live is None:
-                live = self.runs[rid] = LiveRun(rid, config=self.config)
+                live = self.runs[rid] = LiveRun(rid, config=self.config, margin=self.margin)
                 self._grew[rid] = now
             rows = g[["step", *num]].sort_values("step", kind="stable")
             self._shrunk(rid, rows)
@@ -132,7 +132,7 @@ class Watcher:
             if not grew and old is not None and not self._idle(rid, now, closed):
                 continue
             st = live.state()
-            settled = live.should_stop(self.margin) if st.defined else False
+            settled = st.settled
             why = "closed" if closed is not None and rid in closed else (
                 "idle" if now - self._grew[rid] >= self.idle else None)
             rw = RunWatch(st, settled, why is not None and not settled, why if not settled

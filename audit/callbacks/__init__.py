@@ -107,8 +107,20 @@ class LiveAudit:
                  stop_when: str | None = None, margin: float = DEFAULT_MARGIN,
                  budget: int | None = None, test_acc: str | None = None,
                  train_acc: str | None = None, run: str | None = None, config: AuditConfig | None = None,
-                 **options: Any) -> None:
+                 verbose: bool = True, verbose_every: float = 60.0, **options: Any) -> None:
         self.params = _check_params(params)
+        if not isinstance(verbose, bool):
+            raise ConfigError(f"verbose={verbose!r}: give True (print the state in one line "
+                              "when it changes) or False", code=ErrorCode.INVALID_OPTION,
+                              option="verbose")
+        if isinstance(verbose_every, bool) or not isinstance(verbose_every, (int, float)) \
+                or not (math.isfinite(verbose_every) and verbose_every >= 0):
+            raise ConfigError(f"verbose_every={verbose_every!r}: give the seconds between two "
+                              "lines of an unchanged state (a number ≥ 0)",
+                              code=ErrorCode.OPTION_OUT_OF_RANGE, option="verbose_every")
+        self.verbose = verbose
+        self.verbose_every = float(verbose_every)
+        self._said: tuple[Any, float] | None = None  # (what the last line said, when)
         self.metric_names = _check_metrics(metrics)
         if stop_when not in STOP_WHEN:
             raise ConfigError(f"stop_when={stop_when!r}: give None (never stop) or 'settled' "
@@ -148,7 +160,29 @@ class LiveAudit:
         self.failures: list[tuple[int | None, str, str]] = []
 
     def _new_live(self, run: str) -> LiveRun:
-        return LiveRun(run, metrics=list(self.columns), config=self._config, **self._options)
+        return LiveRun(run, metrics=list(self.columns), config=self._config,
+                       margin=self.margin, **self._options)
+
+    def line(self, now: float | None = None) -> str | None:
+        """The state in one line (:meth:`grokaudit.live.LiveState.line`) when it is to be
+        printed: ``verbose``, and what it says (grokked, each metric's compression and floor,
+        defined, settled, what is missing) changed since the last line, or ``verbose_every``
+        seconds passed; else None."""
+        st = self.state
+        if not self.verbose or st is None:
+            return None
+        import time
+
+        t = time.monotonic() if now is None else now
+        key = (st.grokked, st.grok_sustained, st.defined, st.settled,
+               tuple((m.metric, m.compression, m.floor_stability,
+                      m.t_compress is not None and m.t_compress.censored)
+                     for m in st.metrics), tuple(sorted({g.code.value for g in st.missing})))
+        if self._said is not None and self._said[0] == key \
+                and t - self._said[1] < self.verbose_every:
+            return None
+        self._said = (key, t)
+        return f"grokaudit: {st.line()}"
 
     # -- the model -------------------------------------------------------------------------
     def check_model(self, model: Any) -> None:
@@ -235,6 +269,7 @@ class LiveAudit:
         self.stopped_at = None
         self._counts.clear()
         self._warned.clear()
+        self._said = None
         self._last_step = None
         self._history = []
         self.failures = []

@@ -54,7 +54,9 @@ class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyp
     ``train_acc``: the names in ``trainer.callback_metrics`` to read as the accuracies (default:
     chosen as ``grokaudit check`` chooses among the logged names: ``val_acc``, ``train_acc``…).
     ``run``: the run's name in messages (default: the logger's name and version). Other keyword
-    options are the audit's (``grok_threshold=0.95``), as for ``grokaudit check``.
+    options are the audit's (``grok_threshold=0.95``), as for ``grokaudit check``, and
+    ``verbose`` (default True: the state in one line, through ``rank_zero_info``, when it
+    changes and at most every ``verbose_every`` seconds, 60, otherwise; False: silent).
     """
 
     def __init__(self, params: Mapping[str, str], *, metrics: Iterable[str] = DEFAULT_METRICS,
@@ -107,6 +109,11 @@ class GrokauditCallback(LiveAccess, pl.Callback):  # type: ignore[misc]  # untyp
         # every process stops when one says so (each audits the same replicated weights); the
         # collective is reached on every process whatever the audit did
         stop = bool(trainer.strategy.reduce_boolean_decision(stop, all=False))
+        line: str | None = None
+        with self.audit.guard("state line", step):
+            line = self.audit.line()
+        if line is not None and not stop:
+            rank_zero_info(line)
         if stop:
             trainer.should_stop = True
             if self.audit.stopped_at is None:

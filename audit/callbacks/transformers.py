@@ -60,7 +60,9 @@ class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # u
     ``test_acc`` / ``train_acc``: the names of the evaluation's metrics to read as the
     accuracies (default: chosen as ``grokaudit check`` chooses: ``eval_accuracy``…).
     ``trainer``: the trainer to log through (or :meth:`attach` / :meth:`bind`). ``run``: the
-    run's name in messages (default: ``args.run_name``). Other keyword options are the audit's
+    run's name in messages (default: ``args.run_name``). ``verbose`` (default True): print the
+    state in one line on the main process when it changes, and at most every ``verbose_every``
+    seconds (60) otherwise; False: silent. Other keyword options are the audit's
     (``grok_threshold=0.95``), as for ``grokaudit check``.
     """
 
@@ -141,12 +143,19 @@ class GrokauditCallback(LiveAccess, TrainerCallback):  # type: ignore[misc]  # u
         with self.audit.guard("audit", step):
             self.audit.update(step, row)
             stop = self.audit.should_stop(step)
+        line: str | None = None
+        with self.audit.guard("state line", step):
+            line = self.audit.line()
+        if line is not None and not stop and state.is_world_process_zero:
+            print(line, flush=True)  # transformers' own logging shows warnings only
         if stop:
             control.should_training_stop = True
             if first:
                 st = self.audit.state
-                _log.info("grokaudit: stopping at step %d: %s", step,
-                          st.describe() if st else "settled")
+                said = f"grokaudit: stopping at step {step}: {st.describe() if st else 'settled'}"
+                _log.info(said)
+                if self.audit.verbose and state.is_world_process_zero:
+                    print(said, flush=True)
             return
         msg: str | None = None
         with self.audit.guard("budget warning", step):
