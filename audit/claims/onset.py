@@ -268,10 +268,12 @@ class _Fits:
 
 def _exact_law(X: np.ndarray, lo: np.ndarray, up: np.ndarray, names: Sequence[str]
                ) -> tuple[ExactRange, ...] | None:
-    """Whether a law with no scatter (``log T = xᵀβ`` exactly, ``σ → 0``) puts every run in
-    its ``(lower, upper]`` interval (on an exact time; at an end, where runs of one cell
-    straddle a logged step): then every AFT family's likelihood is largest in the limit
-    ``σ → 0`` — any scatter puts mass outside the intervals — and there is no maximum.
+    """Whether a law with no scatter (``log T = xᵀβ`` exactly, ``σ → 0``) puts every run
+    strictly inside its ``(lower, upper]`` interval (or on its exact time): then every AFT
+    family's likelihood is largest in the limit ``σ → 0`` — any scatter puts mass outside the
+    intervals — and there is no maximum. A law that only touches an end (runs of one cell on
+    either side of a logged step) keeps part of that run's mass outside as σ → 0: the
+    likelihood levels off, and the fit is not degenerate.
     Checked by a linear program (``log L ≤ xᵀβ ≤ log U``, feasible or not). Returns None
     when no such law exists; else each exponent's least and greatest value over those laws
     (one linear program per end; the closure of the set), None for an unbounded end."""
@@ -301,6 +303,13 @@ def _exact_law(X: np.ndarray, lo: np.ndarray, up: np.ndarray, names: Sequence[st
     beta = np.asarray(res.x[:p], dtype=float)
     widths = (lup - llo)[has_lo & has_up]
     widths = widths[widths > 0]
+    if A.size and float(res.x[p]) <= max(1e-9, 1e-6 * float(widths.min()) if widths.size
+                                         else 1e-9):
+        # the laws that hit every interval only touch an end of one (runs of one cell on
+        # either side of a logged step: (75, 100] and (100, 125]): as σ → 0 such a run keeps
+        # only part of its mass inside, so the likelihood levels off instead of rising to its
+        # bound, and the fit has a maximum: not degenerate
+        return None
     viol = max([0.0, *(llo[has_lo] - X[has_lo] @ beta), *(X[has_up] @ beta - lup[has_up])])
     if widths.size and viol > 1e-3 * float(widths.min()):
         # the law found leaves runs outside their intervals by more than the intervals are
