@@ -101,11 +101,36 @@ class Replay:
     defined: np.ndarray  #: bool per row
     s0: np.ndarray  #: defined_from per row (NaN when not defined)
     old_anchor: np.ndarray  #: the v1.6 rule's S0 (history-dependent), per row
+    delta: np.ndarray  #: the floor band's half-width δ per row (NaN when none)
+    metric: np.ndarray  #: the metric's logged values (NaN where not logged)
 
-    def stop(self, margin: float, cadence: int | None) -> float | None:
-        """The first evaluation step at which ``should_stop(margin)`` holds."""
+    def stop(self, margin: float, cadence: int | None, drift: bool = False) -> float | None:
+        """The first evaluation step at which ``should_stop(margin)`` holds (``drift``: and
+        the metric's Theil–Sen slope over the settled stretch [S0, S], at the far end of its
+        90 % interval, moves it by less than δ over the next ``margin × S`` steps)."""
         ok = self.defined & (self.steps >= (1.0 + margin) * self.s0) & (self.steps > self.s0)
+        if drift:
+            ok = ok & self._flat(margin, ok)
         return self._first(ok, cadence)
+
+    def _flat(self, margin: float, ok: np.ndarray) -> np.ndarray:
+        from scipy.stats import theilslopes
+
+        out = np.zeros_like(ok)
+        for i in np.flatnonzero(ok):
+            sel = (self.steps >= self.s0[i]) & (self.steps <= self.steps[i]) \
+                & np.isfinite(self.metric)
+            x, y = self.steps[sel], self.metric[sel]
+            if x.size > 64:  # medians of 64 equal-count bins, as the floor's drift test
+                parts = np.array_split(np.arange(x.size), 64)
+                x = np.array([np.median(x[p]) for p in parts])
+                y = np.array([np.median(y[p]) for p in parts])
+            if x.size < 3:
+                continue
+            slope, _, lo, hi = theilslopes(y, x, alpha=0.90)
+            far = max(abs(lo), abs(hi))
+            out[i] = far * margin * self.steps[i] <= self.delta[i]
+        return out
 
     def stop_v16(self, margin: float = 3.0) -> float | None:
         ok = ~np.isnan(self.old_anchor) & (self.steps >= (1.0 + margin) * self.old_anchor) \
@@ -136,7 +161,7 @@ def replay(df: pd.DataFrame, source: Source) -> list[Replay]:
     for run, g in df.groupby("run", sort=True):
         cols = [c for c in ("test_acc", "train_acc", source.metric) if c in g.columns]
         live = LiveRun(str(run), metrics=[source.metric], **source.options)
-        steps, defined, s0, old = [], [], [], []
+        steps, defined, s0, old, delta, metric = [], [], [], [], [], []
         anchor: tuple[float, Any, float, float] | None = None
         for rec in g.sort_values("step")[["step", *cols]].to_dict("records"):
             s = float(rec.pop("step"))
@@ -147,8 +172,12 @@ def replay(df: pd.DataFrame, source: Source) -> list[Replay]:
             s0.append(math.nan if st.defined_from is None else st.defined_from)
             anchor = _v16_anchor(st, anchor)
             old.append(math.nan if anchor is None else anchor[0])
+            ms = st.metrics[0] if st.metrics else None
+            delta.append(math.nan if ms is None or ms.run is None or ms.run.delta is None
+                         else ms.run.delta)
+            metric.append(float(rec.get(source.metric, math.nan)))
         out.append(Replay(source.name, str(run), np.array(steps), np.array(defined, bool),
-                          np.array(s0), np.array(old)))
+                          np.array(s0), np.array(old), np.array(delta), np.array(metric)))
     return out
 
 
@@ -342,6 +371,9 @@ def measure(margins: Sequence[float]) -> list[Row]:
             stops = _cell_stops(long, {r.run: r.stop(m, None) for r in reps})
             rows.append(judge(df, t.schema, src, reps, long, alone, stops,
                               f"margin {m:g}, cell together", "every row"))
+            stops = {r.run: r.stop(m, None, drift=True) for r in reps}
+            rows.append(judge(df, t.schema, src, reps, long, alone, stops,
+                              f"margin {m:g} + flat drift", "every row"))
         stops = {r.run: r.stop_v16() for r in reps}
         rows.append(judge(df, t.schema, src, reps, long, alone, stops, "v1.6 (margin 3, history)", "every row"))
     return rows
@@ -351,7 +383,12 @@ def _read(src: Source) -> pa.Table:
     from grokaudit.loader import read_source
     from grokaudit.readers import ADAPTERS
 
-    return read_source(src.path, readers=ADAPTERS)
+    if src.path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(src.path)
+    out: pa.Table = read_source(src.path, readers=ADAPTERS)
+    return out
 
 
 def pooled(rows: Sequence[Row]) -> list[Row]:
