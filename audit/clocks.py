@@ -1067,7 +1067,10 @@ def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
     if cfg.rel_drop == "run":
         # relative to the metric's magnitude: a metric below 0 (a log-determinant) falls by
         # a share of |base| too (``drop < rel · base`` is never true for base < 0)
-        small = (drop < cfg.min_rel_drop * np.abs(base)) | (drop < cfg.min_abs_drop)
+        # (and no drop at all is no compression, whatever the thresholds: a metric constant
+        # at 0 has base 0, where ``rel · |base|`` is 0 too)
+        small = (drop < cfg.min_rel_drop * np.abs(base)) | (drop < cfg.min_abs_drop) \
+            | ~(drop > 0)
     else:  # the relative rule is the cell's (a gate on its medians): runs need the absolute
         small = ~(np.isfinite(drop) & (drop >= cfg.min_abs_drop))
     judged = g.grokked & w.has_floor & ~np.isnan(base)

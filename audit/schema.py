@@ -479,7 +479,8 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
                                      grok_on=grok_on)
     criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
     keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
-                                                       criterion, part is not None)
+                                                       criterion, part is not None,
+                                                       criterion_name=grok_on)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
                     part=part)
@@ -1128,7 +1129,7 @@ def _fill_from_duplicates(dup: np.ndarray, first: bool,
 
 def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.ndarray],
                   on_duplicate: str, path: str | None, criterion: np.ndarray | None = None,
-                  may_keep_none: bool = False
+                  may_keep_none: bool = False, criterion_name: str = "test_acc"
                   ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...], tuple[str, ...]]:
     """Stage 5: rows set aside, counted by reason — duplicate (run, step) rows (identical ones,
     or the losers under ``on_duplicate``), rows with nothing in them, runs too short. A part
@@ -1211,6 +1212,13 @@ def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.nd
         set_aside["run_too_short"] = int(rows_short.sum())
         keep &= ~short[g.row_run]
     if not keep.any() and not may_keep_none:
+        if without.any() and bool(without[g.counts > 0].all()):
+            # every run was set aside for never logging the criterion: the column is there
+            # and empty, not the runs short
+            raise LogFormatError(
+                f"column {criterion_name!r} (the grok criterion) holds no value in any run: "
+                "no clock can be read; log it (or name the criterion with --grok-on)",
+                path=path, column=criterion_name, code=ErrorCode.MISSING_COLUMN)
         raise no_run_long_enough(path)
     return keep, set_aside, too_short, no_acc
 

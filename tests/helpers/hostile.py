@@ -5,6 +5,9 @@ The contract (issue 10): every hostile input gives exit 2 with ONE line
 ``error: <message> [CODE]`` on stderr, CODE an :class:`~grokaudit.errors.ErrorCode` (never
 an ``internal error``), no traceback and nothing on stdout — or, where the
 input is valid, the correct audit (exit 0 or 1). No file changes except the one output asked for.
+Each hostile input has ONE correct outcome, pinned by its test: the refusal's exact code
+(:func:`expect_error`) or the audit's exit code, verdicts and reason codes
+(:func:`expect_audit_verdict`) — never "a refusal or any audit" (issue 43 item 7).
 """
 
 from __future__ import annotations
@@ -149,12 +152,53 @@ def expect_audit(out: Outcome, *exit_codes: int) -> None:
     assert not RAW_CONTROL.search(out.stdout), f"raw control character on stdout:\n{out}"
 
 
-def expect_error_or_audit(out: Outcome, *codes: ErrorCode | str) -> str | None:
-    """A degenerate but possibly valid input: a correct audit, or a clean, coded refusal."""
-    if out.exit_code in (0, 1) and out.exception is None:
-        expect_audit(out)
-        return None
-    return expect_error(out, *codes)[0]
+def _reason_codes() -> frozenset[str]:
+    from grokaudit.reasons import Reason
+
+    return frozenset(r.value for r in Reason)
+
+
+def finding_codes(doc: Mapping[str, Any]) -> set[str]:
+    """The reason codes of the findings of an audit's (or a claim's) JSON document."""
+    return {f["code"] for f in doc["findings"]}
+
+
+def expect_audit_verdict(out: Outcome, doc: Mapping[str, Any] | None = None, *,
+                         exit_code: int, verdicts: Sequence[str | None] | None = None,
+                         failing: Iterable[str] = (), findings: Iterable[str] = (),
+                         absent: Iterable[str] = ()) -> dict[str, Any]:
+    """A pinned audit (issue 43 item 7): :func:`expect_audit` with exactly ``exit_code``, and
+    its JSON (``doc``, or stdout parsed when the command wrote ``--json -``) says
+
+    * ``summary.exit_code`` is ``exit_code`` and ``summary.failing_codes`` is exactly
+      ``failing`` (a set; empty for exit 0 — the pin itself must agree: exit 1 iff failing
+      codes, under the default ``--fail-on``);
+    * the per-study verdict labels are exactly ``verdicts``, in order (``None``: no clock
+      verdict), when given (``check`` only: a claim's JSON has no verdict list);
+    * every code of ``findings`` is among its findings and none of ``absent``.
+
+    Codes are reason codes (checked against :class:`~grokaudit.reasons.Reason`), never message
+    text. Returns the parsed document."""
+    failing, findings, absent = set(failing), set(findings), set(absent)
+    unknown = (failing | findings | absent) - _reason_codes()
+    assert not unknown, f"not reason codes (a typo in the test?): {sorted(unknown)}"
+    assert exit_code in (0, 1) and bool(failing) == (exit_code == 1), (
+        f"the pin contradicts itself: exit {exit_code} with failing codes {sorted(failing)}")
+    expect_audit(out, exit_code)
+    if doc is None:
+        doc = json.loads(out.stdout)
+    assert isinstance(doc, dict), f"no JSON document:\n{out}"
+    summary = doc["summary"]
+    assert summary["exit_code"] == exit_code, f"JSON summary exit code:\n{summary}"
+    assert set(summary["failing_codes"]) == failing, (
+        f"failing codes {sorted(summary['failing_codes'])}, expected {sorted(failing)}:\n{out}")
+    if verdicts is not None:
+        got = [v["verdict"] for v in summary["verdicts"]]
+        assert got == list(verdicts), f"verdicts {got}, expected {list(verdicts)}:\n{out}"
+    codes = finding_codes(doc)
+    assert findings <= codes, f"findings {sorted(codes)} lack {sorted(findings - codes)}"
+    assert not (absent & codes), f"findings {sorted(codes)} hold {sorted(absent & codes)}"
+    return doc
 
 
 def no_forged_lines(text: str, exit_code: int | None = None) -> None:

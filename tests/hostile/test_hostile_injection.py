@@ -24,8 +24,8 @@ from helpers.hostile import (
     assert_unchanged,
     cli,
     expect_audit,
+    expect_audit_verdict,
     expect_error,
-    expect_error_or_audit,
     json_values,
     load_json,
     no_forged_lines,
@@ -93,17 +93,24 @@ def test_check_json_keeps_values(evil_log: Path, tmp_path: Path, to: str) -> Non
         no_forged_lines(out.stdout, out.exit_code)
 
 
-@pytest.mark.parametrize("command", [["transition", "--by", "wd", "--n-resamples", "20"],
-                                     ["precursor", "--signal", METRIC, "--n-perm", "20"]])
-def test_claim_commands_escape(evil_log: Path, tmp_path: Path, command: list) -> None:
+@pytest.mark.parametrize("command, expected", [
+    # every run groks: no transition to locate; the short run is set aside and named
+    (["transition", "--by", "wd", "--n-resamples", "20"],
+     {"exit_code": 0, "findings": {"NO_TRANSITION", "TOO_SHORT"}}),
+    # the sweep's metric settles after the grok: no specific precursor (critical for a claim)
+    (["precursor", "--signal", METRIC, "--n-perm", "20"],
+     {"exit_code": 1, "failing": {"PRECURSOR_NOT_SPECIFIC"},
+      "findings": {"PEAK_AT_WINDOW_EDGE", "TOO_SHORT"}}),
+])
+def test_claim_commands_escape(evil_log: Path, tmp_path: Path, command: list,
+                               expected: dict) -> None:
     name, *rest = command
     out = cli([name, evil_log, *rest, "-v"], cwd=tmp_path)
-    expect_error_or_audit(out)
+    expect_audit(out, expected["exit_code"])
     no_forged_lines(out.stdout, out.exit_code)
     out = cli([name, evil_log, *rest, "--json", "-"], cwd=tmp_path)
-    if out.exit_code in (0, 1):
-        assert not RAW_CONTROL.search(out.stdout)
-        json.loads(out.stdout)
+    assert not RAW_CONTROL.search(out.stdout)
+    expect_audit_verdict(out, **expected)
 
 
 def test_compare_with_hostile_arms(tmp_path: Path) -> None:
@@ -113,8 +120,13 @@ def test_compare_with_hostile_arms(tmp_path: Path) -> None:
     df["run"] = df["run"] + EVIL
     p = write_parquet(df.drop(columns=["seed"]), tmp_path / "c.parquet")
     out = cli(["compare", p, "--by", "method", "--pair", "pair", "-v"], cwd=tmp_path)
-    expect_error_or_audit(out)
+    expect_audit(out, 1)
     no_forged_lines(out.stdout, out.exit_code)
+    # three pairs, two tied on the shared step grid: one usable pair, the exact test cannot
+    # reach p < 0.05 (UNDERPOWERED, critical for a claim)
+    out = cli(["compare", p, "--by", "method", "--pair", "pair", "--json", "-"], cwd=tmp_path)
+    expect_audit_verdict(out, exit_code=1, failing={"UNDERPOWERED"},
+                         findings={"PAIRS_WITHIN_RESOLUTION"})
 
 
 def test_html_report_escapes_markup(tmp_path: Path) -> None:
@@ -257,9 +269,18 @@ def test_hostile_text_tables(tmp_path: Path, fmt: str) -> None:
         df.to_json(p, orient="records", lines=True)
     else:
         df.to_csv(p, index=False, sep="\t" if fmt == "tsv" else ",")
-    out = cli(["check", p, "--cell", "arch", "-v"], cwd=tmp_path)
-    expect_error_or_audit(out)
+    out = cli(["check", p, "--cell", "arch", "-v", "--json", tmp_path / "r.json"], cwd=tmp_path)
     no_forged_lines(out.stdout, out.exit_code)
+    # the audit of the Parquet log: the text readers keep the hostile values as they are. The
+    # 2-row "short" run (the first rows of another run, under another id) is set aside as too
+    # short by the CSV/TSV reader, read as that run's start (RUN_CONTINUED) by the JSONL one
+    doc = expect_audit_verdict(
+        out, json.loads((tmp_path / "r.json").read_text(encoding="utf-8")), exit_code=1,
+        verdicts=["ONE_CLOCK_LARGE_LAG"], failing={"SNAPSHOT_TRANSIENT"},
+        findings={"RUN_CONTINUED" if fmt == "jsonl" else "TOO_SHORT"})
+    _check_json(doc)
+    assert [s["study"] for s in doc["studies"]] == [{"arch": ARCH}]
+    assert doc["input"]["metrics"] == [METRIC]
 
 
 # -- generated run ids and condition values ------------------------------------------------------
