@@ -246,13 +246,27 @@ def _pair(k: Any, a: Any, b: Any, resolution: bool = True) -> Pair:
     return Pair(py(k), runs, t, "both_censored", Span(None, None, None), None)
 
 
+def expanded_level(n: int, level: float) -> float:
+    """The level a bootstrap percentile (or BCa) interval of a mean of ``n`` units is taken at
+    so that it covers ``level``: Hesterberg's expansion, ``2Φ(√(n/(n−1))·t_{n−1}) − 1`` at
+    ``t``'s ``(1 + level)/2`` quantile. The bootstrap of a mean is a z-interval with the 1/n
+    deviation: on 10 pairs its 95 % covered 89 % (benchmarks/claims_coverage.py)."""
+    if n < 2:
+        return level
+    from scipy import stats as st
+
+    z = math.sqrt(n / (n - 1)) * float(st.t.ppf((1 + level) / 2, n - 1))
+    return float(1 - 2 * st.norm.sf(z))
+
+
 def paired_stats(d: np.ndarray, *, seed: int, level: float) -> PairedStats:
     """Every paired statistic of observed differences ``d``."""
     n = int(d.size)
     mean_ci = median_ci = None
     if n:
-        (mean_ci,) = bootstrap(n, lambda ix: float(np.mean(d[ix])), seed=seed, level=level,
-                               method="bca", label="pairs")
+        (mean_ci,) = bootstrap(n, lambda ix: float(np.mean(d[ix])), seed=seed,
+                               level=expanded_level(n, level), method="bca", label="pairs")
+        mean_ci = dataclasses.replace(mean_ci, level=level)
         (median_ci,) = bootstrap(n, lambda ix: float(np.median(d[ix])), seed=seed,
                                  level=level, label="pairs")
     return PairedStats(

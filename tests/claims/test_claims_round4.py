@@ -64,7 +64,8 @@ def test_onset_touching_intervals_are_fitted_not_called_degenerate() -> None:
     up = lo + 25
     x = np.log(np.array([1, 1, 2, 2, 4, 4], dtype=float))
     ll_hat = max(_profile_end(fit.family, lo, up, x, est), fit.loglik)
-    cut = stats.chi2.ppf(0.95, 1) / 2
+    # the cut: F(1, n − 3)'s 95 % quantile / 2 (6 runs; intercept, slope, σ)
+    cut = stats.f.ppf(0.95, 1, 6 - 3) / 2
     for end, outward in ((low, -1e-3), (high, 1e-3)):
         assert ll_hat - _profile_end(fit.family, lo, up, x, end - outward) < cut  # inside
         assert ll_hat - _profile_end(fit.family, lo, up, x, end + outward) > cut  # outside
@@ -73,8 +74,8 @@ def test_onset_touching_intervals_are_fitted_not_called_degenerate() -> None:
 
 
 def test_aft_slope_interval_is_the_profile_likelihood_set() -> None:
-    """On a censored design the printed interval is the profile set, not Wald's ±1.96·se:
-    checked by brute force at each end, for each family."""
+    """On a censored design the printed interval is the profile set (its cut F-calibrated on
+    few runs), not Wald's ±1.96·se: checked by brute force at each end, for each family."""
     rng = np.random.default_rng(3)
     H = np.repeat([1.0, 2.0, 4.0, 8.0], 4)
     t = np.exp(np.log(1000) + 0.7 * np.log(H) + 0.3 * np.log(rng.exponential(size=H.size)))
@@ -103,7 +104,7 @@ def test_aft_slope_interval_is_the_profile_likelihood_set() -> None:
                         for a0 in (6.0, 7.0, 8.0) for s0 in (-2.0, -1.0, 0.0))
 
         _, low, high = fit.get("log_H")
-        cut = stats.chi2.ppf(0.95, 1) / 2
+        cut = stats.f.ppf(0.95, 1, H.size - 3) / 2  # 16 runs; intercept, slope, σ
         for end, out in ((low, -1e-3), (high, 1e-3)):
             assert fit.loglik - prof(end - out) < cut < fit.loglik - prof(end + out), fam
         wald = (fit.coef[1] - 1.96 * fit.se[1], fit.coef[1] + 1.96 * fit.se[1])
