@@ -793,6 +793,10 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
               help="a run is settled when its numbers are defined and it has gone from S0 "
                    "(its grok and each metric's floor band held since) to (1 + MARGIN) × S0 "
                    "[default 1: measured on long runs, docs/live.md]")
+@click.option("--grok-multiple", type=click.FloatRange(min=0), default=None,
+              callback=_finite,
+              help="a settled run also reached this multiple of its t_grok (a representation "
+                   "often starts to compress long after the grok) [default 20]")
 @click.option("--interval", type=click.FloatRange(min=0.05, max=86400), default=5.0,
               show_default=True, callback=_finite, help="seconds between reads of PATH")
 @click.option("--idle", type=click.FloatRange(min=0), default=600.0, show_default=True,
@@ -803,7 +807,8 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 @click.option("--jsonl", is_flag=True,
               help="print one JSON object per line (a run's state when it changes; a summary "
                    "line at the end) instead of text")
-def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: float,
+def watch(paths: tuple[str, ...], margin: float | None, grok_multiple: float | None,
+          interval: float, idle: float,
           once: bool, jsonl: bool, profile: str | None, config_file: str | None,
           **params: Any) -> None:
     """Follow a log folder while it is written (a RunLogger folder, TensorBoard events,
@@ -822,7 +827,7 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
 
     from .config import build_config
     from .errors import ConfigError
-    from .live import DEFAULT_MARGIN
+    from .live import DEFAULT_GROK_MULTIPLE, DEFAULT_MARGIN
     from .watch import CtrlC, RunWatch, Watcher
     from .watch import watch as run_watch
 
@@ -864,7 +869,9 @@ def watch(paths: tuple[str, ...], margin: float | None, interval: float, idle: f
                                         "cond": parse_pairs(params.get("conds"), "--cond") or None,
                                         "layout": layout_of(params)},
                           started=seen.append, sleep=ctrl_c.sleep,
-                          event=event if jsonl else None)
+                          event=event if jsonl else None,
+                          grok_multiple=DEFAULT_GROK_MULTIPLE if grok_multiple is None
+                          else grok_multiple)
             ctrl_c.disarm()  # the summary is printed whole: a Ctrl-C from here is only recorded
         except KeyboardInterrupt:  # Ctrl-C: what was seen, then exit 130 (never 1)
             ctrl_c.disarm()

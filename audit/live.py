@@ -44,6 +44,13 @@ real_value = metric_value
 #: the table in ``docs/live.md``).
 DEFAULT_MARGIN = 1.0
 
+#: The least multiple of its t_grok a run reaches before ``stop_when="settled"`` stops it: a
+#: representation often starts to compress long after the grok, and a metric flat over the
+#: first few multiples of t_grok reads as "no compression" until it does (seed 003's MLP at
+#: wd 3: flat to 800 steps, compressed by 2 300). 20, measured with the margin on long runs
+#: (``benchmarks/live_stop.py``, ``docs/live.md``).
+DEFAULT_GROK_MULTIPLE = 20.0
+
 
 class Missing(str, Enum):
     """What keeps a run's numbers undefined at the step it has reached."""
@@ -136,11 +143,12 @@ class LiveState:
     #: (None while they are not defined). A function of the rows up to :attr:`step`, so the
     #: same however often the state is computed
     defined_from: float | None = None
-    #: the step at which ``stop_when="settled"`` stops the run: ``(1 + margin) × S0`` (None
-    #: while the numbers are not defined)
+    #: the step at which ``stop_when="settled"`` stops the run: ``(1 + margin) × S0``, and
+    #: at least ``grok_multiple × t_grok`` (None while the numbers are not defined)
     stop_at: float | None = None
-    #: while not defined: the earliest step the run can stop at, ``(1 + margin) × t_grok``
-    #: once it has grokked and held it (S0 is never before the grok); else None
+    #: while not defined: the earliest step the run can stop at, ``max(1 + margin,
+    #: grok_multiple) × t_grok`` once it has grokked and held it (S0 is never before the
+    #: grok); else None
     stop_not_before: float | None = None
 
     @property
@@ -236,11 +244,13 @@ class LiveRun:
 
     def __init__(self, run: str = "run", *, metrics: Sequence[str] | None = None,
                  config: AuditConfig | None = None, margin: float = DEFAULT_MARGIN,
-                 **options: Any) -> None:
+                 grok_multiple: float = DEFAULT_GROK_MULTIPLE, **options: Any) -> None:
         from .api import _config
 
         self.run = str(run)
         self.margin = checked_margin(margin)
+        self.grok_multiple = checked_margin(grok_multiple, "grok_multiple",
+                                            DEFAULT_GROK_MULTIPLE)
         self.config = _config(config, options)
         for field_, value, why in (
                 ("grok_relative", "off", "reads the grok threshold against the best run of "
@@ -412,17 +422,18 @@ class LiveRun:
         step, never of the states computed before (a callback evaluating every 50 steps,
         ``grokaudit watch`` polling a folder and ``watch --once`` of the finished folder say
         the same of the same rows)."""
-        return _stop_steps(self._state(), self.margin)
+        return _stop_steps(self._state(), self.margin, self.grok_multiple)
 
     def should_stop(self, margin: float | None = None) -> bool:
         """Stop now (``stop_when="settled"``): the numbers are defined and the run has gone
         from S0 (``defined_from``: its grok, and the step since which each metric has sat in
-        its floor band) to at least ``(1 + margin) × S0`` — every metric held on its floor
+        its floor band) to at least ``(1 + margin) × S0``, and to ``grok_multiple × t_grok``
+        (:data:`DEFAULT_GROK_MULTIPLE`) — every metric held on its floor
         over that whole stretch, and the final window shows the floor stable. ``margin``:
         None for the run's own (default :data:`DEFAULT_MARGIN`). A log stopped here is
         audited with every t_compress uncensored."""
         m = self.margin if margin is None else checked_margin(margin)
-        return _stop_steps(self._state(), m).settled
+        return _stop_steps(self._state(), m, self.grok_multiple).settled
 
     def budget_warning(self, budget: float) -> str | None:
         """A warning when the run is not defined and its last floor window (the final
@@ -668,21 +679,23 @@ def _metric_state(r: RunResult, mc: Any, cfg: AuditConfig, m: str
     return state, gaps
 
 
-def checked_margin(margin: Any) -> float:
-    """``margin`` as a float, or refused (``OPTION_OUT_OF_RANGE``): a non-negative number."""
+def checked_margin(margin: Any, name: str = "margin", default: float = DEFAULT_MARGIN
+                   ) -> float:
+    """``margin`` (or another stop setting, ``name``) as a float, or refused
+    (``OPTION_OUT_OF_RANGE``): a non-negative number."""
     if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating,
                                                            np.integer)) \
             or margin < 0 or not math.isfinite(margin):
-        raise ConfigError(f"margin {margin!r}: give a non-negative number (default "
-                          f"{DEFAULT_MARGIN:g})", code=ErrorCode.OPTION_OUT_OF_RANGE,
-                          option="margin")
+        raise ConfigError(f"{name} {margin!r}: give a non-negative number (default "
+                          f"{default:g})", code=ErrorCode.OPTION_OUT_OF_RANGE, option=name)
     return float(margin)
 
 
-def _stop_steps(st: LiveState, margin: float) -> LiveState:
+def _stop_steps(st: LiveState, margin: float, grok_multiple: float = DEFAULT_GROK_MULTIPLE
+                ) -> LiveState:
     """``st`` with S0 and its stop steps: S0 the latest of t_grok's upper end and each
     metric's ``settled_at`` when the numbers are defined; the run stops at
-    ``(1 + margin) × S0``."""
+    ``max((1 + margin) × S0, grok_multiple × t_grok)``."""
     if st.defined and st.t_grok is not None and st.t_grok.upper is not None:
         # a metric not in its band at the last step has sat on its floor since no step yet
         ends: list[float] = [st.t_grok.upper]
@@ -695,11 +708,12 @@ def _stop_steps(st: LiveState, margin: float) -> LiveState:
         ends += [m.t_compress.upper for m in st.metrics if m.t_compress is not None
                  and m.t_compress.upper is not None and not m.t_compress.censored]
         s0 = max(ends)
-        return _with(st, defined_from=s0, stop_at=(1.0 + margin) * s0, stop_not_before=None)
+        stop = max((1.0 + margin) * s0, grok_multiple * st.t_grok.upper)
+        return _with(st, defined_from=s0, stop_at=stop, stop_not_before=None)
     low = None
     if st.grokked and st.grok_sustained and st.t_grok is not None \
             and st.t_grok.upper is not None:
-        low = (1.0 + margin) * st.t_grok.upper
+        low = max(1.0 + margin, grok_multiple) * st.t_grok.upper
     return _with(st, defined_from=None, stop_at=None, stop_not_before=low)
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .config import AuditConfig
 from .errors import ErrorCode, LogFormatError
-from .live import DEFAULT_MARGIN, LiveRun, LiveState
+from .live import DEFAULT_GROK_MULTIPLE, DEFAULT_MARGIN, LiveRun, LiveState
 from .refusals import refuse_table, refuse_unseen
 from .results import format_number, number
 from .text import safe
@@ -68,6 +68,7 @@ class Watcher:
     config: AuditConfig
     margin: float = DEFAULT_MARGIN
     idle: float = 600.0
+    grok_multiple: float = DEFAULT_GROK_MULTIPLE
     read: Callable[[], pa.Table] | None = None
     clock: Callable[[], float] = time.monotonic
     #: how the paths are read (``check``'s ``--format``, ``--map``, ``--run-from``, ``--cond``)
@@ -116,7 +117,8 @@ class Watcher:
             read.add(rid)
             live = self.runs.get(rid)
             if live is None:
-                live = self.runs[rid] = LiveRun(rid, config=self.config, margin=self.margin)
+                live = self.runs[rid] = LiveRun(rid, config=self.config, margin=self.margin,
+                                                grok_multiple=self.grok_multiple)
                 self._grew[rid] = now
             rows = g[["step", *num]].sort_values("step", kind="stable")
             self._shrunk(rid, rows)
@@ -295,7 +297,8 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
           sleep: Callable[[float], None] = time.sleep, max_polls: int | None = None,
           read_options: Mapping[str, Any] | None = None,
           started: Callable[[Watcher], None] | None = None,
-          event: Callable[[Mapping[str, Any]], None] | None = None) -> Watcher:
+          event: Callable[[Mapping[str, Any]], None] | None = None,
+          grok_multiple: float = DEFAULT_GROK_MULTIPLE) -> Watcher:
     """Poll until every run is done (``once``: a single pass). ``emit`` receives every changed
     line; ``note`` a line about the wait (nothing written yet) or a read that failed midway (a
     file being written), retried at the next poll until ``idle`` seconds of failed reads;
@@ -307,7 +310,8 @@ def watch(paths: Sequence[str], config: AuditConfig, *, margin: float = DEFAULT_
     Returns the watcher (its ``last`` lines are the final state). A ``KeyboardInterrupt``
     propagates; the caller prints what was seen."""
     w = Watcher(list(paths), config, margin=margin, idle=idle,
-                read_options=dict(read_options or {}), final=once)
+                read_options=dict(read_options or {}), final=once,
+                grok_multiple=grok_multiple)
     if started is not None:  # the caller keeps it: an interrupt still shows what was seen
         started(w)
     polls = 0

@@ -17,11 +17,14 @@ feeds it, and the live state is computed after every logged row. The state at a 
 function of the rows up to it, so a callback that evaluates every C steps stops at the first of
 its evaluation steps where the rule holds: the benchmark reads the stop step at three cadences
 from the one replay (every logged row; every 500 steps; every 2 000 steps, the first logged row
-at or after each multiple). The rule is ``should_stop(margin)``: the numbers are defined and the
-run has reached ``(1 + margin) x S0``, S0 being the step since which the grok and each metric's
-floor band have held. For comparison, the rule of v1.6 (the numbers defined and unchanged in
-every state computed since S0, stop at ``4 x S0``; its S0 depends on the cadence) is replayed
-too, at every logged row.
+at or after each multiple). The rules: the numbers defined and the run at ``(1 + margin) x S0``,
+S0 being the step since which the grok and each metric's floor band have held, and at
+``g x t_grok`` (g = 0, 10, 20; the library's default is marked, and the benchmark checks that
+its rule is the library's ``LiveState.settled``, row for row); the same with the metric's drift
+over [S0, S] projected flat; the default with every run of a cell stopped at the latest of its
+runs' stops (what the sweep's horizon check compares); and, for comparison, the rule of v1.6
+(the numbers defined and unchanged in every state computed since S0, stop at ``4 x S0``; its S0
+depends on the cadence), at every logged row.
 
 For every rule and cadence the sweep of stopped runs (a run the rule never stops keeps its whole
 log) is audited exactly as the long sweep is, and each run is compared:
@@ -87,6 +90,10 @@ CORPUS = (
            cell=("optimizer",)),
 )
 
+#: the multiples of t_grok a run must also reach (a compression starts long after the grok;
+#: 0: no such floor)
+GROK_MULTIPLES = (0.0, 10.0, 20.0)
+
 #: the cadences a stop is read at: None = every logged row, else every N steps
 CADENCES: tuple[int | None, ...] = (None, 500, 2000)
 
@@ -103,12 +110,18 @@ class Replay:
     old_anchor: np.ndarray  #: the v1.6 rule's S0 (history-dependent), per row
     delta: np.ndarray  #: the floor band's half-width δ per row (NaN when none)
     metric: np.ndarray  #: the metric's logged values (NaN where not logged)
+    t_grok: np.ndarray  #: t_grok's upper end per row (NaN when not grokked)
+    settled: np.ndarray  #: LiveState.settled per row, under the library's default rule
 
-    def stop(self, margin: float, cadence: int | None, drift: bool = False) -> float | None:
-        """The first evaluation step at which ``should_stop(margin)`` holds (``drift``: and
-        the metric's Theil–Sen slope over the settled stretch [S0, S], at the far end of its
-        90 % interval, moves it by less than δ over the next ``margin × S`` steps)."""
+    def stop(self, margin: float, cadence: int | None, grok: float = 0.0,
+             drift: bool = False) -> float | None:
+        """The first evaluation step at which the rule holds: the numbers defined, the run at
+        ``(1 + margin) × S0`` and at ``grok × t_grok`` (``drift``: and the metric's
+        Theil–Sen slope over the settled stretch [S0, S], at the far end of its 90 %
+        interval, moves it by less than δ over the next ``margin × S`` steps)."""
         ok = self.defined & (self.steps >= (1.0 + margin) * self.s0) & (self.steps > self.s0)
+        if grok:
+            ok = ok & (self.steps >= grok * self.t_grok)
         if drift:
             ok = ok & self._flat(margin, ok)
         return self._first(ok, cadence)
@@ -161,7 +174,7 @@ def replay(df: pd.DataFrame, source: Source) -> list[Replay]:
     for run, g in df.groupby("run", sort=True):
         cols = [c for c in ("test_acc", "train_acc", source.metric) if c in g.columns]
         live = LiveRun(str(run), metrics=[source.metric], **source.options)
-        steps, defined, s0, old, delta, metric = [], [], [], [], [], []
+        steps, defined, s0, old, delta, metric, tgrok, settled = [], [], [], [], [], [], [], []
         anchor: tuple[float, Any, float, float] | None = None
         for rec in g.sort_values("step")[["step", *cols]].to_dict("records"):
             s = float(rec.pop("step"))
@@ -176,8 +189,12 @@ def replay(df: pd.DataFrame, source: Source) -> list[Replay]:
             delta.append(math.nan if ms is None or ms.run is None or ms.run.delta is None
                          else ms.run.delta)
             metric.append(float(rec.get(source.metric, math.nan)))
+            tgrok.append(math.nan if st.t_grok is None or st.t_grok.upper is None
+                         or not st.grokked else st.t_grok.upper)
+            settled.append(st.settled)
         out.append(Replay(source.name, str(run), np.array(steps), np.array(defined, bool),
-                          np.array(s0), np.array(old), np.array(delta), np.array(metric)))
+                          np.array(s0), np.array(old), np.array(delta), np.array(metric),
+                          np.array(tgrok), np.array(settled, bool)))
     return out
 
 
@@ -363,19 +380,30 @@ def measure(margins: Sequence[float]) -> list[Row]:
         long = audit(df, src, t.schema)
         groups = dict(tuple(df.groupby("run", sort=True)))
         alone = {r.run: _alone(groups[r.run], src, t.schema) for r in reps}
+        from grokaudit.live import DEFAULT_GROK_MULTIPLE, DEFAULT_MARGIN
+
+        m0, g0 = DEFAULT_MARGIN, DEFAULT_GROK_MULTIPLE
+        for r in reps:  # the benchmark's default rule is the library's, row for row
+            ok = r.defined & (r.steps >= (1 + m0) * r.s0) & (r.steps > r.s0) \
+                & (r.steps >= g0 * r.t_grok)
+            assert np.array_equal(ok, r.settled), r.run
         for m in margins:
-            for c in CADENCES:
-                stops = {r.run: r.stop(m, c) for r in reps}
-                rows.append(judge(df, t.schema, src, reps, long, alone, stops, f"margin {m:g}",
-                                  "every row" if c is None else f"every {c}"))
-            stops = _cell_stops(long, {r.run: r.stop(m, None) for r in reps})
-            rows.append(judge(df, t.schema, src, reps, long, alone, stops,
-                              f"margin {m:g}, cell together", "every row"))
+            for g in GROK_MULTIPLES:
+                name = f"margin {m:g}" + (f", ≥ {g:g} × t_grok" if g else "") + (
+                    " (default)" if (m, g) == (m0, g0) else "")
+                for c in CADENCES if (m, g) == (m0, g0) else (None,):
+                    stops = {r.run: r.stop(m, c, g) for r in reps}
+                    rows.append(judge(df, t.schema, src, reps, long, alone, stops, name,
+                                      "every row" if c is None else f"every {c}"))
             stops = {r.run: r.stop(m, None, drift=True) for r in reps}
             rows.append(judge(df, t.schema, src, reps, long, alone, stops,
                               f"margin {m:g} + flat drift", "every row"))
+        stops = _cell_stops(long, {r.run: r.stop(m0, None, g0) for r in reps})
+        rows.append(judge(df, t.schema, src, reps, long, alone, stops,
+                          "default, each cell's runs stopped together", "every row"))
         stops = {r.run: r.stop_v16() for r in reps}
-        rows.append(judge(df, t.schema, src, reps, long, alone, stops, "v1.6 (margin 3, history)", "every row"))
+        rows.append(judge(df, t.schema, src, reps, long, alone, stops,
+                          "v1.6 (margin 3, history)", "every row"))
     return rows
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from grokaudit import ConfigError, LogFormatError, RunLogger, audit_table
 from grokaudit.errors import ErrorCode
-from grokaudit.live import DEFAULT_MARGIN, LiveRun, Missing
+from grokaudit.live import DEFAULT_GROK_MULTIPLE, DEFAULT_MARGIN, LiveRun, Missing
 
 STEPS = np.arange(0, 20001, 100)
 
@@ -87,7 +87,9 @@ def test_a_floor_still_moving_names_its_slope() -> None:
 
 
 def test_a_settled_run_stops_and_its_log_audits_uncensored() -> None:
-    live = LiveRun("r", metrics=["emb_erank"])
+    # a grok at 2 000 and a compression at 5 000: the default's 20 x t_grok (40 000) is past
+    # this 40 000-step log, so the run is followed with a smaller multiple
+    live = LiveRun("r", metrics=["emb_erank"], grok_multiple=4)
     stop = None
     steps = np.arange(0, 40001, 100)
     cols = _settling(steps.astype(float))
@@ -99,6 +101,8 @@ def test_a_settled_run_stops_and_its_log_audits_uncensored() -> None:
     assert stop is not None and stop < steps[-1]
     st = live.state()
     assert st.defined and stop >= (1 + DEFAULT_MARGIN) * st.defined_from
+    assert st.t_grok is not None and stop >= 4 * st.t_grok.upper
+    assert st.stop_at == max((1 + DEFAULT_MARGIN) * st.defined_from, 4 * st.t_grok.upper)
     # the log a run stopped here would leave: check says what live said
     df = pd.DataFrame({"run": "r", "step": steps, **cols})
     res = audit_table(df[df["step"] <= stop], metrics=["emb_erank"])
@@ -106,6 +110,28 @@ def test_a_settled_run_stops_and_its_log_audits_uncensored() -> None:
     assert run.t_compress is not None and not run.t_compress.censored
     assert stop >= run.t_compress.upper
     assert run.t_compress.to_dict() == st.metrics[0].t_compress.to_dict()
+
+
+def test_the_default_waits_for_twenty_times_the_grok() -> None:
+    """Settled at every state after its compression (S0 ≈ 5 000), the run is still not stopped
+    before 20 × t_grok: a metric flat over the first multiples of t_grok may not have started
+    to compress; ``stop_not_before`` says so before the numbers are defined."""
+    live = LiveRun("r", metrics=["emb_erank"])
+    steps = np.arange(0, 60001, 100)
+    cols = _settling(steps.astype(float))
+    stop = None
+    for k, s in enumerate(steps):
+        live.log(int(s), **{c: float(v[k]) for c, v in cols.items()})
+        st = live.state()
+        if st.grokked and not st.defined and st.t_grok is not None:
+            assert st.stop_not_before == DEFAULT_GROK_MULTIPLE * st.t_grok.upper
+        if live.should_stop():
+            stop = int(s)
+            break
+    st = live.state()
+    assert st.t_grok is not None and st.defined_from is not None and stop is not None
+    assert (1 + DEFAULT_MARGIN) * st.defined_from < DEFAULT_GROK_MULTIPLE * st.t_grok.upper
+    assert stop == min(x for x in steps if x >= DEFAULT_GROK_MULTIPLE * st.t_grok.upper)
 
 
 def test_a_second_compression_restarts_the_count() -> None:

@@ -20,8 +20,10 @@ from grokaudit.watch import Watcher
 
 DATA = Path(__file__).resolve().parents[2] / "reference_runs" / "data"
 COLS = ["step", "test_acc", "train_acc", "emb_erank"]
-#: a margin under which these 8 000-step runs stop before their end (whatever the default)
+#: stop settings under which these 8 000-step runs stop before their end (whatever the
+#: defaults)
 MARGIN = 1.0
+GROK_MULTIPLE = 2.0
 
 
 def _run(name: str) -> pd.DataFrame:
@@ -37,7 +39,7 @@ def _key(st: Any) -> dict[str, Any]:
 
 def _replay(g: pd.DataFrame, every: int) -> dict[float, dict[str, Any]]:
     """The states a loop that logs every row and evaluates every ``every``-th row computes."""
-    live = LiveRun("r", metrics=["emb_erank"], margin=MARGIN)
+    live = LiveRun("r", metrics=["emb_erank"], margin=MARGIN, grok_multiple=GROK_MULTIPLE)
     out: dict[float, dict[str, Any]] = {}
     for i, rec in enumerate(g[COLS].to_dict("records")):
         s = rec.pop("step")
@@ -65,6 +67,7 @@ def test_three_cadences_and_watch_give_one_state(name: str) -> None:
     cut = [40, 41, 97, 150, len(g) // 2, int((g["step"] <= first).sum()), len(g)]
     reads = iter([pa.Table.from_pandas(g.iloc[:n], preserve_index=False) for n in cut])
     w = Watcher(["log"], make_config(metrics=["emb_erank"]), margin=MARGIN,
+                grok_multiple=GROK_MULTIPLE,
                 read=lambda: next(reads))
     for n in cut:
         w.poll()
@@ -87,7 +90,8 @@ def test_watch_once_of_the_stopped_log_says_what_the_loop_said(tmp_path: Path) -
     log = tmp_path / "stopped.csv"
     g[g["step"] <= first].assign(run="r").to_csv(log, index=False)
     res = CliRunner().invoke(cli, ["watch", str(log), "--once", "--jsonl", "--metric",
-                                   "emb_erank", "--margin", str(MARGIN)])
+                                   "emb_erank", "--margin", str(MARGIN),
+                                   "--grok-multiple", str(GROK_MULTIPLE)])
     assert res.exit_code == 0, res.output
     line = next(json.loads(x) for x in res.output.splitlines() if '"event": "run"' in x)
     assert line["settled"] and line["step"] == first
@@ -97,6 +101,7 @@ def test_watch_once_of_the_stopped_log_says_what_the_loop_said(tmp_path: Path) -
     before = max(s for s in every if s < first)
     g[g["step"] <= before].assign(run="r").to_csv(log, index=False)
     res = CliRunner().invoke(cli, ["watch", str(log), "--once", "--jsonl", "--metric",
-                                   "emb_erank", "--margin", str(MARGIN)])
+                                   "emb_erank", "--margin", str(MARGIN),
+                                   "--grok-multiple", str(GROK_MULTIPLE)])
     line = next(json.loads(x) for x in res.output.splitlines() if '"event": "run"' in x)
     assert not line["settled"] and line["stop_at"] == every[before]["stop_at"]
