@@ -1207,9 +1207,12 @@ def _transition_quasi(k: CK) -> tuple[pd.DataFrame, tuple[ClaimCheck, ...]]:
                             lambda lv: 400.0 * lv ** -0.5)
     fields = {"boundary.separation": "quasi", "boundary.lambda_c": None,
               "boundary.ci": None, "boundary.bracket": (0.15, 0.25),
-              # one run of twenty at 0.2 fails: λ_c lies just below 0.2, not anywhere in
-              # (0.15, 0.25) — the profile likelihood says where, open at both ends
-              "boundary.profile.low": Between(0.15, 0.2), "boundary.profile.high": 0.2,
+              # one run of twenty at 0.2 fails: the χ² profile set alone is (0.15…, 0.2),
+              # but under separation its cut is not calibrated (such sets missed the true λ_c
+              # in 14 of 200 simulated 8 × 8 sweeps, benchmarks/claims_coverage.py): the set
+              # printed is widened to the bracket, and says so
+              "boundary.profile.low": 0.15, "boundary.profile.high": 0.25,
+              "boundary.profile.widened": True,
               "boundary.profile.low_open": True, "boundary.profile.high_open": True}
     return log_table(runs, k), (ClaimCheck(
         "transition", {"by": "wd", "n_resamples": 49}, present=_fs(R.TRANSITION_SEPARATED),
@@ -1219,10 +1222,11 @@ def _transition_quasi(k: CK) -> tuple[pd.DataFrame, tuple[ClaimCheck, ...]]:
 TRANSITION_QUASI = ClaimCase(
     name="transition_quasi_separated",
     title="no run groks at wd = 0.1, 0.15; 19 of 20 at 0.2; every run from 0.25 on",
-    why=("Quasi-separation: the logistic slope has no maximum, but the one failure at 0.2 "
-         "says the boundary sits just below 0.2. 'Any λ_c in (0.15, 0.25) fits as well' is "
-         "wrong; the profile-likelihood set (deviance within χ²₁ of its least, the slope "
-         "profiled out to its infinite limit) is the honest statement: inside (0.15, 0.2)."),
+    why=("Quasi-separation: the logistic slope has no maximum. No point and no bootstrap "
+         "interval; the profile-likelihood set (deviance within χ²₁ of its least, the slope "
+         "profiled out to its infinite limit) would say (0.15, 0.2), but with an infinite "
+         "slope its cut is not calibrated — simulated, such sets missed the true λ_c too "
+         "often — so the set printed is widened to the bracket (0.15, 0.25) and says so."),
     make=_transition_quasi,
 )
 

@@ -656,7 +656,9 @@ def _set_words(prof: ProfileSet) -> str:
            else "beyond the lowest level")
     high = (outward(prof.high, 4, down=False) if prof.high is not None
             else "beyond the highest level")
-    return f"{a}{low}, {high}{b}"
+    return f"{a}{low}, {high}{b}" + (
+        " (widened to the bracket: under separation the χ² cut is not calibrated)"
+        if prof.widened else "")
 
 
 def _bracketing(findings: list[Finding], levels: np.ndarray, below: int, above: int) -> None:

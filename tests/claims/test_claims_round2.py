@@ -240,7 +240,16 @@ def test_quasi_separation_gives_the_profile_likelihood_set() -> None:
     r = run_transition(_levels_log(counts), make_config(), by="wd", n_resamples=19)
     bd = r.studies[0].body.boundary
     assert bd.separation == "quasi" and bd.lambda_c is None
-    ps = bd.profile
+    # printed: the χ² set widened to the bracket (its cut is not calibrated under separation)
+    assert bd.profile.widened and (bd.profile.low, bd.profile.high) == (0.15, 0.25)
+    assert bd.profile.low_open and bd.profile.high_open
+    from grokaudit.claims.transition import profile_set
+
+    lv = np.array(sorted(counts), dtype=float)
+    lam0 = np.repeat(list(counts), [n for _, n in counts.values()])
+    y0 = np.concatenate([[1] * k + [0] * (n - k) for k, n in counts.values()]).astype(float)
+    ps = profile_set(lv, np.log(lam0), y0, True, 0.95)
+    assert ps is not None and not ps.widened
     assert 0.15 < ps.low < ps.best < ps.high <= 0.2 and ps.low_open and ps.high_open
     # the defining property, with an independent deviance: the reported ends lie outside the
     # χ²₁ set, the best point and a point between it and each end inside
