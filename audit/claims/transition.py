@@ -536,12 +536,12 @@ def _logistic(sw: _Sweep, level: float, seed: int, n_resamples: int
             "no power law", evidence={"what": "power_law", "needed": MIN_POWER_CELLS}))
     ci_c, ci_nu = _bootstrap_boundary(sw, power is not None, above_side, level, seed,
                                       n_resamples)
+    ci_c, ci_nu = _with_dropped(ci_c, ci_nu, prof)
     if extrapolated:  # beyond the levels no resample places λ_c: no interval
         ci_c = BootstrapCI(ci_c.estimate, None, None, level, ci_c.method,
                            ci_c.n_resamples, ci_c.n_valid, ci_c.seed,
                            f"λ_c lies {'below' if below == 0 else 'above'} every level: "
                            "an extrapolation, no interval")
-    ci_c, ci_nu = _with_dropped(ci_c, ci_nu, prof)
     ci_c = _open_where_the_profile_is(ci_c, prof)
     boundary = Boundary("none", lam_c, ci_c, None, "above" if above_side else "below",
                         ab[0], ab[1], below, above, prof, extrapolated)
