@@ -457,7 +457,7 @@ def compare_replicate(n_pairs: int, every_a: int, every_b: int) -> Replicate:
         out = []
         for key, label in (("mean_ci", "mean d"), ("median_ci", "median d")):
             name = f"{label} CI" + (" (range bootstrap)" if kind else
-                                    (" (BCa)" if key == "mean_ci" else " (percentile)"))
+                                    (" (BCa)" if key == "mean_ci" else " (order statistics)"))
             out.append(Observation(name, SHIFT, from_ci(part.get(key), (), "no CI")))
         return out
     return rep

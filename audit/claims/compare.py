@@ -10,8 +10,8 @@ bound. Such pairs are shown and counted, and
 never enter a statistic as if their bound were a value:
 
 - with every pair observed: the exact Wilcoxon signed-rank test, the sign-flip permutation
-  test, Cohen's ``d_z``, and seeded bootstrap CIs of the mean (BCa) and median (percentile)
-  difference;
+  test, Cohen's ``d_z``, a seeded bootstrap CI of the mean difference (BCa, at the expanded
+  level that covers 95 %) and the order-statistic CI of the median difference;
 - with censored pairs, or pairs known only as ranges (arms evaluated at different steps): the
   mean and median difference are printed as what they are — bounds (``mean d > x``) or
   ranges — from each pair's range of ``d``, and each gets a seeded percentile bootstrap CI over
@@ -259,6 +259,29 @@ def expanded_level(n: int, level: float) -> float:
     return float(1 - 2 * st.norm.sf(z))
 
 
+def median_interval(d: np.ndarray, *, level: float, seed: int) -> BootstrapCI:
+    """The distribution-free interval of a median: the order statistics ``d_(k)`` and
+    ``d_(n+1−k)``, ``k`` the largest with ``P(Binomial(n, ½) < k) ≤ (1 − level)/2`` (covers at
+    least ``level`` for any continuous distribution). The bootstrap's percentile interval of
+    a median of 10 pairs covered 92.8 % at a nominal 95 % (benchmarks/claims_coverage.py).
+    No interval when even ``k = 1`` does not reach ``level`` (5 pairs or fewer at 95 %)."""
+    from scipy import stats as st
+
+    x = np.sort(np.asarray(d, dtype=float))
+    n = int(x.size)
+    est = float(np.median(x)) if n else None
+    k = 0
+    for j in range(1, n // 2 + 1):
+        if float(st.binom.cdf(j - 1, n, 0.5)) <= (1 - level) / 2:
+            k = j
+    if k == 0:
+        return BootstrapCI(est, None, None, level, "order statistics", 0, 0, seed,
+                           note=f"{n} pairs: the sample's range covers less than "
+                                f"{level:.0%} of the median's distribution")
+    return BootstrapCI(est, float(x[k - 1]), float(x[n - k]), level, "order statistics", 0, 0,
+                       seed)
+
+
 def paired_stats(d: np.ndarray, *, seed: int, level: float) -> PairedStats:
     """Every paired statistic of observed differences ``d``."""
     n = int(d.size)
@@ -267,8 +290,7 @@ def paired_stats(d: np.ndarray, *, seed: int, level: float) -> PairedStats:
         (mean_ci,) = bootstrap(n, lambda ix: float(np.mean(d[ix])), seed=seed,
                                level=expanded_level(n, level), method="bca", label="pairs")
         mean_ci = dataclasses.replace(mean_ci, level=level)
-        (median_ci,) = bootstrap(n, lambda ix: float(np.median(d[ix])), seed=seed,
-                                 level=level, label="pairs")
+        median_ci = median_interval(d, level=level, seed=seed)
     return PairedStats(
         n=n, mean=float(d.mean()) if n else None, median=float(np.median(d)) if n else None,
         cohen_dz=cohen_dz(d), wilcoxon=wilcoxon_exact(d), sign_flip=sign_flip_test(d, seed=seed),

@@ -22,6 +22,7 @@ on the same scale, so their AICs compare (:func:`fit_families`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +59,9 @@ class AFTFit(Record):
     concordance: float | None
     converged: bool
     level: float
+    #: the families within :data:`NEAR_AIC` of this one's AIC whose profile sets its
+    #: coefficient intervals also span (``fit_families``)
+    near_families: tuple[str, ...] = ()
 
     @property
     def shape(self) -> float:
@@ -84,6 +88,7 @@ class AFTFit(Record):
             "shape": f(self.shape) if self.family != "lognormal" else None,
             "loglik": f(self.loglik), "aic": f(self.aic),
             "concordance": f(self.concordance), "converged": self.converged,
+            "near_families": list(self.near_families),
         }
 
 
@@ -268,7 +273,7 @@ def aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, names: Sequence[str
     res = optimize.minimize(_negll, theta0, args=(X, kinds, family), jac=True, method="BFGS",
                             options={"gtol": 1e-9, "maxiter": 2000})
     theta = res.x
-    counts = {"n": int(n), "n_exact": int(kinds["exact"].sum()),
+    counts: dict[str, Any] = {"n": int(n), "n_exact": int(kinds["exact"].sum()),
               "n_interval": int(kinds["interval"].sum() + kinds["left"].sum()),
               "n_right": int(kinds["right"].sum())}
     if not inference:
@@ -339,6 +344,9 @@ def aft(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, names: Sequence[str
         loglik=-float(nll), aic=2 * (p + 1) + 2 * float(nll), concordance=c,
         converged=converged, level=level, **counts)
 
+
+#: the AIC difference within which another family's intervals are joined to the chosen one's
+NEAR_AIC = 2.0
 
 #: how far from the estimate, in multiples of its scale, a profile end is looked for before
 #: it is called unbounded
@@ -436,9 +444,29 @@ def fit_families(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, names: Seq
             for fam in FAMILIES}
     ok = [f for f in FAMILIES if fits[f].converged and math.isfinite(fits[f].aic)]
     best = min(ok, key=lambda f: fits[f].aic) if ok else None
-    if best is not None:  # the intervals printed are the chosen family's: its profile set
+    if best is not None:
+        # the intervals printed are the chosen family's profile sets, joined with those of
+        # every family within 2 of its AIC: the data do not tell those families apart, and the
+        # choice is part of the estimate (the chosen family's set alone covered 92.8 % at a
+        # nominal 95 % on 16 levels × 4 seeds, benchmarks/claims_coverage.py)
         fits[best] = aft(X, lower, upper, names, level, family=best)
+        near = [f for f in ok if f != best and fits[f].aic - fits[best].aic <= NEAR_AIC]
+        if near:
+            lo, hi = list(fits[best].ci_low), list(fits[best].ci_high)
+            for f in near:
+                other = aft(X, lower, upper, names, level, family=f)
+                for i in range(len(lo)):
+                    lo[i] = _joined(lo[i], other.ci_low[i], min)
+                    hi[i] = _joined(hi[i], other.ci_high[i], max)
+            fits[best] = dataclasses.replace(fits[best], ci_low=tuple(lo), ci_high=tuple(hi),
+                                             near_families=tuple(near))
     return fits, best
+
+
+def _joined(a: float | None, b: float | None, pick: Any) -> float | None:
+    """Two interval ends joined (``min`` for lower ends, ``max`` for upper): an unbounded
+    end (None) stays unbounded."""
+    return None if a is None or b is None else float(pick(a, b))
 
 
 def harrell_c(times: np.ndarray, predicted: np.ndarray, event: np.ndarray) -> float | None:

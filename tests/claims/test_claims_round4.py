@@ -63,12 +63,22 @@ def test_onset_touching_intervals_are_fitted_not_called_degenerate() -> None:
     lo = np.array([75, 100, 175, 200, 375, 400], dtype=float)
     up = lo + 25
     x = np.log(np.array([1, 1, 2, 2, 4, 4], dtype=float))
-    ll_hat = max(_profile_end(fit.family, lo, up, x, est), fit.loglik)
     # the cut: F(1, n − 3)'s 95 % quantile / 2 (6 runs; intercept, slope, σ)
     cut = stats.f.ppf(0.95, 1, 6 - 3) / 2
-    for end, outward in ((low, -1e-3), (high, 1e-3)):
-        assert ll_hat - _profile_end(fit.family, lo, up, x, end - outward) < cut  # inside
-        assert ll_hat - _profile_end(fit.family, lo, up, x, end + outward) > cut  # outside
+    # the printed interval joins the profile sets of the chosen family and of every family
+    # within 2 of its AIC; each family's set is checked by brute force at both ends
+    ends = []
+    for fam in (fit.family, *fit.near_families):
+        one = aft(np.column_stack((np.ones_like(x), x)), lo, up, ["const", "log_H"],
+                  family=fam)
+        e, a, z = one.get("log_H")
+        ll_hat = max(_profile_end(fam, lo, up, x, e), one.loglik)
+        for end, outward in ((a, -1e-3), (z, 1e-3)):
+            assert end is not None
+            assert ll_hat - _profile_end(fam, lo, up, x, end - outward) < cut  # inside
+            assert ll_hat - _profile_end(fam, lo, up, x, end + outward) > cut  # outside
+        ends.append((a, z))
+    assert low == min(a for a, _ in ends) and high == max(z for _, z in ends)
     assert "σ → 0" not in render_text(r)
     assert not any(f.code is R.NOT_IDENTIFIED for f in r.findings)
 
