@@ -139,11 +139,17 @@ def test_a_process_forked_while_a_command_runs_keeps_the_default_sigterm() -> No
 
     from grokaudit.cli import _sigterm_raises
 
-    with _sigterm_raises():
-        assert hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after")
-        pid = os.fork()
-        if pid == 0:  # the child: exit 0 when SIGTERM is the default there
-            os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 3)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the command's, taken back
+    # a command starts with the default SIGTERM (a test run in this process before may have
+    # left another: ray.init installs its own)
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with _sigterm_raises():
+            assert hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after")
+            pid = os.fork()
+            if pid == 0:  # the child: exit 0 when SIGTERM is the default there
+                os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 3)
+            _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the command's, taken back
+    finally:
+        signal.signal(signal.SIGTERM, before)
