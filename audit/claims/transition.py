@@ -569,11 +569,14 @@ def _with_dropped(ci_c: BootstrapCI, ci_nu: BootstrapCI, prof: ProfileSet | None
         lo = ci_c.low if prof.low is None else min(ci_c.low, prof.low)
         hi = ci_c.high if prof.high is None else max(ci_c.high, prof.high)
         return dataclasses.replace(ci_c, low=lo, high=hi), ci_nu
-    why = (f"{dropped} of {ci_c.n_resamples} resamples are separated (no boundary) and lie on "
-           "one side: a bootstrap interval of the rest would be biased")
-    nu = dataclasses.replace(ci_nu, low=None, high=None, note=why + "; no interval for ν")
+    why = (f"{dropped} of {ci_c.n_resamples} resamples gave no boundary (separated levels, "
+           "or a boundary far outside the sweep), and such resamples lie on one side: a "
+           "bootstrap interval of the rest would be biased")
+    nu = dataclasses.replace(ci_nu, low=None, high=None, low_unbounded=False,
+                             high_unbounded=False, note=why + "; no interval for ν")
     if prof is None:
-        return dataclasses.replace(ci_c, low=None, high=None, note=why), nu
+        return dataclasses.replace(ci_c, low=None, high=None, low_unbounded=False,
+                                   high_unbounded=False, note=why), nu
     return dataclasses.replace(ci_c, low=prof.low, high=prof.high,
                                low_unbounded=prof.low is None,
                                high_unbounded=prof.high is None,
