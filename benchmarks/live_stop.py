@@ -279,8 +279,6 @@ class Row:
     agree: int = 0  #: the stopped sweep's audit against the long sweep's, run by run
     alone: int = 0  #: each stopped run audited alone against the long run alone
     horizon: int = 0  #: runs the stopped sweep names HORIZON_MISMATCH (and the long does not)
-    tc_agree: int = 0
-    floor_agree: int = 0
     verdicts_same: int = 0
     studies: int = 0
     saved: float = 0.0
@@ -316,8 +314,6 @@ def judge(df: pd.DataFrame, schema: pa.Schema, source: Source, reps: Sequence[Re
                 row.ratios.append(stop / s0)
         ag = agrees(ra, rb)
         row.agree += ag["all"]
-        row.tc_agree += ag["t_compress"]
-        row.floor_agree += ag["floor"]
         if not ag["all"]:
             row.disagreeing.append(f"{rep.run} ({', '.join(k for k, v in ag.items() if not v and k != 'all')})")
     va = [s.verdict_label for s in long.studies]
@@ -424,8 +420,7 @@ def pooled(rows: Sequence[Row]) -> list[Row]:
     out: dict[tuple[str, str], Row] = {}
     for r in rows:
         p = out.setdefault((r.rule, r.cadence), Row(r.rule, r.cadence, "all"))
-        for f in ("runs", "stopped", "agree", "alone", "horizon", "tc_agree", "floor_agree",
-                  "verdicts_same", "studies"):
+        for f in ("runs", "stopped", "agree", "alone", "horizon", "verdicts_same", "studies"):
             setattr(p, f, getattr(p, f) + getattr(r, f))
         p.saved += r.saved
         p.budget += r.budget

@@ -313,10 +313,12 @@ class LiveAudit:
 
     def should_stop(self, step: int) -> bool:
         """``stop_when="settled"`` and the numbers have held over the margin; the first step
-        it said so is ``stopped_at``."""
-        if self.stop_when != "settled" or not self.live.should_stop(self.margin):
+        it said so is ``stopped_at``. Read from the state :meth:`update` just computed: the
+        live state is a function of the rows, and its run was made with this margin (the
+        audit is not run again)."""
+        st = self.state
+        if self.stop_when != "settled" or st is None or not st.settled:
             return False
-        self.state = self.live.state()
         if self.stopped_at is None:
             self.stopped_at = step
         return True

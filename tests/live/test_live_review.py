@@ -242,3 +242,22 @@ def test_a_named_metric_constant_so_far_is_not_called_unlogged() -> None:
                  **{"paramnorm_embedding.weight": 3.0})
     gap = next(g for g in live.state().missing if g.code is Missing.METRIC_MISSING)
     assert gap.evidence["constant"] is True and gap.metric == "paramnorm_embedding.weight"
+
+
+@pytest.mark.parametrize("value, code", [("nan", ErrorCode.OPTION_OUT_OF_RANGE),
+                                         ("inf", ErrorCode.OPTION_OUT_OF_RANGE),
+                                         ("-1", ErrorCode.INVALID_OPTION),
+                                         ("abc", ErrorCode.INVALID_OPTION)])
+def test_a_bad_grok_multiple_is_refused_before_anything_is_read(tmp_path: Path,
+                                                                value: str,
+                                                                code: ErrorCode) -> None:
+    """``watch --grok-multiple`` takes a non-negative finite number: anything else is one
+    coded line and exit 2, with nothing printed on stdout (no run line, no trail)."""
+    p = _csv(tmp_path / "log.csv")
+    res = CliRunner().invoke(cli, ["watch", str(p), "--once", "--grok-multiple", value])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert f"[{code.value}]" in res.stderr.strip().splitlines()[-1]
+    for bad in (-2, float("nan"), True, "20"):
+        with pytest.raises(ConfigError) as exc:
+            LiveRun("r", grok_multiple=bad)
+        assert exc.value.code is ErrorCode.OPTION_OUT_OF_RANGE
