@@ -441,7 +441,7 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
                     acc_scale: float | None = None, on_duplicate: str = "error",
                     column_scales: Mapping[str, float] | None = None,
                     metrics: Sequence[str] = (), grok_on: str = "test_acc",
-                    part: LogPart | None = None) -> LogTable:
+                    part: LogPart | None = None, growing: bool = False) -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
     Applies every input rule of ``docs/architecture.md`` (the canonical table) in five stages:
@@ -451,6 +451,12 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     column: ``test_acc``, or a held-out loss (then ``test_acc`` is optional and the loss column
     is required, numeric and kept as a series). An :class:`Owned` table is freed column by
     column as it is read. Raises :class:`LogFormatError`.
+
+    ``growing``: the log is still being written (``grokaudit watch``), so two rules wait for
+    more rows instead of refusing: a ``--metric`` column flat in every run and equal between
+    runs is a metric logged as a constant so far (set per run and different between runs, it
+    is still a condition: ``NOT_A_SERIES``), and a log whose runs are all too short so far
+    keeps no run instead of ``TOO_FEW_POINTS``.
     """
     owned = isinstance(table, Owned)
     table = _as_arrow(table.take() if isinstance(table, Owned) else table, path)
@@ -476,10 +482,11 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
         accs["test_acc"] = np.full(g.n_read, np.nan)
     forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
     series, cond = _classify_columns(names, forced, g, path, named=forced, part=part,
-                                     grok_on=grok_on)
+                                     grok_on=grok_on, growing=growing)
     criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
     keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
-                                                       criterion, part is not None,
+                                                       criterion,
+                                                       part is not None or growing,
                                                        criterion_name=grok_on)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
@@ -957,7 +964,8 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                       path: str | None, *, named: Sequence[str] = (),
-                      part: LogPart | None = None, grok_on: str = "test_acc"
+                      part: LogPart | None = None, grok_on: str = "test_acc",
+                      growing: bool = False
                       ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
     run). Known metrics and series are series whatever they do; a text column or ``seed`` that
@@ -986,9 +994,10 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             elif name in named:  # named by --metric: it must change over steps (wd is no metric)
                 a = g.col(name)
                 if g.first_change(a, True) < 0 and np.count_nonzero(~np.isnan(a)) > g.n_runs \
-                        and (name != grok_on or _differ(_nan_extremes(a))):
-                    # a --grok-on loss may be flat (a run that never learned), but not set
-                    # per run and different between runs: that is a condition (wd, seed)
+                        and ((name != grok_on and not growing) or _differ(_nan_extremes(a))):
+                    # a --grok-on loss may be flat (a run that never learned), and so may a
+                    # metric of a log still growing (logged as a constant so far), but not
+                    # set per run and different between runs: that is a condition (wd, seed)
                     raise metric_not_a_series(name, path, grok_on=name == grok_on)
                 change = -1
             elif (known or name in metrics) and name not in SEED_COLUMNS:

@@ -106,7 +106,7 @@ class Watcher:
         self.columns |= {str(c) for c in df.columns}
         self._types.update({str(f.name): f.type for f in table.schema})
         refuse_table(table, self.config, path=self.where, partial=True,
-                     waiting=not self.final, frame=df)
+                     waiting=not self.final)
         if "run" not in df.columns or "step" not in df.columns:
             return changed
         num = [c for c in df.columns if c not in ("run", "step")

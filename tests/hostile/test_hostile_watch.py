@@ -233,3 +233,65 @@ def test_an_early_percent_run_is_waited_for_while_its_log_grows(
     assert out.exit_code == 2 and out.stdout == "", out
     last_line = out.stderr.rstrip("\n").split("\n")[-1]
     assert last_line.endswith("[ACCURACY_OUT_OF_RANGE]") and str(log) in last_line, out
+
+
+def _text_in_metric(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.assign(emb_erank=df["emb_erank"].astype(object))
+    df.loc[5, "emb_erank"] = "oops"
+    return df
+
+
+def _per_step_wd(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(wd=df["wd"] + df["step"] / 1e6)
+
+
+def _metric_set_per_run(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(my_metric=df["wd"] * 10.0)
+
+
+def _inf_metric(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df.loc[7, "emb_erank"] = float("inf")
+    return df
+
+
+def _conflicting_duplicate(df: pd.DataFrame) -> pd.DataFrame:
+    row = df.iloc[[4]].assign(test_acc=0.123)
+    return pd.concat([df, row], ignore_index=True)
+
+
+def _accuracy_out_of_range(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df.loc[3, "test_acc"] = -0.5
+    return df
+
+
+def _text_condition_changes(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(opt=["adam" if i % 2 else "sgd" for i in range(len(df))])
+
+
+# (what is wrong, how the log is broken, extra flags, the code check refuses it with)
+_REFUSED = [
+    ("text cell in a metric", _text_in_metric, [], "BAD_COLUMN_TYPE"),
+    ("--by a per-step column", _per_step_wd, ["--by", "wd"], "NOT_A_CONDITION"),
+    ("--cell a column not there", lambda d: d, ["--cell", "archh"], "NOT_A_CONDITION"),
+    ("--metric set per run", _metric_set_per_run, ["--metric", "my_metric"], "NOT_A_SERIES"),
+    ("inf in a metric", _inf_metric, [], "INFINITE_VALUE"),
+    ("conflicting duplicate rows", _conflicting_duplicate, [], "DUPLICATE_ROWS"),
+    ("accuracy below 0", _accuracy_out_of_range, [], "ACCURACY_OUT_OF_RANGE"),
+    ("text condition changing in a run", _text_condition_changes, [], "NOT_CONSTANT_IN_RUN"),
+]
+
+
+@pytest.mark.parametrize("what,broken,flags,code", _REFUSED, ids=[r[0] for r in _REFUSED])
+def test_watch_refuses_what_check_refuses_with_its_code(
+        tmp_path: Path, what: str, broken: Callable[[pd.DataFrame], pd.DataFrame],
+        flags: list[str], code: str) -> None:
+    """One refusal stage (issue 43 item 1): watch --once and check give the same code on the
+    same broken log — watch keeps no copy of check's rules that could drift."""
+    log = tmp_path / "log.csv"
+    broken(sweep_df(wds=(1.0, 2.0), seeds=(0,))).to_csv(log, index=False)
+    check_code, _ = expect_error(cli(["check", log, *flags], cwd=tmp_path))
+    assert check_code == code
+    once_code, _ = expect_error(cli(["watch", log, "--once", *flags], cwd=tmp_path))
+    assert once_code == code
