@@ -1,6 +1,6 @@
 """``--profile reference`` (AUDIT_SPEC §5): one test per difference from the default profile.
 
-``test_core_v15.py`` checks that the profile's numbers equal the v1.5 analyzer's
+``test_core_reference_matches_oracle.py`` checks that the profile's numbers equal the v1.5 analyzer's
 (``benchmarks/v15_loop.py``) exactly; here each switch is shown against the default.
 """
 

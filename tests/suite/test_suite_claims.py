@@ -73,6 +73,7 @@ def test_the_simulated_truth_is_what_the_cases_say():
     {"grok_threshold": 0.5, "full_threshold": 0.6, "mem_threshold": 0.6},
     {"grok_threshold": 0.99, "full_threshold": 0.995, "mem_threshold": 1.0, "sustain": 1},
 ], ids=["low-thresholds", "high-thresholds"])
+@pytest.mark.slow  # a whole suite run (20-30 s)
 def test_claim_cases_follow_the_users_thresholds(values):
     outs = run_claim_cases(grokaudit.make_config(**values))
     assert [o.name for o in outs if not o.passed] == [], \

@@ -21,6 +21,7 @@ def no_claim_cases(monkeypatch):
     monkeypatch.setattr(runner, "run_claim_cases", lambda cfg=None: ())
 
 
+@pytest.mark.slow  # a whole suite run (20-30 s)
 def test_suite_passes_on_the_default_profile_and_writes_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no grokaudit.toml / pyproject above: the defaults
     r = CliRunner().invoke(cli, ["suite", "--max-examples", "5", "--json", "-"])
@@ -78,6 +79,7 @@ def test_suite_runs_the_cases_without_hypothesis(tmp_path, monkeypatch):
     assert all(c["pass"] for c in data["cases"])
 
 
+@pytest.mark.slow  # a whole suite run (20-30 s)
 def test_suite_ignores_a_projects_fail_on(tmp_path):
     # fail_on is a reporting choice; the cases' exit codes are registered under the defaults
     from click.testing import CliRunner
@@ -105,6 +107,7 @@ def _toml(values):
     ({"rel_tol": 0.1, "transient_threshold": 2.0}, 0),
     ({"rel_tol": 0.03, "transient_threshold": 1.5, "smooth": 5, "sustain": 5}, 0),
 ], ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v))
+@pytest.mark.slow  # a whole suite run (20-30 s)
 def test_suite_passes_under_the_users_thresholds(tmp_path, monkeypatch, request, values,
                                                 examples):
     """`grokaudit suite --config` against a project's thresholds: no false FAIL (before, any

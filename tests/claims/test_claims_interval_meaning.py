@@ -1,6 +1,6 @@
-"""Claims, round 4 (issue 42): every printed 95 % interval means what it says. Each case has its
-answer fixed before the code ran, recomputed here independently (scipy's distributions and a
-brute-force profile likelihood, not the package's own likelihood)."""
+"""Every printed 95 % interval means what it says (issue 42). Each case has its answer fixed before
+the code ran, recomputed here independently (scipy's distributions and a brute-force profile
+likelihood, not the package's own likelihood)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Claims, round 3: statistical honesty after review. A law is contradicted only by what is
-improbable under it run by run, never by a sample median against a population limit; nothing
-the bootstrap counts is dropped behind the text's back; a degenerate fit gives the set the
-data allow, not a Wald interval. Every expectation is recomputed independently (scipy's
-distributions and linear programs, plain numpy fits)."""
+"""Statistical honesty of the claims. A law is contradicted only by what is improbable under it run
+by run, never by a sample median against a population limit; nothing the bootstrap counts is
+dropped behind the text's back; a degenerate fit gives the set the data allow, not a Wald interval.
+Every expectation is recomputed independently (scipy's distributions and linear programs, plain
+numpy fits)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Claims, round 2 (issue 20): every interval as wide as the data allow, every law checked
-against what it left out, small samples refused, never crashed. Each number the commands print
-here is recomputed independently (scipy's distributions, brute-force grids, binomial counts)."""
+"""Intervals and small samples (issue 20): every interval as wide as the data allow, every law
+checked against what it left out, small samples refused, never crashed. Each number the commands
+print here is recomputed independently (scipy's distributions, brute-force grids, binomial
+counts)."""
 
 from __future__ import annotations
 
