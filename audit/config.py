@@ -3,18 +3,25 @@
 ``AuditConfig`` is frozen; build one with :func:`make_config`, which applies, in order, the
 profile's defaults, a ``[tool.grokaudit]`` table from ``pyproject.toml`` or a ``grokaudit.toml``,
 and explicit overrides (CLI flags). The effective config is echoed in every report.
+
+Each field carries its :class:`Option` (``field(metadata=opt(...))``): flag, valid range or
+choices, help text, how it is set and echoed, its place in the text report. Every table other
+modules read — :data:`RANGES`, :data:`FILE_ONLY`, :data:`PROFILE_SWITCHES`, the flags of
+``grokaudit.options``, the text report's ``config:`` line … — is derived from those records, so one fact has one definition and a
+new field declared with its metadata appears in all of them at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .errors import ConfigError, ErrorCode
 from .limits import DEFAULT_MAX_COLUMNS, DEFAULT_MAX_ROWS
@@ -27,95 +34,290 @@ else:  # pragma: no cover - exercised on 3.10 only
 Rule = Literal["settle", "crossing"]
 PROFILES = ("default", "reference")
 
+#: Largest value of any integer option: far beyond any real log, small enough for numpy.
+INT_MAX = 1_000_000
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric option: ``lo``/``hi`` with open or closed ends."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def contains(self, v: float) -> bool:
+        """Whether ``v`` is a finite number inside the range (nan and ±inf never are)."""
+        if not math.isfinite(v):
+            return False
+        above = v > self.lo if self.lo_open else v >= self.lo
+        below = v < self.hi if self.hi_open else v <= self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        hi = "∞" if math.isinf(self.hi) else _bound_text(self.hi)
+        return (f"{'(' if self.lo_open else '['}{_bound_text(self.lo)}, {hi}"
+                f"{')' if self.hi_open or math.isinf(self.hi) else ']'}")
+
+
+def _bound_text(x: float) -> str:
+    """A range bound as ``--help`` states it: ``1``, ``0.05``, ``1e+06``."""
+    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+
+_INF = math.inf
+
+#: How a value is read (:func:`_coerce` picks the coercer by it): ``bool``, ``int``, ``float``;
+#: ``level`` (a number or unset: the loss levels), ``scale`` (a number, or ``auto``/unset),
+#: ``columns`` (a list of column names), ``column`` (one name or unset), ``text`` (a string:
+#: the choices), ``criterion`` (the grok column, stripped), ``fail_on``, ``pairs``
+#: (``COLUMN=SCALE`` items). Left out of :func:`opt`, it follows the field's type.
+Kind = Literal["bool", "int", "float", "level", "scale", "columns", "column", "text",
+               "criterion", "fail_on", "pairs"]
+#: The kind of a field declared without one, by its annotation.
+_KIND_OF_TYPE: dict[str, Kind] = {"bool": "bool", "int": "int", "float": "float",
+                                  "float | None": "level", "tuple[str, ...]": "columns",
+                                  "str | None": "column", "str": "text"}
+#: How an option is set: its own ``flag``; a config ``file`` (or the Python API) only; or a
+#: profile ``switch``, set by ``--profile`` or a config file (``docs/profiles.md``).
+SetBy = Literal["flag", "file", "switch"]
+#: When the text report's ``config:`` line shows an option: ``always``; with the
+#: ``accuracy`` or a ``loss`` grok criterion only; or when ``set`` (not unset, ``off`` or empty).
+ShownWhen = Literal["always", "accuracy", "loss", "set"]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An option's place on the text report's ``config:`` line: position ``at`` (ascending),
+    ``when`` it is shown, and the ``key`` it is shown under when not its own name (the axis is
+    the resolved one, ``by`` or the inferred column)."""
+
+    at: int
+    when: ShownWhen = "always"
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Option:
+    """Everything grokaudit states about one config option, declared once on its field.
+
+    ``help`` is the flag's ``--help`` text; ``note`` its bracket: ``None`` for the usual
+    ``[default D; valid R]`` (``[default D]`` without a range), ``""`` for none, else a
+    template over ``{default}`` and ``{range}``. ``flag`` defaults to ``--name-with-dashes``
+    for an option ``set_by`` a flag and is ``None`` for the others (resolved in
+    :data:`OPTIONS`). ``threshold``: a numeric flag of every auditing command
+    (``grokaudit.options.THRESHOLD_FLAGS``). ``echo_when_set``: echoed in
+    :meth:`AuditConfig.to_dict` only when not at its default."""
+
+    help: str = ""
+    note: str | None = None
+    flag: str | None = None
+    set_by: SetBy = "flag"
+    kind: Kind | None = None
+    range: Range | None = None
+    choices: tuple[str, ...] = ()
+    threshold: bool = False
+    echo_when_set: bool = False
+    report: Shown | None = None
+
+
+_KEY = "grokaudit"  # the key of the Option in a field's metadata
+
+
+def opt(**kw: Any) -> dict[str, Option]:
+    """A field's ``metadata``: the :class:`Option` built from ``kw``."""
+    return {_KEY: Option(**kw)}
+
+
+def _v15_switch(*choices: str) -> dict[str, Option]:
+    """A profile switch: a choice of definition, echoed only when changed (the v1.5 ones)."""
+    return opt(set_by="switch", choices=choices, echo_when_set=True)
+
+
+def _unit(help: str, *, lo_open: bool = True, hi_open: bool = False,
+          report: Shown | None = None) -> dict[str, Option]:
+    """A threshold flag valued in the unit interval (closed at 1 unless ``hi_open``)."""
+    return opt(help=help, threshold=True, report=report,
+               range=Range(0, 1, lo_open=lo_open, hi_open=hi_open))
+
+
+def _count(help: str, *, report: Shown | None = None) -> dict[str, Option]:
+    """A threshold flag counting points: an integer in ``[1, INT_MAX]``."""
+    return opt(help=help, threshold=True, report=report, range=Range(1, INT_MAX))
+
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """The audit's parameters. Times are in logged steps; fractions are of a run's step span."""
+    """The audit's parameters. Times are in logged steps; fractions are of a run's step span.
 
-    profile: str = "default"
+    Each field's ``metadata`` holds its :class:`Option` (flag, range, choices, help)."""
+
+    profile: str = field(default="default", metadata=opt(
+        choices=PROFILES, help="default, or reference (the public v1.5 analyzer)", note=""))
     # -- what to audit ----------------------------------------------------------------------
-    metrics: tuple[str, ...] = ()  #: metric columns; empty = every known metric column present
-    by: str | None = None  #: the axis column; None = infer the single varying numeric condition
-    cell: tuple[str, ...] = ()  #: columns that split studies (e.g. ``arch``)
+    #: metric columns; empty = every known metric column present
+    metrics: tuple[str, ...] = field(default=(), metadata=opt(
+        flag="--metric", note="", report=Shown(5),
+        help="metric column to audit (repeatable; default every known metric; none found: the "
+             "accuracy clocks alone)"))
+    #: the axis column; None = infer the single varying numeric condition
+    by: str | None = field(default=None, metadata=opt(
+        help="the axis column (default: the single varying numeric condition)", note="",
+        report=Shown(3, key="axis")))
+    #: columns that split studies (e.g. ``arch``)
+    cell: tuple[str, ...] = field(default=(), metadata=opt(
+        help="condition column(s) that split studies, e.g. arch", note="", report=Shown(4)))
     #: divide accuracies by this (100: percent); None (``auto``) decides per column: percent
     #: when a value exceeds 1 or a sibling accuracy column does (``docs/adapters.md``)
-    acc_scale: float | None = None
+    acc_scale: float | None = field(default=None, metadata=opt(
+        kind="scale", range=Range(0, _INF, lo_open=True), report=Shown(16, "set"),
+        note="default auto; valid auto or {range}",
+        help="divide accuracies by this: 100 (percent), 1 (fractions), auto (per column: "
+             "percent with three values above 1.5, or beside such a column), or per column: "
+             "test_acc=100,train_acc=1"))
     #: per accuracy column, ``("test_acc=100", "train_acc=1")``: the scale of that column,
     #: over ``acc_scale`` and the per-column rule (``--acc-scale test_acc=100,train_acc=1``)
-    acc_scales: tuple[str, ...] = ()
-    on_duplicate: str = "error"  #: duplicate (run, step) rows with different values: error|first|last
+    acc_scales: tuple[str, ...] = field(default=(), metadata=opt(
+        kind="pairs", flag="--acc-scale", echo_when_set=True, report=Shown(17, "set")))
+    #: duplicate (run, step) rows with different values: error|first|last
+    on_duplicate: str = field(default="error", metadata=opt(
+        choices=("error", "first", "last"),
+        help="duplicate (run, step) rows with different values"))
     #: the most rows / columns an input may declare in its Parquet metadata, checked before it
     #: is read (``TOO_LARGE``; ``audit/limits.py``)
-    max_rows: int = DEFAULT_MAX_ROWS
-    max_columns: int = DEFAULT_MAX_COLUMNS
+    max_rows: int = field(default=DEFAULT_MAX_ROWS, metadata=opt(
+        range=Range(1, 10**12), echo_when_set=True,
+        help="refuse an input whose Parquet metadata declares more rows (checked before "
+             "reading)"))
+    max_columns: int = field(default=DEFAULT_MAX_COLUMNS, metadata=opt(
+        range=Range(1, 10**7), echo_when_set=True,
+        help="refuse an input whose Parquet metadata declares more columns"))
     # -- clocks (§1) ------------------------------------------------------------------------
-    mem_threshold: float = 0.99
-    grok_threshold: float = 0.90
-    sustain: int = 3  #: consecutive logged points below threshold that break a grok
-    full_threshold: float = 0.98
-    floor_frac: float = 0.10
-    min_floor_points: int = 5
-    max_floor_frac: float = 0.25
-    rel_tol: float = 0.05
-    abs_tol: float = 0.0
-    drift_level: float = 0.90  #: confidence of the Theil–Sen drift interval
-    max_slope_bins: int = 64
-    smooth: int = 3  #: trailing rolling-median width, in metric points
-    min_rel_drop: float = 0.25
-    min_abs_drop: float = 0.0
-    rule: str = "settle"  #: ``settle`` (default) or ``crossing`` (the reference's rule)
-    eps: float = 0.10  #: the crossing rule's tolerance
-    transient_threshold: float = 1.2
+    mem_threshold: float = field(default=0.99, metadata=_unit(
+        "train_acc that counts as memorized"))
+    grok_threshold: float = field(default=0.90, metadata=_unit(
+        "test_acc that counts as grokked", report=Shown(7, "accuracy")))
+    #: consecutive logged points below threshold that break a grok
+    sustain: int = field(default=3, metadata=_count(
+        "consecutive points below threshold that break a grok"))
+    full_threshold: float = field(default=0.98, metadata=_unit(
+        "final median test_acc of a fully generalized run", report=Shown(8, "accuracy")))
+    floor_frac: float = field(default=0.10, metadata=_unit(
+        "final window W2 as a fraction of the step span", hi_open=True, report=Shown(9)))
+    min_floor_points: int = field(default=5, metadata=_count("fewest points in W2"))
+    max_floor_frac: float = field(default=0.25, metadata=_unit(
+        "how far back W2 may reach to find them", hi_open=True))
+    rel_tol: float = field(default=0.05, metadata=_unit(
+        "floor band half-width relative to |F|", lo_open=False, report=Shown(10)))
+    abs_tol: float = field(default=0.0, metadata=opt(
+        threshold=True, range=Range(0, _INF),
+        help="floor band half-width floor in metric units"))
+    #: confidence of the Theil–Sen drift interval
+    drift_level: float = field(default=0.90, metadata=opt(
+        set_by="file", range=Range(0, 1, lo_open=True, hi_open=True)))
+    max_slope_bins: int = field(default=64, metadata=opt(set_by="file", range=Range(3, 4096)))
+    #: trailing rolling-median width, in metric points
+    smooth: int = field(default=3, metadata=_count(
+        "trailing rolling-median width in metric points", report=Shown(11)))
+    min_rel_drop: float = field(default=0.25, metadata=_unit(
+        "compression smaller than this share of the peak is none", lo_open=False,
+        hi_open=True))
+    min_abs_drop: float = field(default=0.0, metadata=opt(
+        threshold=True, range=Range(0, _INF), help="compression smaller than this is none"))
+    #: ``settle`` (default) or ``crossing`` (the reference's rule)
+    rule: str = field(default="settle", metadata=opt(
+        choices=("settle", "crossing"), help="t_compress rule", report=Shown(6)))
+    #: the crossing rule's tolerance
+    eps: float = field(default=0.10, metadata=_unit(
+        "tolerance of the crossing rule", hi_open=True))
+    transient_threshold: float = field(default=1.2, metadata=opt(
+        threshold=True, range=Range(1, _INF), report=Shown(12),
+        help="m_grok/F above this is a transient"))
     #: the grok criterion: ``test_acc`` rising to ``grok_threshold``, or a loss column (e.g.
     #: ``test_loss``) falling to ``grok_below`` — for logs without accuracy (regression tasks)
-    grok_on: str = "test_acc"
-    grok_below: float | None = None  #: the loss level of a grok (with a loss ``grok_on``)
+    grok_on: str = field(default="test_acc", metadata=opt(
+        kind="criterion", echo_when_set=True, report=Shown(0, "loss"),
+        help="the grok criterion's column: test_acc (rising to --grok-threshold) or a "
+             "held-out loss (falling to --grok-below)"))
+    #: the loss level of a grok (with a loss ``grok_on``)
+    grok_below: float | None = field(default=None, metadata=opt(
+        range=Range(0, _INF, lo_open=True), echo_when_set=True, report=Shown(1, "loss"),
+        note="valid {range}",
+        help="with a loss --grok-on: the loss that counts as generalized"))
     #: ``off``: the thresholds are absolute accuracies; ``study``: for a study whose best
     #: sustained test accuracy c is below 1 (a task ceiling), the grok and full thresholds are
     #: read as fractions of c (``grok_threshold × c``, ``full_threshold × c``); c < 0.5 keeps
     #: the absolute thresholds (a study at chance has no ceiling to measure against)
-    grok_relative: str = "off"
-    full_below: float | None = None  #: final median loss of a fully generalized run [grok_below]
+    grok_relative: str = field(default="off", metadata=opt(
+        choices=("off", "study"), echo_when_set=True, report=Shown(15, "set"),
+        help="study: read --grok-threshold and --full-threshold as fractions of the study's "
+             "best sustained test accuracy when a task ceiling keeps it below 1 (at least 0.5)"))
+    #: final median loss of a fully generalized run [grok_below]
+    full_below: float | None = field(default=None, metadata=opt(
+        range=Range(0, _INF, lo_open=True), echo_when_set=True, report=Shown(2, "loss"),
+        note="default --grok-below",
+        help="with a loss --grok-on: the final median loss of a fully generalized run"))
     # -- gates and study (§2–§3) -------------------------------------------------------------
-    high_floor_factor: float = 3.0
-    mono_threshold: float = 0.6
-    flat_threshold: float = 0.3
-    large_lag: float = 0.5
-    censor_warn: float = 0.25
-    endpoint_cv: float = 0.15
+    high_floor_factor: float = field(default=3.0, metadata=opt(
+        threshold=True, range=Range(1, _INF, lo_open=True), help="floor outlier factor"))
+    mono_threshold: float = field(default=0.6, metadata=_unit(
+        "tau bound for a monotone ordering"))
+    flat_threshold: float = field(default=0.3, metadata=_unit(
+        "tau bound for a flat ordering (below --mono-threshold)", lo_open=False, hi_open=True))
+    large_lag: float = field(default=0.5, metadata=opt(
+        threshold=True, range=Range(0, _INF), report=Shown(13),
+        help="median rel_lag above this is a large lag"))
+    censor_warn: float = field(default=0.25, metadata=_unit(
+        "censored share of t_compress that is inconclusive", lo_open=False, hi_open=True,
+        report=Shown(14)))
+    endpoint_cv: float = field(default=0.15, metadata=opt(
+        set_by="file", range=Range(0, _INF, lo_open=True)))
     # -- severity (§4) ---------------------------------------------------------------------
-    fail_on: tuple[str, ...] = ("default",)  #: ``default``, ``none``, ``warning`` or reason codes
+    #: ``default``, ``none``, ``warning`` or reason codes
+    fail_on: tuple[str, ...] = field(default=("default",), metadata=opt(
+        kind="fail_on", note="", report=Shown(18),
+        help="what makes the exit code 1: default (critical findings), none, warning "
+             "(warnings too), or a comma list of reason codes (case-insensitive); anything "
+             "else is an error"))
     # -- profile switches (§5): the named differences of the reference analyzer --------------
     #: ``span`` (last floor_frac of the step span), ``index`` (last floor_frac of the run's
     #: points) or ``grid`` (last floor_frac of the positions of the cell's step grid, v1.5)
-    floor_window: str = "span"
-    stability_check: bool = True
-    interval_censoring: bool = True
-    drop_from: str = "peak"  #: compression measured from ``peak`` (default) or ``grok`` value
-    ordering: str = "intervals"  #: ``intervals`` (Kendall bounds) or ``spearman`` (point medians)
-    gates: str = "default"  #: ``default`` (four gates) or ``reference`` (floor outlier, drop)
+    floor_window: str = field(default="span", metadata=opt(
+        set_by="switch", choices=("span", "index", "grid")))
+    stability_check: bool = field(default=True, metadata=opt(set_by="switch"))
+    interval_censoring: bool = field(default=True, metadata=opt(set_by="switch"))
+    #: compression measured from ``peak`` (default) or ``grok`` value
+    drop_from: str = field(default="peak", metadata=opt(
+        set_by="switch", choices=("peak", "grok")))
+    #: ``intervals`` (Kendall bounds) or ``spearman`` (point medians)
+    ordering: str = field(default="intervals", metadata=opt(
+        set_by="switch", choices=("intervals", "spearman")))
+    #: ``default`` (four gates) or ``reference`` (floor outlier, drop)
+    gates: str = field(default="default", metadata=opt(
+        set_by="switch", choices=("default", "reference")))
     #: ``accuracy``: t_grok is the first logged test_acc ≥ threshold; ``usable``: the first
     #: point where test_acc ≥ threshold *and* the metric is logged (v1.5), m_grok read there
-    grok_point: str = "accuracy"
+    grok_point: str = field(default="accuracy", metadata=_v15_switch("accuracy", "usable"))
     #: where ``min_rel_drop`` applies: ``run`` (each run's drop) or ``cell`` (the ratio of the
     #: cell's median drop to its median m_grok, a boundary gate; runs need only min_abs_drop)
-    rel_drop: str = "run"
+    rel_drop: str = field(default="run", metadata=_v15_switch("run", "cell"))
     #: a censored t_compress: ``bound`` (a lower bound, left out of point medians) or
     #: ``last_step`` (the last metric step after grok, kept in the medians, as v1.5 does)
-    censored_time: str = "bound"
+    censored_time: str = field(default="bound", metadata=_v15_switch("bound", "last_step"))
     #: the runs of a cell's medians: ``all`` runs, or ``kept``: the runs that grokked and have
     #: a floor (v1.5's seeds; t_grok, m_grok, floor over them, times over those with a drop)
-    cell_runs: str = "all"
+    cell_runs: str = field(default="all", metadata=_v15_switch("all", "kept"))
     #: the censoring fraction over the eligible runs of the ``passing`` cells, or over the runs
     #: with a drop of ``all_cells``, gated ones included (v1.5)
-    censor_scope: str = "passing"
+    censor_scope: str = field(default="passing", metadata=_v15_switch("passing", "all_cells"))
     #: the lag class from the median rel_lag of the pooled eligible ``runs``, or from the
     #: median of the passing cells' median rel_lag (``cell_medians``, v1.5)
-    lag_class: str = "runs"
+    lag_class: str = field(default="runs", metadata=_v15_switch("runs", "cell_medians"))
     #: ``monotone``: both time orderings identified and monotone decide the clock type;
     #: ``sign``: the signs of the two Spearman coefficients, then whether the earliest cells
     #: differ (v1.5)
-    clock_rule: str = "monotone"
+    clock_rule: str = field(default="monotone", metadata=_v15_switch("monotone", "sign"))
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -138,10 +340,35 @@ class AuditConfig:
         return out
 
 
+def _resolved(f: dataclasses.Field[Any]) -> Option:
+    """Field ``f``'s :class:`Option` with its kind (from the annotation when not declared) and
+    its flag (``--name-with-dashes`` for one set by a flag) filled in."""
+    o: Option = f.metadata[_KEY]
+    flag = o.flag
+    if flag is None and o.set_by == "flag":
+        flag = "--" + f.name.replace("_", "-")
+    return dataclasses.replace(o, kind=o.kind or _KIND_OF_TYPE[str(f.type)], flag=flag)
+
+
+def options_of(cls: type[AuditConfig]) -> dict[str, Option]:
+    """The resolved :class:`Option` of every field of ``cls`` that declares one, in field
+    order (``extra`` declares none)."""
+    return {f.name: _resolved(f) for f in fields(cls) if _KEY in f.metadata}
+
+
+#: Every option's :class:`Option`, in field order: the one source of the tables below.
+OPTIONS: dict[str, Option] = options_of(AuditConfig)
+
+
+def kind_of(name: str) -> Kind:
+    """How option ``name``'s value is read (resolved, never ``None``)."""
+    kind = OPTIONS[name].kind
+    assert kind is not None  # _resolved fills it in
+    return kind
+
+
 #: Switches echoed in ``AuditConfig.to_dict`` only when set to a non-default value.
-ECHOED_WHEN_SET = ("grok_point", "rel_drop", "censored_time", "cell_runs", "censor_scope",
-                   "lag_class", "clock_rule", "grok_on", "grok_below", "full_below",
-                   "grok_relative", "acc_scales", "max_rows", "max_columns")
+ECHOED_WHEN_SET = tuple(n for n, o in OPTIONS.items() if o.echo_when_set)
 
 #: What ``--profile reference`` changes (AUDIT_SPEC §5: the public v1.5 analyzer).
 REFERENCE_OVERRIDES: dict[str, Any] = {
@@ -165,105 +392,32 @@ REFERENCE_OVERRIDES: dict[str, Any] = {
     "clock_rule": "sign",
 }
 
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "rule": ("settle", "crossing"),
-    "on_duplicate": ("error", "first", "last"),
-    "floor_window": ("span", "index", "grid"),
-    "grok_point": ("accuracy", "usable"),
-    "rel_drop": ("run", "cell"),
-    "censored_time": ("bound", "last_step"),
-    "cell_runs": ("all", "kept"),
-    "censor_scope": ("passing", "all_cells"),
-    "lag_class": ("runs", "cell_medians"),
-    "clock_rule": ("monotone", "sign"),
-    "drop_from": ("peak", "grok"),
-    "ordering": ("intervals", "spearman"),
-    "gates": ("default", "reference"),
-    "grok_relative": ("off", "study"),
-    "profile": PROFILES,
-}
+#: The valid values of every choice option.
+_CHOICES: dict[str, tuple[str, ...]] = {n: o.choices for n, o in OPTIONS.items() if o.choices}
 
-_FIELD_TYPES = {f.name: f.type for f in fields(AuditConfig)}
 _READY = False  # AuditConfig validates itself once the module (its ranges) is defined
 
-#: Largest value of any integer option: far beyond any real log, small enough for numpy.
-INT_MAX = 1_000_000
-
-
-@dataclass(frozen=True)
-class Range:
-    """The valid values of a numeric option: ``lo``/``hi`` with open or closed ends."""
-
-    lo: float
-    hi: float
-    lo_open: bool = False
-    hi_open: bool = False
-
-    def contains(self, v: float) -> bool:
-        if not math.isfinite(v):
-            return False
-        above = v > self.lo if self.lo_open else v >= self.lo
-        below = v < self.hi if self.hi_open else v <= self.hi
-        return above and below
-
-    def __str__(self) -> str:
-        hi = "∞" if math.isinf(self.hi) else _bound_text(self.hi)
-        return (f"{'(' if self.lo_open else '['}{_bound_text(self.lo)}, {hi}"
-                f"{')' if self.hi_open or math.isinf(self.hi) else ']'}")
-
-
-def _bound_text(x: float) -> str:
-    """A range bound as ``--help`` states it: ``1``, ``0.05``, ``1e+06``."""
-    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
-
-
-_INF = math.inf
 #: The valid range of every numeric option (stated in ``--help`` and ``docs/cli.md``).
-RANGES: dict[str, Range] = {
-    "acc_scale": Range(0, _INF, lo_open=True),
-    "mem_threshold": Range(0, 1, lo_open=True),
-    "grok_threshold": Range(0, 1, lo_open=True),
-    "sustain": Range(1, INT_MAX),
-    "full_threshold": Range(0, 1, lo_open=True),
-    "floor_frac": Range(0, 1, lo_open=True, hi_open=True),
-    "min_floor_points": Range(1, INT_MAX),
-    "max_floor_frac": Range(0, 1, lo_open=True, hi_open=True),
-    "rel_tol": Range(0, 1),
-    "abs_tol": Range(0, _INF),
-    "drift_level": Range(0, 1, lo_open=True, hi_open=True),
-    "max_slope_bins": Range(3, 4096),
-    "smooth": Range(1, INT_MAX),
-    "max_rows": Range(1, 10**12),
-    "max_columns": Range(1, 10**7),
-    "min_rel_drop": Range(0, 1, hi_open=True),
-    "min_abs_drop": Range(0, _INF),
-    "eps": Range(0, 1, lo_open=True, hi_open=True),
-    "transient_threshold": Range(1, _INF),
-    "high_floor_factor": Range(1, _INF, lo_open=True),
-    "mono_threshold": Range(0, 1, lo_open=True),
-    "flat_threshold": Range(0, 1, hi_open=True),
-    "large_lag": Range(0, _INF),
-    "censor_warn": Range(0, 1, hi_open=True),
-    "endpoint_cv": Range(0, _INF, lo_open=True),
-    "grok_below": Range(0, _INF, lo_open=True),
-    "full_below": Range(0, _INF, lo_open=True),
-}
+RANGES: dict[str, Range] = {n: o.range for n, o in OPTIONS.items() if o.range is not None}
 
 #: Options that may be unset (``None``): the loss levels, set only with a loss ``grok_on``.
-OPTIONAL = ("grok_below", "full_below")
+OPTIONAL = tuple(n for n in OPTIONS if kind_of(n) == "level")
 
 #: ``fail_on`` modes; anything else must be a list of reason codes.
 FAIL_ON_MODES = ("default", "none", "warning")
 
 
 #: Options that only a config file or the Python API can set (no command-line flag).
-FILE_ONLY = ("drift_level", "max_slope_bins", "endpoint_cv")
+FILE_ONLY = tuple(n for n, o in OPTIONS.items() if o.set_by == "file")
 
 #: The profile switches (``docs/profiles.md``): choices that name a definition, set by
 #: ``--profile`` or a config file, never by a flag of their own.
-PROFILE_SWITCHES = ("floor_window", "stability_check", "interval_censoring", "drop_from",
-                    "ordering", "gates", "grok_point", "rel_drop", "censored_time", "cell_runs",
-                    "censor_scope", "lag_class", "clock_rule")
+PROFILE_SWITCHES = tuple(n for n, o in OPTIONS.items() if o.set_by == "switch")
+
+#: The options the text report's ``config:`` line shows, in order: the key shown and when.
+REPORT_KEYS: tuple[tuple[str, ShownWhen], ...] = tuple(
+    (key, when) for _, key, when in sorted((o.report.at, o.report.key or n, o.report.when)
+                                           for n, o in OPTIONS.items() if o.report is not None))
 
 
 def _named(name: str) -> str:
@@ -274,11 +428,10 @@ def _named(name: str) -> str:
 def flag_of(name: str) -> str:
     """How option ``name`` is set: its flag (``rel_tol`` → ``--rel-tol``), or "config file
     only" for an option without one."""
-    if name in FILE_ONLY or name in PROFILE_SWITCHES:
-        return "config file only"
-    if name == "metrics":
-        return "--metric"
-    return "--" + name.replace("_", "-")
+    o = OPTIONS.get(name)
+    if o is None:  # not an option: the flag it would have
+        return "--" + name.replace("_", "-")
+    return o.flag or "config file only"
 
 
 def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> tuple[str, ...]:
@@ -307,10 +460,9 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
     for t in tokens:
         u = t.upper()
         if u not in known:
-            close = difflib.get_close_matches(u, sorted(known), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
             raise ConfigError(
-                f"{source}: fail_on token {t!r} is not a reason code{hint}; choose {valid}",
+                f"{source}: fail_on token {t!r} is not a reason code"
+                f"{hint(u, sorted(known), quote=False)}; choose {valid}",
                 code=ErrorCode.INVALID_FAIL_ON, option="fail_on")
         if u not in out:
             out.append(u)
@@ -318,7 +470,7 @@ def parse_fail_on(value: str | Sequence[str], source: str = "command line") -> t
 
 
 #: options that name columns: a blank name is refused, never read as the option left out
-_COLUMN_LISTS = ("metrics", "cell")
+_COLUMN_LISTS = tuple(n for n in OPTIONS if kind_of(n) == "columns")
 
 
 def repeated(names: Sequence[str]) -> list[str]:
@@ -334,103 +486,194 @@ def _blank(name: str, value: Any, source: str) -> ConfigError:
                        code=ErrorCode.INVALID_OPTION, option=name)
 
 
-def _coerce(name: str, value: Any, source: str) -> Any:
-    default = getattr(AuditConfig(), name)
-    if name == "acc_scale" and (value is None or (isinstance(value, str)
-                                                  and value.strip().lower() in ("", "auto"))):
-        return None
-    if name in OPTIONAL or name == "acc_scale":
-        if value is None or value == "":
-            return None
-        try:
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise ValueError(value)
-            return float(value)
-        except (TypeError, ValueError, OverflowError):
-            raise ConfigError(f"{source}: option {_named(name)} = {value!r} is not "
-                              "a number", code=ErrorCode.INVALID_OPTION, option=name) from None
-    if name == "acc_scales":
-        if isinstance(value, dict):  # acc_scale = {test_acc = 100} in a config file
-            value = [f"{k}={v}" for k, v in value.items()]
-        items = ([v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str)
-                 else [str(v) for v in value] if isinstance(value, (list, tuple)) else None)
-        if items is None:
-            raise ConfigError(f"{source}: option 'acc_scales' = {value!r} must be COLUMN=SCALE "
-                              "pairs", code=ErrorCode.INVALID_OPTION, option=name)
-        return tuple(items)
-    if name == "grok_on":
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{source}: option 'grok_on' (--grok-on) = {value!r} must be a "
-                              "column name", code=ErrorCode.INVALID_OPTION, option=name)
-        return value.strip()
-    if name == "fail_on":
-        if not isinstance(value, (str, list, tuple)):
-            raise ConfigError(f"{source}: option 'fail_on' = {value!r} must be a string or a "
-                              "list of strings", code=ErrorCode.INVALID_OPTION, option=name)
-        return parse_fail_on(value, source)
-    try:
-        if isinstance(default, bool):
-            if isinstance(value, str):
-                if value.lower() in ("true", "1", "yes"):
-                    return True
-                if value.lower() in ("false", "0", "no"):
-                    return False
-                raise ValueError(value)
-            if not isinstance(value, (bool, int)):
-                raise ValueError(value)
-            return bool(value)
-        if isinstance(default, tuple):
-            if isinstance(value, str):
-                names = tuple(v.strip() for v in value.split(",") if v.strip())
-                if not names and name in _COLUMN_LISTS:
-                    raise _blank(name, value, source)
-                return names
-            if not isinstance(value, (list, tuple)) or not all(
-                    isinstance(v, (str, int, float)) for v in value):
-                raise ValueError(value)
-            if name in _COLUMN_LISTS and any(not str(v).strip() for v in value):
-                raise _blank(name, value, source)
-            names = tuple(str(v) for v in value)
-            twice = repeated(names)
-            if name in _COLUMN_LISTS and twice:  # --metric m --metric m: two equal studies
-                raise ConfigError(f"{source}: option {_named(name)} names "
-                                  f"{', '.join(map(repr, twice))} twice; name each once",
-                                  code=ErrorCode.INVALID_OPTION, option=name)
-            return names
-        if name == "by":
-            if value is None:
-                return None
-            if not isinstance(value, str):
-                raise ValueError(value)
-            if not value.strip():  # a placeholder left empty is not `by` left out
-                raise _blank(name, value, source)
-            return value
-        if isinstance(default, int):
-            if isinstance(value, bool):
-                raise ValueError(value)
-            if isinstance(value, float):
-                if not value.is_integer():
-                    raise ValueError(value)
-            elif isinstance(value, str):
-                value = int(value.strip())
-            elif not isinstance(value, int):
-                raise ValueError(value)
-            return int(value)
-        if isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise ValueError(value)
-            return float(value)
-        if not isinstance(value, str):
+# -- "did you mean": the one suggestion of every misspelt name ------------------------------
+def did_you_mean(word: str, candidates: Iterable[str], n: int = 1, cutoff: float = 0.6, *,
+                 quote: bool = True) -> str:
+    """``"did you mean 'rel_tol'?"`` (several: ``'a' or 'b'``), or ``""`` when no candidate is
+    close enough. Every "did you mean" of grokaudit (a config key, a ``fail_on`` code, a
+    weight matrix of a callback) asks here, so all rank candidates alike (``difflib``'s ratio,
+    the ``n`` best at or above ``cutoff``) and word the suggestion alike; ``quote=False`` names
+    them bare, as reason codes are written (``did you mean NO_GROK?``)."""
+    close = difflib.get_close_matches(word, list(candidates), n=n, cutoff=cutoff)
+    if not close:
+        return ""
+    return f"did you mean {' or '.join(repr(c) if quote else c for c in close)}?"
+
+
+def hint(word: str, candidates: Iterable[str], n: int = 1, cutoff: float = 0.6, *,
+         quote: bool = True) -> str:
+    """:func:`did_you_mean` as an aside inside a message: ``" (did you mean 'rel_tol'?)"``, or
+    ``""``."""
+    text = did_you_mean(word, candidates, n, cutoff, quote=quote)
+    return f" ({text})" if text else ""
+
+
+# -- coercers: one per Kind; (name, value, source) -> the field's value ------------------------
+Coercer = Callable[[str, Any, str], Any]
+T = TypeVar("T")
+
+
+def _refusing(what: str) -> Callable[[Callable[[str, Any, str], T]],
+                                     Callable[[str, Any, str], T]]:
+    """A coercer whose ``TypeError``/``ValueError``/``OverflowError`` (a value of the wrong
+    type, ``int("1e3")``, ``float(10**400)``) becomes the one refusal ``option 'x' (--x) = v is
+    not WHAT`` (``INVALID_OPTION``); a :class:`ConfigError` of its own passes as it is."""
+    def wrap(fn: Callable[[str, Any, str], T]) -> Callable[[str, Any, str], T]:
+        @functools.wraps(fn)
+        def coerce(name: str, value: Any, source: str) -> T:
+            try:
+                return fn(name, value, source)
+            except ConfigError:
+                raise
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigError(f"{source}: option {_named(name)} = {value!r} is not {what}",
+                                  code=ErrorCode.INVALID_OPTION, option=name) from None
+        return coerce
+    return wrap
+
+
+@_refusing("true/false")
+def _to_bool(name: str, value: Any, source: str) -> bool:
+    """``true``/``1``/``yes``, ``false``/``0``/``no`` (any case), a bool or an int."""
+    if isinstance(value, str):
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(value)
+    if not isinstance(value, (bool, int)):
+        raise ValueError(value)
+    return bool(value)
+
+
+@_refusing("an integer")
+def _to_int(name: str, value: Any, source: str) -> int:
+    """An int, an integral float or an integer string; never a bool (``True`` is no count)."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, float):
+        if not value.is_integer():
             raise ValueError(value)
-        return value
-    except ConfigError:  # a refusal of its own (a blank or repeated name): as it is
-        raise
-    except (TypeError, ValueError, OverflowError):
-        kind = {bool: "true/false", int: "an integer", float: "a number",
-                tuple: "a list of names"}.get(type(default), "a string")
-        raise ConfigError(
-            f"{source}: option {_named(name)} = {value!r} is not {kind}",
-            code=ErrorCode.INVALID_OPTION, option=name) from None
+    elif isinstance(value, str):
+        value = int(value.strip())
+    elif not isinstance(value, int):
+        raise ValueError(value)
+    return int(value)
+
+
+@_refusing("a number")
+def _to_float(name: str, value: Any, source: str) -> float:
+    """A number or a numeric string; never a bool. Its range is :func:`validate`'s."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(value)
+    return float(value)
+
+
+def _to_level(name: str, value: Any, source: str) -> float | None:
+    """A loss level: unset (``None`` or ``""``) or a number."""
+    if value is None or value == "":
+        return None
+    return _to_float(name, value, source)
+
+
+def _to_scale(name: str, value: Any, source: str) -> float | None:
+    """``acc_scale``: ``auto`` or blank (decided per column: ``None``), else a number."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
+        return None
+    return _to_level(name, value, source)
+
+
+@_refusing("a list of names")
+def _to_columns(name: str, value: Any, source: str) -> tuple[str, ...]:
+    """Column names: a comma list or a sequence. A blank name, or none at all, is refused
+    (:func:`_blank`), and so is a name given twice in a sequence (two equal studies)."""
+    if isinstance(value, str):
+        names = tuple(v.strip() for v in value.split(",") if v.strip())
+        if not names:
+            raise _blank(name, value, source)
+        return names
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, (str, int, float)) for v in value):
+        raise ValueError(value)
+    if any(not str(v).strip() for v in value):
+        raise _blank(name, value, source)
+    names = tuple(str(v) for v in value)
+    twice = repeated(names)
+    if twice:  # --metric m --metric m: two equal studies
+        raise ConfigError(f"{source}: option {_named(name)} names "
+                          f"{', '.join(map(repr, twice))} twice; name each once",
+                          code=ErrorCode.INVALID_OPTION, option=name)
+    return names
+
+
+@_refusing("a string")
+def _to_column(name: str, value: Any, source: str) -> str | None:
+    """One column name or unset; a blank one (a placeholder left empty) is not unset."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(value)
+    if not value.strip():
+        raise _blank(name, value, source)
+    return value
+
+
+@_refusing("a string")
+def _to_text(name: str, value: Any, source: str) -> str:
+    """A string, as given (a choice is checked by :func:`validate`, naming every choice)."""
+    if not isinstance(value, str):
+        raise ValueError(value)
+    return value
+
+
+def _to_criterion(name: str, value: Any, source: str) -> str:
+    """``grok_on``: a column name, stripped (which column it may be is :func:`validate`'s)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{source}: option {_named(name)} = {value!r} must be a "
+                          "column name", code=ErrorCode.INVALID_OPTION, option=name)
+    return value.strip()
+
+
+def _to_fail_on(name: str, value: Any, source: str) -> tuple[str, ...]:
+    """``fail_on``: a string or a list of strings, normalized by :func:`parse_fail_on`."""
+    if not isinstance(value, (str, list, tuple)):
+        raise ConfigError(f"{source}: option {name!r} = {value!r} must be a string or a "
+                          "list of strings", code=ErrorCode.INVALID_OPTION, option=name)
+    return parse_fail_on(value, source)
+
+
+def _to_pairs(name: str, value: Any, source: str) -> tuple[str, ...]:
+    """``acc_scales``: ``COLUMN=SCALE`` items as a comma list, a sequence or a table
+    (``acc_scale = {test_acc = 100}`` in a config file); each is checked by
+    :func:`column_scales`."""
+    if isinstance(value, dict):
+        value = [f"{k}={v}" for k, v in value.items()]
+    items = ([v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str)
+             else [str(v) for v in value] if isinstance(value, (list, tuple)) else None)
+    if items is None:
+        raise ConfigError(f"{source}: option {name!r} = {value!r} must be COLUMN=SCALE "
+                          "pairs", code=ErrorCode.INVALID_OPTION, option=name)
+    return tuple(items)
+
+
+_COERCERS: dict[Kind, Coercer] = {
+    "bool": _to_bool, "int": _to_int, "float": _to_float, "level": _to_level,
+    "scale": _to_scale, "columns": _to_columns, "column": _to_column, "text": _to_text,
+    "criterion": _to_criterion, "fail_on": _to_fail_on, "pairs": _to_pairs,
+}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    """``value`` (from ``source``: a file, the command line) as option ``name``'s type, by the
+    coercer of its kind; range and choice checks are :func:`validate`'s."""
+    return _COERCERS[kind_of(name)](name, value, source)
+
+
+def _unknown(key: str) -> ConfigError:
+    """The refusal of a keyword that is no option (a flag override, :func:`replace`),
+    suggesting the closest option."""
+    return ConfigError(f"unknown option {key!r}{hint(key, OPTIONS)}",
+                       code=ErrorCode.UNKNOWN_OPTION, option=key)
 
 
 def validate(cfg: AuditConfig) -> AuditConfig:
@@ -444,9 +687,9 @@ def validate(cfg: AuditConfig) -> AuditConfig:
                 f"{', '.join(choices)}", code=ErrorCode.INVALID_OPTION, option=name)
     for name, rng in RANGES.items():
         v = getattr(cfg, name)
-        if v is None and (name in OPTIONAL or name == "acc_scale"):
+        if v is None and kind_of(name) in ("level", "scale"):  # unset: allowed
             continue
-        is_int = isinstance(getattr(_DEFAULTS, name), int)
+        is_int = kind_of(name) == "int"
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (
                 is_int and not isinstance(v, int)):
             raise ConfigError(f"option {_named(name)} = {v!r} is not "
@@ -691,12 +934,10 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
                               f"{str(k)!r}); keep one", code=ErrorCode.INVALID_OPTION,
                               option=k2)
         spelt[k2] = str(k)
-        if k2 not in _FIELD_TYPES or k2 == "extra":
-            close = difflib.get_close_matches(k2, [f for f in _FIELD_TYPES if f != "extra"], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"{source}: unknown option {k!r}{hint} (see `grokaudit check "
-                              "--help` and docs/config.md)", code=ErrorCode.UNKNOWN_OPTION,
-                              option=str(k))
+        if k2 not in OPTIONS:
+            raise ConfigError(f"{source}: unknown option {k!r}{hint(k2, OPTIONS)} (see "
+                              "`grokaudit check --help` and docs/config.md)",
+                              code=ErrorCode.UNKNOWN_OPTION, option=str(k))
     file_values = {str(k).replace("-", "_"): v for k, v in file_values.items()}
     chosen = profile or file_values.pop("profile", None) or "default"
     file_values.pop("profile", None)
@@ -712,11 +953,8 @@ def make_config(profile: str | None = None, file_values: Mapping[str, Any] | Non
     for k, v in overrides.items():
         if v is None:
             continue
-        if k not in _FIELD_TYPES or k == "extra":
-            close = difflib.get_close_matches(k, [f for f in _FIELD_TYPES if f != "extra"], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown option {k!r}{hint}", code=ErrorCode.UNKNOWN_OPTION,
-                              option=k)
+        if k not in OPTIONS:
+            raise _unknown(k)
         values[k] = _coerce(k, v, "command line")
     try:
         return AuditConfig(**values)
@@ -744,11 +982,8 @@ def build_config(profile: str | None, config_file: str | None,
 def replace(cfg: AuditConfig, **changes: Any) -> AuditConfig:
     """A copy of ``cfg`` with ``changes`` applied (coerced like a flag) and validated."""
     for k in changes:
-        if k not in _FIELD_TYPES or k == "extra":
-            close = difflib.get_close_matches(k, [f for f in _FIELD_TYPES if f != "extra"], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown option {k!r}{hint}", code=ErrorCode.UNKNOWN_OPTION,
-                              option=k)
+        if k not in OPTIONS:
+            raise _unknown(k)
     coerced = {k: _coerce(k, v, "replace") for k, v in changes.items()}
     return dataclasses.replace(cfg, **coerced)
 

@@ -1,9 +1,10 @@
 """The command-line options shared by every command that reads a log, and the one parser of
 ``KEY=VALUE`` and comma lists.
 
-Commands (``check``, ``report``, the claims) stack these decorators; each option's help states
-its default and valid range, taken from :mod:`grokaudit.config` so that ``--help``, the docs and
-the validator cannot disagree.
+Commands (``check``, ``report``, the claims) stack these decorators. An option that sets a config
+field takes its flag, type, choices and help — default and valid range included — from that
+field's metadata (:data:`grokaudit.config.OPTIONS`), so that ``--help``, the docs and the
+validator cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from .config import RANGES, AuditConfig, repeated
+from .config import OPTIONS, RANGES, AuditConfig, kind_of, repeated
 from .errors import ConfigError, ErrorCode
 
 F = Callable[..., Any]
@@ -71,41 +72,47 @@ def parse_pairs(values: str | Iterable[str] | None, flag: str, *,
 
 
 def _help(text: str, field: str) -> str:
+    """``text`` with the usual bracket: ``[default D; valid R]``, or ``[default D]`` for an
+    option without a range."""
     default = getattr(_DEFAULTS, field)
     rng = RANGES.get(field)
     return f"{text} [default {default}; valid {rng}]" if rng else f"{text} [default {default}]"
 
 
-#: (flag, config field, type, help) for every threshold a flag can set.
-THRESHOLD_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--mem-threshold", "mem_threshold", float, "train_acc that counts as memorized"),
-    ("--grok-threshold", "grok_threshold", float, "test_acc that counts as grokked"),
-    ("--sustain", "sustain", int, "consecutive points below threshold that break a grok"),
-    ("--full-threshold", "full_threshold", float,
-     "final median test_acc of a fully generalized run"),
-    ("--floor-frac", "floor_frac", float, "final window W2 as a fraction of the step span"),
-    ("--min-floor-points", "min_floor_points", int, "fewest points in W2"),
-    ("--max-floor-frac", "max_floor_frac", float, "how far back W2 may reach to find them"),
-    ("--rel-tol", "rel_tol", float, "floor band half-width relative to |F|"),
-    ("--abs-tol", "abs_tol", float, "floor band half-width floor in metric units"),
-    ("--smooth", "smooth", int, "trailing rolling-median width in metric points"),
-    ("--min-rel-drop", "min_rel_drop", float,
-     "compression smaller than this share of the peak is none"),
-    ("--min-abs-drop", "min_abs_drop", float, "compression smaller than this is none"),
-    ("--eps", "eps", float, "tolerance of the crossing rule"),
-    ("--transient-threshold", "transient_threshold", float, "m_grok/F above this is a transient"),
-    ("--high-floor-factor", "high_floor_factor", float, "floor outlier factor"),
-    ("--mono-threshold", "mono_threshold", float, "tau bound for a monotone ordering"),
-    ("--flat-threshold", "flat_threshold", float,
-     "tau bound for a flat ordering (below --mono-threshold)"),
-    ("--large-lag", "large_lag", float, "median rel_lag above this is a large lag"),
-    ("--censor-warn", "censor_warn", float,
-     "censored share of t_compress that is inconclusive"),
-)
+def help_of(field: str) -> str:
+    """The ``--help`` text of the flag of config field ``field``, from its metadata: its help,
+    then its ``note`` (``None``: the usual bracket of :func:`_help`; ``""``: none; else a
+    template over ``{default}`` and ``{range}``)."""
+    o = OPTIONS[field]
+    if o.note is None:
+        return _help(o.help, field)
+    if not o.note:
+        return o.help
+    note = o.note.format(default=getattr(_DEFAULTS, field), range=RANGES.get(field))
+    return f"{o.help} [{note}]"
 
-FAIL_ON_HELP = ("what makes the exit code 1: default (critical findings), none, warning "
-                "(warnings too), or a comma list of reason codes (case-insensitive); anything "
-                "else is an error")
+
+#: The click type of a flag, by how its config field is read (None: the string as typed).
+_CLICK_TYPES: dict[str, type] = {"int": int, "float": float, "level": float}
+
+
+def config_option(field: str, **attrs: Any) -> Callable[[F], F]:
+    """The click option that sets config field ``field``: flag, type (a ``click.Choice`` of
+    its choices), help from the field's metadata; ``attrs`` add what only the command line
+    has (``metavar``, ``multiple``, ``callback``). Unset, it is ``None``: the config decides."""
+    o = OPTIONS[field]
+    if o.flag is None:
+        raise ValueError(f"config option {field!r} has no flag (set by a config file only)")
+    typ: Any = click.Choice(list(o.choices)) if o.choices else _CLICK_TYPES.get(kind_of(field))
+    return click.option(o.flag, field, type=typ, default=None, help=help_of(field), **attrs)
+
+
+#: (flag, config field, type, help) for every threshold a flag can set.
+THRESHOLD_FLAGS: tuple[tuple[str, str, Any, str], ...] = tuple(
+    (o.flag, name, _CLICK_TYPES[kind_of(name)], o.help)
+    for name, o in OPTIONS.items() if o.threshold and o.flag is not None)
+
+FAIL_ON_HELP = help_of("fail_on")
 
 
 def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
@@ -143,20 +150,10 @@ def input_options(f: F) -> F:
                      help="multiply the steps by N, or by each run's declared cadence where "
                           "its step column counts log events (STEP_CADENCE_MISMATCH) [default: "
                           "as logged; valid a positive integer or cadence]"),
-        click.option("--acc-scale", default=None, metavar="auto|N|COL=N,…",
-                     help="divide accuracies by this: 100 (percent), 1 (fractions), auto (per "
-                          "column: percent with three values above 1.5, or beside such a "
-                          "column), or per column: test_acc=100,train_acc=1 "
-                          f"[default auto; valid auto or {RANGES['acc_scale']}]"),
-        click.option("--on-duplicate", type=click.Choice(["error", "first", "last"]),
-                     default=None,
-                     help="duplicate (run, step) rows with different values [default error]"),
-        click.option("--max-rows", "max_rows", type=int, default=None, metavar="N",
-                     help=_help("refuse an input whose Parquet metadata declares more rows "
-                                "(checked before reading)", "max_rows")),
-        click.option("--max-columns", "max_columns", type=int, default=None, metavar="N",
-                     help=_help("refuse an input whose Parquet metadata declares more "
-                                "columns", "max_columns")),
+        config_option("acc_scale", metavar="auto|N|COL=N,…"),
+        config_option("on_duplicate"),
+        config_option("max_rows", metavar="N"),
+        config_option("max_columns", metavar="N"),
     ])
 
 
@@ -195,7 +192,7 @@ def config_options(f: F) -> F:
         click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
                      help="config file (default: grokaudit.toml or [tool.grokaudit] in "
                           "pyproject.toml, searched upwards from the working directory)"),
-        click.option("--fail-on", "fail_on", default=None, metavar="WHAT", help=FAIL_ON_HELP),
+        config_option("fail_on", metavar="WHAT"),
     ])
 
 
@@ -204,22 +201,12 @@ def audit_options(f: F) -> F:
     for _, field, _, _ in reversed(THRESHOLD_FLAGS):
         f = threshold_option(field)(f)
     f = _stack(f, [
-        click.option("--by", "by", default=None, metavar="COL", callback=column_names,
-                     help="the axis column (default: the single varying numeric condition)"),
-        click.option("--cell", "cell", multiple=True, metavar="COL[,COL]", callback=column_names,
-                     help="condition column(s) that split studies, e.g. arch"),
-        click.option("--metric", "metrics", multiple=True, metavar="COL", callback=column_names,
-                     help="metric column to audit (repeatable; default every known metric; "
-                          "none found: the accuracy clocks alone)"),
-        click.option("--profile", type=click.Choice(["default", "reference"]), default=None,
-                     help="default, or reference (the public v1.5 analyzer)"),
-        click.option("--rule", type=click.Choice(["settle", "crossing"]), default=None,
-                     help="t_compress rule [default settle]"),
-        click.option("--grok-relative", "grok_relative", type=click.Choice(["off", "study"]),
-                     default=None,
-                     help="study: read --grok-threshold and --full-threshold as fractions of "
-                          "the study's best sustained test accuracy when a task ceiling keeps "
-                          "it below 1 (at least 0.5) [default off]"),
+        config_option("by", metavar="COL", callback=column_names),
+        config_option("cell", multiple=True, metavar="COL[,COL]", callback=column_names),
+        config_option("metrics", multiple=True, metavar="COL", callback=column_names),
+        config_option("profile"),
+        config_option("rule"),
+        config_option("grok_relative"),
     ])
     return grok_options(config_options(input_options(f)))
 
@@ -228,15 +215,9 @@ def grok_options(f: F) -> F:
     """The grok criterion on a loss, for logs without accuracy (``--grok-on test_loss
     --grok-below 0.05``)."""
     return _stack(f, [
-        click.option("--grok-on", "grok_on", default=None, metavar="COL",
-                     help="the grok criterion's column: test_acc (rising to --grok-threshold) "
-                          "or a held-out loss (falling to --grok-below) [default test_acc]"),
-        click.option("--grok-below", "grok_below", type=float, default=None, metavar="LEVEL",
-                     help="with a loss --grok-on: the loss that counts as generalized "
-                          f"[valid {RANGES['grok_below']}]"),
-        click.option("--full-below", "full_below", type=float, default=None, metavar="LEVEL",
-                     help="with a loss --grok-on: the final median loss of a fully generalized "
-                          "run [default --grok-below]"),
+        config_option("grok_on", metavar="COL"),
+        config_option("grok_below", metavar="LEVEL"),
+        config_option("full_below", metavar="LEVEL"),
     ])
 
 
@@ -271,8 +252,9 @@ def shared_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def threshold_option(field: str) -> Callable[[F], F]:
     """The option of :data:`THRESHOLD_FLAGS` that sets ``field`` (``--grok-threshold``)."""
-    flag, _, typ, text = next(t for t in THRESHOLD_FLAGS if t[1] == field)
-    return click.option(flag, field, type=typ, default=None, help=_help(text, field))
+    if not OPTIONS[field].threshold:
+        raise ValueError(f"{field!r} is not a threshold of THRESHOLD_FLAGS")
+    return config_option(field)
 
 
 def audit_overrides(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .config import REPORT_KEYS
 from .reasons import Reason, Severity
 from .results import (
     AuditResult,
@@ -266,22 +267,27 @@ def render_text(result: AuditResult, *, verbose: bool = False) -> str:
     return "\n".join(safe(line) for line in out) + "\n"
 
 
+def config_keys(cfg: Mapping[str, Any]) -> list[str]:
+    """The keys of the effective config (``cfg``, the result's echo) the ``config:`` line
+    shows, in order: :data:`grokaudit.config.REPORT_KEYS`, from each option's metadata — the
+    accuracy thresholds or the loss levels by the grok criterion, some options only when set."""
+    loss = cfg.get("grok_on", "test_acc") != "test_acc"
+
+    def shown(key: str, when: str) -> bool:
+        if when == "set":  # not unset, off or empty
+            return cfg.get(key) not in (None, "off", [], ())
+        return when == "always" or when == ("loss" if loss else "accuracy")
+
+    return [k for k, when in REPORT_KEYS if shown(k, when)]
+
+
 def _header_lines(result: AuditResult) -> list[str]:
     """The version and profile, the effective config, the trail, the input accounting."""
     cfg = result.config
     trail = result.trail
     out: list[str] = [f"grokaudit {result.version} · profile "
                       f"{trail.profile if trail is not None else cfg.get('profile')}"]
-    keys: tuple[str, ...] = ("axis", "cell", "metrics", "rule", "grok_threshold",
-                             "full_threshold", "floor_frac", "rel_tol", "smooth",
-                             "transient_threshold", "large_lag", "censor_warn", "fail_on")
-    if cfg.get("grok_on", "test_acc") != "test_acc":  # the grok criterion is a loss
-        keys = tuple(k for k in keys if k not in ("grok_threshold", "full_threshold"))
-        keys = ("grok_on", "grok_below", "full_below", *keys)
-    for extra in ("grok_relative", "acc_scale", "acc_scales"):  # shown when set
-        if cfg.get(extra) not in (None, "off", [], ()):
-            keys = (*keys[:keys.index("fail_on")], extra, "fail_on")
-    out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in keys))
+    out.append("config: " + " ".join(f"{k}={_cfgv(cfg.get(k))}" for k in config_keys(cfg)))
     if trail is not None:  # how the result was made: every changed setting, files, command
         out += trail.lines()
     inp = result.input

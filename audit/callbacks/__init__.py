@@ -26,7 +26,6 @@ This module needs neither library: it holds what both callbacks share, and names
 
 from __future__ import annotations
 
-import difflib
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -34,7 +33,7 @@ from contextlib import contextmanager
 from numbers import Integral
 from typing import Any
 
-from ..config import AuditConfig
+from ..config import AuditConfig, did_you_mean
 from ..errors import ConfigError, ErrorCode, GrokauditWarning, MissingExtraError
 from ..live import DEFAULT_MARGIN, LiveRun, LiveState
 from ..metrics import METRIC_NAMES, spectral_metrics
@@ -401,8 +400,8 @@ def _check_metrics(metrics: Any) -> tuple[str, ...]:
 
 def _suggest(name: str, named: Mapping[str, Any]) -> str:
     mats = [k for k, v in named.items() if len(tuple(v.shape)) >= 2]
-    close = difflib.get_close_matches(name, mats, n=3, cutoff=0.6)
-    out = f"did you mean {' or '.join(repr(k) for k in close)}? " if close else ""
+    close = did_you_mean(name, mats, n=3)
+    out = f"{close} " if close else ""
     if not mats:
         return out + "it has no weight matrix"
     more = f" (+{len(mats) - 5} more)" if len(mats) > 5 else ""
