@@ -24,7 +24,7 @@ import grokaudit.claims.survival as survival
 import grokaudit.claims.transition as transition
 import numpy as np
 from grokaudit import cells
-from grokaudit.claims.results import Span, finding
+from grokaudit.claims.results import finding
 from grokaudit.claims.stats import TestResult
 from grokaudit.reasons import Reason
 from grokaudit.results import Interval
@@ -154,7 +154,7 @@ def _median_upper_bound_as_value(mp: Any) -> None:
         out = orig(pairs)
         m = out.median_d
         if m.value is None and m.high is not None:
-            out = dataclasses.replace(out, median_d=Span(m.high, m.low, m.high))
+            out = dataclasses.replace(out, median_d=Interval.claim(m.high, m.low, m.high))
         return out
 
     mp.setattr(compare, "_censored_summary", mutant)

@@ -35,8 +35,8 @@ from .results import (
     Interval,
     Ordering,
     StudyResult,
-    format_interval,
     format_number,
+    outward,
 )
 from .schema import LogTable
 from .text import cell_label, format_value, safe
@@ -130,9 +130,28 @@ def _e(x: Any) -> str:
 
 
 
-def _iv(iv: Interval | None) -> str:
-    """A censoring-aware median as HTML: ``1400 (1300–1400]`` or ``> 20000 (censored)``."""
-    return format_interval(iv, "html")
+def interval_html(iv: Interval | None) -> str:
+    """An audit-form interval (a censoring-aware median) as HTML, with what the text styles
+    leave out: ``&gt; 20000 (censored)``, a left-censored one with why only its bounds are
+    known, a point with the interval it was read in (``1400 (1300, 1400]``); ``—`` when it
+    could not be computed. Here, not in :mod:`grokaudit.results`, so that no result builds
+    markup; the bounds are :meth:`Interval.format`'s ``compact`` text, escaped."""
+    if iv is None:
+        return "—"
+    if iv.form != "audit":
+        raise ValueError("interval_html prints an audit-form interval (a clock or a median)")
+    lo, hi = outward(iv.lower, down=True), outward(iv.upper, down=False)
+    if iv.censored:
+        return f"&gt; {_e(lo)} <span class='muted'>(censored)</span>"
+    if iv.left_censored:
+        why = "before logging began" if iv.lower == 0 else "only its bounds are known"
+        return (f"{_e(iv.format('compact'))} <span class='muted'>({why}: "
+                f"({_e(lo)}, {_e(hi)}])</span>")
+    if iv.lower is not None and iv.upper is not None and iv.lower != iv.upper:
+        return (f"{_e(format_number(iv.value))} "
+                f"<span class='muted'>({_e(lo)}, {_e(hi)}]</span>")
+    return _e(format_number(iv.value))
+
 
 
 def _study_key(s: StudyResult) -> str:
@@ -291,8 +310,9 @@ def _gate_table(s: StudyResult) -> str:
         fl = "—" if c.floor is None else f"{format_number(c.floor)} ± {format_number(c.delta)}"
         stab = ", ".join(f"{v} {k}" for k, v in sorted(c.floor_stability.items())) or "—"
         rows.append((_e(c.axis_value if s.axis is not None else 'all runs'), str(c.n_runs), str(c.n_grokked),
-                     str(c.n_fully_generalized), str(c.n_tc_censored), _iv(c.t_grok),
-                     format_number(c.m_grok), fl, _e(stab), _iv(c.t_compress), _iv(c.lag),
+                     str(c.n_fully_generalized), str(c.n_tc_censored),
+                     interval_html(c.t_grok), format_number(c.m_grok), fl, _e(stab),
+                     interval_html(c.t_compress), interval_html(c.lag),
                      format_number(c.rel_lag), ("&ge; " if c.inflation is not None
                                      and c.inflation_is_lower_bound else "")
                      + format_number(c.inflation), gate))

@@ -8,7 +8,6 @@ A value that could not be computed is ``None`` next to a :class:`~grokaudit.reas
 from __future__ import annotations
 
 import enum
-import html
 import json
 import math
 import uuid
@@ -43,25 +42,47 @@ def number(x: float | int | None, digits: int | None = None) -> float | int | No
 
 
 
+#: The claim form's floats are rounded to this many significant digits (the claim results'
+#: rounding, :data:`grokaudit.claims.results.DIGITS`: fits of a few seeds are not reproducible
+#: beyond it across BLAS builds). Here, so that the claim form writes itself.
+CLAIM_DIGITS = 12
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A time or quantity known up to an interval: it happened in ``(lower, upper]``.
+    """A time or quantity known up to an interval: the one interval type of every result.
 
-    ``value`` is the logged step where it was first seen (``None`` when censored);
-    ``upper`` is ``None`` when right-censored (``inf``): it had not happened when the log ended.
-    A value that is ``None`` with both ends known is *left-censored* (``left_censored``): the
-    event happened before logging began (or, for a lag or a cell median, rests on such an
-    event), so only its interval is known.
+    ``value`` is the point when one is known (else ``None``); ``lower`` and ``upper`` its ends.
+    It has two forms, each with its own JSON (:meth:`to_dict`), told apart by ``closed``:
+
+    * the **audit form** (``closed`` is ``None``; built positionally or by :meth:`make`), the
+      clocks of ``check`` and the claims' per-run times: it happened in ``(lower, upper]``.
+      ``value`` is the logged step where it was first seen (``None`` when censored); ``upper``
+      is ``None`` when right-censored (``censored``: it had not happened when the log ended),
+      a ``None`` end otherwise is missing. A value that is ``None`` with both ends known is
+      *left-censored* (``left_censored``): the event happened before logging began (or, for a
+      lag or a cell median, rests on such an event), so only its interval is known. JSON:
+      ``{"value", "lower", "upper", "censored", "left_censored"}``.
+    * the **claim form** (``closed`` is ``(low_closed, high_closed)``; built by :meth:`span`
+      or :meth:`claim`), the claims' derived ranges (a paired difference, a median lead): a
+      ``None`` end is unbounded, each end is closed when the quantity can take that value
+      (``low`` and ``high`` name the ends as its JSON does; ``censored``: unbounded above).
+      JSON: ``{"value", "low", "high", "low_closed", "high_closed"}``, floats rounded to
+      :data:`CLAIM_DIGITS` significant digits.
+
+    ``closed`` takes part in equality: two intervals that write different JSON are not equal.
     """
 
     value: float | None
     lower: float | None
     upper: float | None
     censored: bool
+    closed: tuple[bool, bool] | None = None
 
     @classmethod
     def make(cls, value: float, lower: float, upper: float) -> Interval | None:
-        """Build from floats where NaN = missing and ``upper = inf`` = censored."""
+        """An audit-form interval from floats where NaN = missing and ``upper = inf`` =
+        censored; ``None`` when neither the value nor the lower end is known."""
         if math.isnan(lower) and math.isnan(value):
             return None
         cens = math.isinf(upper)
@@ -72,6 +93,50 @@ class Interval:
             censored=cens,
         )
 
+    @classmethod
+    def claim(cls, value: float | None, low: float | None, high: float | None,
+              low_closed: bool = False, high_closed: bool = False) -> Interval:
+        """A claim-form interval from its JSON fields as they are (``None``: unbounded)."""
+        return cls(value, low, high, high is None, (low_closed, high_closed))
+
+    @classmethod
+    def span(cls, low: float, high: float, low_closed: bool = False,
+             high_closed: bool = False) -> Interval:
+        """A claim-form interval from floats where ``±inf`` (or NaN) means unbounded; equal
+        ends give a point, closed at both ends; an unbounded end is never closed."""
+        lo = None if math.isinf(low) or math.isnan(low) else float(low)
+        hi = None if math.isinf(high) or math.isnan(high) else float(high)
+        if lo is not None and hi is not None and lo == hi:
+            return cls.claim(lo, lo, hi, True, True)
+        return cls.claim(None, lo, hi, low_closed and lo is not None,
+                         high_closed and hi is not None)
+
+    @property
+    def form(self) -> str:
+        """``audit`` or ``claim``: which JSON form :meth:`to_dict` writes."""
+        return "audit" if self.closed is None else "claim"
+
+    @property
+    def low(self) -> float | None:
+        """The lower end, by the claim form's name."""
+        return self.lower
+
+    @property
+    def high(self) -> float | None:
+        """The upper end, by the claim form's name."""
+        return self.upper
+
+    @property
+    def low_closed(self) -> bool:
+        """Whether the quantity can equal ``lower``: never in the audit form's ``(lower, …``."""
+        return self.closed is not None and self.closed[0]
+
+    @property
+    def high_closed(self) -> bool:
+        """Whether the quantity can equal ``upper``: the audit form's ``…, upper]`` is closed
+        whenever it has an upper end."""
+        return self.upper is not None if self.closed is None else self.closed[1]
+
     @property
     def upper_or_inf(self) -> float:
         return math.inf if self.upper is None else self.upper
@@ -79,53 +144,53 @@ class Interval:
     @property
     def left_censored(self) -> bool:
         """Only the interval is known, no value: the event happened before logging began (or
-        the quantity is derived from such an event)."""
-        return (self.value is None and not self.censored and self.upper is not None
-                and self.lower is not None)
+        the quantity is derived from such an event). An audit-form notion: a claim-form range
+        with no value is a range, never an event before logging."""
+        return (self.closed is None and self.value is None and not self.censored
+                and self.upper is not None and self.lower is not None)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON of this interval's form (see the class docstring)."""
+        if self.closed is not None:
+            d = CLAIM_DIGITS
+            return {"value": number(self.value, d), "low": number(self.lower, d),
+                    "high": number(self.upper, d), "low_closed": bool(self.closed[0]),
+                    "high_closed": bool(self.closed[1])}
         return {"value": number(self.value), "lower": number(self.lower),
                 "upper": number(self.upper), "censored": self.censored,
                 "left_censored": self.left_censored}
 
     def format(self, style: str = "compact") -> str:
-        """The interval for people, never a point where only a bound is known; one method
-        for every printer (the JSON form is :meth:`to_dict`):
+        """The interval as plain text, never a point where only a bound is known; one method
+        for every text printer (the JSON form is :meth:`to_dict`; the HTML report's markup is
+        :func:`grokaudit.html_report.interval_html`, so that no result builds HTML):
 
         * ``compact``: ``1200``, ``>5400`` (right-censored), ``≤2000`` (left-censored: before
           the first logged step 2000) or ``1400–3400`` (only bounds known);
         * ``table`` (the text report's tables): as compact, a censored one ``>5400 (cens)``;
-        * ``html`` (the HTML report): ``&gt; 5400 (censored)``, a left-censored one with why
-          only its bounds are known, a point with the interval it was read in;
         * ``claim`` (the claims' text): a point with its ``(lower, upper]``, a value known only
           by a bound as ``>5400``, ends rounded outwards (:func:`outward`); ``claim_value``: the
-          same without the interval."""
+          same without the interval.
+
+        A claim-form interval prints only in the ``claim`` styles (alike): ``x``, ``(x, y)``,
+        ``[x, y]``, ``≥x``, ``>x``, ``≤x``, ``<x``, ``unknown`` when unbounded."""
         if style not in _STYLES:
             raise ValueError(f"style {style!r}: one of {', '.join(_STYLES)}")
-        n = format_number
+        if self.closed is not None:
+            if style not in ("claim", "claim_value"):
+                raise ValueError(f"style {style!r}: a claim-form interval prints in claim, "
+                                 "claim_value")
+            return self._span_text()
         if style in ("claim", "claim_value"):
             return self._claim_text(detail=style == "claim")
         # a bound is rounded outwards: ">5401.5" prints ">5401", never ">5402"
-        lo = outward(self.lower, down=True)
-        hi = outward(self.upper, down=False)
         if self.censored:
-            if style == "table":
-                return f">{lo} (cens)"
-            if style == "html":
-                return f"&gt; {lo} <span class='muted'>(censored)</span>"
-            return f">{lo}"
+            lo = outward(self.lower, down=True)
+            return f">{lo} (cens)" if style == "table" else f">{lo}"
         if self.left_censored:
-            text = f"≤{hi}" if self.lower == 0 else f"{lo}–{hi}"
-            if style == "html":
-                why = "before logging began" if self.lower == 0 else "only its bounds are known"
-                return (f"{html.escape(text)} <span class='muted'>({why}: "
-                        f"({lo}, {hi}])</span>")
-            return text
-        if (style == "html" and self.lower is not None and self.upper is not None
-                and self.lower != self.upper):
-            return f"{n(self.value)} <span class='muted'>({lo}, {hi}]</span>"
-        return n(self.value)
-
+            hi = outward(self.upper, down=False)
+            return f"≤{hi}" if self.lower == 0 else f"{outward(self.lower, down=True)}–{hi}"
+        return format_number(self.value)
 
     def _claim_text(self, detail: bool) -> str:
         if self.left_censored:  # only its bounds: both said, as in every other style
@@ -139,8 +204,23 @@ class Interval:
                     f"{outward(self.upper, down=False)}]")
         return format_number(self.value)
 
+    def _span_text(self) -> str:
+        """A claim-form interval: its value, else its ends with their closure, each end
+        rounded outwards; ``unknown`` when unbounded on both sides."""
+        if self.value is not None:
+            return format_number(self.value)
+        if self.lower is not None and self.upper is not None:
+            lo, hi = outward(self.lower, down=True), outward(self.upper, down=False)
+            return (f"{'[' if self.low_closed else '('}{lo}, {hi}"
+                    f"{']' if self.high_closed else ')'}")
+        if self.lower is not None:
+            return f"{'≥' if self.low_closed else '>'}{outward(self.lower, down=True)}"
+        if self.upper is not None:
+            return f"{'≤' if self.high_closed else '<'}{outward(self.upper, down=False)}"
+        return "unknown"
 
-_STYLES = ("compact", "table", "html", "claim", "claim_value")
+
+_STYLES = ("compact", "table", "claim", "claim_value")
 
 
 def format_interval(iv: Interval | None, style: str = "compact") -> str:

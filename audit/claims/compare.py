@@ -55,7 +55,7 @@ from ..reasons import Reason
 from ..results import Finding, Interval, format_number
 from ..schema import LogTable
 from ..text import format_value, safe, value_matches
-from .results import ClaimResult, Record, Span, finding, outward
+from .results import ClaimResult, Record, finding, outward
 from .runs import RunClocks, py, run_clocks, studies
 from .stats import (
     BootstrapCI,
@@ -91,7 +91,7 @@ class Pair(Record):
     #: range holding both signs)
     kind: str
     #: the value, or what is known: ``d > low`` / ``d < high`` / ``low < d < high`` / nothing
-    d: Span
+    d: Interval  #: claim form
     sign: int | None  #: +1, −1 or 0 when known
 
 
@@ -117,8 +117,8 @@ class CensoredSummary(Record):
     n_pairs: int
     n_bounded: int
     n_both_censored: int
-    mean_d: Span  #: from each pair's range of d
-    median_d: Span
+    mean_d: Interval  #: claim form, from each pair's range of d
+    median_d: Interval  #: claim form
     sign: TestResult  #: exact sign test on the pairs with a known sign
     wilcoxon_p_at_most: float | None  #: the Wilcoxon p is at most this (None: no bound)
     wilcoxon_note: str
@@ -233,17 +233,17 @@ def _pair(k: Any, a: Any, b: Any, resolution: bool = True) -> Pair:
         d = float(a.tg_value) - float(b.tg_value)
         same_grid = (ha - la) == (hb - lb)
         if not resolution or (same_grid and (d == 0 or not lo < 0 < hi)):
-            return Pair(py(k), runs, t, "observed", Span(d, d, d), int(np.sign(d)))
+            return Pair(py(k), runs, t, "observed", Interval.claim(d, d, d), int(np.sign(d)))
         if lo < 0 < hi:
-            return Pair(py(k), runs, t, "unresolved", Span.of(lo, hi), None)
-        return Pair(py(k), runs, t, "interval", Span.of(lo, hi), 1 if lo >= 0 else -1)
+            return Pair(py(k), runs, t, "unresolved", Interval.span(lo, hi), None)
+        return Pair(py(k), runs, t, "interval", Interval.span(lo, hi), 1 if lo >= 0 else -1)
     if math.isfinite(lo):  # d > lo: the first arm censored, or the second grokked before logging
-        return Pair(py(k), runs, t, "lower_bound", Span(None, lo, None),
+        return Pair(py(k), runs, t, "lower_bound", Interval.claim(None, lo, None),
                     1 if lo >= 0 else None)
     if math.isfinite(hi):
-        return Pair(py(k), runs, t, "upper_bound", Span(None, None, hi),
+        return Pair(py(k), runs, t, "upper_bound", Interval.claim(None, None, hi),
                     -1 if hi <= 0 else None)
-    return Pair(py(k), runs, t, "both_censored", Span(None, None, None), None)
+    return Pair(py(k), runs, t, "both_censored", Interval.claim(None, None, None), None)
 
 
 def expanded_level(n: int, level: float) -> float:
@@ -322,10 +322,10 @@ def _censored_summary(pairs: Sequence[Pair]) -> CensoredSummary:
     with np.errstate(invalid="ignore"):
         # a censored difference's bound is never taken (t_grok lies strictly beyond the last
         # step): an end is closed only when observed differences alone make it
-        mean = Span.of(float(np.mean(lo)), float(np.mean(hi)),
-                       _attained(lo, observed, "mean"), _attained(hi, observed, "mean"))
-        median = Span.of(float(np.median(lo)), float(np.median(hi)),
-                         _attained(lo, observed, "median"), _attained(hi, observed, "median"))
+        mean = Interval.span(float(np.mean(lo)), float(np.mean(hi)),
+                             _attained(lo, observed, "mean"), _attained(hi, observed, "mean"))
+        median = Interval.span(float(np.median(lo)), float(np.median(hi)),
+                               _attained(lo, observed, "median"), _attained(hi, observed, "median"))
     signs = [p.sign for p in pairs if p.sign is not None]
     st = sign_test(np.array(signs, dtype=float))
     # Wilcoxon with each censored difference at its bound: raising a positive difference's

@@ -45,10 +45,10 @@ from ..config import AuditConfig
 from ..design import Design
 from ..errors import ErrorCode, LogFormatError
 from ..reasons import Reason
-from ..results import Finding
+from ..results import Finding, Interval
 from ..schema import LogTable
 from .flagged import flag_runs
-from .results import ClaimResult, Record, Span, finding
+from .results import ClaimResult, Record, finding
 from .runs import RunClocks, require_series, run_clocks, studies
 from .stats import BootstrapCI, TestResult, bootstrap, mcnemar_exact
 
@@ -76,7 +76,7 @@ class PrecursorRun(Record):
     precedes: bool | None
     #: what the log says of the lead: ``(lower − t_peak, seen − t_peak]``, t_grok's interval
     #: (a point without interval censoring); None when the run is not scored
-    lead_range: Span | None = None
+    lead_range: Interval | None = None  #: claim form
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class PrecursorBody(Record):
     n_no_signal: int = 0
     #: the median lead as the log bounds it: ``(median of the lowest leads, median of the
     #: first-seen leads]``; ``lead_median`` and ``lead_ci`` are None when it holds both signs
-    lead_range: Span | None = None
+    lead_range: Interval | None = None  #: claim form
 
 
 # ------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def _study(rc: RunClocks, signal: str, placebo: str | None, n_perm: int, alpha: 
     if leads.size:
         lows = lead_low[s["use"]]
         lo, hi = float(np.median(lows)), float(np.median(leads))
-        lead_range = Span.of(lo, hi, False, True)
+        lead_range = Interval.span(lo, hi, False, True)
         if lo < 0 < hi:  # the lead's sign is not in the log: no point, no interval of it
             lead_median = None
         elif lo < hi:
@@ -350,7 +350,7 @@ def _runs(f: pd.DataFrame, s: Mapping[str, Any], oc: _Outcomes, lead: np.ndarray
             peak_step=None if np.isnan(pk["peak_step"][i]) else float(pk["peak_step"][i]),
             window_points=int(pk["n_window"][i]), peak_at_edge=bool(pk["edge"][i]),
             lead=float(lead[i]) if known else None, precedes=precedes,
-            lead_range=(Span.of(float(lead_low[i]), float(lead[i]), False, True)
+            lead_range=(Interval.span(float(lead_low[i]), float(lead[i]), False, True)
                         if s["use"][i] else None)))
     runs.sort(key=lambda d: d.run)
     return tuple(runs)

@@ -19,7 +19,7 @@ from .compare import TEST_NAMES, CompareBody
 from .dose import DoseBody
 from .onset import OnsetBody
 from .precursor import PrecursorBody
-from .results import ClaimResult, ClaimStudy, Span, outward, p_text
+from .results import ClaimResult, ClaimStudy, outward, p_text
 from .stats import BootstrapCI, Proportion
 from .transition import TransitionBody, jump_words
 
@@ -42,10 +42,10 @@ def interval(low: float | None, high: float | None, *, low_open: bool = False,
             f"{')' if high_open or high is None else ']'}")
 
 
-def known(x: Interval | Span | None, *, detail: bool = True) -> str:
-    """What is known of a quantity (:meth:`Interval.format` / :meth:`Span.format`, ``claim``
-    style): its value (with its ``(lower, upper]`` when ``detail``), ``>lower`` when censored,
-    ``(low, high)`` when only bounded; ``—`` when nothing is."""
+def known(x: Interval | None, *, detail: bool = True) -> str:
+    """What is known of a quantity (:meth:`Interval.format`, ``claim`` style): its value (with
+    its ``(lower, upper]`` when ``detail``), ``>lower`` when censored, ``(low, high)`` when only
+    bounded (a claim-form range); ``—`` when nothing is."""
     if x is None:
         return "—"
     return x.format("claim" if detail else "claim_value")

@@ -16,13 +16,12 @@ layer cannot write. The exit code follows ``check`` (1 when a finding fails unde
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..reasons import Reason, Severity
-from ..results import Finding, Result, format_number, sort_findings
+from ..results import CLAIM_DIGITS, Finding, Result, sort_findings
 from ..results import outward as outward
 from ..results import plain as _plain
 from ..study import severity_of
@@ -33,8 +32,9 @@ SCHEMA_VERSION = 2
 
 #: Claim results round their floats to 12 significant digits (fits of a few seeds are not
 #: reproducible beyond that across BLAS builds; significant digits, so a p of 1.6e-14 stays
-#: 1.6e-14, never 0).
-DIGITS = 12
+#: 1.6e-14, never 0). Defined beside :class:`~grokaudit.results.Interval`, whose claim form
+#: (the claims' ranges) writes its JSON with the same rounding.
+DIGITS = CLAIM_DIGITS
 
 
 def p_text(p: float | None, alpha: float | None = None, digits: int = 2) -> str:
@@ -66,53 +66,6 @@ class Record:
         assert dataclasses.is_dataclass(self)
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
                 if f.metadata.get("json", True)}
-
-
-@dataclass(frozen=True)
-class Span(Record):
-    """A quantity known to lie between ``low`` and ``high``: ``value`` when it is a point
-    reading, ``None`` on a side that is unbounded (a censored run). An end is *closed* when the
-    quantity can take that value (``low_closed``/``high_closed``), else open. Printed ``x``,
-    ``>x``, ``≥x``, ``<x``, ``≤x``, ``(x, y)`` or ``[x, y]`` — never a point where only a bound
-    is known, each end rounded outwards."""
-
-    value: float | None
-    low: float | None
-    high: float | None
-    low_closed: bool = False
-    high_closed: bool = False
-
-    @classmethod
-    def of(cls, low: float, high: float, low_closed: bool = False,
-           high_closed: bool = False) -> Span:
-        """From floats where ``±inf`` means unbounded; equal ends give a point."""
-        lo = None if math.isinf(low) or math.isnan(low) else float(low)
-        hi = None if math.isinf(high) or math.isnan(high) else float(high)
-        if lo is not None and hi is not None and lo == hi:
-            return cls(lo, lo, hi, True, True)
-        return cls(None, lo, hi, low_closed and lo is not None, high_closed and hi is not None)
-
-    @property
-    def is_point(self) -> bool:
-        return self.value is not None
-
-    def format(self, style: str = "claim") -> str:
-        """The span for people (the claims' text; ``style`` as :meth:`Interval.format`'s
-        ``claim`` styles, which print a span alike): ``x``, ``(x, y)``, ``[x, y]``, ``≥x``,
-        ``>x``, ``≤x``, ``<x``, each end rounded outwards; ``unknown`` when unbounded."""
-        if style not in ("claim", "claim_value"):
-            raise ValueError(f"style {style!r}: one of claim, claim_value")
-        if self.value is not None:
-            return format_number(self.value)
-        if self.low is not None and self.high is not None:
-            lo, hi = outward(self.low, down=True), outward(self.high, down=False)
-            return (f"{'[' if self.low_closed else '('}{lo}, {hi}"
-                    f"{']' if self.high_closed else ')'}")
-        if self.low is not None:
-            return f"{'≥' if self.low_closed else '>'}{outward(self.low, down=True)}"
-        if self.high is not None:
-            return f"{'≤' if self.high_closed else '<'}{outward(self.high, down=False)}"
-        return "unknown"
 
 
 def finding(code: Reason, scope: str, message: str, *, cell: Any = None,

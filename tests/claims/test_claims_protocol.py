@@ -15,7 +15,6 @@ from grokaudit.claims.dose import DoseBody, run_dose
 from grokaudit.claims.onset import OnsetBody, run_onset
 from grokaudit.claims.precursor import PrecursorBody, run_precursor
 from grokaudit.claims.render import ci, interval, known
-from grokaudit.claims.results import Span
 from grokaudit.claims.sensitivity import run_sensitivity
 from grokaudit.claims.simulate import make_log
 from grokaudit.claims.stats import BootstrapCI
@@ -75,11 +74,11 @@ def test_every_result_type_offers_the_one_protocol(log: pd.DataFrame) -> None:
 def test_the_one_formatter_prints_bounds_and_never_a_zero_width_interval() -> None:
     assert known(Interval(None, 3000.0, None, True)) == ">3000"
     assert known(Interval(1075.0, 1025.0, 1075.0, False)) == "1075 (1025, 1075]"
-    assert known(Span.of(1540.0, float("inf"))) == ">1540"
-    assert known(Span.of(float("-inf"), -20.0)) == "<-20"
-    assert known(Span.of(2250.0, 2350.0)) == "(2250, 2350)"
-    assert known(Span.of(5.0, 5.0)) == "5"
-    assert known(Span.of(float("-inf"), float("inf"))) == "unknown"
+    assert known(Interval.span(1540.0, float("inf"))) == ">1540"
+    assert known(Interval.span(float("-inf"), -20.0)) == "<-20"
+    assert known(Interval.span(2250.0, 2350.0)) == "(2250, 2350)"
+    assert known(Interval.span(5.0, 5.0)) == "5"
+    assert known(Interval.span(float("-inf"), float("inf"))) == "unknown"
     assert interval(1.0, 1.0) == "1"  # equal ends: the value, not [1, 1]
     assert interval(3900.0, None) == "[3900, ∞)"
     none = BootstrapCI(5.0, None, None, 0.95, "percentile", 99, 99, 0, "no spread")

@@ -22,10 +22,18 @@ from grokaudit.results import (
     Finding,
     Interval,
     Result,
-    format_interval,
     plain,
 )
+from grokaudit.results import format_interval as _format_interval
 from helpers.core_builders import cells_from
+
+
+def format_interval(iv: Interval | None, style: str) -> str:
+    """The interval as each printer shows it: the text styles are ``Interval.format``'s, the
+    ``html`` one is the HTML report's (results build no markup)."""
+    from grokaudit.html_report import interval_html
+
+    return interval_html(iv) if style == "html" else _format_interval(iv, style)
 
 
 def _finding(code: Reason, severity: Severity) -> Finding:
