@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from grokaudit import progress
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.limits import COLUMN_CAP, DEFAULT_LIMITS, Limits, check_declared, column_cap
 from grokaudit.shards import refuse_unreadable_entries
 
-from . import progress
 from .cadence import check_cadence
 from .merge import ReadOptions, apply_options, build_table
 from .mixed import join_conditions

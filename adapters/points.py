@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from grokaudit import progress
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import STEP_MAX
 from grokaudit.text import safe
-
-from . import progress
 
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",

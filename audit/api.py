@@ -36,6 +36,7 @@ from .clocks import (
 from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
+from .engine import THREADS, Engine
 from .errors import ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
@@ -74,13 +75,15 @@ _RUN_CODES = (Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
               Reason.REBOUND, Reason.COMPRESSION_BEFORE_GROK, Reason.NONPOSITIVE_FLOOR)
 
 
-def audit_path(path: str | Path, config: AuditConfig | None = None, **options: Any
-               ) -> AuditResult:
+def audit_path(path: str | Path, config: AuditConfig | None = None, *,
+               engine: Engine = THREADS, **options: Any) -> AuditResult:
     """Audit a log file or folder: a canonical table (Parquet, CSV, TSV, JSONL), a folder of
     Parquet shards, or any format an adapter reads (``grokaudit formats``).
 
     ``options`` are config fields (``by="rho"``, ``metrics=["emb_erank"]``, ``cell=["arch"]``,
-    ``profile="reference"``…) applied over ``config``. Returns the :class:`AuditResult`.
+    ``profile="reference"``…) applied over ``config``. ``engine`` is where the per-run clocks
+    are computed (:mod:`grokaudit.engine`; the result is the same on any). Returns the
+    :class:`AuditResult`.
     """
     from .limits import Limits
     from .loader import read_source
@@ -97,19 +100,20 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, **options: A
         # registry reads every input that is not a canonical table
         result = audit_log(validated_log(Owned(read_source(path, limits=limits,
                                                            readers=ADAPTERS)),
-                                         cfg, str(path)), cfg)
+                                         cfg, str(path)), cfg, engine=engine)
         return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                             inputs=hashes))
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,
-                source: str | None = None, **options: Any) -> AuditResult:
+                source: str | None = None, engine: Engine = THREADS,
+                **options: Any) -> AuditResult:
     """Audit a canonical table (a DataFrame, an Arrow table, or an already validated
     :class:`LogTable`). See :func:`audit_path`."""
     cfg = _config(config, options)
     if isinstance(table, LogTable):
-        return audit_log(table, cfg)
-    return audit_log(validated_log(table, cfg, source), cfg)
+        return audit_log(table, cfg, engine=engine)
+    return audit_log(validated_log(table, cfg, source), cfg, engine=engine)
 
 
 def validated_log(table: pd.DataFrame | pa.Table | Owned, cfg: AuditConfig,
@@ -135,22 +139,25 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
     return config
 
 
-def audit_log(log: LogTable, cfg: AuditConfig) -> AuditResult:
+def audit_log(log: LogTable, cfg: AuditConfig, *, engine: Engine = THREADS) -> AuditResult:
     """Audit a validated :class:`LogTable`. Without a metric (none named, none found) the
-    accuracy clocks alone are audited (``COMPRESSION_NOT_ASSESSED``)."""
+    accuracy clocks alone are audited (``COMPRESSION_NOT_ASSESSED``). The per-run clocks are
+    computed on ``engine`` (:mod:`grokaudit.engine`: threads of this process by default, or
+    Ray tasks); the rest of the audit runs here."""
     plan = audit_plan(log, cfg)
-    acc = accuracy_clocks(log, cfg, plan.study_ids)
+    acc = accuracy_clocks(log, cfg, plan.study_ids, engine=engine)
     # the runs of a cell share its step grid (v1.5)
     groups = plan.cell_ids if cfg.floor_window == "grid" else None
     mclocks: dict[str, MetricClocks] = {}
     horizons: dict[str, HorizonCheck | None] = {}
     for m in plan.metrics:
-        mc = metric_clocks(log, acc, m, cfg, groups=groups)
+        mc = metric_clocks(log, acc, m, cfg, groups=groups, engine=engine)
         hc = horizon_check(log, mc, plan.cell_ids, cfg)
         if hc is not None and hc.not_converged.any():
             # a sibling shows the metric still moving after these runs stopped: their floors
             # are indeterminate, and every stage after the floor follows
-            mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged)
+            mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged,
+                               engine=engine)
         mclocks[m], horizons[m] = mc, hc
     return reduce_audit(log, cfg, plan, acc, mclocks, horizons)
 

@@ -9,7 +9,9 @@ depend on how the runs were blocked, so the output is the same for every block s
 thread count (``benchmarks/identity.py`` checks it byte for byte).
 
 ``GROKAUDIT_THREADS`` sets the number of threads (default: the CPUs this process may use, at
-most 8; ``1`` computes the blocks in order on the calling thread).
+most 8; ``1`` computes the blocks in order on the calling thread). This pool is the default
+engine, :class:`grokaudit.engine.ThreadEngine`; the audit takes its engine as a parameter
+(:mod:`grokaudit.engine`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 #: Elements of one ``(runs, points)`` matrix per block (2 MiB of float64).
 BLOCK_ELEMENTS = 1 << 18
@@ -60,6 +62,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity mask where the platform has one, else every
+    CPU of the machine; at least 1): what the thread pool and a local Ray instance are sized
+    by, and what ``grokaudit train`` caps its threads at. A container or ``taskset`` limit is
+    honoured, which ``os.cpu_count()`` alone is not."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
 def threads() -> int:
     """The number of threads the blocks run on (``GROKAUDIT_THREADS``, else the usable CPUs,
     at most :data:`MAX_THREADS`); an invalid value counts as unset."""
@@ -67,82 +80,13 @@ def threads() -> int:
     # ASCII digits only: str.isdigit() is true for "²" or "٣", which int() refuses
     if env.isascii() and env.isdigit() and int(env) >= 1:
         return min(int(env), 64)
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, MAX_THREADS))
-
-
-#: The engines the blocks run on: ``threads`` (this process) or ``ray`` (Ray tasks).
-ENGINES = ("threads", "ray")
-_ENGINE: contextvars.ContextVar[str] = contextvars.ContextVar("grokaudit_engine",
-                                                             default="threads")
-
-
-@contextmanager
-def engine(name: str) -> Iterator[None]:
-    """Run the blocks computed inside this block on ``name``: ``threads`` (the default) or
-    ``ray`` — one Ray task per group of runs, on the cluster at ``RAY_ADDRESS`` or a local Ray
-    instance started for the purpose. The output is the same on either (every definition is
-    row-wise); only where the work runs changes."""
-    if name not in ENGINES:
-        from .errors import ConfigError, ErrorCode
-
-        raise ConfigError(f"engine {name!r}: choose one of {', '.join(ENGINES)}",
-                          code=ErrorCode.INVALID_OPTION, option="--engine")
-    if name == "ray":
-        ray_cpus()  # started (or reached) before any work: a missing extra fails first
-    token = _ENGINE.set(name)
-    try:
-        yield
-    finally:
-        _ENGINE.reset(token)
-
-
-def ray_cpus() -> int:
-    """Start (or connect to) Ray once; the CPUs of the cluster."""
-    import importlib
-
-    try:
-        ray: Any = importlib.import_module("ray")
-    except ImportError:
-        from .errors import MissingExtraError
-
-        raise MissingExtraError("--engine ray needs Ray: pip install 'grokaudit[ray]'"
-                                ) from None
-    if not ray.is_initialized():
-        import logging
-
-        address = os.environ.get("RAY_ADDRESS") or None
-        # without RAY_ADDRESS a new local instance: never a cluster that happens to run here
-        kw: dict[str, Any] = {"address": address or "local", "include_dashboard": False,
-                              "log_to_driver": False, "logging_level": logging.ERROR,
-                              "configure_logging": False}
-        if address is None:
-            kw["num_cpus"] = threads()
-        import signal
-        import threading
-
-        main = threading.current_thread() is threading.main_thread()
-        before = signal.getsignal(signal.SIGTERM) if main else None
-        ray.init(**kw)
-        if before is not None and hasattr(before, "grokaudit_after"):
-            # the command's SIGTERM handler (grokaudit.cli), which Ray's init replaced: kept
-            # while the command runs (SIGTERM removes what is being written, exit 143; Ray
-            # still shuts down at exit), Ray's put back when the command ends
-            setattr(before, "grokaudit_after", signal.getsignal(signal.SIGTERM))  # noqa: B010
-            signal.signal(signal.SIGTERM, before)
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return min(usable_cpus(), MAX_THREADS)
 
 
 def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
     """Consecutive row slices covering ``range(n_rows)``, about :data:`BLOCK_ELEMENTS`
-    elements each; one slice when the matrix is small. On the ``ray`` engine, at least two
-    groups of runs per CPU of the cluster, so that every worker has work."""
-    if _ENGINE.get() == "ray" and n_rows > 1:
-        per = max(1, min(BLOCK_ELEMENTS // max(n_cols, 1), -(-n_rows // (2 * ray_cpus()))))
-        return [slice(r, min(n_rows, r + per)) for r in range(0, n_rows, per)]
+    elements each; one slice when the matrix is small (the thread engine's blocks,
+    :class:`grokaudit.engine.ThreadEngine`)."""
     if n_rows * max(n_cols, 1) < MIN_BLOCKED or n_rows <= 1:
         return [slice(0, n_rows)]
     per = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
@@ -163,8 +107,6 @@ def _executor(n: int) -> ThreadPoolExecutor:
 def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
     """``[fn(b) for b in blocks]``, on the thread pool when there are several blocks and
     threads; results in block order. An exception in any block is raised here."""
-    if _ENGINE.get() == "ray":
-        return _ray_map(fn, blocks)
     n = threads()
     if len(blocks) <= 1 or n <= 1:
         return [fn(b) for b in blocks]
@@ -172,24 +114,6 @@ def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
     # command line's flag spelling of messages), as it would in the caller's own thread
     parent = contextvars.copy_context()
     return list(_executor(n).map(lambda b: parent.copy().run(fn, b), blocks))
-
-
-def _ray_call(fn: Callable[[slice], T], block: slice) -> T:
-    return fn(block)
-
-
-def _ray_map(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
-    """One Ray task per block; ``fn`` (with the matrices it closes over) is put in the object
-    store once and shared by the tasks (numpy arrays are read there without copies). A task
-    whose worker dies is retried by Ray (``max_retries``); results come back in block order."""
-    import importlib
-
-    ray: Any = importlib.import_module("ray")
-    ray_cpus()
-    remote = ray.remote(max_retries=3)(_ray_call)
-    ref = ray.put(fn)
-    out: list[T] = ray.get([remote.remote(ref, b) for b in blocks])
-    return out
 
 
 @contextmanager

@@ -7,16 +7,16 @@ adversarial suite to commands, and it imports each lazily, when its command runs
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
+from . import progress
 from .errors import ConfigError, ErrorCode, GrokauditError, flag_spelling
 from .options import (
     LAYOUT_PARAMS,
@@ -34,8 +34,12 @@ from .options import (
     split_list,
     threshold_option,
 )
+from .signals import HungUp, Terminated, ctrl_c_kept, sighup_raises, sigterm_raises
 from .text import safe
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 #: Commands that live outside the core: name -> ("module:attribute", one-line help).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
@@ -84,7 +88,7 @@ class LazyGroup(click.Group):
         A Ctrl-C is one line and exit 130 (click's own "Aborted!" exits 1)."""
         try:
             # the library's messages name --by, not by=; Ctrl-C stays Python's during reads
-            with flag_spelling(), _ctrl_c_kept(), _sigterm_raises(), _sighup_raises():
+            with flag_spelling(), ctrl_c_kept(), sigterm_raises(), sighup_raises():
                 return super().invoke(ctx)
         except GrokauditError as exc:
             fail(exc)
@@ -227,106 +231,6 @@ def fail(exc: GrokauditError) -> None:
     sys.exit(2)
 
 
-@contextlib.contextmanager
-def _ctrl_c_kept() -> Iterator[None]:
-    """pyarrow's own Ctrl-C handling off while a command runs: during a read it takes SIGINT
-    from Python and hands it on from a thread of its own, and a press near the end of a read
-    was lost (the audit ran on to its exit code). Off, a press during a long read is acted on
-    when the read returns. Back to pyarrow's default afterwards (it cannot say its setting)."""
-    import pyarrow as pa
-
-    pa.enable_signal_handlers(False)
-    try:
-        yield
-    finally:
-        pa.enable_signal_handlers(True)
-
-
-class Terminated(BaseException):
-    """SIGTERM (``kill``, ``timeout``, a scheduler or CI cancelling the job) while a command
-    runs: raised in the main thread, as Ctrl-C raises KeyboardInterrupt, so that what is being
-    written is removed (no temporary file left beside an output) before exit 143 (128 +
-    SIGTERM). A BaseException: no ``except Exception`` on the way takes it for an error."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` while a command runs, where the process has no
-    handler of its own for it (a host that set one, or ignores it, keeps it). When the command
-    ends, SIGTERM goes back to what it was, or to the handler of what the command started
-    (Ray's, ``grokaudit_after``: :func:`~grokaudit.blocks.ray_cpus` keeps this one in place
-    while the command runs)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def handle(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    setattr(handle, "grokaudit_after", signal.SIG_DFL)  # noqa: B010 - read by ray_cpus
-    signal.signal(signal.SIGTERM, handle)
-    try:
-        yield
-    finally:
-        if signal.getsignal(signal.SIGTERM) is handle:  # else a handler set since is kept
-            signal.signal(signal.SIGTERM, getattr(handle, "grokaudit_after"))  # noqa: B009
-
-
-class HungUp(Terminated):
-    """SIGHUP (the terminal or the SSH session that started the command went away) while a
-    command runs: handled as SIGTERM is (what is being written is removed), exit 129 (128 +
-    SIGHUP)."""
-
-
-@contextlib.contextmanager
-def _sighup_raises() -> Iterator[None]:
-    """SIGHUP raises :class:`HungUp` while a command runs, where the process has no handler of
-    its own for it (``nohup``, which ignores it, is kept); back to what it was afterwards."""
-    import signal
-    import threading
-
-    hup = getattr(signal, "SIGHUP", None)
-    if hup is None or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(hup) is not signal.SIG_DFL:
-        yield
-        return
-
-    def handle(signum: int, frame: Any) -> None:
-        raise HungUp()
-
-    setattr(handle, "grokaudit_hup", True)  # noqa: B010 - read by the child reset below
-    signal.signal(hup, handle)
-    try:
-        yield
-    finally:
-        if signal.getsignal(hup) is handle:
-            signal.signal(hup, signal.SIG_DFL)
-
-
-def _sigterm_default_in_child() -> None:
-    """A process forked while a command runs (the report's figure workers) dies of SIGTERM as
-    before: the command's handler (:func:`_sigterm_raises`) is its parent's alone, never a
-    worker's traceback."""
-    import signal
-
-    try:
-        if hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after"):
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        hup = getattr(signal, "SIGHUP", None)
-        if hup is not None and hasattr(signal.getsignal(hup), "grokaudit_hup"):
-            signal.signal(hup, signal.SIG_DFL)
-    except ValueError:  # not the child's main thread: nothing Python could run there
-        pass
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_sigterm_default_in_child)
-
-
 def interrupted() -> None:
     """Ctrl-C: one line on stderr and exit 130 (128 + SIGINT, as a shell reports it), never 1
     (critical findings) or 2 (an input error)."""
@@ -389,8 +293,8 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
 
         # written as it is encoded: a million runs' JSON is never whole in memory
         chunks = result.json_chunks()
-        if not json_out.is_stdout and progress_printer("json") is not None:
-            chunks = _counted(chunks, _stopwatch("json"))
+        if not json_out.is_stdout and progress.printer("json") is not None:
+            chunks = progress.counted(chunks, progress.stopwatch("json"))
         json_out.write_chunks(chunks, transform=safe_json)
         if json_out.is_stdout:
             sys.exit(result.exit_code)
@@ -402,57 +306,6 @@ def emit(result: Result, render: Callable[[], str] | None = None, *, json_out: A
         text = render()
     click.echo(text.rstrip("\n").splitlines()[-1] if quiet else text, nl=quiet)
     sys.exit(result.exit_code)
-
-
-#: Seconds a command runs before its stage lines are shown: fast work prints nothing.
-PROGRESS_DELAY_S = 3.0
-
-
-def _stopwatch(what: str) -> Callable[[str], None]:
-    """A progress line with the seconds since the last (``check: log read and validated
-    (4.1 s)``) when progress is shown (:func:`progress_printer`) and the command has run for
-    :data:`PROGRESS_DELAY_S`; else nothing."""
-    import time
-
-    show = progress_printer(what)
-    start = last = time.perf_counter()
-
-    def say(line: str) -> None:
-        nonlocal last
-        now = time.perf_counter()
-        if show is not None and now - start >= PROGRESS_DELAY_S:
-            show(f"{line} ({now - last:.1f} s)")
-        last = now
-
-    return say
-
-
-def _counted(chunks: Iterator[str], say: Callable[[str], None], every: int = 1 << 28
-             ) -> Iterator[str]:
-    """``chunks``, saying every ``every`` characters (256 Mi) how much of the JSON is
-    written, and when it is whole."""
-    n, next_at = 0, every
-    for c in chunks:
-        n += len(c)
-        yield c
-        if n >= next_at:
-            say(f"{n >> 20:,} MiB written")
-            next_at = n + every
-    say(f"written, {n >> 20:,} MiB")
-
-
-def progress_printer(what: str) -> Callable[[str], None] | None:
-    """A function that prints one progress line on stderr (``report: figure 3/8 …``) when
-    stderr is a terminal or ``GROKAUDIT_PROGRESS=1``; None otherwise. Never on stdout."""
-    from .text import progress_enabled
-
-    if not progress_enabled():
-        return None
-
-    def show(line: str) -> None:
-        click.echo(f"{what}: {safe(line)}", err=True)
-
-    return show
 
 
 def _paths(path: str | Sequence[str]) -> list[str]:
@@ -608,10 +461,8 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     Exit 0: no critical finding; 1: critical findings (a reading the log cannot support);
     2: usage or input error.
     """
-    from .api import audit_log, validated_log
-    from .blocks import engine
     from .config import build_config
-    from .schema import Owned
+    from .engine import engine_named
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -623,55 +474,58 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
-    # Ray, when asked for, is started (or reached) once the outputs are known to be writable
-    click.get_current_context().with_resource(engine(engine_name))
+    # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
+    # (or reached) now, once the outputs are known to be writable and before any work
+    eng = engine_named(engine_name)
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
         if sensitivity:
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
-        hashes = _hash_ahead(paths, config_file)
-        result, trajectories = _streamed(paths[0], cfg, part_rows)
-        result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file,
-                                                          hashes))
-        if outs["report"] is not None:
-            from .html_report import write_report
-
-            write_report(result, trajectories, outs["report"],
-                         progress=progress_printer("report"))
-        del trajectories  # the parts' records, not kept while the result is written
-        emit(result, lambda: _with_report(_render(result, verbose), outs["report"]),
-             json_out=outs["json"], quiet=quiet)
-        return
     hashes = _hash_ahead(paths, config_file)
-    say = _stopwatch("check")
+    result, sens, evidence = _check_result(paths, params, cfg, sensitivity=sensitivity,
+                                           stream=stream or part_rows is not None,
+                                           part_rows=part_rows, engine=eng)
+    # one tail for both reads: the trail, the report, the output
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
+    shown = result if sens is None else dataclasses.replace(sens, baseline=result)
+    if outs["report"] is not None:
+        from .html_report import write_report
+
+        write_report(result, evidence, outs["report"], progress=progress.printer("report"))
+    del evidence  # the log (or the parts' records): not kept while the result is written
+    emit(shown, lambda: _with_report(_render(shown, verbose), outs["report"]),
+         json_out=outs["json"], quiet=quiet)
+
+
+def _check_result(paths: Sequence[str], params: dict[str, Any], cfg: Any, *,
+                  sensitivity: bool, stream: bool, part_rows: int | None, engine: Engine
+                  ) -> tuple[Any, Any, Any]:
+    """``check``'s work, its clocks on ``engine``: the audit, the sensitivity grid when asked
+    (else None), and what a report draws the trajectories from — the validated log, or with
+    ``--stream`` the parts' records (:func:`_streamed`)."""
+    from .api import audit_log, validated_log
+    from .schema import Owned
+
+    if stream:
+        result, trajectories = _streamed(paths[0], cfg, part_rows, engine=engine)
+        return result, None, trajectories
+    say = progress.stopwatch("check")
     # the input is handed over: validation frees each column once read (and returns the pages)
-    log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg,
-                        _source(paths))
+    log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg, _source(paths))
     say("log read and validated")
     sens = None
     if sensitivity:
         from .claims.sensitivity import run_sensitivity
 
-        sens = run_sensitivity(log, cfg, source=_source(paths))
+        sens = run_sensitivity(log, cfg, source=_source(paths), engine=engine)
         result = sens.baseline
     else:
-        result = audit_log(log, cfg)
+        result = audit_log(log, cfg, engine=engine)
     say(f"audited: {result.input.get('runs_kept', 0):,} runs, {len(result.studies)} "
         "stud" + ("y" if len(result.studies) == 1 else "ies"))
-    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
-    if sens is not None:
-        sens = dataclasses.replace(sens, baseline=result)
-    if outs["report"] is not None:
-        from .html_report import write_report
-
-        write_report(result, log, outs["report"], progress=progress_printer("report"))
-
-    emit(sens if sens is not None else result,
-         lambda: _with_report(_render(sens if sens is not None else result, verbose),
-                              outs["report"]),
-         json_out=outs["json"], quiet=quiet)
+    return result, sens, log
 
 
 def _render(result: Any, verbose: bool) -> str:
@@ -690,16 +544,16 @@ def _with_report(text: str, report: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _streamed(path: str, cfg: Any, part_rows: int | None, command: str = "check"
-              ) -> tuple[Any, Any]:
+def _streamed(path: str, cfg: Any, part_rows: int | None, command: str = "check", *,
+              engine: Engine) -> tuple[Any, Any]:
     """``--stream`` (the caller has made :func:`_stream_refusals`): the audit of one canonical
-    Parquet file or dataset folder, part by part, and its trajectories for a report
-    (:func:`grokaudit.stream.audit_stream_with_trajectories`)."""
+    Parquet file or dataset folder, part by part, its clocks on ``engine``, and its
+    trajectories for a report (:func:`grokaudit.stream.audit_stream_with_trajectories`)."""
     from .stream import PART_ROWS, audit_stream_with_trajectories
 
     return audit_stream_with_trajectories(
         path, cfg, part_rows=PART_ROWS if part_rows is None else part_rows,
-        progress=progress_printer(command))
+        progress=progress.printer(command), engine=engine)
 
 
 def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bool) -> None:
@@ -1000,23 +854,23 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     # after the outputs (an output that is the log is refused as such, extra or not), before
     # the audit runs (without importing matplotlib yet)
     check_matplotlib()
-    from .blocks import engine
+    from .engine import engine_named
 
-    click.get_current_context().with_resource(engine(engine_name))
+    eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
     log: Any
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
     hashes = _hash_ahead(paths, config_file)
     if stream or part_rows is not None:
-        result, log = _streamed(paths[0], cfg, part_rows, "report")
+        result, log = _streamed(paths[0], cfg, part_rows, "report", engine=eng)
     else:
         table = _read(paths, params, cfg)
         log = validated_log(table, cfg, _source(paths))
         del table
-        result = audit_log(log, cfg)
+        result = audit_log(log, cfg, engine=eng)
     result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
-                       progress=progress_printer("report"))
+                       progress=progress.printer("report"))
     from .report import written_line
 
     emit(result, lambda: f"wrote {safe(out)} · {written_line(result)}\n", quiet=quiet)
@@ -1305,7 +1159,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
 
         part_rows = common["part_rows"]
         table = open_log_parts(path[0], cfg, part_rows=PART_ROWS if part_rows is None
-                               else part_rows, progress=progress_printer("claim"))
+                               else part_rows, progress=progress.printer("claim"))
     else:
         table = _read(path, common, cfg)
     result = call(table, cfg, _source(path))

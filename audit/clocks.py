@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .blocks import map_blocks, quiet_runtime_warnings, row_blocks
+from .blocks import quiet_runtime_warnings, row_blocks
 from .config import RELATIVE_MIN_CEILING, AuditConfig, grok_levels
+from .engine import THREADS, Engine
 from .schema import LogTable
 
 INF = np.inf
@@ -435,12 +436,15 @@ def relative_use(c: Ceilings) -> np.ndarray:
 
 def accuracy_clocks(table: LogTable, cfg: AuditConfig,
                     studies: np.ndarray | None = None, *,
-                    ceilings: Ceilings | None = None) -> AccuracyClocks:
+                    ceilings: Ceilings | None = None, engine: Engine = THREADS
+                    ) -> AccuracyClocks:
     """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run.
 
     With ``grok_relative = study`` the thresholds of a run are read relative to its study's
     ceiling (:func:`study_ceilings`; ``studies`` numbers each run's study, None: one study;
-    ``ceilings``: taken over a whole log of which ``table`` is a part)."""
+    ``ceilings``: taken over a whole log of which ``table`` is a part). ``engine`` cuts the
+    runs into blocks and computes them (:mod:`grokaudit.engine`: threads of this process, or
+    Ray tasks); the result is the same on any."""
     ri = None if table.equal_lengths else table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
@@ -475,7 +479,7 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
                                None if widen is None else widen[sl], span_first[sl],
                                span_last[sl], lvl, cfg)
 
-    parts = map_blocks(block, row_blocks(*A.shape))
+    parts = engine.map(block, engine.blocks(*A.shape))
     tg = Event.concat([p[0] for p in parts])
     tm = None if M is None else Event.concat([p[1] for p in parts])  # type: ignore[misc]
     sustained, fell_at, final = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4))
@@ -1291,7 +1295,8 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
                   run_index: np.ndarray | None = None, groups: np.ndarray | None = None,
                   not_converged: np.ndarray | None = None,
-                  grid_start: np.ndarray | None = None) -> MetricClocks:
+                  grid_start: np.ndarray | None = None, *, engine: Engine = THREADS
+                  ) -> MetricClocks:
     """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
 
     ``groups`` (one id per run) names the runs that share a step grid, a cell: only
@@ -1299,7 +1304,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     ``not_converged`` (one bool per run) marks floors a longer sibling shows still moving
     (:func:`.horizons.horizon_check`): stable over their own window, indeterminate here.
     ``grid_start``: each run's :func:`grid_window_start`, taken over a whole log of which
-    ``table`` is a part.
+    ``table`` is a part. ``engine`` cuts the runs into blocks and computes them, as in
+    :func:`accuracy_clocks`.
 
     The stages, each a function of the earlier ones: the final window and floor, its
     stability, the at-grok value, the compression amount, t_compress by its rule, the
@@ -1320,7 +1326,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                              None if widen is None else widen[sl], cfg,
                              None if not_converged is None else not_converged[sl])
 
-    parts = map_blocks(block, row_blocks(*P.shape))
+    parts = engine.map(block, engine.blocks(*P.shape))
     out: dict[str, Any] = {}
     for f in _BLOCK_FIELDS:
         vals = [p[f] for p in parts]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -431,10 +430,9 @@ def dashboards(result: AuditResult, log: LogTable, *, log_steps: bool = False,
 
 def default_jobs() -> int:
     """The CPUs this process may run on (at least 1)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    from .engine import usable_cpus
+
+    return usable_cpus()
 
 
 class FigureWorkers:

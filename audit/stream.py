@@ -58,6 +58,7 @@ from .clocks import (
 )
 from .config import AuditConfig, column_scales, grok_levels
 from .dataset import ParquetDataset, open_dataset
+from .engine import THREADS, Engine
 from .errors import ConfigError, ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
 from .identity import canonical_values, check_run_ids, duplicate_runs
@@ -103,27 +104,30 @@ class _Part:
 
 def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
                  part_rows: int = PART_ROWS, progress: Progress | None = None,
-                 **options: Any) -> AuditResult:
+                 engine: Engine = THREADS, **options: Any) -> AuditResult:
     """Audit the canonical Parquet file or hive dataset folder at ``path`` part by part, with
     memory bounded by the part (about ``part_rows`` rows, more where one run is longer) and the
     per-run results: the same result as :func:`~grokaudit.api.audit_path`. ``progress`` gets
-    one line per part. Raises :class:`LogFormatError`."""
+    one line per part; each part's clocks are computed on ``engine``
+    (:mod:`grokaudit.engine`). Raises :class:`LogFormatError`."""
     return audit_stream_with_trajectories(path, config, part_rows=part_rows,
-                                          progress=progress, **options)[0]
+                                          progress=progress, engine=engine, **options)[0]
 
 
 def audit_stream_with_trajectories(path: str | Path, config: AuditConfig | None = None, *,
                                    part_rows: int = PART_ROWS,
-                                   progress: Progress | None = None, **options: Any
+                                   progress: Progress | None = None,
+                                   engine: Engine = THREADS, **options: Any
                                    ) -> tuple[AuditResult, StreamTrajectories]:
     """:func:`audit_stream`, and the log's trajectories for the report's figures
-    (:class:`StreamTrajectories`: the runs read again, cells batch by batch, when drawn)."""
+    (:class:`StreamTrajectories`: the runs read again, cells batch by batch, when drawn).
+    ``engine`` computes every part's clocks (:mod:`grokaudit.engine`)."""
     from . import __version__
     from .api import _config, audit_plan, reduce_audit
     from .trail import make_trail
 
     cfg = _config(config, options)
-    s = _read_stream(path, cfg, part_rows, progress, clocks=True)
+    s = _read_stream(path, cfg, part_rows, progress, clocks=True, engine=engine)
     log = s.merged_log()
     plan = audit_plan(log, cfg)
     if s.deferred:  # the clocks need the cells' grids or the studies' ceilings first
@@ -262,9 +266,11 @@ def open_log_parts(path: str | Path, config: AuditConfig, *, part_rows: int = PA
 
 
 def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
-                 progress: Progress | None, *, clocks: bool) -> _Stream:
+                 progress: Progress | None, *, clocks: bool, engine: Engine = THREADS
+                 ) -> _Stream:
     """The log at ``path`` planned into parts of about ``part_rows`` rows and each part read
-    and validated (and clocked, with ``clocks``): what the audit and the claims share."""
+    and validated (and clocked on ``engine``, with ``clocks``): what the audit and the claims
+    share."""
     from .limits import Limits, check_declared
 
     if isinstance(part_rows, bool) or not isinstance(part_rows, int) or part_rows < 1:
@@ -275,7 +281,7 @@ def _read_stream(path: str | Path, cfg: AuditConfig, part_rows: int,
     check_declared(path, dataclasses.replace(Limits.of(cfg), max_rows=2**62))
     if Path(path).is_dir():  # (the in-memory reads check in the loader)
         refuse_unreadable_entries(Path(path))
-    s = _Stream(open_dataset(path), cfg, str(path), progress)
+    s = _Stream(open_dataset(path), cfg, str(path), progress, engine)
     s.clocks = clocks
     s.plan_parts(part_rows)
     s.read_parts()
@@ -321,8 +327,10 @@ class _Stream:
     """One streamed audit: the dataset, its parts and what the whole log decided."""
 
     def __init__(self, ds: ParquetDataset, cfg: AuditConfig, source: str,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, engine: Engine = THREADS) -> None:
         self.ds, self.cfg, self.source, self.progress = ds, cfg, source, progress
+        #: where the parts' clocks are computed (:mod:`grokaudit.engine`)
+        self.engine = engine
         self.accuracy: dict[str, tuple[float, float, int, int]] = {}
         self.series: frozenset[str] = frozenset()
         self.bounds: list[tuple[int, int]] = []
@@ -414,8 +422,9 @@ class _Stream:
             p.best = best_sustained(pack(log.test_acc, log), self.cfg.sustain)
         if log.n_runs and self.clocks and not self.deferred and not self.errors \
                 and all(m in log.series for m in metrics):
-            p.acc = accuracy_clocks(log, self.cfg)
-            p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg) for m in metrics}
+            p.acc = accuracy_clocks(log, self.cfg, engine=self.engine)
+            p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg, engine=self.engine)
+                        for m in metrics}
         p.duplicates = list(log.summary.duplicate_runs)
         del log
         return p
@@ -504,10 +513,11 @@ class _Stream:
             sl = self._runs_of(k)
             log = self._validated(k)
             p.acc = accuracy_clocks(log, self.cfg,
-                                    ceilings=None if ceilings is None else ceilings.rows(sl))
+                                    ceilings=None if ceilings is None else ceilings.rows(sl),
+                                    engine=self.engine)
             p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg,
                                          grid_start=None if self.grid is None
-                                         else self.grid[sl])
+                                         else self.grid[sl], engine=self.engine)
                         for m in metrics}
             del log
             self.say(f"part {k + 1}/{len(self.parts)}: clocks")
@@ -700,7 +710,8 @@ class _Stream:
         log, where = self.fetch(np.flatnonzero(hc.not_converged))
         again = metric_clocks(log, _take(acc, where), metric, self.cfg,
                               not_converged=hc.not_converged[where],
-                              grid_start=None if self.grid is None else self.grid[where])
+                              grid_start=None if self.grid is None else self.grid[where],
+                              engine=self.engine)
         self.say(f"{metric}: {where.size} short run(s) recomputed against a longer sibling")
         return _put(mc, where, again), hc
 

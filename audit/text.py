@@ -79,24 +79,6 @@ def value_matches(value: Any, given: Any) -> bool:
     return False
 
 
-def progress_enabled() -> bool:
-    """Whether progress lines may go to stderr: stderr is a terminal, or
-    ``GROKAUDIT_PROGRESS=1`` (``GROKAUDIT_PROGRESS=0``: never). Progress never goes to stdout.
-    The one rule for every command and reader."""
-    import os
-    import sys
-
-    wanted = os.environ.get("GROKAUDIT_PROGRESS")
-    if wanted == "0":
-        return False
-    if wanted == "1":
-        return True
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # a closed or replaced stderr
-        return False
-
-
 def cell_label(axis: str | None, value: Any) -> str:
     """How a cell is named: ``wd=0.1``, or ``all runs`` in a study without an axis."""
     return "all runs" if axis is None else f"{axis}={format_value(value)}"

@@ -7,11 +7,11 @@ many runs; runs whose shapes match train together as one batched model (``train.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
+from grokaudit.engine import usable_cpus
 from grokaudit.errors import ConfigError, ErrorCode
 
 from .recipes import DEFAULT_RECIPE, RECIPE_FIELDS, recipe_arch, resolve
@@ -269,11 +269,11 @@ def check_run_options(*, threads: int | None, max_retries: int, engine: str,
         return ConfigError(f"{flag}: {why}", code=ErrorCode.OPTION_OUT_OF_RANGE, option=flag)
 
     if threads is not None:
-        cap = THREADS_MAX if engine == "ray" \
-            else min(THREADS_MAX, THREADS_PER_CPU * (os.cpu_count() or 1))
+        cpus = usable_cpus()
+        cap = THREADS_MAX if engine == "ray" else min(THREADS_MAX, THREADS_PER_CPU * cpus)
         if not 1 <= threads <= cap:
             where = "per Ray task" if engine == "ray" else \
-                f"on this machine ({os.cpu_count() or 1} CPUs × {THREADS_PER_CPU})"
+                f"on this machine ({cpus} usable CPUs × {THREADS_PER_CPU})"
             raise bad("--threads", f"must lie in [1, {cap}] {where} (got {threads})")
     if not 0 <= max_retries <= 1000:
         raise bad("--max-retries", f"must lie in [0, 1000] (got {max_retries})")

@@ -23,7 +23,6 @@ install. The working folder must be on a filesystem every Ray node sees.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import signal
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from grokaudit.engine import start_ray, usable_cpus
 from grokaudit.errors import ConfigError, ErrorCode, GrokauditError, MissingExtraError
 
 #: Retries of a group whose worker is lost, unless ``--max-retries`` says otherwise.
@@ -93,31 +93,21 @@ def clear(work: Path) -> None:
         pass  # it holds files that are not ours
 
 
-def local_cpus() -> int:
-    """CPUs this process may use: a local Ray instance offers that many to the tasks."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
-        return max(os.cpu_count() or 1, 1)
-
-
 def connect(ray: Any) -> bool:
     """Connect to the cluster ``RAY_ADDRESS`` names, else start a local Ray instance (no
-    dashboard, every CPU this process may use, the GPUs Ray finds). An already connected
-    process (Python callers, tests) is left as it is. Returns True when this call connected,
-    so that the caller disconnects (and a local instance stops) at the end."""
+    dashboard, every CPU this process may use, the GPUs Ray finds), with the audit's
+    :func:`grokaudit.engine.start_ray`. An already connected process (Python callers, tests)
+    is left as it is. Returns True when this call connected, so that the caller disconnects
+    (and a local instance stops) at the end."""
     if ray.is_initialized():
         return False
     addr = os.environ.get("RAY_ADDRESS", "").strip()
-    # worker output stays in Ray's session logs: the driver prints the tasks' progress itself;
-    # Ray's own logger (configured by ray.init) shows errors only, not its startup notices
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
     try:
-        if addr:
-            ray.init(address=addr, **quiet)
-        else:
-            ray.init(address="local", num_cpus=local_cpus(), include_dashboard=False,
-                     object_store_memory=LOCAL_OBJECT_STORE, **quiet)
+        # worker output stays in Ray's session logs: the driver prints the tasks' progress
+        # itself; Ray's own logger (configured by ray.init) shows errors only, not its
+        # startup notices
+        start_ray(usable_cpus(), object_store_memory=LOCAL_OBJECT_STORE,
+                  configure_logging=True)
     except Exception as exc:  # noqa: BLE001 - any failure to connect is the same error
         where = f"the Ray cluster at RAY_ADDRESS={addr}" if addr else "a local Ray instance"
         hint = ("; is `ray start --head` running there, and, when the cluster uses token "

@@ -33,7 +33,7 @@ from grokaudit.errors import ConfigError, ErrorCode
 
 from .checkpoint import load_checkpoint, refuse_foreign, restore, save_checkpoint
 from .config import FIELD_NAMES, TrainConfig, check_memory, from_dict, group_key
-from .progress import Progress
+from grokaudit.progress import Progress
 from .train import GroupTrainer, measure_wc, resolve_device
 
 if sys.version_info >= (3, 11):

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..config import AuditConfig, replace
+from ..engine import THREADS, Engine
 from ..errors import GrokauditError
 from ..reasons import Reason
 from ..results import AuditResult, Finding, Result, sort_findings
@@ -114,13 +115,15 @@ class SensitivityResult(Result):
 
 def run_sensitivity(table: pa.Table | pd.DataFrame, config: AuditConfig,
                     grid: Sequence[tuple[str, Sequence[Any]]] = GRID, *,
-                    source: str | None = None) -> SensitivityResult:
+                    source: str | None = None, engine: Engine = THREADS
+                    ) -> SensitivityResult:
     """Re-run ``grokaudit.audit_table`` over ``grid`` one parameter at a time and report which
     verdicts move. Input errors of the baseline audit propagate (exit 2 in the CLI); a variant
-    the config validation refuses is recorded with its error and skipped."""
+    the config validation refuses is recorded with its error and skipped. Every audit runs
+    its clocks on ``engine`` (:mod:`grokaudit.engine`)."""
     from ..api import audit_table
 
-    base = audit_table(table, config, source=source)
+    base = audit_table(table, config, source=source, engine=engine)
     base_state = _state(base)
     variants: list[Variant] = []
     moves: list[dict[str, Any]] = []
@@ -132,7 +135,8 @@ def run_sensitivity(table: pa.Table | pd.DataFrame, config: AuditConfig,
             if param == "floor_frac" and v > config.max_floor_frac:
                 changes["max_floor_frac"] = min(0.99, max(config.max_floor_frac, float(v)))
             try:
-                res = audit_table(table, replace(config, **changes), source=source)
+                res = audit_table(table, replace(config, **changes), source=source,
+                                  engine=engine)
             except GrokauditError as exc:
                 variants.append(Variant(param, v, str(exc), {}))
                 continue

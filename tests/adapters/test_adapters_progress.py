@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from grokaudit.adapters import progress, read_log
+from grokaudit import progress
+from grokaudit.adapters import read_log
 from grokaudit.cli import cli
 
 LINE = re.compile(r"^reading .+: (\d+ files?, )?[\d,]+ points \(\d+ s\)…$")

@@ -47,7 +47,7 @@ def test_blocks_and_threads_do_not_change_the_audit(monkeypatch, profile: str, t
         calls.append(len(out))
         return out
 
-    monkeypatch.setattr(grokaudit.clocks, "row_blocks", spy)
+    monkeypatch.setattr(grokaudit.engine, "row_blocks", spy)  # where the thread engine cuts blocks
     blocked = grokaudit.audit_table(df, by="rho", profile=profile).to_json()
     assert calls and min(calls) > 3  # the runs were really split
     assert blocked == whole

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from grokaudit import audit_table
-from grokaudit.blocks import engine, row_blocks
 from grokaudit.cli import cli
+from grokaudit.engine import engine_named
 
 
 def _sweep(n_seeds: int = 12) -> pd.DataFrame:
@@ -45,9 +45,9 @@ def test_ray_gives_the_same_json_as_threads(ray_local, tmp_path: Path) -> None:
     log = tmp_path / "log.parquet"
     df.to_parquet(log, index=False)
     threads = audit_table(df, by="wd").to_json()
-    with engine("ray"):
-        assert len(row_blocks(len(df["run"].unique()), 61)) > 1  # really several tasks
-        on_ray = audit_table(df, by="wd").to_json()
+    ray = engine_named("ray")
+    assert len(ray.blocks(len(df["run"].unique()), 61)) > 1  # really several tasks
+    on_ray = audit_table(df, by="wd", engine=ray).to_json()
     assert on_ray == threads
     outs = []
     for eng in ("threads", "ray"):

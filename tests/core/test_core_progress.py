@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from grokaudit import cli as cli_module
+from grokaudit import progress
 from grokaudit.cli import cli
 
 LOG = Path(__file__).resolve().parents[2] / "reference_runs" / "data" / "mlp_wd_sweep_p59.parquet"
@@ -27,7 +27,7 @@ def test_a_long_check_says_its_stages_on_stderr_only(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     quiet = _check(tmp_path, "0", "--json", str(tmp_path / "q.json"))
     assert quiet.stderr == ""
-    monkeypatch.setattr(cli_module, "PROGRESS_DELAY_S", 0.0)  # every stage is "long"
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)  # every stage is "long"
     shown = _check(tmp_path, "1", "--json", str(tmp_path / "s.json"))
     lines = shown.stderr.splitlines()
     assert all(LINE.match(x) for x in lines), lines

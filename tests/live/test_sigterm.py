@@ -137,13 +137,13 @@ def test_a_process_forked_while_a_command_runs_keeps_the_default_sigterm() -> No
     import os
     import signal
 
-    from grokaudit.cli import _sigterm_raises
+    from grokaudit.signals import sigterm_raises
 
     # a command starts with the default SIGTERM (a test run in this process before may have
     # left another: ray.init installs its own)
     before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        with _sigterm_raises():
+        with sigterm_raises():
             assert hasattr(signal.getsignal(signal.SIGTERM), "grokaudit_after")
             pid = os.fork()
             if pid == 0:  # the child: exit 0 when SIGTERM is the default there
