@@ -71,6 +71,24 @@ def test_check_refuses_a_log_over_the_cap_and_accepts_it_raised(log: Path, opt: 
     expect_audit(cli(["check", log, "--by", "wd", opt, n]))
 
 
+def test_a_log_over_the_row_cap_is_offered_stream_and_stream_audits_it(log: Path,
+                                                                       tmp_path: Path) -> None:
+    """TOO_LARGE on the rows names --stream beside --max-rows (issue 44 item 3), and taking
+    the advice works: the same command with --stream audits the log (memory bounded by the
+    part, no row cap), with the verdicts of the audit with the cap raised."""
+    code, msg = expect_error(cli(["check", log, "--by", "wd", "--max-rows", ROWS - 1]),
+                             E.TOO_LARGE)
+    assert "--stream" in msg and "--max-rows" in msg
+    streamed = cli(["check", log, "--by", "wd", "--max-rows", ROWS - 1, "--stream",
+                    "--json", tmp_path / "s.json"])
+    raised = cli(["check", log, "--by", "wd", "--max-rows", ROWS, "--json", tmp_path / "r.json"])
+    expect_audit(streamed)
+    expect_audit(raised, streamed.exit_code)
+    verdicts = [[s["verdict"] for s in json.loads((tmp_path / f).read_text())["studies"]]
+                for f in ("s.json", "r.json")]
+    assert verdicts[0] == verdicts[1] and verdicts[0]
+
+
 def test_the_cap_is_checked_before_any_data_is_read(log: Path, monkeypatch) -> None:
     import grokaudit.loader as loader
 
