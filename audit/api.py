@@ -33,7 +33,7 @@ from .clocks import (
     accuracy_clocks,
     metric_clocks,
 )
-from .config import RELATIVE_MIN_CEILING, AuditConfig, column_scales, make_config
+from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
 from .engine import THREADS, Engine
@@ -41,6 +41,7 @@ from .errors import ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
 from .reasons import Reason, Severity
+from .refusals import validated_log as validated_log  # the one refusal stage
 from .results import (
     AuditResult,
     CellSummary,
@@ -51,7 +52,7 @@ from .results import (
 )
 from .roles import name_tokens, nearly_unique
 from .runtable import RunTable
-from .schema import InputSummary, LogTable, Owned, build_log_table
+from .schema import InputSummary, LogTable, Owned
 from .study import (
     QUANTITIES,
     clock_verdict,
@@ -114,18 +115,6 @@ def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig |
     if isinstance(table, LogTable):
         return audit_log(table, cfg, engine=engine)
     return audit_log(validated_log(table, cfg, source), cfg, engine=engine)
-
-
-def validated_log(table: pd.DataFrame | pa.Table | Owned, cfg: AuditConfig,
-                  source: str | None = None,
-                  *, metrics: Sequence[str] | None = None) -> LogTable:
-    """The canonical table validated under ``cfg`` (accuracy scale, duplicates, the metric
-    columns, the grok criterion's column): the one call every command makes."""
-    return build_log_table(table, path=source, acc_scale=cfg.acc_scale,
-                           column_scales=column_scales(cfg),
-                           on_duplicate=cfg.on_duplicate,
-                           metrics=cfg.metrics if metrics is None else metrics,
-                           grok_on=cfg.grok_on)
 
 
 def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConfig:

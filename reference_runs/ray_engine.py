@@ -278,7 +278,7 @@ class Board:
 
     def __init__(self, grouped: list[list[Any]], mode: str, max_retries: int,
                  stream: TextIO | None = None, line_seconds: float = 30.0) -> None:
-        from .progress import Progress
+        from grokaudit.progress import Progress
 
         self.runs = [len(g) for g in grouped]
         self.steps = [g[0].cfg.steps for g in grouped]

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 import torch
 from grokaudit.errors import ConfigError, ErrorCode
+from grokaudit.progress import Progress
 
 from .checkpoint import load_checkpoint, refuse_foreign, restore, save_checkpoint
 from .config import FIELD_NAMES, TrainConfig, check_memory, from_dict, group_key
-from grokaudit.progress import Progress
 from .train import GroupTrainer, measure_wc, resolve_device
 
 if sys.version_info >= (3, 11):
