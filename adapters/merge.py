@@ -107,7 +107,7 @@ def apply_options(points: Points, options: ReadOptions, path: str, *, whole: boo
             raw = m.group(1) if rx.groups else m.group(0)
             _refuse_fragment(key, given, m, rx.groups > 0)
             points.add_condition(run, key, _name_value(key, given, raw, run) if as_number
-                                 else _parse_scalar(raw))
+                                 else parse_scalar(raw))
         runs = _runs(points)
         if whole and runs and len(missed) == len(runs):
             raise ConfigError(
@@ -214,7 +214,10 @@ def _name_value(key: str, given: str, raw: str, run: str) -> float:
     return x
 
 
-def _parse_scalar(raw: str) -> Any:
+def parse_scalar(raw: str) -> Any:
+    """A value read as text (a ``--cond`` capture, an MLflow param file) as the condition it
+    names: an int, else a float, else the text itself. One rule for every reader, so ``wd``
+    captured from a path and ``wd`` logged as a param compare equal."""
     for conv in (int, float):
         try:
             return conv(raw)

@@ -28,7 +28,7 @@ from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.schema import STEP_MAX
 from grokaudit.text import safe
 
-from .merge import ReadOptions
+from .merge import ReadOptions, parse_scalar
 from .points import Points
 from .registry import Reader
 
@@ -38,15 +38,6 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_TIMEOUT_S = 2.0
 #: MLflow's SQL store writes +-inf as +-DBL_MAX (``sqlalchemy_store``); read back as +-inf.
 _DBL_MAX = 1.7976931348623157e308
-
-
-def _scalar(raw: str) -> Any:
-    for conv in (int, float):
-        try:
-            return conv(raw)
-        except ValueError:
-            pass
-    return raw
 
 
 def _meta(path: Path) -> dict[str, str]:
@@ -188,7 +179,7 @@ def read_file_store(path: Path, options: ReadOptions) -> Points:
         pdir = d / "params"
         if pdir.is_dir():
             for f in sorted(q for q in pdir.rglob("*") if q.is_file()):
-                points.add_condition(run, f.relative_to(pdir).as_posix(), _scalar(
+                points.add_condition(run, f.relative_to(pdir).as_posix(), parse_scalar(
                     f.read_text(encoding="utf-8", errors="replace").strip()))
         points.origins[run] = f"{d.parent.name}/{d.name}"
     if deleted:
@@ -343,7 +334,8 @@ def read_sqlite(path: Path, options: ReadOptions) -> Points:
         _add_frame(points, metrics, run_of)
     for rid, key, val in params:
         if rid in run_of:
-            points.add_condition(run_of[rid], key, _scalar(val) if isinstance(val, str) else val)
+            points.add_condition(run_of[rid], key,
+                                 parse_scalar(val) if isinstance(val, str) else val)
     for rid in live:
         points.origins[run_of[rid]] = rid
     return points

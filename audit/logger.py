@@ -21,7 +21,7 @@ short hash of ``R``):
 * ``<stem>.<seq>.parquet`` — the rows, in *segments*: canonical Parquet shards (``run``,
   ``step``, ``test_acc``, the logged values, the conditions on every row) that
   ``grokaudit check FOLDER`` reads as it reads any folder of shards.
-* ``.<stem>.<seq>.parquet.<pid>.tmp`` — exists only during a flush.
+* ``.<stem>.<seq>.parquet.<pid>.<random>.tmp`` — exists only during a flush.
 
 **Crash safety.** A flush writes the live segment — every row logged since the segment began —
 to the temporary file, ``fsync``\\ s it (``fsync=True``, the default), and renames it over the
@@ -55,7 +55,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -66,6 +66,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import ConfigError, ErrorCode, LogFormatError, OutputError
+from .outputs import atomic_write_with, fsync_folder
 from .runfolder import CLAIM_SUFFIX, SEGMENT_KEY, TMP_SUFFIX, is_run_folder, read_run_folder
 from .shards import PROVENANCE_KEY
 from .values import metric_value, step_value
@@ -94,20 +95,6 @@ def run_file_stem(run: str) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened: Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _condition_value(name: str, value: Any) -> str | float | bool:
@@ -261,7 +248,7 @@ class RunLogger:
                 fh.flush()
                 os.fsync(fh.fileno())
         if self.fsync:
-            _fsync_dir(self.folder)
+            fsync_folder(self.folder)
 
     def _claim_bytes(self, *, closed: bool, error: str | None = None) -> bytes:
         info: dict[str, Any] = {
@@ -276,27 +263,15 @@ class RunLogger:
                 info["error"] = error
         return (json.dumps(info, sort_keys=True) + "\n").encode("utf-8")
 
-    def _replace(self, target: Path, write: Any) -> None:
-        """Write ``target`` through a temporary file renamed over it (see the module doc)."""
-        tmp = self.folder / f".{target.name}.{self._pid}{TMP_SUFFIX}"
-        try:
-            write(tmp)
-            if self.fsync:
-                fd = os.open(tmp, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            os.replace(tmp, target)
-            if self.fsync:
-                _fsync_dir(self.folder)
-        except OSError as exc:
-            raise OutputError(f"{target}: cannot write the log ({exc.strerror}); the rows stay "
-                              "in memory: free space and call flush() again",
-                              code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(target)) from None
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    def _replace(self, target: Path, write: Callable[[str], object]) -> None:
+        """Write ``target`` through a temporary file renamed over it (see the module doc):
+        :func:`~grokaudit.outputs.atomic_write_with`, the project's one atomic writer, with the
+        temporary name the folder's readers know (``.<file>.<pid>.<random>.tmp``: never a
+        ``.parquet`` name, so never read as a segment; an interrupted flush is reported), the
+        umask's permissions, ``fsync`` as asked, and no folder recreated."""
+        atomic_write_with(target, write, flag="the log", fsync=self.fsync, mkdir=False,
+                          temp_prefix=f".{target.name}.{self._pid}.", temp_suffix=TMP_SUFFIX,
+                          hint="the rows stay in memory: free space and call flush() again")
 
     # -- logging ----------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ and written atomically.
 device, a FIFO, a socket or a symbolic link, or cannot be written; ``-`` means standard
 output. :func:`atomic_write` writes a temporary file beside the target and renames it over the
 target, with the permissions the umask gives a new file, and never leaves the temporary file
-behind. This is the one writer of the project: the JSON result, the HTML report, PNG figures and
-converted logs all go through it.
+behind. This is the one writer of the project: the JSON result, the HTML report, PNG figures,
+converted logs, the trainer's checkpoint and MANIFEST and the RunLogger's files all go through
+it (:func:`atomic_write_with`).
 """
 
 from __future__ import annotations
@@ -272,12 +273,6 @@ def _check_parent(parent: Path, raw: str, flag: str) -> None:
                           "choose another path", code=ErrorCode.OUTPUT_NOT_WRITABLE, path=raw)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "output",
                  pinned: tuple[int, int] | bool = False) -> Path:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, renamed over
@@ -292,9 +287,10 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, flag: str = "outp
 
 
 def open_temp(folder: str | os.PathLike[str], prefix: str, suffix: str,
-              names: list[str]) -> int:
-    """A new file ``folder/prefix<random>suffix`` opened for writing (mode 0600, as
-    ``tempfile.mkstemp`` makes it), its path appended to ``names`` *before* it is created: a
+              names: list[str], mode: int = 0o600) -> int:
+    """A new file ``folder/prefix<random>suffix`` opened for writing (``mode`` less the umask;
+    0600 by default, as ``tempfile.mkstemp`` makes it), its path appended to ``names``
+    *before* it is created: a
     Ctrl-C or SIGTERM at any moment leaves either no file or one whose name the caller's
     cleanup holds (inside ``mkstemp`` it could land after the file was made and before its
     name was returned)."""
@@ -304,16 +300,22 @@ def open_temp(folder: str | os.PathLike[str], prefix: str, suffix: str,
         names.append(os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}"))
         try:
             return os.open(names[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                           | getattr(os, "O_CLOEXEC", 0), 0o600)
+                           | getattr(os, "O_CLOEXEC", 0), mode)
         except FileExistsError:  # another's file: never the caller's to remove
             names.pop()
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], object], *,
-                      flag: str = "output", pinned: tuple[int, int] | bool = False) -> Path:
+                      flag: str = "output", pinned: tuple[int, int] | bool = False,
+                      fsync: bool = False, mode: int | None = None, mkdir: bool = True,
+                      temp_prefix: str | None = None, temp_suffix: str | None = None,
+                      hint: str = "choose another path") -> Path:
     """Like :func:`atomic_write` for writers that want a file name (``pq.write_table``,
-    ``savefig``): ``writer(tmp_path)`` writes the temporary file, which is then renamed.
+    ``savefig``, ``torch.save``): ``writer(tmp_path)`` writes the temporary file, which is then
+    renamed. The one atomic writer of the project: outputs, the trainer's checkpoint and
+    manifest and the :class:`~grokaudit.RunLogger`'s segments and claim all come here, so
+    crash safety, permissions and cleanup are decided once.
 
     The folder is opened once, and the rename happens through that handle, so the file lands
     in the folder that was opened whatever its path names by then. ``pinned`` (a path checked
@@ -321,41 +323,92 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], obje
     the one checked — ``(device, inode)`` as recorded, or ``True`` when it did not exist then —
     and its path must not lead through a symbolic link, both before the temporary file is made
     and again before the rename; a folder swapped in between is refused
-    (``OUTPUT_NOT_WRITABLE``) and nothing is written."""
+    (``OUTPUT_NOT_WRITABLE``) and nothing is written.
+
+    The temporary file, ``<folder>/<temp_prefix><random><temp_suffix>`` (by default
+    ``.<name>.<random>.tmp<suffix>``), has its name recorded before it exists, so any error, a
+    Ctrl-C or a SIGTERM (raised as an exception by the CLI) removes it, and the target is
+    either its old or its new complete version. ``fsync``: the file is flushed to disk before
+    the rename and the folder after it, so the new version survives a power loss too (a log
+    being written; not worth its cost for a report). ``mode``: the new file's permission bits
+    (default: what the umask gives a new file, not ``mkstemp``'s 0600). ``mkdir``: create the
+    folder when missing (a logger's folder that vanished is an error instead). An ``OSError``
+    becomes ``OutputError`` (``OUTPUT_NOT_WRITABLE``): ``"<path>: cannot write <flag>
+    (<reason>); <hint>"``."""
     p = Path(path)
+
+    def refused(exc: OSError) -> OutputError:
+        return OutputError(f"{p}: cannot write {flag} ({exc.strerror}); {hint}",
+                           code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p))
+
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+        if mkdir:
+            p.parent.mkdir(parents=True, exist_ok=True)
         # O_PATH where there is one: a folder one may write but not list opens too
         dfd = os.open(p.parent, getattr(os, "O_PATH", os.O_RDONLY)
                       | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
-        raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
-                          code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+        raise refused(exc) from None
     made: list[str] = []  # the temporary file's name, known before the file exists
-    tmp = ""
     try:
         if pinned:
             _same_folder(p, dfd, pinned, flag)
         try:
-            os.close(open_temp(p.parent, f".{p.name}.", ".tmp" + p.suffix, made))
+            # created 0666 less the umask (what any new file gets, decided by the kernel: no
+            # os.umask() call, which would race with another thread creating a file), or `mode`
+            os.close(open_temp(p.parent, f".{p.name}." if temp_prefix is None else temp_prefix,
+                               ".tmp" + p.suffix if temp_suffix is None else temp_suffix,
+                               made, 0o666 if mode is None else mode))
             tmp = made[-1]
             writer(tmp)
-            os.chmod(tmp, 0o666 & ~_umask())
+            if mode is not None:  # exactly these bits, whatever the umask
+                os.chmod(tmp, mode)
+            if fsync:
+                _fsync_file(tmp)
             if pinned:
                 _same_folder(p, dfd, pinned, flag)
             if os.replace in os.supports_dir_fd:
                 os.replace(os.path.basename(tmp), p.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             else:  # pragma: no cover - every POSIX system grokaudit runs on has renameat
                 os.replace(tmp, p)
+            if fsync:
+                fsync_folder(p.parent, dfd)
         except OSError as exc:
-            raise OutputError(f"{p}: cannot write {flag} ({exc.strerror}); choose another path",
-                              code=ErrorCode.OUTPUT_NOT_WRITABLE, path=str(p)) from None
+            raise refused(exc) from None
     finally:
         for name in made:  # each name tried (one file at most): gone, or renamed already
             _remove(os.path.basename(name), dfd)
             _remove(name, None)
         os.close(dfd)
     return p
+
+
+def _fsync_file(name: str) -> None:
+    """Flush a written file's data to disk (the writer closed its own handle)."""
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(folder: str | os.PathLike[str], dfd: int | None = None) -> None:
+    """Make a rename or a new file in ``folder`` durable: ``fsync`` of the folder itself
+    (through ``dfd``, a handle on it, when given). A no-op where a folder cannot be opened for
+    reading (Windows, a folder one may write but not list): nothing more can be done there."""
+    try:
+        if dfd is not None and os.open in os.supports_dir_fd:
+            fd = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=dfd)
+        else:
+            fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _remove(name: str, dfd: int | None) -> None:

@@ -31,7 +31,7 @@ CLAIM_SUFFIX = ".claim"
 #: counts), read by :func:`read_run_folder`; beside it, the provenance every reader keeps
 #: (``PROVENANCE_KEY``, from :mod:`grokaudit.shards`).
 SEGMENT_KEY = b"grokaudit.runlogger"
-#: The end of a segment's temporary name during a flush (``.<segment>.<pid>.tmp``).
+#: The end of a segment's temporary name during a flush (``.<segment>.<pid>.<random>.tmp``).
 TMP_SUFFIX = ".tmp"
 
 

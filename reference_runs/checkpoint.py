@@ -1,8 +1,9 @@
 """Atomic checkpoints: a sweep's finished groups and the running group's exact state.
 
 Written with ``torch.save`` to a temporary file in the target's folder, flushed and fsynced,
-then renamed over the target: a crash (even SIGKILL) leaves either the old or the new
-checkpoint, never a torn one.
+then renamed over the target (:func:`grokaudit.outputs.atomic_write_with`, the project's one
+atomic writer): a crash (even SIGKILL) leaves either the old or the new checkpoint, never a torn
+one; an error or an interruption leaves no temporary file.
 
 A checkpoint holds plain data only: tensors, numbers, strings, ``None`` and lists, tuples and
 dicts of them (the log rows' numpy arrays are stored as tensors and come back as arrays). It is
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from grokaudit.errors import ConfigError, ErrorCode
-from grokaudit.outputs import open_temp
+from grokaudit.outputs import atomic_write_with
 
 from .train import GroupState, GroupTrainer
 
@@ -67,26 +68,30 @@ def is_checkpoint(path: Path) -> bool:
 def save_checkpoint(path: Path, sweep_id: str, done: dict[int, Rows],
                     current: tuple[int, GroupState] | None) -> None:
     """Atomically write the checkpoint: ``done`` maps finished group index → log rows;
-    ``current`` is the running group's index and state (None between groups)."""
+    ``current`` is the running group's index and state (None between groups). A path that
+    cannot be written, or a full disk: ``OutputError`` (``OUTPUT_NOT_WRITABLE``), the previous
+    checkpoint kept as it was."""
     payload = {
         "format": FORMAT,
         "sweep_id": sweep_id,
         "done": {int(k): _rows_to_tensors(v) for k, v in done.items()},
         "current": None if current is None else [int(current[0]), _state_to_plain(current[1])],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    made: list[str] = []  # the temporary file's name, known before the file exists
-    try:
-        fd = open_temp(path.parent, f".{path.name}.", ".tmp", made)
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(made[-1], path)
-    except BaseException:
-        for name in made:
-            Path(name).unlink(missing_ok=True)
-        raise
+
+    def write(tmp: str) -> None:
+        try:
+            with open(tmp, "wb") as fh:
+                torch.save(payload, fh)
+        except RuntimeError as exc:
+            # a failed write (a full disk) surfaces from torch's zip writer as a RuntimeError
+            # raised while handling the OSError: report the OSError (OUTPUT_NOT_WRITABLE)
+            if isinstance(exc.__context__, OSError):
+                raise exc.__context__ from None
+            raise
+
+    # 0600 as before: a checkpoint is this sweep's private state, not a file to share
+    atomic_write_with(path, write, flag="the checkpoint", fsync=True, mode=0o600,
+                      temp_suffix=".tmp")
 
 
 def refuse_foreign(path: Path) -> None:

@@ -5,65 +5,38 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from grokaudit.outputs import open_temp
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _toml_string(text: str) -> str:
-    """A TOML basic string: quotes, backslashes and every control character escaped (a raw
-    carriage return or tab in a command line would otherwise make the file invalid TOML)."""
-    out = []
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+import tomli_w
+from grokaudit.outputs import atomic_write_with
 
 
-def _toml_key(key: Any) -> str:
-    """A bare key when it can be one, else a quoted key (``'my key'``, ``'a.b'`` stay one key,
-    never a nested table)."""
-    k = str(key)
-    return k if _BARE_KEY.fullmatch(k) else _toml_string(k)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return repr(v) if v == v and abs(v) != float("inf") else ('"nan"' if v != v else '"inf"')
+def _plain(v: Any) -> Any:
+    """``v`` as TOML can hold it: a ``None`` in a table is left out (TOML has no null; the
+    key's absence says it); tuples become arrays; keys become strings; a bool, number or
+    string subclass (``numpy.float64``, an enum) its plain value, so its text is TOML's; a
+    value of any other type (a ``None`` inside an array, a numpy integer, a path) is written
+    as its text, as the hand-written emitter this replaced did. Floats stay floats, ``nan`` and ``±inf`` included
+    (TOML's ``nan``, ``inf``, ``-inf``: they read back as the same floats; the old emitter
+    wrote the strings "nan" and "inf", and -inf as "inf"). A manifest holds none: every number
+    of a sweep is checked finite before training, and the wall time is measured."""
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items() if x is not None}
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return _toml_string(str(v))
+        return [_plain(x) for x in v]
+    for kind in (bool, int, float, str):
+        if isinstance(v, kind):
+            return kind(v)
+    return str(v)
 
 
-def to_toml(data: dict[str, Any]) -> str:
-    """A small TOML emitter for flat values and one level of tables (None values skipped)."""
-    key = _toml_key
-    lines = [f"{key(k)} = {_toml_value(v)}" for k, v in data.items()
-             if not isinstance(v, dict) and v is not None]
-    for k, v in data.items():
-        if isinstance(v, dict):
-            lines += ["", f"[{key(k)}]"]
-            for kk, vv in v.items():
-                if isinstance(vv, dict):
-                    continue
-                if vv is not None:
-                    lines.append(f"{key(kk)} = {_toml_value(vv)}")
-            for kk, vv in v.items():
-                if isinstance(vv, dict):
-                    lines += ["", f"[{key(k)}.{key(kk)}]"]
-                    lines += [f"{key(a)} = {_toml_value(b)}" for a, b in vv.items()
-                              if b is not None]
-    return "\n".join(lines) + "\n"
+def to_toml(data: Mapping[str, Any]) -> str:
+    """``data`` as TOML text (:func:`tomli_w.dumps`, after :func:`_plain`): any key or string
+    reads back as written (``'my key'`` and ``'a.b'`` stay one key; a carriage return, a tab or
+    a quote in a command line is escaped), tables nest to any depth."""
+    return tomli_w.dumps(_plain(data))
 
 
 def environment(device: str) -> dict[str, Any]:
@@ -140,7 +113,8 @@ def recipe_echo(sweep: Any, specs: list[Any]) -> dict[str, Any]:
 def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str, Any],
                    device: str, wall_seconds: float, n_runs: int, n_rows: int,
                    complete: bool, recipe: dict[str, Any] | None = None) -> Path:
-    """Write the manifest atomically; returns its path."""
+    """Write the manifest atomically (:func:`grokaudit.outputs.atomic_write_with`); returns
+    its path. A folder that cannot be written: ``OutputError`` (``OUTPUT_NOT_WRITABLE``)."""
     data = {
         "log": path.name.replace(".MANIFEST.toml", ".parquet"),
         "command": command,
@@ -156,17 +130,12 @@ def write_manifest(path: Path, *, command: str, sweep_file: str, sweep: dict[str
     }
     if recipe is not None:
         data["recipe"] = recipe
-    made: list[str] = []  # the temporary file's name, known before the file exists
-    try:
-        fd = open_temp(path.parent, f".{path.name}.", "", made)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(to_toml(data))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(made[-1], 0o666 & ~umask)  # made 0600; a manifest is meant to be shared
-        os.replace(made[-1], path)
-    except BaseException:  # an error or an interruption leaves no temporary file
-        for name in made:
-            Path(name).unlink(missing_ok=True)
-        raise
-    return path
+    text = to_toml(data).encode("utf-8")
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(text)
+
+    # the umask's permissions (a manifest is meant to be shared); a temporary name that is not
+    # a .toml file; an error or an interruption leaves no temporary file
+    return atomic_write_with(path, write, flag="the MANIFEST", temp_suffix=".tmp")
