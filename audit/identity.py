@@ -162,7 +162,7 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
 def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray],
                      weighted: bool = False) -> np.ndarray:
     """Per run, one 64-bit fingerprint of its length and the sums of its steps and of its
-    first four ``columns`` (bit patterns; -0.0 and 0.0 differ: no matter, equal logs give equal
+    first four ``columns`` (bit patterns, a sum of -0.0 read as 0.0: equal logs give equal
     sums bit for bit). Equal logs have equal fingerprints; runs sharing one are candidates,
     compared exactly (a chance agreement costs a comparison, never a wrong answer).
     ``weighted`` adds each column's sum weighted by the position in the run, so that runs
@@ -184,7 +184,9 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
     h = np.zeros(R, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in keys:
-            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ np.ascontiguousarray(k).view(np.uint64)
+            # + 0.0: a sum of -0.0 is the sum of 0.0 (equal logs, as array_equal compares)
+            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ np.ascontiguousarray(
+                k + 0.0).view(np.uint64)
     return h
 
 
@@ -205,26 +207,66 @@ def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
     inv = inv.ravel()
     if not (cnt > 1).any():
         return []
+    cand = np.flatnonzero(cnt[inv] > 1)  # the runs that share a fingerprint with another
+    lengths = np.diff(offsets)[cand]
     out: list[tuple[str, ...]] = []
-    order = np.argsort(inv, kind="stable")
-    starts = np.r_[0, np.cumsum(cnt)[:-1]]
-    for grp in np.flatnonzero(cnt > 1).tolist():
-        members = order[starts[grp]:starts[grp] + cnt[grp]].tolist()
-        left = members
-        while len(left) > 1:
-            a = left[0]
-            same: list[int] = [a]
-            rest: list[int] = []
-            sa = slice(int(offsets[a]), int(offsets[a + 1]))
-            for b in left[1:]:
-                sb = slice(int(offsets[b]), int(offsets[b + 1]))
-                eq = np.array_equal(step[sa], step[sb]) and all(
-                    np.array_equal(c[sa], c[sb], equal_nan=True) for c in columns)
-                (same if eq else rest).append(b)
-            if len(same) > 1:
-                out.append(tuple(sorted(str(run_ids[i]) for i in same)))
-            left = rest
+    for length in np.unique(lengths).tolist():  # equal logs have equal lengths
+        runs = cand[lengths == length]
+        for batch in _batches(runs, inv[runs], int(length) * (1 + len(columns))):
+            out += _identical(run_ids, batch, inv[batch], offsets, int(length),
+                              [step, *columns])
     return sorted(out)
+
+
+#: Elements of the key matrix compared at once (:func:`_identical`): 128 MiB of uint64.
+_KEY_ELEMENTS = 1 << 24
+
+
+def _batches(runs: np.ndarray, group: np.ndarray, width: int) -> list[np.ndarray]:
+    """``runs`` cut into batches of whole fingerprint groups (``group``), each about
+    :data:`_KEY_ELEMENTS` / ``width`` runs, so that the key matrix of a batch stays bounded."""
+    order = np.argsort(group, kind="stable")
+    runs, group = runs[order], group[order]
+    per = max(2, _KEY_ELEMENTS // max(width, 1))
+    if runs.size <= per:
+        return [runs]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])  # a group's first run
+    cuts = [0]
+    for s in starts.tolist():  # a new batch at a group's start once the batch is full
+        if s - cuts[-1] >= per:
+            cuts.append(s)
+    cuts.append(runs.size)
+    return [runs[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _value_bits(a: np.ndarray) -> np.ndarray:
+    """The values of ``a`` as unsigned integers equal exactly when the values are equal as
+    ``np.array_equal(..., equal_nan=True)`` compares them: ``-0.0`` read as ``0.0``, every NaN
+    as one NaN."""
+    if a.dtype.kind == "f":
+        if a.itemsize not in (4, 8):
+            a = a.astype(np.float64)
+        a = np.where(np.isnan(a), np.nan, a + a.dtype.type(0))  # -0.0 + 0.0 is +0.0
+        return a.view(np.uint64 if a.itemsize == 8 else np.uint32).astype(np.uint64)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64).view(np.uint64)
+    return np.asarray(a, dtype=np.float64).view(np.uint64)
+
+
+def _identical(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray,
+               offsets: np.ndarray, length: int, arrays: list[np.ndarray]
+               ) -> list[tuple[str, ...]]:
+    """The groups of ``runs`` (all of ``length`` points; ``group``: their fingerprint group)
+    equal at every point of every array: one key row per run (the group, then every value's
+    bits), equal rows found by one sort."""
+    rows = offsets[runs][:, None] + np.arange(length, dtype=np.int64)[None, :]
+    keys = np.concatenate([group.astype(np.uint64)[:, None],
+                           *(_value_bits(a[rows]) for a in arrays)], axis=1)
+    _, which, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    order = np.argsort(which.ravel(), kind="stable")
+    ends = np.cumsum(counts)
+    return [tuple(sorted(str(run_ids[i]) for i in runs[order[e - c:e]]))
+            for c, e in zip(counts.tolist(), ends.tolist()) if c > 1]
 
 
 def describe_duplicates(groups: Sequence[tuple[str, ...]]) -> str:
