@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .blocks import map_blocks
 from .errors import ErrorCode, LogFormatError
 from .text import safe
 
@@ -175,12 +176,21 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
     cuts = cuts[(cuts >= 0) & (cuts <= R)]
     if cuts[0] != 0:
         cuts = np.r_[0, cuts]
-    keys = [counts.astype(np.float64), _run_sums(step, offsets, cuts)]
-    keys += [_run_sums(c, offsets, cuts) for c in columns[:4]]
+    summed: list[Any] = [step, *columns[:4]]
     if weighted and R:
         pos = (np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], counts)) + 1
-        keys += [_run_sums(np.asarray(c, dtype=np.float64) * pos, offsets, cuts)
-                 for c in columns[:4]]
+        summed += [(c, pos) for c in columns[:4]]
+
+    def sums(k: slice) -> np.ndarray:
+        a = summed[k.start]
+        if isinstance(a, tuple):  # a column weighted by the position in its run
+            a = np.asarray(a[0], dtype=np.float64) * a[1]
+        return _run_sums(a, offsets, cuts)
+
+    # one column per task on the thread pool (numpy's sums release the GIL); each sum is the
+    # same whichever thread computes it
+    keys = [counts.astype(np.float64),
+            *map_blocks(sums, [slice(i, i + 1) for i in range(len(summed))])]
     h = np.zeros(R, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in keys:
