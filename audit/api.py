@@ -40,6 +40,7 @@ from .engine import THREADS, Engine
 from .errors import ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
+from .kernels import NUMPY, Kernel
 from .reasons import Reason, Severity
 from .refusals import validated_log as validated_log  # the one refusal stage
 from .results import (
@@ -77,14 +78,15 @@ _RUN_CODES = (Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
 
 
 def audit_path(path: str | Path, config: AuditConfig | None = None, *,
-               engine: Engine = THREADS, **options: Any) -> AuditResult:
+               engine: Engine = THREADS, kernel: Kernel = NUMPY, **options: Any) -> AuditResult:
     """Audit a log file or folder: a canonical table (Parquet, CSV, TSV, JSONL), a folder of
     Parquet shards, or any format an adapter reads (``grokaudit formats``).
 
     ``options`` are config fields (``by="rho"``, ``metrics=["emb_erank"]``, ``cell=["arch"]``,
     ``profile="reference"``…) applied over ``config``. ``engine`` is where the per-run clocks
-    are computed (:mod:`grokaudit.engine`; the result is the same on any). Returns the
-    :class:`AuditResult`.
+    are computed (:mod:`grokaudit.engine`; the result is the same on any); ``kernel`` the
+    validation passes' kernel (:mod:`grokaudit.kernels`: ``auto`` is decided from the log's
+    rows; the result is the same on any). Returns the :class:`AuditResult`.
     """
     from .limits import Limits
     from .loader import read_source
@@ -99,22 +101,27 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, *,
     with HashAhead([str(path)]) as hashes:
         # no local name holds the input (it would outlive its columns); the adapters'
         # registry reads every input that is not a canonical table
-        result = audit_log(validated_log(Owned(read_source(path, limits=limits,
-                                                           readers=ADAPTERS)),
-                                         cfg, str(path)), cfg, engine=engine)
+        source = read_source(path, limits=limits, readers=ADAPTERS)
+        kernel = kernel.for_rows(source.num_rows)
+        owned = Owned(source)
+        del source  # the input lives only in `owned`, which hands it to validation
+        result = audit_log(validated_log(owned, cfg, str(path), kernel=kernel), cfg,
+                           engine=engine)
         return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
-                                                            inputs=hashes))
+                                                            inputs=hashes,
+                                                            kernel=kernel.name))
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,
                 source: str | None = None, engine: Engine = THREADS,
-                **options: Any) -> AuditResult:
+                kernel: Kernel = NUMPY, **options: Any) -> AuditResult:
     """Audit a canonical table (a DataFrame, an Arrow table, or an already validated
     :class:`LogTable`). See :func:`audit_path`."""
     cfg = _config(config, options)
     if isinstance(table, LogTable):
         return audit_log(table, cfg, engine=engine)
-    return audit_log(validated_log(table, cfg, source), cfg, engine=engine)
+    kernel = kernel.for_rows(table.num_rows if isinstance(table, pa.Table) else len(table))
+    return audit_log(validated_log(table, cfg, source, kernel=kernel), cfg, engine=engine)
 
 
 def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConfig:

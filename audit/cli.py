@@ -40,6 +40,7 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .kernels import Kernel
 
 #: Commands that live outside the core: name -> ("module:attribute", one-line help).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
@@ -349,17 +350,18 @@ def _inputs(path: str | Sequence[str], config_file: str | None) -> list[str]:
 
 
 def _trail(cfg: Any, path: str | Sequence[str], params: Mapping[str, Any],
-           config_file: str | None, hashes: Any = None) -> Any:
+           config_file: str | None, hashes: Any = None, kernel: str | None = None) -> Any:
     """The audit trail of a command's result: the config file read (or where discovery looked),
     every changed setting, the input mapping, each input file's size and sha256 (``hashes``: a
-    :class:`~grokaudit.trail.HashAhead` of the inputs started before the audit), the command."""
+    :class:`~grokaudit.trail.HashAhead` of the inputs started before the audit), the command,
+    and the kernel that validated the log (``kernel``, recorded when not numpy)."""
     from .trail import make_trail
     from .version import __version__
 
     return make_trail(cfg, version=__version__,
                       inputs=_inputs(path, config_file) if hashes is None else hashes,
                       mapping=_input_mapping(params), config_file=config_file, discover=True,
-                      command=_command())
+                      command=_command(), kernel=kernel)
 
 
 def _input_mapping(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -450,11 +452,17 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
               help="where the per-run clocks are computed: threads of this process, or Ray "
                    "tasks over groups of runs (RAY_ADDRESS, else a local Ray instance; extra "
                    "`ray`). The output is the same")
+@click.option("--kernel", "kernel_name", type=click.Choice(["auto", "numpy", "numba"]),
+              default="auto", show_default=True,
+              help="what runs the validation's passes over the rows: numpy, or numba's "
+                   "compiled twins (extra `fast`; compiled on first use, then cached); auto: "
+                   "numba for logs of 250,000,000 rows or more when it is installed. The "
+                   "output is the same")
 @stream_options
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
-          config_file: str | None, engine_name: str, stream: bool, part_rows: int | None,
-          **params: Any) -> None:
+          config_file: str | None, engine_name: str, kernel_name: str, stream: bool,
+          part_rows: int | None, **params: Any) -> None:
     """Audit the training log at PATH (several paths, files or folders of any readable format,
     are merged by run: a run split over files, one file per metric).
 
@@ -463,6 +471,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     """
     from .config import build_config
     from .engine import engine_named
+    from .kernels import kernel_named
 
     cfg = build_config(profile, config_file, audit_overrides(params))
     outs = resolve_outputs(
@@ -477,18 +486,22 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
     # (or reached) now, once the outputs are known to be writable and before any work
     eng = engine_named(engine_name)
+    # what validates the log: numba without the extra refused now, before any work
+    kern = kernel_named(kernel_name)
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
+        _stream_kernel(kern)
         if sensitivity:
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
     hashes = _hash_ahead(paths, config_file)
-    result, sens, evidence = _check_result(paths, params, cfg, sensitivity=sensitivity,
-                                           stream=stream or part_rows is not None,
-                                           part_rows=part_rows, engine=eng)
+    result, sens, evidence, ran = _check_result(paths, params, cfg, sensitivity=sensitivity,
+                                                stream=stream or part_rows is not None,
+                                                part_rows=part_rows, engine=eng, kernel=kern)
     # one tail for both reads: the trail, the report, the output
-    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes,
+                                                      kernel=ran.name))
     shown = result if sens is None else dataclasses.replace(sens, baseline=result)
     if outs["report"] is not None:
         from .html_report import write_report
@@ -500,20 +513,22 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
 
 
 def _check_result(paths: Sequence[str], params: dict[str, Any], cfg: Any, *,
-                  sensitivity: bool, stream: bool, part_rows: int | None, engine: Engine
-                  ) -> tuple[Any, Any, Any]:
-    """``check``'s work, its clocks on ``engine``: the audit, the sensitivity grid when asked
-    (else None), and what a report draws the trajectories from — the validated log, or with
-    ``--stream`` the parts' records (:func:`_streamed`)."""
+                  sensitivity: bool, stream: bool, part_rows: int | None, engine: Engine,
+                  kernel: Kernel) -> tuple[Any, Any, Any, Kernel]:
+    """``check``'s work, its clocks on ``engine``, its log validated on ``kernel``: the
+    audit, the sensitivity grid when asked (else None), what a report draws the trajectories
+    from — the validated log, or with ``--stream`` the parts' records (:func:`_streamed`) —
+    and the kernel that validated the log (``auto`` resolved for its rows)."""
     from .api import audit_log, validated_log
-    from .schema import Owned
+    from .kernels import NUMPY
 
     if stream:
         result, trajectories = _streamed(paths[0], cfg, part_rows, engine=engine)
-        return result, None, trajectories
+        return result, None, trajectories, NUMPY
     say = progress.stopwatch("check")
     # the input is handed over: validation frees each column once read (and returns the pages)
-    log = validated_log(Owned(_read(paths, params, cfg, lazy=True)), cfg, _source(paths))
+    owned, kernel = _owned_input(paths, params, cfg, kernel)
+    log = validated_log(owned, cfg, _source(paths), kernel=kernel)
     say("log read and validated")
     sens = None
     if sensitivity:
@@ -525,7 +540,29 @@ def _check_result(paths: Sequence[str], params: dict[str, Any], cfg: Any, *,
         result = audit_log(log, cfg, engine=engine)
     say(f"audited: {result.input.get('runs_kept', 0):,} runs, {len(result.studies)} "
         "stud" + ("y" if len(result.studies) == 1 else "ies"))
-    return result, sens, log
+    return result, sens, log, kernel
+
+
+def _owned_input(paths: Sequence[str], params: dict[str, Any], cfg: Any, kernel: Kernel
+                 ) -> tuple[Any, Kernel]:
+    """The log at ``paths`` read for column-by-column validation and handed over
+    (:class:`~grokaudit.schema.Owned`: no name here keeps it), with ``kernel`` resolved for
+    its rows (``auto``: :meth:`~grokaudit.kernels.Kernel.for_rows`), so that the trail names
+    the kernel that ran."""
+    from .schema import Owned
+
+    source = _read(paths, params, cfg, lazy=True)
+    kernel = kernel.for_rows(source.num_rows)
+    return Owned(source), kernel
+
+
+def _stream_kernel(kernel: Kernel) -> None:
+    """``--stream`` validates its parts on numpy: ``--kernel numba`` is refused with it
+    (ConfigError, exit 2), never ignored; ``auto`` runs numpy there."""
+    if kernel.numba:
+        raise ConfigError("--kernel numba validates a log read whole: with --stream the parts "
+                          "are validated on numpy; drop --kernel numba or --stream",
+                          option="--kernel", code=ErrorCode.INVALID_OPTION)
 
 
 def _render(result: Any, verbose: bool) -> str:
@@ -826,12 +863,16 @@ for _p in watch.params:
               default="threads", show_default=True,
               help="where the per-run clocks are computed, as in `check`. The output is the "
                    "same")
+@click.option("--kernel", "kernel_name", type=click.Choice(["auto", "numpy", "numba"]),
+              default="auto", show_default=True,
+              help="what runs the validation's passes over the rows, as in `check`. The "
+                   "output is the same")
 @stream_options
 @audit_options
 def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: bool,
-           jobs: int | None, quiet: bool, engine_name: str, profile: str | None,
-           config_file: str | None, stream: bool, part_rows: int | None,
-           **params: Any) -> None:
+           jobs: int | None, quiet: bool, engine_name: str, kernel_name: str,
+           profile: str | None, config_file: str | None, stream: bool,
+           part_rows: int | None, **params: Any) -> None:
     """Audit the training log at PATH (several are merged by run, as in `check`) and write a
     self-contained HTML report.
 
@@ -855,20 +896,26 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     # the audit runs (without importing matplotlib yet)
     check_matplotlib()
     from .engine import engine_named
+    from .kernels import NUMPY, kernel_named
 
     eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
+    kern = kernel_named(kernel_name)  # numba without the extra: refused now
     log: Any
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
+        _stream_kernel(kern)
     hashes = _hash_ahead(paths, config_file)
     if stream or part_rows is not None:
         result, log = _streamed(paths[0], cfg, part_rows, "report", engine=eng)
+        kern = NUMPY  # the parts are validated on numpy (_stream_kernel)
     else:
         table = _read(paths, params, cfg)
-        log = validated_log(table, cfg, _source(paths))
+        kern = kern.for_rows(table.num_rows)
+        log = validated_log(table, cfg, _source(paths), kernel=kern)
         del table
         result = audit_log(log, cfg, engine=eng)
-    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes))
+    result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes,
+                                                      kernel=kern.name))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,
                        progress=progress.printer("report"))
     from .report import written_line

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from .config import AuditConfig, column_scales
 from .design import Axis, Design
+from .kernels import NUMPY, Kernel
 from .schema import REQUIRED, LogTable, Owned, _check_columns, build_log_table
 
 
@@ -36,17 +37,18 @@ def _required(cfg: AuditConfig) -> tuple[str, ...]:
 
 def validated_log(table: pd.DataFrame | pa.Table | Owned, cfg: AuditConfig,
                   source: str | None = None, *, metrics: Sequence[str] | None = None,
-                  growing: bool = False) -> LogTable:
+                  growing: bool = False, kernel: Kernel = NUMPY) -> LogTable:
     """The canonical table validated under ``cfg`` (accuracy scale, duplicates, the metric
     columns, the grok criterion's column): the one refusal stage every command calls.
     ``metrics`` overrides ``cfg.metrics`` (the claim commands name none); ``growing``: the log
-    is still being written (see :func:`~grokaudit.schema.build_log_table`).
-    Raises :class:`~grokaudit.errors.LogFormatError`."""
+    is still being written (see :func:`~grokaudit.schema.build_log_table`); ``kernel``: what
+    runs its passes over the rows (:mod:`grokaudit.kernels`; numpy by default, the same
+    answer on any). Raises :class:`~grokaudit.errors.LogFormatError`."""
     return build_log_table(table, path=source, acc_scale=cfg.acc_scale,
                            column_scales=column_scales(cfg),
                            on_duplicate=cfg.on_duplicate,
                            metrics=cfg.metrics if metrics is None else metrics,
-                           grok_on=cfg.grok_on, growing=growing)
+                           grok_on=cfg.grok_on, growing=growing, kernel=kernel)
 
 
 def refuse_table(table: pa.Table, cfg: AuditConfig, *, path: str | None,

@@ -4,7 +4,9 @@ A result is evidence: a reviewer must see the grokaudit version, the config file
 and sha256) or where it looked and found none, every setting that differs from the profile's
 defaults (a profile whose switches were changed is not printed as that profile), the input
 mapping (``--map``, ``--cond``, ``--run-from``, ``--format``, ``--on-duplicate``,
-``--acc-scale``), each input file with its size and sha256 (streamed), and the command line.
+``--acc-scale``), each input file with its size and sha256 (streamed), the command line, and
+the kernel that validated the log when it was not numpy (``kernel``: ``numba``, the extra
+``fast``; absent on numpy, the reference, so a numpy run's trail is the one it always was).
 Nothing in it depends on the time or the machine: identical inputs and settings give an
 identical trail.
 """
@@ -221,8 +223,12 @@ class Trail:
     inputs: tuple[InputFile, ...]
     command: tuple[str, ...] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: the kernel that validated the log when not numpy (``numba``); None on numpy
+    kernel: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        # the kernel only when it is not numpy: a numpy run's trail keeps its bytes
+        kernel = {} if self.kernel is None else {"kernel": self.kernel}
         return {
             "grokaudit_version": self.version, "profile": self.profile,
             "changed_settings": dict(self.changed), "config_file": self.config_file,
@@ -232,7 +238,7 @@ class Trail:
             "inputs": [f.to_dict() for f in self.inputs],
             "command": None if self.command is None else list(self.command),
             "notes": list(self.notes),
-        }
+        } | kernel
 
     def lines(self) -> list[str]:
         """The trail as text lines (the header of every text report)."""
@@ -259,6 +265,8 @@ class Trail:
             out.append(f"inputs: {shown}{more}")
         if self.command is not None:
             out.append("command: " + " ".join(safe(a) for a in self.command))
+        if self.kernel is not None:
+            out.append(f"kernel: {safe(self.kernel)} (extra `fast`: the same result as numpy)")
         out += [f"note: {n}" for n in self.notes]
         return out
 
@@ -297,10 +305,13 @@ def _rel(path: str) -> str:
 
 def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAhead = (),
                mapping: Mapping[str, Any] | None = None, config_file: str | None = None,
-               discover: bool = False, command: Sequence[str] | None = None) -> Trail:
+               discover: bool = False, command: Sequence[str] | None = None,
+               kernel: str | None = None) -> Trail:
     """The trail of one result: ``config_file`` (a path named), else, with ``discover``, the
     file discovery finds (the CLI's rule), else none (the Python API reads no config file).
-    ``inputs``: the input paths, or a :class:`HashAhead` already hashing them."""
+    ``inputs``: the input paths, or a :class:`HashAhead` already hashing them. ``kernel``:
+    the kernel that validated the log (:mod:`grokaudit.kernels`), recorded when it is not
+    numpy (the reference leaves the trail as it always was)."""
     if config_file or discover:
         path, digest, searched = config_source(config_file)
     else:
@@ -322,7 +333,8 @@ def make_trail(cfg: AuditConfig, *, version: str, inputs: Sequence[str] | HashAh
     return Trail(version=version, profile=profile_label(cfg), changed=changed_settings(cfg),
                  config_file=path, config_sha256=digest, config_searched=searched,
                  mapping=given, inputs=files,
-                 command=None if command is None else tuple(command), notes=notes)
+                 command=None if command is None else tuple(command), notes=notes,
+                 kernel=None if kernel in (None, "numpy") else kernel)
 
 
 def command_line(argv: Sequence[str] | None = None) -> tuple[str, ...]:

@@ -50,8 +50,9 @@ METRICS = ["emb_erank"]
 def _audit(kernel: str | None) -> Callable[[str], int]:
     def run(path: str) -> int:
         import grokaudit
+        from grokaudit.kernels import kernel_named
 
-        opts = {} if kernel is None else {"kernel": kernel}
+        opts = {} if kernel is None else {"kernel": kernel_named(kernel)}
         res = grokaudit.audit_path(path, by=sbs.AXIS, metrics=METRICS, max_rows=10**12,
                                    **opts)
         return len(res.studies)

@@ -15,6 +15,13 @@ Hashes (SHA-256) the full ``to_json()`` of many audits:
 * the held-out public p = 59 sweep when ``../shared/external`` is present (``--external``).
 
 A difference prints the audit's label; ``--check`` exits 1 if any hash differs or is missing.
+
+``--kernel NAME`` validates every log on that kernel (:mod:`grokaudit.kernels`: ``numba`` is
+the extra ``fast``): ``--check before.json --kernel numba`` proves the numba kernels give the
+numpy kernel's bytes. The library audits take ``kernel=``; the ``check`` command lines get
+``--kernel NAME``; what that changes by design is taken out of every output before it is
+hashed — the option in the trail's command line and the trail's record of the kernel (both
+only there when the kernel is not numpy) — so every other byte is compared.
 Each audit's JSON as ``--json`` writes it (``json_chunks``: the runs written from their columns)
 and ``to_json`` are also compared with ``json.dumps`` of ``to_dict`` (``_reference_json``); any
 difference exits 1.
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -74,6 +82,8 @@ def _hash(obj: Any, label: str = "") -> str:
             CHUNKS_CHECKED[0] += 1
             if "".join(obj.json_chunks()) != obj._reference_json() or text != obj._reference_json():
                 CHUNKS_DIFFER.append(label)
+        if KERNEL["name"] is not None:  # a result's trail may record the kernel
+            text = _without_kernel(text)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -81,6 +91,23 @@ def _hash(obj: Any, label: str = "") -> str:
 #: streamed in parts of N rows, and the two compared (``STREAMED``: label -> same or not).
 STREAM: dict[str, Any] = {"part_rows": None, "dir": None, "n": 0}
 STREAMED: dict[str, str] = {}
+#: With ``--kernel NAME``: the kernel every audit validates its log on (None: the default).
+KERNEL: dict[str, Any] = {"name": None, "kernel": None}
+
+
+def _kernel_options() -> dict[str, Any]:
+    """``kernel=`` for the library audits, when ``--kernel`` was given."""
+    return {} if KERNEL["kernel"] is None else {"kernel": KERNEL["kernel"]}
+
+
+def _without_kernel(text: str) -> str:
+    """A ``check`` command's output less what ``--kernel NAME`` changes by design: the option
+    in the trail's command line (text and JSON) and the trail's record of the kernel."""
+    name = re.escape(str(KERNEL["name"]))
+    text = re.sub(rf',\n\s*"--kernel",\n\s*"{name}"', "", text)  # the JSON command list
+    text = re.sub(rf',\n\s*"kernel": "{name}"', "", text)  # the JSON trail's record
+    text = text.replace(f" --kernel {KERNEL['name']}", "")  # the text trail's command line
+    return re.sub(rf"(?m)^\s*kernel: {name} \(.*\)\n", "", text)  # its kernel line
 
 
 def _streamed(df: pd.DataFrame | str, cfg: Any) -> str:
@@ -121,8 +148,8 @@ def _audit(df: pd.DataFrame | str, cfg: Any, label: str | None = None) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if isinstance(df, str):
-                return grokaudit.audit_path(df, config=cfg)
-            return grokaudit.audit_table(df, cfg)
+                return grokaudit.audit_path(df, config=cfg, **_kernel_options())
+            return grokaudit.audit_table(df, cfg, **_kernel_options())
     except grokaudit.LogFormatError as exc:
         return exc
 
@@ -270,10 +297,15 @@ def commands() -> Iterator[tuple[str, Any]]:
         os.chdir(d)
         try:
             for line in lines:
+                run = line
+                if KERNEL["name"] is not None and line.startswith("check "):
+                    run = f"{line} --kernel {KERNEL['name']}"
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    res = CliRunner().invoke(cli, shlex.split(line))
+                    res = CliRunner().invoke(cli, shlex.split(run))
                 text = f"{res.exit_code}\n{res.stdout}\n{res.stderr}"
+                if run != line:
+                    text = _without_kernel(text)
                 yield f"cli/{line.replace(str(DATA) + '/', '')}", _Output(text)
         finally:
             os.chdir(old)
@@ -299,10 +331,16 @@ def main() -> int:
     ap.add_argument("--external", action="store_true", help="also the public p = 59 sweep")
     ap.add_argument("--tiny-blocks", action="store_true",
                     help="compute the clocks in blocks of a few runs (grokaudit.blocks)")
+    ap.add_argument("--kernel", default=None, metavar="NAME",
+                    help="validate every log on this kernel (auto, numpy, numba: extra `fast`)")
     ap.add_argument("--stream", type=int, default=None, metavar="N",
                     help="also audit each log as a Parquet file in memory and streamed in "
                          "parts of N rows, and say which differ (exit 1 if any)")
     a = ap.parse_args()
+    if a.kernel is not None:
+        from grokaudit.kernels import kernel_named
+
+        KERNEL["name"], KERNEL["kernel"] = a.kernel, kernel_named(a.kernel)
     if a.stream is not None:
         import tempfile
 
