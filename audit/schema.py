@@ -34,6 +34,13 @@ from .identity import (
     refuse_missing_run_ids,
     run_fingerprints,
 )
+from .kernels import NUMPY, Kernel
+from .kernels import count_above as nb_count_above
+from .kernels import first_change as nb_first_change
+from .kernels import float_steps as nb_float_steps
+from .kernels import group_steps as nb_group_steps
+from .kernels import int_range as nb_int_range
+from .kernels import missing_and_absent as nb_missing_and_absent
 from .roles import (
     FRACTION_MAX,
     PERCENT_MIN,
@@ -375,9 +382,13 @@ _PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 STEP_MAX = 2**53
 
 
-def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
+def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY
+                ) -> tuple[np.ndarray, int | None]:
     """The step column as int64, refusing non-integer, non-finite and out-of-range values with
-    one error each (no numpy cast warnings, no wrapped negative values)."""
+    one error each (no numpy cast warnings, no wrapped negative values), and its smallest
+    value where the checks computed it (else None): the caller's test for negative steps
+    reads it instead of a pass of its own. ``kernel``: the passes' kernel
+    (:mod:`grokaudit.kernels`; numba fuses them into one)."""
     def out_of_range(v: Any) -> LogFormatError:
         return LogFormatError(
             f"column 'step' holds {v}, beyond the largest supported step {STEP_MAX}; steps are "
@@ -386,17 +397,19 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
 
     if pa.types.is_floating(col.type):
         sf = _float_array(col)
-        if not np.all(np.isfinite(sf)):
+        fused = nb_float_steps(sf) if kernel.numba else None
+        if not (np.all(np.isfinite(sf)) if fused is None else fused[0]):
             raise LogFormatError("column 'step' holds NaN or ±inf; every row needs a finite "
                                  "integer step", path=path, column="step",
                                  code=ErrorCode.NON_INTEGER_STEP)
-        if sf.size and float(np.abs(sf).max()) > STEP_MAX:
-            raise out_of_range(f"{float(np.abs(sf).max()):g}")
-        if np.any(sf != np.round(sf)):
+        top = (float(np.abs(sf).max()) if sf.size else 0.0) if fused is None else fused[1]
+        if sf.size and top > STEP_MAX:
+            raise out_of_range(f"{top:g}")
+        if np.any(sf != np.round(sf)) if fused is None else fused[2]:
             raise LogFormatError("column 'step' holds non-integer values; steps are integer "
                                  "optimizer steps (for epochs, convert them first)", path=path,
                                  column="step", code=ErrorCode.NON_INTEGER_STEP)
-        return sf.astype(np.int64)
+        return sf.astype(np.int64), None
     if pa.types.is_boolean(col.type) or pa.types.is_null(col.type):
         raise bad_column_type("step", col.type, path)
     if len(col) and pa.types.is_unsigned_integer(col.type):
@@ -404,12 +417,16 @@ def _step_array(col: pa.ChunkedArray, path: str | None) -> np.ndarray:
         if hi is not None and hi > STEP_MAX:
             raise out_of_range(hi)
     a = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    lowest: int | None = None
     if a.size:
+        both = nb_int_range(a) if kernel.numba else None
+        lowest = int(a.min()) if both is None else both[0]
         # |a| without an (N,) temporary where no step is negative (the usual log)
-        hi = int(a.max()) if int(a.min()) >= 0 else int(np.abs(a).max())
+        hi = (int(a.max()) if both is None else both[1]) if lowest >= 0 \
+            else int(np.abs(a).max())
         if hi > STEP_MAX:
             raise out_of_range(hi)
-    return a
+    return a, lowest
 
 
 @dataclass
@@ -441,7 +458,8 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
                     acc_scale: float | None = None, on_duplicate: str = "error",
                     column_scales: Mapping[str, float] | None = None,
                     metrics: Sequence[str] = (), grok_on: str = "test_acc",
-                    part: LogPart | None = None, growing: bool = False) -> LogTable:
+                    part: LogPart | None = None, growing: bool = False,
+                    kernel: Kernel = NUMPY) -> LogTable:
     """Validate a canonical table and return it grouped by run and sorted by step.
 
     Applies every input rule of ``docs/architecture.md`` (the canonical table) in five stages:
@@ -457,9 +475,14 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     runs is a metric logged as a constant so far (set per run and different between runs, it
     is still a condition: ``NOT_A_SERIES``), and a log whose runs are all too short so far
     keeps no run instead of ``TOO_FEW_POINTS``.
+
+    ``kernel``: what runs the passes over the rows (:mod:`grokaudit.kernels`): numpy, the
+    reference, or numba's compiled twins (extra ``fast``), which give the same answer;
+    ``auto`` is resolved here for the rows read (:meth:`~grokaudit.kernels.Kernel.for_rows`).
     """
     owned = isinstance(table, Owned)
     table = _as_arrow(table.take() if isinstance(table, Owned) else table, path)
+    kernel = kernel.for_rows(table.num_rows)
     prov = _provenance_of(table.schema, path)
     names = _check_columns(table, metrics, path, grok_on)
     # pandas' stored index (a DataFrame written with its index): row labels, not a quantity
@@ -475,7 +498,7 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
              *(n for n in names if n not in REQUIRED and n not in ACCURACY_COLUMNS)]
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
-    g = _group_rows(columns, path)
+    g = _group_rows(columns, path, kernel)
     accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {},
                                None if part is None else part.accuracy)
     if "test_acc" not in accs:  # a loss criterion on a log without accuracy
@@ -702,12 +725,17 @@ class _Columns:
 _CHANGE_BLOCK = 1 << 18
 
 
-def _first_change_in(v: np.ndarray, same_run: np.ndarray, nan_equal: bool) -> int:
+def _first_change_in(v: np.ndarray, same_run: np.ndarray, nan_equal: bool,
+                     kernel: Kernel = NUMPY) -> int:
     """Index in ``v`` of the first row whose value differs from the row before where
     ``same_run`` (``len(v) − 1`` flags: row i+1 is in row i's run) says they share a run
     (NaN equal to NaN with ``nan_equal``); −1 when none. Read in blocks of rows, stopping at
     the first block with a change (the temporaries stay small; a per-step series usually
-    changes in its first block)."""
+    changes in its first block). ``kernel``: numba's twin, one compiled pass, when asked."""
+    if kernel.numba:
+        got = nb_first_change(v, same_run, nan_equal)
+        if got is not None:
+            return got
     n = int(v.shape[0])
     for lo in range(1, n, _CHANGE_BLOCK):
         hi = min(n, lo + _CHANGE_BLOCK)
@@ -737,6 +765,8 @@ class _Rows:
     same_run: np.ndarray  #: (N-1,) row i+1 belongs to the run of row i
     sorted_input: bool
     strictly: bool  #: steps strictly increase within each run (no duplicate (run, step))
+    #: the kernel of the validation's passes over these rows (:mod:`grokaudit.kernels`)
+    kernel: Kernel = NUMPY
 
     @property
     def n_runs(self) -> int:
@@ -757,7 +787,7 @@ class _Rows:
     def first_change(self, v: np.ndarray, nan_equal: bool) -> int:
         """Index of the first row whose value differs from the row before in the same run;
         −1 when every run is constant (:func:`_first_change_in`)."""
-        return _first_change_in(v, self.same_run, nan_equal)
+        return _first_change_in(v, self.same_run, nan_equal, self.kernel)
 
 
 def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
@@ -788,7 +818,7 @@ def _first_change_stored(col: pa.ChunkedArray, g: _Rows) -> int | None:
         if prev is not None and same_run[o - 1] and prev != v[0] \
                 and not (prev != prev and v[0] != v[0]):
             return o
-        k = _first_change_in(v, same_run[o:o + n - 1], v.dtype.kind == "f")
+        k = _first_change_in(v, same_run[o:o + n - 1], v.dtype.kind == "f", g.kernel)
         if k >= 0:
             return o + k
         prev = v[-1]
@@ -809,8 +839,9 @@ def _first_change_int(col: pa.ChunkedArray, g: _Rows) -> int:
     return int(np.argmax(neq)) + 1 if neq.any() else -1
 
 
-def _group_rows(table: _Columns, path: str | None) -> _Rows:
-    """Stage 2: run ids and steps validated; rows grouped by run and sorted by step."""
+def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _Rows:
+    """Stage 2: run ids and steps validated; rows grouped by run and sorted by step.
+    ``kernel``: the kernel of its passes (numba fuses the steps' checks into one pass)."""
     n_read = table.num_rows
     run_col = table.column("run")
     refuse_missing_run_ids(run_col.null_count, path)  # the rule every command shares
@@ -822,11 +853,14 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
     if codes.dtype.kind != "i":
         codes = codes.astype(np.int64)
-    dictionary = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
-                            dtype=object)
+    texts = enc.dictionary.cast(pa.string())
+    dictionary = np.asarray(texts.to_numpy(zero_copy_only=False), dtype=object)
     del run_col, enc
-    blank = np.fromiter((str(x).strip() == "" for x in dictionary), dtype=bool,
-                        count=dictionary.size)
+    # blank ids: nothing left once whitespace is trimmed (Arrow's trim removes what Python's
+    # str.strip() does, code point for code point), one pass in Arrow instead of one per id
+    blank = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(texts)), 0)
+                       .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    del texts
     if blank.any():  # a CSV's empty cell is "" (not null): the same missing run id
         refuse_missing_run_ids(int(np.isin(codes, np.flatnonzero(blank)).sum()), path,
                                empty=True)
@@ -838,10 +872,10 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
         raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
                              "needs a step (drop those rows or fill them)", path=path,
                              column="step", code=ErrorCode.MISSING_VALUES)
-    step = _step_array(step_col, path)
+    step, lowest = _step_array(step_col, path, kernel)
     del step_col
     table.done("step")
-    if step.size and step.min() < 0:
+    if step.size and (step.min() if lowest is None else lowest) < 0:
         bad = dictionary[codes[np.argmax(step < 0)]]
         raise LogFormatError(f"column 'step' has negative values (first in run {safe(bad)!r}); "
                              "steps must be ≥ 0", path=path, column="step",
@@ -849,9 +883,14 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     R = dictionary.shape[0]
     sorted_input = True
     strictly = True
-    # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
-    same_run = codes[1:] == codes[:-1] if n_read > 1 else np.zeros(0, dtype=bool)
-    n_blocks = n_read - int(np.count_nonzero(same_run))
+    fused = nb_group_steps(codes, step) if kernel.numba else None
+    if fused is not None:  # the neighbours' comparisons below, in one compiled pass
+        same_run, n_same = fused[0], fused[1]
+    else:
+        # comparisons of neighbours (boolean), not differences (two more (N,) int64 arrays)
+        same_run = codes[1:] == codes[:-1] if n_read > 1 else np.zeros(0, dtype=bool)
+        n_same = int(np.count_nonzero(same_run))
+    n_blocks = n_read - n_same
     if n_blocks != R:
         present = np.bincount(codes, minlength=R) > 0
         if not present.all():  # a dictionary with unused entries (a pandas Categorical)
@@ -861,7 +900,9 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     if n_read > 1:
         contiguous = n_blocks == R
         sorted_input = strictly = False
-        if contiguous:  # one pass for the common case: steps strictly increase in each run
+        if contiguous and fused is not None:
+            sorted_input, strictly = not fused[3], not fused[2]
+        elif contiguous:  # one pass for the common case: steps strictly increase in each run
             back = step[1:] <= step[:-1]
             back &= same_run
             if back.any():  # a repeated or a decreasing step
@@ -884,7 +925,8 @@ def _group_rows(table: _Columns, path: str | None) -> _Rows:
     check_run_ids(dictionary, path)  # one run under two spellings: refused
     return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
-                 same_run=same_run, sorted_input=sorted_input, strictly=strictly)
+                 same_run=same_run, sorted_input=sorted_input, strictly=strictly,
+                 kernel=kernel)
 
 
 def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None,
@@ -914,11 +956,10 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
             raise LogFormatError(f"column {name!r} holds ±inf; accuracies are in [0, 1]",
                                  path=path, column=name, code=ErrorCode.INFINITE_VALUE)
         raws[name] = (raw, hi, lo) if whole is None else (raw, whole[name][0], whole[name][1])
-    with np.errstate(invalid="ignore"):
-        # (no value can lie above PERCENT_MIN when the column's maximum does not)
-        above = {n: (whole[n][2] if whole is not None else 0 if not hi > PERCENT_MIN
-                     else int(np.count_nonzero(raw > PERCENT_MIN)))
-                 for n, (raw, hi, _) in raws.items()}
+    # (no value can lie above PERCENT_MIN when the column's maximum does not)
+    above = {n: (whole[n][2] if whole is not None else 0 if not hi > PERCENT_MIN
+                 else _count_above(raw, PERCENT_MIN, g.kernel))
+             for n, (raw, hi, _) in raws.items()}
     decided = decide_percent({n: (hi, above[n]) for n, (_, hi, _) in raws.items()}, acc_scale,
                              column_scales)
     out: dict[str, np.ndarray] = {}
@@ -936,7 +977,7 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
         if h > FRACTION_MAX or lw < -1e-9:
             if d.why == "fraction" and lw >= -1e-9 and (hi <= PERCENT_MIN
                                                        or above[name] < PERCENT_MIN_POINTS):
-                n_above = (int(np.count_nonzero(raw > FRACTION_MAX)) if whole is None
+                n_above = (_count_above(raw, FRACTION_MAX, g.kernel) if whole is None
                            else whole[name][3])
                 why = (f"max {hi:g} ({n_above} value(s) above 1): not a fraction, and not "
                        "clearly percent; if it is percent, pass --acc-scale 100, else fix "
@@ -960,6 +1001,16 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
     if "test_acc" in names and "test_acc" not in out:  # pragma: no cover - defensive
         raise AssertionError("test_acc not read")
     return out, scales
+
+
+def _count_above(raw: np.ndarray, t: float, kernel: Kernel = NUMPY) -> int:
+    """How many values of an accuracy column exceed ``t`` (NaN never does); ``kernel``:
+    numba's twin, one compiled pass, when asked."""
+    got = nb_count_above(raw, t) if kernel.numba else None
+    if got is not None:
+        return got
+    with np.errstate(invalid="ignore"):
+        return int(np.count_nonzero(raw > t))
 
 
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
@@ -1030,7 +1081,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                 # a condition keeps its stored type (float32, integer, boolean), so that it is
                 # shown and matched as logged: 0.85, not 0.8500000238418579; true, not 1.0
                 rows = starts if g.order is None else g.order[starts]
-                cond[name] = np.asarray(c.take(pa.array(rows)).to_numpy(zero_copy_only=False))
+                cond[name] = np.asarray(_take_rows(c, rows).to_numpy(zero_copy_only=False))
         else:
             if pa.types.is_nested(c.type) or pa.types.is_union(c.type):
                 raise LogFormatError(
@@ -1051,7 +1102,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                     f"condition column {safe(name)!r} is not constant within run "
                     f"{safe(g.run_at(change))!r}; split the run or drop the column", path=path,
                     column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
-            vals = c.take(pa.array(starts if g.order is None else g.order[starts]))
+            vals = _take_rows(c, starts if g.order is None else g.order[starts])
             cond[name] = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=object)
         if name not in metrics:
             del c
@@ -1062,6 +1113,35 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             del cond[m]
         g.columns.done(m)
     return series, cond
+
+
+def _take_rows(c: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``c.take(rows)`` (one value per run, its conditions), chunk by chunk: a take from a
+    ChunkedArray by row number locates each row among the chunks again (about 4× slower on a
+    10 M-row column read in row groups). The same values, type and order; a dictionary
+    column, whose chunks may hold different dictionaries, is taken as a whole."""
+    if c.num_chunks == 1:
+        return c.chunk(0).take(pa.array(rows))
+    if c.num_chunks == 0 or pa.types.is_dictionary(c.type):
+        return c.take(pa.array(rows)).combine_chunks()
+    bounds = np.cumsum([0, *(len(ch) for ch in c.chunks)])
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts = [c.chunk(k).take(pa.array(rows[order[lo:hi]] - bounds[k]))
+             for k, lo, hi in _runs_of(which[order])]
+    taken = pa.concat_arrays(parts) if parts else pa.array([], type=c.type)
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    return taken.take(pa.array(back))
+
+
+def _runs_of(sorted_keys: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(key, start, end)`` of each run of equal values in ``sorted_keys``."""
+    if sorted_keys.size == 0:
+        return []
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    ends = np.r_[starts[1:], sorted_keys.size]
+    return [(int(sorted_keys[s]), int(s), int(e)) for s, e in zip(starts, ends)]
 
 
 def parses_as_number(x: Any) -> bool:
@@ -1281,7 +1361,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     missing: dict[str, int] = {}
     not_logged: dict[str, int] = {}
     for k, v in columns.items():
-        missing[k], absent = _missing_and_absent(v, offsets)
+        missing[k], absent = _missing_and_absent(v, offsets, g.kernel)
         if absent:
             not_logged[k] = absent
     if part is not None:
@@ -1321,10 +1401,15 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
                     train_acc=train_acc, series=series, conditions=conditions, summary=summary)
 
 
-def _missing_and_absent(v: np.ndarray, offsets: np.ndarray) -> tuple[int, int]:
+def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUMPY
+                        ) -> tuple[int, int]:
     """``(missing, absent)`` of one per-step column: NaN rows of the runs that logged it at
     least once, and the number of runs that never logged it (a column a file never had is
-    not thousands of missing values)."""
+    not thousands of missing values). ``kernel``: numba's twin, one compiled pass over the
+    runs, when asked."""
+    got = nb_missing_and_absent(v, offsets) if kernel.numba else None
+    if got is not None:
+        return got
     nan = np.isnan(v)
     n_nan = int(np.count_nonzero(nan))
     if n_nan == 0 or offsets.size < 2:
