@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import Enum
+from typing import Any
 
 
 class ErrorCode(str, Enum):
@@ -106,6 +107,21 @@ class GrokauditError(Exception):
             raise TypeError(f"code must be an ErrorCode, got {code!r}")
         self.code = code
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what it is (a Ray task or a worker process hands its error back this
+        way): rebuilt without calling ``__init__`` again, whose keyword-only ``code`` pickle's
+        default (``cls(*args)``) cannot pass, so the message, the code and every attribute
+        (path, column, option, …) come back as they were."""
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[GrokauditError], args: tuple[Any, ...], state: dict[str, Any]
+             ) -> GrokauditError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
 
 
 class LogFormatError(GrokauditError, ValueError):

@@ -8,7 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
-from grokaudit.errors import ConfigError, ErrorCode, GrokauditError, LogFormatError, OutputError
+from grokaudit.errors import (
+    ConfigError,
+    ErrorCode,
+    GrokauditError,
+    LogFormatError,
+    MissingExtraError,
+    OutputError,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("audit", "adapters", "reference_runs", "adversarial_suite")
@@ -55,3 +62,21 @@ def test_every_error_code_is_documented() -> None:
     codes = {c.value for c in ErrorCode}
     assert not sorted(codes - headings), f"docs/errors.md lacks {sorted(codes - headings)}"
     assert not sorted(headings - codes), f"docs/errors.md documents unknown {headings - codes}"
+
+
+@pytest.mark.parametrize("err", [
+    OutputError("cannot write x", code=ErrorCode.OUTPUT_NOT_WRITABLE, path="x.json"),
+    LogFormatError("column 'a' missing", code=ErrorCode.MISSING_COLUMN, path="log.csv",
+                   column="a", param="metrics"),
+    ConfigError("bad", code=ErrorCode.OPTION_OUT_OF_RANGE, option="rel_tol"),
+    MissingExtraError("needs ray"),
+], ids=lambda e: type(e).__name__)
+def test_an_error_pickles_as_it_is(err: Exception) -> None:
+    """A worker process or a Ray task hands its error back pickled: before, an OutputError or
+    LogFormatError could not be rebuilt (its keyword-only code), so the worker's error became
+    an unpickling TypeError."""
+    import pickle
+
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and str(back) == str(err)
+    assert back.__dict__ == err.__dict__
