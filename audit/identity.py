@@ -219,22 +219,32 @@ def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
         return []
     cand = np.flatnonzero(cnt[inv] > 1)  # the runs that share a fingerprint with another
     lengths = np.diff(offsets)[cand]
+    arrays = [step, *columns]
     out: list[tuple[str, ...]] = []
     for length in np.unique(lengths).tolist():  # equal logs have equal lengths
         runs = cand[lengths == length]
-        for batch in _batches(runs, inv[runs], int(length) * (1 + len(columns))):
-            out += _identical(run_ids, batch, inv[batch], offsets, int(length),
-                              [step, *columns])
+        width = int(length) * len(arrays)
+        if width <= _SHORT_WIDTH:  # short runs: every candidate's key row, one sort
+            for batch in _batches(runs, inv[runs], width):
+                out += _identical(run_ids, batch, inv[batch], offsets, int(length), arrays)
+        else:  # long runs: each group against one of its runs at a time
+            out += _identical_to_first(run_ids, runs, inv[runs], offsets, int(length), arrays)
     return sorted(out)
 
 
 #: Elements of the key matrix compared at once (:func:`_identical`): 128 MiB of uint64.
 _KEY_ELEMENTS = 1 << 24
+#: Values per run up to which runs are compared as whole key rows sorted together: a sort
+#: compares rows value by value, and rows of long identical runs would be compared in full
+#: at every step of it (400 copies of a 10 000-step run: 30 s), where one comparison each
+#: with the group's first run is enough.
+_SHORT_WIDTH = 64
 
 
 def _batches(runs: np.ndarray, group: np.ndarray, width: int) -> list[np.ndarray]:
     """``runs`` cut into batches of whole fingerprint groups (``group``), each about
-    :data:`_KEY_ELEMENTS` / ``width`` runs, so that the key matrix of a batch stays bounded."""
+    :data:`_KEY_ELEMENTS` / ``width`` runs, so that the key matrix of a batch stays bounded
+    (a group larger than that is a batch of its own: ``width`` is small, its rows short)."""
     order = np.argsort(group, kind="stable")
     runs, group = runs[order], group[order]
     per = max(2, _KEY_ELEMENTS // max(width, 1))
@@ -277,6 +287,41 @@ def _identical(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray,
     ends = np.cumsum(counts)
     return [tuple(sorted(str(run_ids[i]) for i in runs[order[e - c:e]]))
             for c, e in zip(counts.tolist(), ends.tolist()) if c > 1]
+
+
+def _identical_to_first(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray,
+                        offsets: np.ndarray, length: int, arrays: list[np.ndarray]
+                        ) -> list[tuple[str, ...]]:
+    """The groups of ``runs`` equal at every point of every array, found per fingerprint
+    group by comparing every other run with the group's first, then the rest with the first
+    of the rest, and so on (a group of copies: one comparison each)."""
+    order = np.argsort(group, kind="stable")
+    runs, group = runs[order], group[order]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    out: list[tuple[str, ...]] = []
+    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), runs.size]):
+        left = runs[lo:hi]
+        while left.size > 1:
+            same = _equal_to_first(left, offsets, length, arrays)
+            if same.any():
+                out.append(tuple(sorted(str(run_ids[i]) for i in
+                                        (left[0], *left[1:][same].tolist()))))
+            left = left[1:][~same]
+    return out
+
+
+def _equal_to_first(runs: np.ndarray, offsets: np.ndarray, length: int,
+                    arrays: list[np.ndarray]) -> np.ndarray:
+    """For each of ``runs[1:]``: equal to ``runs[0]`` at every point of every array
+    (``np.array_equal``, NaN equal to NaN, on views of the runs: no copy; a run this long
+    repays one call per pair)."""
+    first = slice(int(offsets[runs[0]]), int(offsets[runs[0]]) + length)
+    out = np.zeros(runs.size - 1, dtype=bool)
+    for k, r in enumerate(runs[1:].tolist()):
+        other = slice(int(offsets[r]), int(offsets[r]) + length)
+        out[k] = all(np.array_equal(a[first], a[other], equal_nan=a.dtype.kind in "fc")
+                     for a in arrays)
+    return out
 
 
 def describe_duplicates(groups: Sequence[tuple[str, ...]]) -> str:
