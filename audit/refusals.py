@@ -25,9 +25,10 @@ import pandas as pd
 import pyarrow as pa
 
 from .config import AuditConfig, column_scales
-from .design import Axis, Design
+from .design import Axis, Design, not_a_condition
 from .kernels import NUMPY, Kernel
 from .schema import REQUIRED, LogTable, Owned, _check_columns, build_log_table
+from .text import safe
 
 
 def _required(cfg: AuditConfig) -> tuple[str, ...]:
@@ -66,11 +67,24 @@ def refuse_table(table: pa.Table, cfg: AuditConfig, *, path: str | None,
     metrics: Sequence[str] = cfg.metrics
     if waiting:
         if not all(c in names for c in _required(cfg)):
+            _refuse_absent_conditions(names, cfg, path)  # a typo is no column to wait for
             return None
         metrics = [m for m in cfg.metrics if m in names]
     log = validated_log(table, cfg, path, metrics=metrics, growing=partial)
     Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell)
     return log
+
+
+def _refuse_absent_conditions(names: Sequence[str], cfg: AuditConfig, path: str | None
+                              ) -> None:
+    """A ``--by``/``--cell`` column absent from a log whose required columns are still
+    awaited: ``NOT_A_CONDITION`` at once, as ``check`` refuses it (a condition is written
+    with a run's first row: absent, it is misspelt, not late)."""
+    for c in dict.fromkeys(x for x in (cfg.by, *cfg.cell) if x):
+        if c not in names:
+            raise not_a_condition("--by" if c == cfg.by else "--cell", c, False,
+                                  f"columns read: {', '.join(sorted(map(safe, names)))}",
+                                  path)
 
 
 def refuse_unseen(columns: Mapping[str, pa.DataType], cfg: AuditConfig, path: str | None

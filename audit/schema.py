@@ -510,7 +510,8 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
                                                        criterion,
                                                        part is not None or growing,
-                                                       criterion_name=grok_on)
+                                                       criterion_name=grok_on,
+                                                       a_part=part is not None)
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
                     part=part)
@@ -1218,11 +1219,13 @@ def _fill_from_duplicates(dup: np.ndarray, first: bool,
 
 def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.ndarray],
                   on_duplicate: str, path: str | None, criterion: np.ndarray | None = None,
-                  may_keep_none: bool = False, criterion_name: str = "test_acc"
+                  may_keep_none: bool = False, criterion_name: str = "test_acc",
+                  a_part: bool = False
                   ) -> tuple[np.ndarray, dict[str, int], tuple[str, ...], tuple[str, ...]]:
     """Stage 5: rows set aside, counted by reason — duplicate (run, step) rows (identical ones,
     or the losers under ``on_duplicate``), rows with nothing in them, runs too short. A part
-    of a log (``may_keep_none``) may keep no row: the whole log is judged."""
+    of a log, or a log still being written (``may_keep_none``), may keep no row: the whole log
+    is judged. ``a_part``: these are one part's rows, so a count of them is a lower bound."""
     n_read, step, same_run = g.n_read, g.step, g.same_run
     test_acc = accs["test_acc"]
     train_acc = accs.get("train_acc")
@@ -1248,7 +1251,7 @@ def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.nd
             if on_duplicate == "error":
                 ex = [f"{g.run_at(int(i))}@{step[i]}" for i in conflicting[:3]]
                 # a part of a log read in parts counts its own rows only: a lower bound
-                count = f"at least {conflicting.size}" if may_keep_none else conflicting.size
+                count = f"at least {conflicting.size}" if a_part else conflicting.size
                 raise LogFormatError(
                     f"{count} duplicate (run, step) rows with different values "
                     f"(first: {safe(', '.join(ex))}); pass --on-duplicate first|last to choose",

@@ -295,3 +295,26 @@ def test_watch_refuses_what_check_refuses_with_its_code(
     assert check_code == code
     once_code, _ = expect_error(cli(["watch", log, "--once", *flags], cwd=tmp_path))
     assert once_code == code
+
+
+@pytest.mark.parametrize("flag", ["by", "cell"])
+def test_a_misspelt_condition_is_refused_while_a_required_column_is_awaited(
+        tmp_path: Path, flag: str) -> None:
+    """A log with no test accuracy yet (the user forgot --grok-on, or it is not logged yet) is
+    waited for; a --by or --cell naming no column is a typo, refused at the first read
+    (NOT_A_CONDITION), not after --idle seconds as the missing accuracy."""
+    from grokaudit.config import make_config
+    from grokaudit.errors import LogFormatError
+    from grokaudit.watch import Watcher
+
+    log = tmp_path / "log.csv"
+    sweep_df(wds=(1.0, 2.0), seeds=(0,)).drop(columns=["test_acc"]).to_csv(log, index=False)
+    typo = {"by": "wdd", "cell": "archh"}[flag]
+    waiting = Watcher([str(log)], make_config(**{flag: typo}))
+    with pytest.raises(LogFormatError) as exc:
+        waiting.poll()
+    assert exc.value.code.value == "NOT_A_CONDITION" and exc.value.column == typo
+    # spelt right, the same log is read and its runs wait for the accuracy
+    states = Watcher([str(log)], make_config(**{flag: {"by": "wd", "cell": "seed"}[flag]})
+                     ).poll()
+    assert len(states) == 2 and not any(w.state.grokked for w in states)
