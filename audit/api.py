@@ -78,7 +78,8 @@ _RUN_CODES = (Reason.NO_GROK, Reason.NO_MEMORIZATION, Reason.GROK_NOT_SUSTAINED,
 
 
 def audit_path(path: str | Path, config: AuditConfig | None = None, *,
-               engine: Engine = THREADS, kernel: Kernel = NUMPY, **options: Any) -> AuditResult:
+               engine: Engine | str = THREADS, kernel: Kernel | str = NUMPY,
+               **options: Any) -> AuditResult:
     """Audit a log file or folder: a canonical table (Parquet, CSV, TSV, JSONL), a folder of
     Parquet shards, or any format an adapter reads (``grokaudit formats``).
 
@@ -94,6 +95,7 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, *,
     from .trail import HashAhead, make_trail
 
     cfg = _config(config, options)
+    engine, kernel = _engine_and_kernel(engine, kernel)  # refused before any read
     # the input is handed over (Owned): validation frees each column once it has read it and
     # hands Arrow's freed pages back, so the log is never held twice
     limits = Limits.of(cfg)
@@ -113,15 +115,31 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, *,
 
 
 def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig | None = None, *,
-                source: str | None = None, engine: Engine = THREADS,
-                kernel: Kernel = NUMPY, **options: Any) -> AuditResult:
+                source: str | None = None, engine: Engine | str = THREADS,
+                kernel: Kernel | str = NUMPY, **options: Any) -> AuditResult:
     """Audit a canonical table (a DataFrame, an Arrow table, or an already validated
     :class:`LogTable`). See :func:`audit_path`."""
     cfg = _config(config, options)
+    engine, kernel = _engine_and_kernel(engine, kernel)
     if isinstance(table, LogTable):
         return audit_log(table, cfg, engine=engine)
     kernel = kernel.for_rows(table.num_rows if isinstance(table, pa.Table) else len(table))
     return audit_log(validated_log(table, cfg, source, kernel=kernel), cfg, engine=engine)
+
+
+def _engine_and_kernel(engine: Engine | str, kernel: Kernel | str) -> tuple[Engine, Kernel]:
+    """An engine and a kernel given by name (``engine="ray"``, ``kernel="numba"``) built as
+    the command line builds them: an unknown name is ``INVALID_OPTION``, a missing extra
+    ``MISSING_EXTRA``, before any work."""
+    if isinstance(engine, str):
+        from .engine import engine_named
+
+        engine = engine_named(engine)
+    if isinstance(kernel, str):
+        from .kernels import kernel_named
+
+        kernel = kernel_named(kernel)
+    return engine, kernel
 
 
 def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConfig:

@@ -483,9 +483,6 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
         from .figures import require_matplotlib
 
         require_matplotlib()  # fail before the audit runs, not after
-    # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
-    # (or reached) now, once the outputs are known to be writable and before any work
-    eng = engine_named(engine_name)
     # what validates the log: numba without the extra refused now, before any work
     kern = kernel_named(kernel_name)
     if stream or part_rows is not None:
@@ -495,6 +492,9 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
+    # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
+    # (or reached) now, once the outputs are writable and the options agree, before any work
+    eng = engine_named(engine_name)
     hashes = _hash_ahead(paths, config_file)
     result, sens, evidence, ran = _check_result(paths, params, cfg, sensitivity=sensitivity,
                                                 stream=stream or part_rows is not None,
@@ -898,12 +898,12 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     from .engine import engine_named
     from .kernels import NUMPY, kernel_named
 
-    eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
     kern = kernel_named(kernel_name)  # numba without the extra: refused now
     log: Any
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
         _stream_kernel(kern)
+    eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
     hashes = _hash_ahead(paths, config_file)
     if stream or part_rows is not None:
         result, log = _streamed(paths[0], cfg, part_rows, "report", engine=eng)

@@ -120,9 +120,9 @@ def check_declared(path: str | os.PathLike[str], limits: Limits | None) -> None:
     if d.rows > limits.max_rows:
         raise LogFormatError(
             f"{where} {d.rows} rows, more than the cap of {limits.max_rows}; if the log is "
-            "really this large, audit it part by part with --stream (memory bounded by the "
-            "part; a canonical Parquet file or dataset folder), or raise the cap with "
-            f"--max-rows {d.rows} (max_rows in a config file)", path=str(path),
+            f"really this large, raise the cap with --max-rows {d.rows} (max_rows in a config "
+            "file), or, with check, report or a claim command, audit a canonical Parquet log "
+            "part by part with --stream (memory bounded by the part)", path=str(path),
             code=ErrorCode.TOO_LARGE)
     if d.columns > limits.max_columns:
         raise LogFormatError(

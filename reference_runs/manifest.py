@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import numbers
 import os
 import platform
 from collections.abc import Mapping
@@ -16,19 +17,31 @@ from grokaudit.outputs import atomic_write_with
 def _plain(v: Any) -> Any:
     """``v`` as TOML can hold it: a ``None`` in a table is left out (TOML has no null; the
     key's absence says it); tuples become arrays; keys become strings; a bool, number or
-    string subclass (``numpy.float64``, an enum) its plain value, so its text is TOML's; a
-    value of any other type (a ``None`` inside an array, a numpy integer, a path) is written
-    as its text, as the hand-written emitter this replaced did. Floats stay floats, ``nan`` and ``±inf`` included
+    string subclass (``numpy.float64``, an enum) its plain value, so its text is TOML's, and
+    so is a numpy integer or boolean (a number stays a number); a value of any other type (a
+    ``None`` inside an array, a path) is written as its text, as the hand-written emitter this
+    replaced did. Two keys of one table that read the same as text (``1`` and ``"1"``) are
+    refused (``ValueError``), never one silently dropped. Floats stay floats, ``nan`` and ``±inf`` included
     (TOML's ``nan``, ``inf``, ``-inf``: they read back as the same floats; the old emitter
     wrote the strings "nan" and "inf", and -inf as "inf"). A manifest holds none: every number
     of a sweep is checked finite before training, and the wall time is measured."""
     if isinstance(v, Mapping):
+        keys = [str(k) for k in v]
+        if len(set(keys)) < len(keys):
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            raise ValueError(f"manifest keys {twice} read the same as text: one would be lost")
         return {str(k): _plain(x) for k, x in v.items() if x is not None}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     for kind in (bool, int, float, str):
         if isinstance(v, kind):
             return kind(v)
+    if getattr(getattr(v, "dtype", None), "kind", None) == "b":  # numpy.bool_
+        return bool(v)
+    if isinstance(v, numbers.Integral):  # numpy integers
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
     return str(v)
 
 

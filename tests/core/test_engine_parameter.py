@@ -273,3 +273,20 @@ def test_trainer_threads_are_capped_by_the_usable_cpus(monkeypatch: pytest.Monke
         check_run_options(threads=THREADS_PER_CPU + 1, engine="threads", **ok)
     assert f"(1 usable CPUs × {THREADS_PER_CPU})" in str(err.value)
     check_run_options(threads=THREADS_PER_CPU + 1, engine="ray", **ok)  # per Ray task
+
+
+def test_the_api_takes_an_engine_or_a_kernel_by_name(tmp_path: Path) -> None:
+    """``audit_path(path, engine="threads", kernel="numpy")`` as the command line names them;
+    an unknown name is INVALID_OPTION before the log is read (it was a bare AttributeError
+    after the whole read and validation)."""
+    import grokaudit
+    from grokaudit.errors import ConfigError
+
+    path = (Path(__file__).resolve().parents[2] / "reference_runs" / "data"
+            / "transformer_ln_p23.parquet")
+    by_name = grokaudit.audit_path(path, engine="threads", kernel="numpy")
+    assert by_name.to_json() == grokaudit.audit_path(path).to_json()
+    for kw in ({"engine": "rayy"}, {"kernel": "numbaa"}):
+        with pytest.raises(ConfigError) as exc:
+            grokaudit.audit_path(tmp_path / "not-read.parquet", **kw)
+        assert exc.value.code.value == "INVALID_OPTION"

@@ -273,6 +273,21 @@ def test_to_toml_nests_and_keeps_floats() -> None:
     assert inf["a"] == -math.inf and inf["b"] == math.inf and math.isnan(inf["c"])
 
 
+def test_to_toml_keeps_numpy_numbers_numbers_and_refuses_keys_that_collide() -> None:
+    """A numpy integer or boolean in a manifest (a grid value, a seed) reads back as the number
+    or boolean it was, not as its text; two keys that read the same as text are refused, never
+    one of them dropped (tomli-w would keep the last)."""
+    import numpy as np
+    from grokaudit.reference_runs.manifest import to_toml
+
+    back = tomllib.loads(to_toml({"seed": np.int64(3), "ln": np.bool_(True),
+                                  "lr": np.float32(0.5), "grid": [np.int32(1), 2]}))
+    assert back == {"seed": 3, "ln": True, "lr": 0.5, "grid": [1, 2]}
+    assert type(back["seed"]) is int and type(back["ln"]) is bool
+    with pytest.raises(ValueError):
+        to_toml({"t": {1: "a", "1": "b"}})
+
+
 def test_bundled_manifests_still_read() -> None:
     """The MANIFESTs written by the old emitter are never rewritten and stay readable."""
     found = sorted((ROOT / "reference_runs" / "data").rglob("*.MANIFEST.toml"))
