@@ -233,8 +233,13 @@ def _compiled() -> SimpleNamespace:
         numba: Any = importlib.import_module("numba")
     except ImportError:
         raise MissingExtraError(NUMBA_MISSING) from None
-    jit = numba.njit(cache=True, nogil=True)
-    return SimpleNamespace(**{name: jit(fn) for name, fn in _LOOPS.items()})
+    try:
+        jit = numba.njit(cache=True, nogil=True)
+        return SimpleNamespace(**{name: jit(fn) for name, fn in _LOOPS.items()})
+    except RuntimeError:  # no writable cache folder (a read-only install, no NUMBA_CACHE_DIR):
+        # compiled anew in each process instead, the same machine code, never an error
+        jit = numba.njit(nogil=True)
+        return SimpleNamespace(**{name: jit(fn) for name, fn in _LOOPS.items()})
 
 
 # ------------------------------------------------------------------------------------------

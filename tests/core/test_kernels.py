@@ -383,3 +383,18 @@ def test_trail_names_the_kernel_only_when_numba_ran(tmp_path: Path) -> None:
     if kernels.numba_importable():
         res = CliRunner().invoke(cli, ["check", str(BUNDLED[0]), "--kernel", "numba"])
         assert any(line.strip().startswith("kernel: numba") for line in res.stdout.splitlines())
+
+
+def test_no_writable_numba_cache_compiles_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only install with no NUMBA_CACHE_DIR: numba refuses cache=True (RuntimeError: no
+    locator available); the kernels are compiled for this process instead, never an error."""
+    pytest.importorskip("numba", reason="the numba kernels are the extra `fast`")
+    import numba.core.caching as caching
+    from grokaudit import kernels
+
+    def no_locator(self: object, py_func: object) -> None:
+        raise RuntimeError("cannot cache function: no locator available for file")
+
+    monkeypatch.setattr(caching.FunctionCache, "__init__", no_locator)
+    compiled = getattr(kernels._compiled, "__wrapped__", kernels._compiled)()  # not cached
+    assert sorted(vars(compiled)) == sorted(kernels._LOOPS)
