@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from grokaudit import Reason, make_config
 from grokaudit.claims.onset import run_onset
 from grokaudit.claims.render import render_text
@@ -51,6 +52,7 @@ def _profile_end(fam: str, lo: np.ndarray, up: np.ndarray, x: np.ndarray, b: flo
     return -best
 
 
+@pytest.mark.slow  # onset fits over many simulated sweeps (about 80 s)
 def test_onset_touching_intervals_are_fitted_not_called_degenerate() -> None:
     r = run_onset(_touching_log(), make_config(), by=["H"], n_resamples=MIN_VALID)
     b = r.studies[0].body

@@ -24,6 +24,7 @@ def _simulate(seed: int, n: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarra
             np.where(cens, np.inf, upper))
 
 
+@pytest.mark.slow  # 50 simulated fits (about 20 s)
 def test_aft_covers_the_true_coefficients_in_90_percent_of_50_simulations() -> None:
     covered = np.zeros(3, dtype=int)
     n_censored = 0
