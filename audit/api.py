@@ -37,11 +37,11 @@ from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
 from .engine import THREADS, Engine
-from .errors import ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check
 from .identity import describe_duplicates
 from .kernels import NUMPY, Kernel
 from .reasons import Reason, Severity
+from .refusals import refuse_grok_on_clash
 from .refusals import validated_log as validated_log  # the one refusal stage
 from .results import (
     AuditResult,
@@ -193,18 +193,8 @@ def audit_plan(log: LogTable, cfg: AuditConfig) -> AuditPlan:
     Reads the runs' conditions and the summary only, never a point. No metric named and none
     found: no metric, an accuracy-only audit (a metric named but not in the log was refused
     as ``METRIC_NOT_FOUND`` when the log was validated)."""
-    src = log.summary.source
     metrics = list(cfg.metrics) or list(log.summary.metrics)
-    if cfg.grok_on != "test_acc":
-        used = {"metrics": cfg.grok_on in metrics, "by": cfg.grok_on == cfg.by,
-                "cell": cfg.grok_on in cfg.cell}
-        clash = next((param for param, hit in used.items() if hit), None)
-        if clash is not None:
-            raise LogFormatError(
-                f"{param_name('grok_on')} {cfg.grok_on!r} is also the {param_name(clash)} "
-                "column: the grok criterion is a held-out loss, distinct from the metric "
-                "audited, the axis and the study split",
-                path=src, column=cfg.grok_on, param="grok_on", code=ErrorCode.INVALID_OPTION)
+    refuse_grok_on_clash(log, cfg)
     cond = log.conditions
     design = Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell,
                              infer=True)

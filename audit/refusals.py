@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from .config import AuditConfig, column_scales
 from .design import Axis, Design, not_a_condition
+from .errors import ErrorCode, LogFormatError, param_name
 from .kernels import NUMPY, Kernel
 from .schema import REQUIRED, LogTable, Owned, _check_columns, build_log_table
 from .text import safe
@@ -71,8 +72,29 @@ def refuse_table(table: pa.Table, cfg: AuditConfig, *, path: str | None,
             return None
         metrics = [m for m in cfg.metrics if m in names]
     log = validated_log(table, cfg, path, metrics=metrics, growing=partial)
+    refuse_grok_on_clash(log, cfg)
     Design.validate(log, axes=[Axis(cfg.by)] if cfg.by else [], cell=cfg.cell)
     return log
+
+
+def refuse_grok_on_clash(log: LogTable, cfg: AuditConfig) -> None:
+    """A loss criterion (``--grok-on test_loss``) that is also the metric audited (named, or
+    found when none is named), the ``--by`` axis or a ``--cell`` column: ``INVALID_OPTION``
+    (the grok criterion is a held-out loss, distinct from each of them), as ``check`` and
+    ``watch`` both refuse it."""
+    if cfg.grok_on == "test_acc":
+        return
+    metrics = list(cfg.metrics) or list(log.summary.metrics)
+    used = {"metrics": cfg.grok_on in metrics, "by": cfg.grok_on == cfg.by,
+            "cell": cfg.grok_on in cfg.cell}
+    clash = next((param for param, hit in used.items() if hit), None)
+    if clash is not None:
+        raise LogFormatError(
+            f"{param_name('grok_on')} {cfg.grok_on!r} is also the {param_name(clash)} "
+            "column: the grok criterion is a held-out loss, distinct from the metric "
+            "audited, the axis and the study split",
+            path=log.summary.source, column=cfg.grok_on, param="grok_on",
+            code=ErrorCode.INVALID_OPTION)
 
 
 def _refuse_absent_conditions(names: Sequence[str], cfg: AuditConfig, path: str | None
@@ -101,4 +123,4 @@ def refuse_unseen(columns: Mapping[str, pa.DataType], cfg: AuditConfig, path: st
                    cfg.grok_on)
 
 
-__all__ = ["refuse_table", "refuse_unseen", "validated_log"]
+__all__ = ["refuse_grok_on_clash", "refuse_table", "refuse_unseen", "validated_log"]

@@ -266,6 +266,10 @@ def _accuracy_out_of_range(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _with_loss(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(test_loss=1.0 - df["test_acc"])
+
+
 def _text_condition_changes(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(opt=["adam" if i % 2 else "sgd" for i in range(len(df))])
 
@@ -280,6 +284,9 @@ _REFUSED = [
     ("conflicting duplicate rows", _conflicting_duplicate, [], "DUPLICATE_ROWS"),
     ("accuracy below 0", _accuracy_out_of_range, [], "ACCURACY_OUT_OF_RANGE"),
     ("text condition changing in a run", _text_condition_changes, [], "NOT_CONSTANT_IN_RUN"),
+    ("the loss criterion also the metric", _with_loss,
+     ["--grok-on", "test_loss", "--grok-below", "0.1", "--metric", "test_loss"],
+     "INVALID_OPTION"),
 ]
 
 
