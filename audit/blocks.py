@@ -89,7 +89,12 @@ def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
     :class:`grokaudit.engine.ThreadEngine`)."""
     if n_rows * max(n_cols, 1) < MIN_BLOCKED or n_rows <= 1:
         return [slice(0, n_rows)]
-    per = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
+    return slices(n_rows, max(1, BLOCK_ELEMENTS // max(n_cols, 1)))
+
+
+def slices(n_rows: int, per: int) -> list[slice]:
+    """Consecutive slices of ``per`` rows (the last one shorter) covering ``range(n_rows)``:
+    the blocks of every engine, whatever sizes them."""
     return [slice(r, min(n_rows, r + per)) for r in range(0, n_rows, per)]
 
 

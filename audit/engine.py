@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from .blocks import BLOCK_ELEMENTS, map_blocks, row_blocks, threads
+from .blocks import BLOCK_ELEMENTS, map_blocks, row_blocks, slices, threads
 from .blocks import usable_cpus as usable_cpus  # the one CPU count, offered here
 from .errors import ConfigError, ErrorCode, MissingExtraError
 
@@ -102,9 +102,8 @@ class RayEngine:
         this process); several runs make several groups however small the matrix."""
         if n_rows <= 1:
             return [slice(0, n_rows)]
-        per = max(1, min(BLOCK_ELEMENTS // max(n_cols, 1),
-                         -(-n_rows // (2 * self.cpus()))))
-        return [slice(r, min(n_rows, r + per)) for r in range(0, n_rows, per)]
+        return slices(n_rows, max(1, min(BLOCK_ELEMENTS // max(n_cols, 1),
+                                         -(-n_rows // (2 * self.cpus())))))
 
     def map(self, fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
         """One Ray task per block; ``fn`` (with the matrices it closes over) is put in the

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import pandas as pd
 import pytest
 from grokaudit import audit_path, audit_table
@@ -30,23 +29,15 @@ from grokaudit.engine import (
 )
 from grokaudit.errors import ConfigError, ErrorCode, MissingExtraError
 from grokaudit.stream import audit_stream
+from helpers.hostile import sweep_df
 
 T = TypeVar("T")
 
 
 def _sweep(n_seeds: int = 4) -> pd.DataFrame:
-    steps = np.arange(0, 3001, 100)
-    s = steps.astype(float)
-    frames = []
-    for wd in (1.0, 2.0, 3.0):
-        for seed in range(n_seeds):
-            tg = 1500.0 / wd + 37.0 * seed
-            frames.append(pd.DataFrame({
-                "run": f"wd{wd}_s{seed}", "step": steps, "wd": wd, "seed": seed,
-                "test_acc": 1 / (1 + np.exp(-(s - tg) / 100)),
-                "train_acc": 1 / (1 + np.exp(-(s - 200) / 50)),
-                "emb_erank": 6 + 20 / (1 + np.exp((s - tg - 400 - 13 * seed) / 150))}))
-    return pd.concat(frames, ignore_index=True)
+    """The tests' sweep (``helpers.hostile.sweep_df``): 3 weight decays × ``n_seeds`` runs of
+    61 steps."""
+    return sweep_df(seeds=range(n_seeds))
 
 
 class Recording:
@@ -102,7 +93,7 @@ def test_the_engine_is_no_state_left_behind() -> None:
 def test_audit_path_and_audit_stream_hand_their_engine_down(tmp_path: Path) -> None:
     df = _sweep()
     log = tmp_path / "log.parquet"
-    df.to_parquet(log, index=False, row_group_size=31)  # one run: 31 rows
+    df.to_parquet(log, index=False, row_group_size=61)  # one run: 61 rows
     whole_rec, parts_rec = Recording(), Recording()
     whole = audit_path(log, by="wd", metrics=["emb_erank"], engine=whole_rec)
     parts = audit_stream(log, by="wd", metrics=["emb_erank"], part_rows=100, engine=parts_rec)
