@@ -155,10 +155,18 @@ def _take(M: np.ndarray, idx: np.ndarray, fill: float = np.nan) -> np.ndarray:
 
 
 def _window(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The columns ``lo[r] <= k < hi[r]`` of each row, right-padded with NaN: ``(R, W)``."""
+    """The columns ``lo[r] <= k < hi[r]`` of each row, right-padded with NaN: ``(R, W)``.
+    Where every row's window is the same columns (runs of one length on one grid, the usual
+    block), a read-only view of them: the same values, without the gather."""
     width = int(np.max(hi - lo, initial=0))
     if width <= 0:
         return np.full((M.shape[0], 1), np.nan)
+    if lo.size and M.dtype == np.float64:
+        l0, h0 = int(lo[0]), int(hi[0])
+        if 0 <= l0 and h0 <= M.shape[1] and (lo == l0).all() and (hi == h0).all():
+            view = M[:, l0:h0]
+            view.flags.writeable = False
+            return view
     idx = lo[:, None] + np.arange(width)[None, :]
     ok = idx < hi[:, None]
     idx = np.clip(idx, 0, M.shape[1] - 1)
@@ -664,7 +672,8 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
 
 def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tuple[np.ndarray,
                                                                                  np.ndarray]:
-    """Medians of ``nbins`` equal-count bins of each row's first ``n[r]`` points.
+    """Medians of ``nbins`` equal-count bins of each row's first ``n[r]`` points: ``X`` the
+    steps (ascending along each row), ``Y`` the values.
 
     Rows with ``n <= nbins`` are returned unbinned. Vectorized: one lexsort over all points.
     """
@@ -679,10 +688,11 @@ def _bin_medians(X: np.ndarray, Y: np.ndarray, n: np.ndarray, nbins: int) -> tup
         for size in np.unique(sizes):  # the bins hold one of two sizes: one sort each
             ks = np.flatnonzero(sizes == size)
             idx = edges[ks][:, None] + np.arange(size)[None, :]
-            # np.median of a bin holding NaN is NaN: kept so (a NaN-free bin sorts as is)
-            for src, dst in ((X, bx), (Y, by)):
+            # np.median of a bin holding NaN is NaN: kept so (a NaN-free bin sorts as is);
+            # the steps X ascend along a run, so a bin of them is sorted as it is
+            for src, dst, ascending in ((X, bx, True), (Y, by, False)):
                 vals = src[:, idx]
-                med = _sorted_median(np.sort(vals, axis=2))
+                med = _sorted_median(vals if ascending else np.sort(vals, axis=2))
                 dst[:, ks] = np.where(np.isnan(vals).any(axis=2), np.nan, med)
         return bx, by
     valid = np.arange(K)[None, :] < n[:, None]
@@ -878,14 +888,19 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
     if not K:
         return _Peak(np.zeros(R, dtype=np.int64), np.zeros(R, dtype=bool))
     finite = ~np.isnan(sm)
-    at = np.where(finite, sm, -np.inf).argmax(axis=1)
+    # the first point at the row's largest value (NaN only beyond a run's points: a row's
+    # first NaN-free maximum is its first point equal to the NaN-ignoring maximum; a row of
+    # NaN has none and peaks at 0, as an argmax over -inf for NaN reads it)
+    with np.errstate(invalid="ignore"):
+        at = (sm == np.fmax.reduce(sm, axis=1)[:, None]).argmax(axis=1)
     top = _take(sm, at)
     with np.errstate(invalid="ignore"):
-        after = np.where(np.arange(K)[None, :] >= at[:, None], sm, np.nan)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            after = np.where(np.arange(K)[None, :] >= at[:, None], sm, np.nan)
             low_after = np.fmin.reduce(after, axis=1)
-        first = _take(P.values, _first_true(~np.isnan(P.values)))
+        # a run's first point (its points are packed from column 0, NaN-free)
+        first = np.where(P.counts > 0, P.values[:, 0], np.nan)
         rising = (w.has_floor & finite.any(axis=1) & (first < top - w.delta)
                   & (low_after >= top - w.delta))
     return _Peak(at, rising)
