@@ -120,12 +120,16 @@ class Packed:
                       source_steps=self.raw_steps)
 
 
-def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None) -> Packed:
+def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = None,
+         name: str | None = None) -> Packed:
     """Pack the non-NaN entries of a per-row column into per-run rows (order kept). Where
     every run logs the column at each of its rows and the runs have one length, the packed
-    matrices are the column and the steps reshaped, in their stored types (no copy)."""
+    matrices are the column and the steps reshaped, in their stored types (no copy).
+    ``name``: the table's column ``values`` is, when it is one (the validation may know it
+    holds no NaN: :meth:`LogTable.holds_no_nan`, and it is not scanned again)."""
     R = table.n_runs
-    if table.equal_lengths and not np.isnan(values).any():
+    if table.equal_lengths and ((name is not None and table.holds_no_nan(name, values))
+                                or not np.isnan(values).any()):
         # the common case: every run logs the column at every row -- a reshape, no scatter
         T = values.size // max(R, 1)
         return Packed(values.reshape(R, T), table.step.reshape(R, T),
@@ -458,8 +462,9 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
     span_last = table.step[table.offsets[1:] - 1].astype(float)
     column, sign, grok_level, full_level = grok_levels(cfg)
     signal = table.test_acc if column == "test_acc" else sign * table.series[column]
-    A = pack(signal, table, ri)
-    M = pack(table.train_acc, table, ri) if table.train_acc is not None else None
+    A = pack(signal, table, ri, name="test_acc" if column == "test_acc" else None)
+    M = pack(table.train_acc, table, ri, name="train_acc") if table.train_acc is not None \
+        else None
     widen = downsampled_runs(table)
     best: np.ndarray | None = None
     levels: tuple[np.ndarray, np.ndarray] | None = None
@@ -1327,7 +1332,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     rebound, the lag and order of events, and the snapshot quantities. Beyond each run's
     points the packed matrices hold NaN, so every comparison there is False: no validity mask
     is needed on the comparisons."""
-    P = pack(table.series[metric], table, run_index)
+    P = pack(table.series[metric], table, run_index, name=metric)
     tg = usable_grok(table, metric, cfg, run_index) if cfg.grok_point == "usable" \
         else acc.t_grok
     span = _Span(acc.span_first, acc.span_last)

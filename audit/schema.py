@@ -297,6 +297,18 @@ class LogTable:
     series: dict[str, np.ndarray]  #: metric and other per-step columns, (N,) each
     conditions: pd.DataFrame  #: (R,) rows in run order; one column per condition
     summary: InputSummary
+    #: Per-step columns (``test_acc``, ``train_acc``, a series' name) the validation found
+    #: holding no NaN: the clocks then reshape them without scanning them again. Empty (no
+    #: knowledge: every column is scanned) for a table built any other way.
+    nan_free: frozenset[str] = frozenset()
+
+    def holds_no_nan(self, name: str, values: np.ndarray) -> bool:
+        """Whether ``values``, this table's own column ``name``, is known to hold no NaN."""
+        if name not in self.nan_free:
+            return False
+        own = self.test_acc if name == "test_acc" else self.train_acc \
+            if name == "train_acc" else self.series.get(name)
+        return own is values
 
     @property
     def n_runs(self) -> int:
@@ -352,6 +364,9 @@ def _float_array(col: pa.ChunkedArray) -> np.ndarray:
             pa.types.is_float64(col.type) and col.num_chunks == 1)):
         # one array filled chunk by chunk (float16 -> float64 is exact, nulls -> NaN): no
         # converted copy of the column in Arrow's memory and no concatenation beside it
+        if pa.types.is_float32(col.type) and col.num_chunks == 1 and not col.null_count:
+            # one chunk and no null: its buffer as it is (read-only), as float64 columns are
+            return np.asarray(col.chunk(0).to_numpy(zero_copy_only=True))
         dtype = np.float32 if pa.types.is_float32(col.type) else np.float64
         out = np.empty(len(col), dtype=dtype)
         o = 0
@@ -1269,7 +1284,8 @@ def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.nd
 
     # rows with nothing in them (only possible where test_acc is missing)
     empty = np.isnan(test_acc)
-    if empty.any():
+    acc_has_nan = bool(empty.any())
+    if acc_has_nan:
         if train_acc is not None:
             empty &= np.isnan(train_acc)
         for a in series.values():
@@ -1284,8 +1300,10 @@ def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.nd
     no_acc: tuple[str, ...] = ()
     without = np.zeros(g.n_runs, dtype=bool)
     all_kept = bool(keep.all())
-    if criterion is not None and g.n_runs and not (all_kept
-                                                   and not np.isnan(criterion).any()):
+    # (the accuracy's NaN were counted above: not scanned again when it is the criterion)
+    criterion_has_nan = acc_has_nan if criterion is test_acc else \
+        criterion is not None and bool(np.isnan(criterion).any())
+    if criterion is not None and g.n_runs and not (all_kept and not criterion_has_nan):
         # (a log whose every row is kept and holds the criterion has no such run)
         logged = np.add.reduceat(~np.isnan(criterion) & keep, g.offsets[:-1])
         without = (logged == 0) & (g.counts > 0)
@@ -1363,10 +1381,13 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         {"train_acc": train_acc} if train_acc is not None else {}) | dict(series)
     missing: dict[str, int] = {}
     not_logged: dict[str, int] = {}
+    nan_free: set[str] = set()
     for k, v in columns.items():
         missing[k], absent = _missing_and_absent(v, offsets, g.kernel)
         if absent:
             not_logged[k] = absent
+        elif not missing[k]:
+            nan_free.add(k)
     if part is not None:
         part.conditions = dict(cond)
     # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
@@ -1401,7 +1422,8 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         duplicate_runs=tuple(dups),
     )
     return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
-                    train_acc=train_acc, series=series, conditions=conditions, summary=summary)
+                    train_acc=train_acc, series=series, conditions=conditions, summary=summary,
+                    nan_free=frozenset(nan_free))
 
 
 def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUMPY
