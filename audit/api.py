@@ -433,7 +433,8 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
     av_sorted = axis_vals[order]
     bounds = np.flatnonzero(np.r_[True, av_sorted[1:] != av_sorted[:-1], True])
     run_rows = rows[order]
-    run_ids = names[order].tolist()
+    sorted_names = names[order]  # the runs' own id objects, in the study's order
+    run_ids = sorted_names.tolist()
     cells: list[CellSummary] = []
     cell_values: list[Any] = []  # the cells' axis values, in order
     cell_rows: list[np.ndarray] = []
@@ -447,13 +448,13 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
         cell_values.append(av_py)
         cell_rows.append(rr)
     cell_index = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
-    runs = (build_accuracy_runs(run_ids, cell_values, cell_index, acc, run_rows)
+    runs = (build_accuracy_runs(sorted_names, cell_values, cell_index, acc, run_rows)
             if mc is None else
-            build_runs(run_ids, cell_values, cell_index, acc, mc, run_rows,
+            build_runs(sorted_names, cell_values, cell_index, acc, mc, run_rows,
                        reference=cfg.profile == "reference"))
     run_names = np.empty(log_rows(mc) if mc is not None else acc.t_grok.upper.shape[0],
                          dtype=object)
-    run_names[run_rows] = names[order]
+    run_names[run_rows] = sorted_names
     # the high-floor gate compares the cells' floors: an accuracy-only cell has none
     return _StudyRuns(tuple(cells) if mc is None else apply_high_floor_gate(cells, cfg), runs,
                       bounds, run_rows, cell_rows, run_names)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .clocks import (
     STAB_INDETERMINATE,
@@ -122,6 +123,13 @@ def _reasons(flags: Sequence[bool], stability: int, tc_status: int) -> tuple[Rea
     return tuple(out)
 
 
+def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of integer keys, by hashing (one pass) instead
+    of a sort of every run's key: the same sorted distinct keys and the same inverse."""
+    inv, uniq = pd.factorize(key, sort=True)
+    return np.asarray(uniq, dtype=key.dtype), np.asarray(inv, dtype=np.int64)
+
+
 def _reason_flags(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
                   ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The facts of runs ``idx`` as boolean arrays (grokked, not memorized, sustained, fully
@@ -163,7 +171,7 @@ def reason_codes(acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray
     nb = len(flags)
     key |= stab << nb
     key |= tcs << (nb + 8)
-    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, inv = _distinct(key)
     table = []
     for k in uniq.tolist():
         bits = [bool((k >> b) & 1) for b in range(nb)]
@@ -221,6 +229,13 @@ def _reference_columns(mc: MetricClocks, idx: np.ndarray) -> dict[str, np.ndarra
     return out
 
 
+def _id_array(run_ids: Sequence[str]) -> np.ndarray:
+    """The run ids as an object array: an object array passed in is taken as it is."""
+    if isinstance(run_ids, np.ndarray) and run_ids.dtype == object:
+        return run_ids
+    return np.array(list(run_ids), dtype=object)
+
+
 def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: np.ndarray,
                acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray,
                reference: bool = False) -> RunTable:
@@ -258,7 +273,7 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
               "rel_lag": rel, "frac_pre": mc.frac_pre[idx], "inflation": inflation}
     no_clock = Intervals(None, None, None)
     return RunTable(
-        run=np.array(list(run_ids), dtype=object), cell_values=tuple(cell_values),
+        run=_id_array(run_ids), cell_values=tuple(cell_values),
         cell=np.asarray(cell_index, dtype=np.int64),
         floats={k: _f64(v) for k, v in floats.items()},
         flags={"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
@@ -301,7 +316,7 @@ def accuracy_reason_codes(acc: AccuracyClocks, idx: np.ndarray
     key = np.zeros(idx.size, dtype=np.int64)
     for b, f in enumerate(flags):
         key |= np.asarray(f, dtype=bool).astype(np.int64) << b
-    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, inv = _distinct(key)
     table = tuple(tuple(_accuracy_reasons(*(bool((k >> b) & 1) for b in range(len(flags)))))
                   for k in uniq.tolist())
     return table, np.asarray(inv.ravel(), dtype=np.int64)
@@ -323,7 +338,7 @@ def build_accuracy_runs(run_ids: Sequence[str], cell_values: Sequence[Any],
     no_clock = Intervals(None, None, None)
     words = {k: Words((NOT_ASSESSED,), np.zeros(n, dtype=np.int8)) for k in WORD_FIELDS}
     return RunTable(
-        run=np.array(list(run_ids), dtype=object), cell_values=tuple(cell_values),
+        run=_id_array(run_ids), cell_values=tuple(cell_values),
         cell=np.asarray(cell_index, dtype=np.int64), floats=floats,
         flags={"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
                "fully_generalized": np.asarray(acc.fully_generalized[idx], dtype=bool),
