@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -213,8 +214,10 @@ def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
     if R < 2 or not columns:
         return []
     h = run_fingerprints(offsets, step, columns) if fingerprints is None else fingerprints
-    _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
-    inv = inv.ravel()
+    # the runs numbered by fingerprint (np.unique's numbering, by one hashing pass: no sort)
+    inv, _ = pd.factorize(h, sort=True)
+    inv = np.asarray(inv, dtype=np.int64)
+    cnt = np.bincount(inv)
     if not (cnt > 1).any():
         return []
     cand = np.flatnonzero(cnt[inv] > 1)  # the runs that share a fingerprint with another

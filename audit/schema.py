@@ -397,18 +397,33 @@ _PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 STEP_MAX = 2**53
 
 
-def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY
-                ) -> tuple[np.ndarray, int | None]:
+def _out_of_range(v: Any, path: str | None) -> LogFormatError:
+    return LogFormatError(
+        f"column 'step' holds {v}, beyond the largest supported step {STEP_MAX}; steps are "
+        "optimizer steps (a corrupted or mis-typed column?)", path=path, column="step",
+        code=ErrorCode.STEP_OUT_OF_RANGE)
+
+
+def _refuse_int_step_range(a: np.ndarray, lowest: int, highest: int, path: str | None) -> None:
+    """The range check of integer steps whose smallest and largest values are known: beyond
+    :data:`STEP_MAX` either way is refused (``STEP_OUT_OF_RANGE``)."""
+    # |a| without an (N,) temporary where no step is negative (the usual log)
+    hi = highest if lowest >= 0 else int(np.abs(a).max())
+    if hi > STEP_MAX:
+        raise _out_of_range(hi, path)
+
+
+def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY,
+                int_range: bool = True) -> tuple[np.ndarray, int | None]:
     """The step column as int64, refusing non-integer, non-finite and out-of-range values with
     one error each (no numpy cast warnings, no wrapped negative values), and its smallest
     value where the checks computed it (else None): the caller's test for negative steps
     reads it instead of a pass of its own. ``kernel``: the passes' kernel
-    (:mod:`grokaudit.kernels`; numba fuses them into one)."""
+    (:mod:`grokaudit.kernels`; numba fuses them into one). ``int_range`` False: integer steps
+    are returned without their range check, which the caller makes once it knows their
+    extremes (:func:`_refuse_int_step_range`)."""
     def out_of_range(v: Any) -> LogFormatError:
-        return LogFormatError(
-            f"column 'step' holds {v}, beyond the largest supported step {STEP_MAX}; steps are "
-            "optimizer steps (a corrupted or mis-typed column?)", path=path, column="step",
-            code=ErrorCode.STEP_OUT_OF_RANGE)
+        return _out_of_range(v, path)
 
     if pa.types.is_floating(col.type):
         sf = _float_array(col)
@@ -433,14 +448,10 @@ def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY
             raise out_of_range(hi)
     a = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
     lowest: int | None = None
-    if a.size:
+    if a.size and int_range:
         both = nb_int_range(a) if kernel.numba else None
         lowest = int(a.min()) if both is None else both[0]
-        # |a| without an (N,) temporary where no step is negative (the usual log)
-        hi = (int(a.max()) if both is None else both[1]) if lowest >= 0 \
-            else int(np.abs(a).max())
-        if hi > STEP_MAX:
-            raise out_of_range(hi)
+        _refuse_int_step_range(a, lowest, int(a.max()) if both is None else both[1], path)
     return a, lowest
 
 
@@ -888,14 +899,22 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
                              "needs a step (drop those rows or fill them)", path=path,
                              column="step", code=ErrorCode.MISSING_VALUES)
-    step, lowest = _step_array(step_col, path, kernel)
+    # integer steps on numpy: their range is checked below from the runs' first and last
+    # steps once the runs are known to be sorted (two passes over the steps saved)
+    deferred = not kernel.numba and pa.types.is_integer(step_col.type)
+    step, lowest = _step_array(step_col, path, kernel, int_range=not deferred)
     del step_col
     table.done("step")
-    if step.size and (step.min() if lowest is None else lowest) < 0:
-        bad = dictionary[codes[np.argmax(step < 0)]]
-        raise LogFormatError(f"column 'step' has negative values (first in run {safe(bad)!r}); "
-                             "steps must be ≥ 0", path=path, column="step",
-                             code=ErrorCode.NEGATIVE_STEP)
+
+    def refuse_negative(lowest: int | None) -> None:
+        if step.size and (step.min() if lowest is None else lowest) < 0:
+            bad = dictionary[codes[np.argmax(step < 0)]]
+            raise LogFormatError(f"column 'step' has negative values (first in run "
+                                 f"{safe(bad)!r}); steps must be ≥ 0", path=path,
+                                 column="step", code=ErrorCode.NEGATIVE_STEP)
+
+    if not deferred:
+        refuse_negative(lowest)
     R = dictionary.shape[0]
     sorted_input = True
     strictly = True
@@ -925,9 +944,18 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
                 sorted_input = not np.any(same_run & (step[1:] < step[:-1]))
             else:
                 sorted_input = strictly = True
+    block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1)) if sorted_input \
+        else None
+    if deferred and step.size:  # the checks of _step_array and the negative steps', now
+        if block_first is not None:  # the runs sorted: their ends hold the extremes
+            lowest = int(step[block_first].min())
+            highest = int(step[np.append(block_first[1:] - 1, n_read - 1)].max())
+        else:
+            lowest, highest = int(step.min()), int(step.max())
+        _refuse_int_step_range(step, lowest, highest, path)
+        refuse_negative(lowest)
     order: np.ndarray | None = None
-    if sorted_input:  # each run one block of rows: its length is its block's
-        block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
+    if block_first is not None:  # each run one block of rows: its length is its block's
         run_order = codes[block_first]
         counts = np.diff(np.append(block_first, n_read))
     else:
