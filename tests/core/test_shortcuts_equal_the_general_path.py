@@ -1,0 +1,197 @@
+"""Each shortcut the default path took for speed (issue 44, round 3) gives what the general
+computation it skips gives, on inputs built to reach both: a window that is the same columns
+in every row, steps' bins read as sorted, the peak's index, the reasons' distinct keys, the
+validation's NaN knowledge, a float32 column read without a copy, and integer steps whose
+range and sign are read from the runs' ends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from grokaudit.cells import _distinct
+from grokaudit.clocks import _bin_medians, _peak, _sorted_median, _Window, _window, pack
+from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.kernels import NUMBA, NUMPY, numba_importable
+from grokaudit.schema import STEP_MAX, _float_array, build_log_table
+
+
+def _gathered(M: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The window by its definition: row r's columns lo[r] <= k < hi[r], NaN after."""
+    width = int(max(1, (hi - lo).max(initial=0)))
+    out = np.full((M.shape[0], width), np.nan)
+    for r in range(M.shape[0]):
+        seg = M[r, lo[r]:hi[r]]
+        out[r, :seg.size] = seg
+    return out
+
+
+def test_a_window_of_the_same_columns_in_every_row_is_a_read_only_view_of_them() -> None:
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((7, 40))
+    lo, hi = np.full(7, 12), np.full(7, 31)
+    got = _window(M, lo, hi)
+    assert np.shares_memory(got, M)  # no gather
+    assert not got.flags.writeable  # no caller can write through it into the packed matrix
+    assert np.array_equal(got, _gathered(M, lo, hi))
+
+
+def test_windows_that_differ_between_rows_are_gathered_and_padded_as_before() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        R, K = int(rng.integers(1, 9)), int(rng.integers(1, 30))
+        M = rng.standard_normal((R, K))
+        lo = rng.integers(0, K, R)
+        hi = np.minimum(K, lo + rng.integers(0, K, R))
+        got = _window(M, lo, hi)
+        assert np.array_equal(got, _gathered(M, lo, hi), equal_nan=True)
+        if (lo != lo[0]).any() or (hi != hi[0]).any():
+            assert not np.shares_memory(got, M)
+
+
+def test_the_steps_bin_medians_are_those_of_sorting_each_bin() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        R, n, nbins = int(rng.integers(1, 6)), int(rng.integers(10, 120)), int(rng.integers(3, 9))
+        X = np.sort(rng.choice(10**6, size=(R, n)), axis=1).astype(float)  # steps ascend
+        Y = np.round(rng.standard_normal((R, n)), 1)
+        bx, by = _bin_medians(X, Y, np.full(R, n), nbins)
+        bins = (np.arange(n) * nbins) // n
+        for b in range(nbins):
+            cols = bins == b
+            assert np.array_equal(bx[:, b], np.median(X[:, cols], axis=1))
+            assert np.array_equal(by[:, b], _sorted_median(np.sort(Y[:, cols], axis=1)))
+
+
+def test_the_peak_is_the_first_point_at_the_largest_value_as_an_argmax_reads_it() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        R, K = int(rng.integers(1, 8)), int(rng.integers(1, 25))
+        sm = rng.choice([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf], size=(R, K))
+        counts = rng.integers(0, K + 1, R)
+        sm[np.arange(K)[None, :] >= counts[:, None]] = np.nan  # NaN only after a run's points
+        w = _Window(np.zeros(R, dtype=np.int64), np.ones(R, dtype=bool), np.zeros(R),
+                    sm, sm, np.zeros(R), np.ones(R), np.zeros(R, dtype=np.int64))
+        from grokaudit.clocks import Packed
+        P = Packed(np.nan_to_num(sm, nan=0.0), np.zeros((R, K)), counts)
+        got = _peak(P, sm, w).at
+        want = np.where(np.isnan(sm), -np.inf, sm).argmax(axis=1)
+        assert np.array_equal(got, want)
+
+
+def test_the_reason_keys_distinct_values_and_inverse_are_np_uniques() -> None:
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 17, 5000):
+        key = rng.integers(0, 50, size).astype(np.int64) << int(rng.integers(0, 30))
+        uniq, inv = _distinct(key)
+        u, i = np.unique(key, return_inverse=True)
+        assert np.array_equal(uniq, u) and np.array_equal(inv, i.ravel())
+        assert inv.dtype == np.int64
+
+
+def _log(n_runs: int = 4, T: int = 12, nan_in: str | None = None) -> pd.DataFrame:
+    rows = []
+    for r in range(n_runs):
+        for t in range(T):
+            rows.append({"run": f"r{r}", "step": 10 * t, "test_acc": min(1.0, t / 6),
+                         "train_acc": min(1.0, t / 3), "emb_erank": 30.0 - t + r})
+    df = pd.DataFrame(rows)
+    if nan_in is not None:
+        df.loc[5, nan_in] = np.nan
+    return df
+
+
+@pytest.mark.parametrize("nan_in", [None, "test_acc", "train_acc", "emb_erank"])
+def test_the_validation_says_which_columns_hold_no_nan_and_packing_reads_the_same(
+        nan_in: str | None) -> None:
+    log = build_log_table(_log(nan_in=nan_in), metrics=["emb_erank"])
+    names = {"test_acc", "train_acc", "emb_erank"}
+    assert log.nan_free == names - {nan_in}
+    for name in names:
+        values = log.test_acc if name == "test_acc" else log.train_acc \
+            if name == "train_acc" else log.series[name]
+        assert log.holds_no_nan(name, values) == (name != nan_in)
+        assert not log.holds_no_nan(name, values.copy())  # another array: no knowledge
+        a, b = pack(values, log, name=name), pack(values, log)
+        assert np.array_equal(a.raw_values, b.raw_values, equal_nan=True)
+        assert np.array_equal(a.counts, b.counts)
+
+
+def test_a_float32_column_of_one_chunk_is_read_without_a_copy_and_read_only() -> None:
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal(1000).astype(np.float32)
+    one = pa.chunked_array([pa.array(v)])
+    got = _float_array(one)
+    assert got.dtype == np.float32 and np.array_equal(got, v)
+    assert not got.flags.writeable
+    with_null = pa.chunked_array([pa.array([1.5, None, 2.5], type=pa.float32())])
+    assert np.array_equal(_float_array(with_null), np.array([1.5, np.nan, 2.5], np.float32),
+                          equal_nan=True)
+    two = pa.chunked_array([pa.array(v[:300]), pa.array(v[300:])])
+    assert np.array_equal(_float_array(two), v)
+
+
+def _steps_log(steps: dict[str, list[int]], dtype: pa.DataType) -> pa.Table:
+    runs, step = [], []
+    for r, ss in steps.items():
+        runs += [r] * len(ss)
+        step += ss
+    n = len(step)
+    return pa.table({"run": pa.array(runs), "step": pa.array(step, type=dtype),
+                     "test_acc": pa.array(np.linspace(0, 1, n))})
+
+
+_KERNELS = [NUMPY] + ([NUMBA] if numba_importable() else [])
+
+
+@pytest.mark.parametrize("kernel", _KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("order", ["sorted", "unsorted"])
+def test_negative_steps_are_refused_naming_the_first_run_that_has_one(kernel, order) -> None:
+    steps = {"a": [0, 10, 20, 30], "b": [0, 10, 20, 30], "c": [-5, 10, 20, 30],
+             "d": [-7, 0, 10, 20]}
+    if order == "unsorted":
+        steps["c"] = [10, -5, 30, 20]
+    with pytest.raises(LogFormatError) as exc:
+        build_log_table(_steps_log(steps, pa.int64()), kernel=kernel)
+    assert exc.value.code == ErrorCode.NEGATIVE_STEP and exc.value.column == "step"
+    assert "'c'" in str(exc.value)  # the first run with a negative step, in input order
+
+
+@pytest.mark.parametrize("kernel", _KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("order", ["sorted", "unsorted"])
+@pytest.mark.parametrize("where", ["first", "last", "middle"])
+def test_steps_beyond_the_largest_are_refused_wherever_they_sit(kernel, order, where) -> None:
+    big = STEP_MAX + 2
+    ss = [0, 10, 20, 30]
+    ss[{"first": 0, "last": 3, "middle": 1}[where]] = big
+    if order == "unsorted":
+        ss = ss[::-1]
+    steps = {"a": [0, 10, 20, 30], "b": ss}
+    with pytest.raises(LogFormatError) as exc:
+        build_log_table(_steps_log(steps, pa.int64()), kernel=kernel)
+    assert exc.value.code == ErrorCode.STEP_OUT_OF_RANGE and exc.value.column == "step"
+
+
+def test_a_log_refused_for_its_steps_says_the_same_on_both_kernels() -> None:
+    if not numba_importable():
+        pytest.skip("needs the fast extra (numba) to compare the kernels")
+    cases = [{"a": [0, 1, 2, 3], "b": [3, -1, 2, 9]}, {"a": [0, STEP_MAX + 1, 2, 5]},
+             {"a": [-(2**62), 0, 1, 2]}, {"a": [5, 4, 3, 2], "b": [-1, 0, 1, 2]}]
+    for steps in cases:
+        said = []
+        for kernel in (NUMPY, NUMBA):
+            with pytest.raises(LogFormatError) as exc:
+                build_log_table(_steps_log(steps, pa.int64()), kernel=kernel)
+            said.append((exc.value.code, str(exc.value)))
+        assert said[0] == said[1]
+
+
+def test_steps_in_range_keep_their_values_and_runs() -> None:
+    steps = {"b": [0, 10, 20, STEP_MAX], "a": [5, 6, 7, 8]}
+    for dtype in (pa.int64(), pa.uint32(), pa.int16()):
+        if dtype != pa.int64():
+            steps = {"b": [0, 10, 20, 30], "a": [5, 6, 7, 8]}
+        log = build_log_table(_steps_log(steps, dtype))
+        assert list(log.run_ids) == ["b", "a"]
+        assert log.step.tolist() == steps["b"] + steps["a"]
