@@ -1463,6 +1463,8 @@ def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUM
     got = nb_missing_and_absent(v, offsets) if kernel.numba else None
     if got is not None:
         return got
+    if v.size and v.dtype.kind == "f" and not np.isnan(np.min(v)):
+        return 0, 0  # no NaN (a minimum over any NaN is NaN): one reduction, no mask
     nan = np.isnan(v)
     n_nan = int(np.count_nonzero(nan))
     if n_nan == 0 or offsets.size < 2:
