@@ -892,13 +892,13 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
     R, K = sm.shape
     if not K:
         return _Peak(np.zeros(R, dtype=np.int64), np.zeros(R, dtype=bool))
-    finite = ~np.isnan(sm)
     # the first point at the row's largest value (NaN only beyond a run's points: a row's
     # first NaN-free maximum is its first point equal to the NaN-ignoring maximum; a row of
-    # NaN has none and peaks at 0, as an argmax over -inf for NaN reads it)
+    # NaN has none, peaks at 0, as an argmax over -inf for NaN reads it, and tops at NaN)
     with np.errstate(invalid="ignore"):
-        at = (sm == np.fmax.reduce(sm, axis=1)[:, None]).argmax(axis=1)
-    top = _take(sm, at)
+        top = np.fmax.reduce(sm, axis=1)  # fmax: NaN ignored, never warned about
+        at = (sm == top[:, None]).argmax(axis=1)
+    some = ~np.isnan(top)  # a row with a point
     with np.errstate(invalid="ignore"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -906,7 +906,7 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
             low_after = np.fmin.reduce(after, axis=1)
         # a run's first point (its points are packed from column 0, NaN-free)
         first = np.where(P.counts > 0, P.values[:, 0], np.nan)
-        rising = (w.has_floor & finite.any(axis=1) & (first < top - w.delta)
+        rising = (w.has_floor & some & (first < top - w.delta)
                   & (low_after >= top - w.delta))
     return _Peak(at, rising)
 
