@@ -79,10 +79,11 @@ def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
 class Packed:
     """The non-missing points of one column, per run, left-aligned: ``(R, K)`` matrices.
 
-    ``raw_values``/``raw_steps`` may be the log's own storage (float32 values, int64 steps,
-    reshaped without a copy); :attr:`values` and :attr:`steps` are their float64 forms, made
-    on first use. :meth:`rows` widens one block of runs only: the blocked clocks never make
-    a float64 copy of a whole column."""
+    ``raw_values``/``raw_steps`` may be the log's own storage reshaped without a copy
+    (float32 values; the steps as the log's one float64 copy, :attr:`LogTable.step_f64`);
+    :attr:`values` and :attr:`steps` are their float64 forms, made on first use. :meth:`rows`
+    widens one block of runs only: the blocked clocks never make a float64 copy of a whole
+    value column."""
 
     raw_values: np.ndarray  #: (R, K) float32 or float64, NaN beyond ``counts``
     raw_steps: np.ndarray  #: (R, K) int64 or float64 logged steps (NaN beyond ``counts``)
@@ -132,7 +133,7 @@ def pack(values: np.ndarray, table: LogTable, run_index: np.ndarray | None = Non
                                 or not np.isnan(values).any()):
         # the common case: every run logs the column at every row -- a reshape, no scatter
         T = values.size // max(R, 1)
-        return Packed(values.reshape(R, T), table.step.reshape(R, T),
+        return Packed(values.reshape(R, T), table.step_f64.reshape(R, T),
                       np.full(R, T, dtype=np.int64))
     ok = ~np.isnan(values)
     ri = table.run_index if run_index is None else run_index

@@ -320,6 +320,15 @@ class LogTable:
         return np.repeat(np.arange(self.n_runs), np.diff(self.offsets))
 
     @functools.cached_property
+    def step_f64(self) -> np.ndarray:
+        """(N,) the steps as float64, made once (read-only): every clock compares steps with
+        float thresholds, and the accuracy and metric clocks share this one conversion (an
+        int64 to float64 cast is the dearest pass over a column)."""
+        out = self.step.astype(np.float64)
+        out.flags.writeable = False
+        return out
+
+    @functools.cached_property
     def equal_lengths(self) -> bool:
         """True when every run has the same number of rows (then columns reshape to (R, T))."""
         c = np.diff(self.offsets)
