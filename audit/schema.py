@@ -279,6 +279,10 @@ class InputSummary:
         }
 
 
+#: Rows cast at a time by :attr:`LogTable.step_f64` (the blocks share the thread pool).
+_CAST_BLOCK = 1 << 20
+
+
 @dataclass(frozen=True, eq=False)
 class LogTable:
     """The validated log: rows grouped by run (contiguous) and sorted by step within a run.
@@ -324,7 +328,14 @@ class LogTable:
         """(N,) the steps as float64, made once (read-only): every clock compares steps with
         float thresholds, and the accuracy and metric clocks share this one conversion (an
         int64 to float64 cast is the dearest pass over a column)."""
-        out = self.step.astype(np.float64)
+        from .blocks import map_blocks, slices
+
+        out = np.empty(self.step.shape, dtype=np.float64)
+
+        def cast(sl: slice) -> None:  # numpy's cast releases the GIL: blocks on the threads
+            out[sl] = self.step[sl]
+
+        map_blocks(cast, slices(int(self.step.size), _CAST_BLOCK))
         out.flags.writeable = False
         return out
 
