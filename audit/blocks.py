@@ -34,6 +34,8 @@ MAX_THREADS = 8
 T = TypeVar("T")
 
 _pools: dict[int, ThreadPoolExecutor] = {}
+#: The names of the pool's threads begin with it (``ThreadPoolExecutor`` adds ``_N``).
+_POOL_PREFIX = "grokaudit-blocks"
 _pool_lock = threading.Lock()
 _warnings_lock = threading.RLock()
 
@@ -104,16 +106,18 @@ def _executor(n: int) -> ThreadPoolExecutor:
     with _pool_lock:
         pool = _pools.get(n)
         if pool is None:
-            pool = _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="grokaudit",
+            pool = _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix=_POOL_PREFIX,
                                                   initializer=leave_ctrl_c_to_the_main_thread)
         return pool
 
 
 def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
     """``[fn(b) for b in blocks]``, on the thread pool when there are several blocks and
-    threads; results in block order. An exception in any block is raised here."""
+    threads; results in block order. An exception in any block is raised here. Called from
+    one of the pool's own threads (a block that maps blocks), it runs them in that thread:
+    waiting there on the pool could wait for itself."""
     n = threads()
-    if len(blocks) <= 1 or n <= 1:
+    if len(blocks) <= 1 or n <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         return [fn(b) for b in blocks]
     # each block runs in a copy of the caller's context (its context variables, such as the
     # command line's flag spelling of messages), as it would in the caller's own thread
