@@ -223,17 +223,22 @@ def _nanmedian_raw(W: np.ndarray) -> np.ndarray:
 
 
 def _first_true(mask: np.ndarray) -> np.ndarray:
-    """Index of the first True per row, −1 when none."""
-    has = mask.any(axis=1)
-    out: np.ndarray = np.where(has, mask.argmax(axis=1), -1)
+    """Index of the first True per row, −1 when none (one pass: argmax stops at the first
+    True, and a row without one is read where argmax points, at its column 0)."""
+    if not mask.shape[1]:
+        return np.full(mask.shape[0], -1)
+    k = mask.argmax(axis=1)
+    out: np.ndarray = np.where(mask[np.arange(mask.shape[0]), k], k, -1)
     return out
 
 
 def _last_true(mask: np.ndarray) -> np.ndarray:
-    """Index of the last True per row, −1 when none."""
+    """Index of the last True per row, −1 when none (one pass, as :func:`_first_true`)."""
     K = mask.shape[1]
-    has = mask.any(axis=1)
-    out: np.ndarray = np.where(has, K - 1 - mask[:, ::-1].argmax(axis=1), -1)
+    if not K:
+        return np.full(mask.shape[0], -1)
+    k = K - 1 - mask[:, ::-1].argmax(axis=1)
+    out: np.ndarray = np.where(mask[np.arange(mask.shape[0]), k], k, -1)
     return out
 
 

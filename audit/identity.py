@@ -144,7 +144,9 @@ _BLOCK_ROWS = 1 << 20  #: rows per block of the per-run sums (bounds the tempora
 
 
 def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """Per run, the float64 sum of a per-step column (NaN counted as 0), block by block."""
+    """Per run, the float64 sum of a per-step column (NaN counted as 0), block by block; an
+    integer column (the steps) summed as integers, exactly (wrapping past 2**63 as every
+    run's sum does alike), then made float64: a tenth of the float64 sum's time."""
     R = offsets.size - 1
     out = np.empty(R, dtype=np.float64)
     for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
@@ -152,7 +154,8 @@ def _run_sums(a: np.ndarray, offsets: np.ndarray, cuts: np.ndarray) -> np.ndarra
         seg = a[lo:hi]
         idx = offsets[r0:r1] - lo
         with np.errstate(over="ignore", invalid="ignore"):  # ±1e308 sums: inf, still equal
-            sums = np.add.reduceat(seg, idx, dtype=np.float64)
+            sums = (np.add.reduceat(seg, idx, dtype=np.int64).astype(np.float64)
+                    if seg.dtype.kind == "i" else np.add.reduceat(seg, idx, dtype=np.float64))
             if seg.dtype.kind == "f" and np.isnan(sums).any():
                 # a run holds NaN (or +inf and -inf): the block again, NaN counted as 0. A sum
                 # without NaN is the same either way (the same additions in the same order)

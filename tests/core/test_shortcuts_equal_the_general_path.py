@@ -195,3 +195,29 @@ def test_steps_in_range_keep_their_values_and_runs() -> None:
         log = build_log_table(_steps_log(steps, dtype))
         assert list(log.run_ids) == ["b", "a"]
         assert log.step.tolist() == steps["b"] + steps["a"]
+
+
+def test_first_and_last_true_in_one_pass_are_the_any_and_argmax_answer() -> None:
+    from grokaudit.clocks import _first_true, _last_true
+
+    rng = np.random.default_rng(6)
+    for _ in range(500):
+        R, K = int(rng.integers(0, 7)), int(rng.integers(1, 12))
+        m = rng.random((R, K)) < rng.random()
+        has = m.any(axis=1)
+        assert np.array_equal(_first_true(m), np.where(has, m.argmax(axis=1), -1))
+        assert np.array_equal(_last_true(m), np.where(has, K - 1 - m[:, ::-1].argmax(axis=1),
+                                                      -1))
+    assert _first_true(np.zeros((3, 0), dtype=bool)).tolist() == [-1, -1, -1]
+
+
+def test_runs_that_differ_only_in_their_steps_are_not_duplicates() -> None:
+    from grokaudit.identity import duplicate_runs, run_fingerprints
+
+    offsets = np.array([0, 4, 8, 12])
+    step = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 2**62], dtype=np.int64)
+    acc = np.tile(np.array([0.1, 0.5, 0.9, 1.0]), 3)
+    ids = np.array(["a", "b", "c"], dtype=object)
+    assert duplicate_runs(ids, offsets, step, [acc]) == [("a", "b")]
+    h = run_fingerprints(offsets, step, [acc])
+    assert h[0] == h[1] != h[2]
