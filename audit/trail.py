@@ -119,7 +119,9 @@ def changed_since(before: Mapping[str, tuple[int, int]], paths: Sequence[str]
 
 
 #: How much nicer than the audit the hashing thread runs (Linux: a thread's own priority).
-HASH_NICENESS = 10
+#: Modest: on a busy machine a much nicer thread could finish long after the audit, which
+#: then waits for it (an unprivileged thread cannot raise its priority back).
+HASH_NICENESS = 5
 
 
 def lower_thread_priority(by: int = HASH_NICENESS) -> None:
