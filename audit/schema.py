@@ -719,7 +719,7 @@ class ParquetSource:
         if pa.types.is_dictionary(t):
             t = t.index_type
         try:
-            return self.num_rows * max(1, t.bit_width // 8)
+            return self.num_rows * max(1, int(t.bit_width) // 8)
         except ValueError:  # no fixed width
             meta = self._file.metadata
             i = self.column_names.index(name)

@@ -1,8 +1,9 @@
 """Each shortcut the default path took for speed (issue 44, round 3) gives what the general
 computation it skips gives, on inputs built to reach both: a window that is the same columns
-in every row, steps' bins read as sorted, the peak's index, the reasons' distinct keys, the
-validation's NaN knowledge, a float32 column read without a copy, and integer steps whose
-range and sign are read from the runs' ends."""
+in every row, steps' bins read as sorted, the peak's index, first and last True per row, the
+reasons' distinct keys, the duplicate fingerprint's integer step sums, the validation's NaN
+knowledge, a float32 column read without a copy, and integer steps whose range and sign are
+read from the runs' ends."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from grokaudit.cells import _distinct
-from grokaudit.clocks import _bin_medians, _peak, _sorted_median, _Window, _window, pack
+from grokaudit.clocks import (
+    Packed,
+    _bin_medians,
+    _first_true,
+    _last_true,
+    _peak,
+    _sorted_median,
+    _Window,
+    _window,
+    pack,
+)
 from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.identity import duplicate_runs, run_fingerprints
 from grokaudit.kernels import NUMBA, NUMPY, numba_importable
 from grokaudit.schema import STEP_MAX, _float_array, build_log_table
 
@@ -73,7 +85,6 @@ def test_the_peak_is_the_first_point_at_the_largest_value_as_an_argmax_reads_it(
         sm[np.arange(K)[None, :] >= counts[:, None]] = np.nan  # NaN only after a run's points
         w = _Window(np.zeros(R, dtype=np.int64), np.ones(R, dtype=bool), np.zeros(R),
                     sm, sm, np.zeros(R), np.ones(R), np.zeros(R, dtype=np.int64))
-        from grokaudit.clocks import Packed
         P = Packed(np.nan_to_num(sm, nan=0.0), np.zeros((R, K)), counts)
         got = _peak(P, sm, w).at
         want = np.where(np.isnan(sm), -np.inf, sm).argmax(axis=1)
@@ -198,8 +209,6 @@ def test_steps_in_range_keep_their_values_and_runs() -> None:
 
 
 def test_first_and_last_true_in_one_pass_are_the_any_and_argmax_answer() -> None:
-    from grokaudit.clocks import _first_true, _last_true
-
     rng = np.random.default_rng(6)
     for _ in range(500):
         R, K = int(rng.integers(0, 7)), int(rng.integers(1, 12))
@@ -212,8 +221,6 @@ def test_first_and_last_true_in_one_pass_are_the_any_and_argmax_answer() -> None
 
 
 def test_runs_that_differ_only_in_their_steps_are_not_duplicates() -> None:
-    from grokaudit.identity import duplicate_runs, run_fingerprints
-
     offsets = np.array([0, 4, 8, 12])
     step = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 2**62], dtype=np.int64)
     acc = np.tile(np.array([0.1, 0.5, 0.9, 1.0]), 3)
