@@ -301,18 +301,17 @@ class LogTable:
     series: dict[str, np.ndarray]  #: metric and other per-step columns, (N,) each
     conditions: pd.DataFrame  #: (R,) rows in run order; one column per condition
     summary: InputSummary
-    #: Per-step columns (``test_acc``, ``train_acc``, a series' name) the validation found
-    #: holding no NaN: the clocks then reshape them without scanning them again. Empty (no
-    #: knowledge: every column is scanned) for a table built any other way.
-    nan_free: frozenset[str] = frozenset()
+    #: The per-step columns (``test_acc``, ``train_acc``, a series' name) the validation found
+    #: holding no NaN, each with the very array it checked (read-only): the clocks reshape
+    #: that array without scanning it again. Not an argument: a table built or changed any
+    #: other way (``dataclasses.replace``, a column swapped in) knows nothing, and every
+    #: column is scanned.
+    nan_free: Mapping[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def holds_no_nan(self, name: str, values: np.ndarray) -> bool:
-        """Whether ``values``, this table's own column ``name``, is known to hold no NaN."""
-        if name not in self.nan_free:
-            return False
-        own = self.test_acc if name == "test_acc" else self.train_acc \
-            if name == "train_acc" else self.series.get(name)
-        return own is values
+        """Whether ``values`` is the array of column ``name`` the validation found NaN-free."""
+        checked = self.nan_free.get(name)
+        return checked is not None and checked is values and not values.flags.writeable
 
     @property
     def n_runs(self) -> int:
@@ -323,21 +322,28 @@ class LogTable:
         """(N,) the run number of each row (computed once)."""
         return np.repeat(np.arange(self.n_runs), np.diff(self.offsets))
 
-    @functools.cached_property
+    @property
     def step_f64(self) -> np.ndarray:
         """(N,) the steps as float64, made once (read-only): every clock compares steps with
         float thresholds, and the accuracy and metric clocks share this one conversion (an
-        int64 to float64 cast is the dearest pass over a column)."""
-        from .blocks import map_blocks, slices
+        int64 to float64 cast is the dearest pass over a column). Kept in the instance by
+        hand, not by ``functools.cached_property``, whose lock (Python < 3.12, one for every
+        table) would be held while the cast waits on the thread pool: two threads making it
+        at once each make it, and the same array values win."""
+        got: np.ndarray | None = self.__dict__.get("_step_f64")
+        if got is None or got.shape != self.step.shape:
+            from .blocks import map_blocks, slices
 
-        out = np.empty(self.step.shape, dtype=np.float64)
+            got = np.empty(self.step.shape, dtype=np.float64)
+            out = got
 
-        def cast(sl: slice) -> None:  # numpy's cast releases the GIL: blocks on the threads
-            out[sl] = self.step[sl]
+            def cast(sl: slice) -> None:  # numpy's cast releases the GIL: on the threads
+                out[sl] = self.step[sl]
 
-        map_blocks(cast, slices(int(self.step.size), _CAST_BLOCK))
-        out.flags.writeable = False
-        return out
+            map_blocks(cast, slices(int(self.step.size), _CAST_BLOCK))
+            got.flags.writeable = False
+            self.__dict__["_step_f64"] = got
+        return got
 
     @functools.cached_property
     def equal_lengths(self) -> bool:
@@ -711,39 +717,41 @@ class ParquetSource:
             self._start(name)
         self._next = min(2, len(self._order))
 
-    def column_bytes(self, name: str) -> int:
+    def column_bytes(self, name: str) -> int | None:
         """The bytes column ``name`` takes once read, from its type: the width of a value (of
-        a dictionary's indices) times the rows; for a type of no fixed width (text), the
-        Parquet footer's uncompressed size of its chunks."""
+        a dictionary's indices) times the rows; None for a type of no fixed width (text,
+        whose size once decoded the file does not tell: a dictionary-encoded text column
+        can take a hundred times its footer's uncompressed size)."""
         t = self.schema.field(name).type
         if pa.types.is_dictionary(t):
             t = t.index_type
         try:
             return self.num_rows * max(1, int(t.bit_width) // 8)
         except ValueError:  # no fixed width
-            meta = self._file.metadata
-            i = self.column_names.index(name)
-            return int(sum(meta.row_group(g).column(i).total_uncompressed_size
-                           for g in range(meta.num_row_groups)))
+            return None
 
     def read_ahead_budget(self) -> int:
         """The bytes the columns read ahead and not yet taken may hold together: the largest
-        planned column's times :data:`READ_AHEAD_COLUMNS` (one column is always in flight)."""
-        return int(READ_AHEAD_COLUMNS * max((self.column_bytes(n) for n in self._order),
-                                            default=0))
+        planned fixed-width column's times :data:`READ_AHEAD_COLUMNS` (one column is always
+        in flight; a column of unknown size is only ever read alone)."""
+        sizes = [b for b in map(self.column_bytes, self._order) if b is not None]
+        return int(READ_AHEAD_COLUMNS * max(sizes, default=0))
 
     def _read_ahead(self) -> None:
         """Start the next planned columns while those read ahead and not yet taken, with
-        them, fit :meth:`read_ahead_budget` (one always starts when none is in flight)."""
+        them, fit :meth:`read_ahead_budget` (one always starts when none is in flight); a
+        column of unknown size (text) starts only when none is in flight, and none beside
+        it."""
         budget = self.read_ahead_budget()
-        held = sum(self.column_bytes(n) for n in self._ahead)
+        sizes = [self.column_bytes(n) for n in self._ahead]
+        held = None if None in sizes else sum(b for b in sizes if b is not None)
         while self._next < len(self._order):
             name = self._order[self._next]
             size = self.column_bytes(name)
-            if self._ahead and held + size > budget:
+            if self._ahead and (held is None or size is None or held + size > budget):
                 break
             self._start(name)
-            held += size
+            held = None if size is None or held is None else held + size
             self._next += 1
 
     def in_flight(self) -> list[str]:
@@ -1474,13 +1482,14 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         {"train_acc": train_acc} if train_acc is not None else {}) | dict(series)
     missing: dict[str, int] = {}
     not_logged: dict[str, int] = {}
-    nan_free: set[str] = set()
+    nan_free: dict[str, np.ndarray] = {}
     for k, v in columns.items():
+        v.flags.writeable = False  # the validated log is read, never written
         missing[k], absent = _missing_and_absent(v, offsets, g.kernel)
         if absent:
             not_logged[k] = absent
         elif not missing[k]:
-            nan_free.add(k)
+            nan_free[k] = v
     if part is not None:
         part.conditions = dict(cond)
     # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
@@ -1514,9 +1523,10 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         accuracy_scale=dict(prov.get("accuracy_scale") or {}) | dict(scales or {}),
         duplicate_runs=tuple(dups),
     )
-    return LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
-                    train_acc=train_acc, series=series, conditions=conditions, summary=summary,
-                    nan_free=frozenset(nan_free))
+    log = LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
+                   train_acc=train_acc, series=series, conditions=conditions, summary=summary)
+    object.__setattr__(log, "nan_free", nan_free)  # what this validation checked, by array
+    return log
 
 
 def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUMPY

@@ -118,7 +118,7 @@ def test_the_validation_says_which_columns_hold_no_nan_and_packing_reads_the_sam
         nan_in: str | None) -> None:
     log = build_log_table(_log(nan_in=nan_in), metrics=["emb_erank"])
     names = {"test_acc", "train_acc", "emb_erank"}
-    assert log.nan_free == names - {nan_in}
+    assert set(log.nan_free) == names - {nan_in}
     for name in names:
         values = log.test_acc if name == "test_acc" else log.train_acc \
             if name == "train_acc" else log.series[name]
@@ -228,3 +228,35 @@ def test_runs_that_differ_only_in_their_steps_are_not_duplicates() -> None:
     assert duplicate_runs(ids, offsets, step, [acc]) == [("a", "b")]
     h = run_fingerprints(offsets, step, [acc])
     assert h[0] == h[1] != h[2]
+
+
+def test_a_changed_log_knows_nothing_of_its_nan_and_packs_what_it_holds() -> None:
+    """A table changed after validation (a column swapped in, ``dataclasses.replace``) is
+    scanned: the NaN it now holds are never reshaped into the runs' points (review finding:
+    the knowledge once followed the column's name)."""
+    import dataclasses
+
+    import grokaudit
+
+    log = build_log_table(_log(n_runs=6, T=20), metrics=["emb_erank"])
+    m = np.asarray(log.series["emb_erank"], dtype=float).copy()
+    m[::5] = np.nan
+    changed = [dataclasses.replace(log, series={**log.series, "emb_erank": m})]
+    swapped = dataclasses.replace(log, series=dict(log.series))
+    swapped.series["emb_erank"] = m
+    changed.append(swapped)
+    fresh = build_log_table(pd.DataFrame({
+        "run": np.repeat(log.run_ids, 20), "step": log.step, "test_acc": log.test_acc,
+        "train_acc": log.train_acc, "emb_erank": m}), metrics=["emb_erank"])
+    want = grokaudit.audit_table(fresh, metrics=["emb_erank"]).to_dict()["studies"]
+    for t in changed:
+        assert not t.holds_no_nan("emb_erank", t.series["emb_erank"])
+        assert pack(t.series["emb_erank"], t, name="emb_erank").counts.min() < 20
+        assert grokaudit.audit_table(t, metrics=["emb_erank"]).to_dict()["studies"] == want
+
+
+def test_the_validated_columns_are_read_only() -> None:
+    log = build_log_table(_log().sample(frac=1.0, random_state=1), metrics=["emb_erank"])
+    for a in (log.test_acc, log.train_acc, log.series["emb_erank"]):
+        with pytest.raises(ValueError):
+            a[0] = np.nan
