@@ -295,6 +295,15 @@ def _identical(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray,
             for c, e in zip(counts.tolist(), ends.tolist()) if c > 1]
 
 
+def runs_of(sorted_keys: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(key, start, end)`` of each run of equal values in ``sorted_keys``."""
+    if sorted_keys.size == 0:
+        return []
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    ends = np.r_[starts[1:], sorted_keys.size]
+    return [(int(sorted_keys[s]), int(s), int(e)) for s, e in zip(starts, ends)]
+
+
 def _identical_to_first(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray,
                         offsets: np.ndarray, length: int, arrays: list[np.ndarray]
                         ) -> list[tuple[str, ...]]:
@@ -303,9 +312,8 @@ def _identical_to_first(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray
     of the rest, and so on (a group of copies: one comparison each)."""
     order = np.argsort(group, kind="stable")
     runs, group = runs[order], group[order]
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     out: list[tuple[str, ...]] = []
-    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), runs.size]):
+    for _, lo, hi in runs_of(group):
         left = runs[lo:hi]
         while left.size > 1:
             same = _equal_to_first(left, offsets, length, arrays)

@@ -33,6 +33,7 @@ from .identity import (
     duplicate_runs,
     refuse_missing_run_ids,
     run_fingerprints,
+    runs_of,
 )
 from .kernels import NUMPY, Kernel
 from .kernels import count_above as nb_count_above
@@ -331,7 +332,7 @@ class LogTable:
         table) would be held while the cast waits on the thread pool: two threads making it
         at once each make it, and the same array values win."""
         got: np.ndarray | None = self.__dict__.get("_step_f64")
-        if got is None or got.shape != self.step.shape:
+        if got is None:
             from .blocks import map_blocks, slices
 
             got = np.empty(self.step.shape, dtype=np.float64)
@@ -448,9 +449,6 @@ def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY,
     (:mod:`grokaudit.kernels`; numba fuses them into one). ``int_range`` False: integer steps
     are returned without their range check, which the caller makes once it knows their
     extremes (:func:`_refuse_int_step_range`)."""
-    def out_of_range(v: Any) -> LogFormatError:
-        return _out_of_range(v, path)
-
     if pa.types.is_floating(col.type):
         sf = _float_array(col)
         fused = nb_float_steps(sf) if kernel.numba else None
@@ -460,7 +458,7 @@ def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY,
                                  code=ErrorCode.NON_INTEGER_STEP)
         top = (float(np.abs(sf).max()) if sf.size else 0.0) if fused is None else fused[1]
         if sf.size and top > STEP_MAX:
-            raise out_of_range(f"{top:g}")
+            raise _out_of_range(f"{top:g}", path)
         if np.any(sf != np.round(sf)) if fused is None else fused[2]:
             raise LogFormatError("column 'step' holds non-integer values; steps are integer "
                                  "optimizer steps (for epochs, convert them first)", path=path,
@@ -471,7 +469,7 @@ def _step_array(col: pa.ChunkedArray, path: str | None, kernel: Kernel = NUMPY,
     if len(col) and pa.types.is_unsigned_integer(col.type):
         hi = pc.max(col).as_py()
         if hi is not None and hi > STEP_MAX:
-            raise out_of_range(hi)
+            raise _out_of_range(hi, path)
     a = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
     lowest: int | None = None
     if a.size and int_range:
@@ -1245,20 +1243,11 @@ def _take_rows(c: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     which = np.searchsorted(bounds, rows, side="right") - 1
     order = np.argsort(which, kind="stable")
     parts = [c.chunk(k).take(pa.array(rows[order[lo:hi]] - bounds[k]))
-             for k, lo, hi in _runs_of(which[order])]
+             for k, lo, hi in runs_of(which[order])]
     taken = pa.concat_arrays(parts) if parts else pa.array([], type=c.type)
     back = np.empty_like(order)
     back[order] = np.arange(order.size)
     return taken.take(pa.array(back))
-
-
-def _runs_of(sorted_keys: np.ndarray) -> list[tuple[int, int, int]]:
-    """``(key, start, end)`` of each run of equal values in ``sorted_keys``."""
-    if sorted_keys.size == 0:
-        return []
-    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    ends = np.r_[starts[1:], sorted_keys.size]
-    return [(int(sorted_keys[s]), int(s), int(e)) for s, e in zip(starts, ends)]
 
 
 def parses_as_number(x: Any) -> bool:
