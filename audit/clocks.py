@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .blocks import quiet_runtime_warnings, row_blocks
+from .blocks import map_rows, quiet_runtime_warnings, row_blocks
 from .config import RELATIVE_MIN_CEILING, AuditConfig, grok_levels
-from .engine import THREADS, Engine
+from .engine import THREADS, Engine, ThreadEngine
 from .schema import LogTable
 
 INF = np.inf
@@ -304,6 +304,10 @@ class Event:
         """Runs ``sl`` (views, no copy)."""
         return Event(self.value[sl], self.lower[sl], self.upper[sl], self.index[sl])
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(value, lower, upper, index)``: what :class:`Event` is made of, in its order."""
+        return self.value, self.lower, self.upper, self.index
+
     @staticmethod
     def concat(parts: Sequence[Event]) -> Event:
         """The runs of ``parts``, in order."""
@@ -498,10 +502,14 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
                                None if widen is None else widen[sl], span_first[sl],
                                span_last[sl], lvl, cfg)
 
-    parts = engine.map(block, engine.blocks(*A.shape))
-    tg = Event.concat([p[0] for p in parts])
-    tm = None if M is None else Event.concat([p[1] for p in parts])  # type: ignore[misc]
-    sustained, fell_at, final = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4))
+    def flat(sl: slice) -> list[np.ndarray]:
+        tg, tm, *rest = block(sl)
+        return [*tg.arrays(), *(() if tm is None else tm.arrays()), *rest]
+
+    joined = _map_runs(engine, flat, A.shape)
+    tg = Event(*joined[:4])
+    tm = None if M is None else Event(*joined[4:8])
+    sustained, fell_at, final = joined[-3:]
     with np.errstate(invalid="ignore"):
         fully = ~np.isnan(final) & (final >= f_level)
     # reported in the criterion's own units: the final median accuracy, or loss
@@ -1352,12 +1360,14 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
                              None if widen is None else widen[sl], cfg,
                              None if not_converged is None else not_converged[sl])
 
-    parts = engine.map(block, engine.blocks(*P.shape))
-    out: dict[str, Any] = {}
-    for f in _BLOCK_FIELDS:
-        vals = [p[f] for p in parts]
-        out[f] = (Event.concat(vals) if isinstance(vals[0], Event)
-                  else vals[0] if len(vals) == 1 else np.concatenate(vals))
+    def flat(sl: slice) -> list[np.ndarray]:
+        d = block(sl)
+        return [a for f in _BLOCK_FIELDS
+                for a in (d[f].arrays() if f in _EVENT_FIELDS else (d[f],))]
+
+    joined = iter(_map_runs(engine, flat, P.shape))
+    out: dict[str, Any] = {f: Event(*(next(joined) for _ in range(4))) if f in _EVENT_FIELDS
+                           else next(joined) for f in _BLOCK_FIELDS}
     return MetricClocks(metric=metric, grok=tg, **out)
 
 
@@ -1411,3 +1421,21 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
 
 #: The MetricClocks fields a block computes (all but the metric's name and its t_grok).
 _BLOCK_FIELDS = tuple(f.name for f in fields(MetricClocks) if f.name not in ("metric", "grok"))
+#: Those of them that are :class:`Event` (four arrays each).
+_EVENT_FIELDS = frozenset(f.name for f in fields(MetricClocks)
+                          if f.name in _BLOCK_FIELDS and f.type == "Event")
+
+
+def _map_runs(engine: Engine, fn: Callable[[slice], list[np.ndarray]],
+              shape: tuple[int, int]) -> list[np.ndarray]:
+    """``fn`` (per-run arrays of one block of runs) over the blocks ``engine`` cuts an
+    ``shape`` matrix into, each position's arrays joined in run order. On the thread engine
+    each block's arrays are copied into the whole arrays as the block ends
+    (:func:`.blocks.map_rows`); other engines' blocks come back and are joined."""
+    blocks = engine.blocks(*shape)
+    if isinstance(engine, ThreadEngine):
+        return map_rows(fn, blocks, shape[0], engine.map)
+    parts = engine.map(fn, blocks)
+    if len(parts) == 1:
+        return list(parts[0])
+    return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]

@@ -100,3 +100,66 @@ def test_a_forked_child_makes_its_own_pool(monkeypatch):
 
 def _map_in_child() -> list[int]:
     return blocks.map_blocks(lambda b: b.start, [slice(0, 1), slice(1, 2), slice(2, 3)])
+
+
+def _block_arrays(b: slice) -> list[np.ndarray]:
+    """Per-row arrays of a block, each position with values np.concatenate must keep bit for
+    bit (-0.0, NaN payloads, int64 extremes) and, at two positions, a dtype or a width that
+    differs between blocks (so the join must promote as np.concatenate does)."""
+    rows = np.arange(b.start, b.stop)
+    f = rows * 0.5 - 3.0
+    f[rows % 7 == 0] = -0.0
+    payload = np.full(rows.size, 0x7FF8_0000_0000_1234, dtype=np.uint64).view(np.float64)
+    f = np.where(rows % 11 == 0, payload, f)
+    ints = rows.astype(np.int64) * (2**40 + 1) - 2**62
+    mixed = rows.astype(np.int32) if b.start % 2 == 0 else rows * 1.25  # int32 or float64
+    wide = np.stack([rows, -rows], axis=1) if b.start < 20 else np.stack([rows] * 2, axis=1)
+    odd_width = rows[:, None] * np.ones((1, 2 if b.start < 30 else 3))
+    return [f, ints, rows % 3 == 0, mixed, wide, odd_width[:, :2] if b.start < 30 else
+            odd_width]
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "4"])
+@pytest.mark.parametrize("per", [1, 7, 64, 100])
+def test_map_rows_joins_as_concatenate_does(monkeypatch, threads: str, per: int):
+    monkeypatch.setenv("GROKAUDIT_THREADS", threads)
+    n = 100
+    bl = blocks.slices(n, per)
+
+    def fn(b: slice) -> list[np.ndarray]:
+        return _block_arrays(b)[:5]
+
+    expected = [np.concatenate([fn(b)[i] for b in bl]) for i in range(5)]
+    got = blocks.map_rows(fn, bl, n)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        assert g.tobytes() == e.tobytes()  # bit for bit: -0.0 and NaN payloads kept
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_map_rows_refuses_rows_of_two_widths_as_concatenate_does(monkeypatch, threads: str):
+    monkeypatch.setenv("GROKAUDIT_THREADS", threads)
+    bl = blocks.slices(100, 10)
+    with pytest.raises(ValueError):  # np.concatenate refuses it too
+        np.concatenate([_block_arrays(b)[5] for b in bl])
+    with pytest.raises(ValueError):
+        blocks.map_rows(lambda b: _block_arrays(b)[5:], bl, 100)
+
+
+def test_map_rows_of_one_block_returns_its_arrays():
+    arrays = [np.arange(5.0), np.ones(5, dtype=bool)]
+    got = blocks.map_rows(lambda b: arrays, [slice(0, 5)], 5)
+    assert all(g is a for g, a in zip(got, arrays))
+
+
+def test_map_rows_raises_a_block_s_error(monkeypatch):
+    monkeypatch.setenv("GROKAUDIT_THREADS", "2")
+
+    def fn(b: slice) -> list[np.ndarray]:
+        if b.start == 30:
+            raise ZeroDivisionError("block 30")
+        return [np.arange(b.start, b.stop, dtype=float)]
+
+    with pytest.raises(ZeroDivisionError):
+        blocks.map_rows(fn, blocks.slices(60, 10), 60)
