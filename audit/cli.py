@@ -1362,3 +1362,26 @@ def compare(**kw: Any) -> None:
         t, c, by=o["by"], pair=o["pair"], arms=split_list(o["arms"]),
         cell=split_list(common["cell"]), alpha=o["alpha"],
         level=common["level"], seed=common["seed"], step_unit=common["step_unit"], source=p))
+
+
+#: What ``--max-rows`` adds where the command also has ``--stream``.
+STREAM_HAS_NO_ROW_CAP = "; not with --stream, whose parts bound the memory)"
+
+
+def say_stream_has_no_row_cap(group: click.Group) -> None:
+    """In the help of every command with both ``--max-rows`` and ``--stream``, ``--max-rows``
+    says that a streamed log has no row cap (and nowhere else: ``inspect`` or ``watch`` have
+    no ``--stream`` to name)."""
+    for cmd in group.commands.values():
+        if isinstance(cmd, click.Group):
+            say_stream_has_no_row_cap(cmd)
+            continue
+        params = {p.name: p for p in cmd.params}
+        opt = params.get("max_rows")
+        if "stream" in params and isinstance(opt, click.Option) and opt.help \
+                and STREAM_HAS_NO_ROW_CAP not in opt.help:
+            opt.help = opt.help.replace("(checked before reading)",
+                                        "(checked before reading" + STREAM_HAS_NO_ROW_CAP, 1)
+
+
+say_stream_has_no_row_cap(cli)

@@ -189,7 +189,7 @@ class AuditConfig:
     max_rows: int = field(default=DEFAULT_MAX_ROWS, metadata=opt(
         range=Range(1, 10**12), echo_when_set=True,
         help="refuse an input whose Parquet metadata declares more rows (checked before "
-             "reading; not with --stream, whose parts bound the memory)"))
+             "reading)"))
     max_columns: int = field(default=DEFAULT_MAX_COLUMNS, metadata=opt(
         range=Range(1, 10**7), echo_when_set=True,
         help="refuse an input whose Parquet metadata declares more columns"))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+import click
 import grokaudit.config as config
 import pytest
 from click.testing import CliRunner
-from grokaudit.cli import cli
+from grokaudit.cli import STREAM_HAS_NO_ROW_CAP, cli
 from grokaudit.config import (
     _CHOICES,
     FILE_ONLY,
@@ -92,7 +93,11 @@ def test_check_help_states_each_range_from_the_metadata(check_help: str) -> None
     for name, rng in RANGES.items():
         if OPTIONS[name].flag is not None and name not in unstated:
             assert str(rng) in help_of(name), name
-            assert " ".join(help_of(name).split()) in check_help, name
+            shown = help_of(name)
+            if name == "max_rows":  # check streams: --max-rows says a streamed log has no cap
+                shown = shown.replace("(checked before reading)",
+                                      "(checked before reading" + STREAM_HAS_NO_ROW_CAP)
+            assert " ".join(shown.split()) in check_help, name
 
 
 def test_choices_in_help_are_the_metadata(check_help: str) -> None:
@@ -178,3 +183,31 @@ def test_did_you_mean() -> None:
     assert "'" not in did_you_mean("NO_GROKK", ["NO_GROK"], quote=False)
     both = did_you_mean("w1", ["w1.weight", "w1.bias", "x"], n=3, cutoff=0.3)
     assert "'w1.weight'" in both and "'w1.bias'" in both and "'x'" not in both
+
+
+def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()
+                   ) -> list[tuple[tuple[str, ...], click.Command]]:
+    out: list[tuple[tuple[str, ...], click.Command]] = []
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            out += _leaf_commands(cmd, (*prefix, name))
+        else:
+            out.append(((*prefix, name), cmd))
+    return out
+
+
+@pytest.mark.parametrize("path,cmd", _leaf_commands(cli),
+                         ids=[" ".join(p) for p, _ in _leaf_commands(cli)])
+def test_a_help_names_stream_only_where_the_command_has_it(path: tuple[str, ...],
+                                                           cmd: click.Command) -> None:
+    """--max-rows tells that a streamed log has no row cap in the commands that stream, and a
+    command without --stream (inspect, watch, convert) never names it."""
+    res = CliRunner().invoke(cli, [*path, "--help"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in cmd.params}
+    if "stream" not in names:
+        assert "--stream" not in res.output
+    elif "max_rows" in names:
+        rows = next(p for p in cmd.params if p.name == "max_rows")
+        assert isinstance(rows, click.Option) and rows.help is not None
+        assert "--stream" in rows.help
