@@ -548,6 +548,23 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
              *(n for n in names if n not in REQUIRED and n not in ACCURACY_COLUMNS)]
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
+    try:
+        log = _stages(columns, names, path, kernel, acc_scale, on_duplicate, column_scales,
+                      metrics, grok_on, part, growing, prov)
+    finally:  # a refusal part way: the columns planned after it are not read for nothing
+        columns.close()
+    # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
+    # last buffers (the run codes): freed, and their pages handed back to the OS
+    del columns
+    release_arrow_memory()
+    return log
+
+
+def _stages(columns: _Columns, names: list[str], path: str | None, kernel: Kernel,
+            acc_scale: float | None, on_duplicate: str,
+            column_scales: Mapping[str, float] | None, metrics: Sequence[str], grok_on: str,
+            part: LogPart | None, growing: bool, prov: dict[str, Any]) -> LogTable:
+    """The stages of :func:`build_log_table` after its columns are planned."""
     g = _group_rows(columns, path, kernel)
     accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {},
                                None if part is None else part.accuracy)
@@ -565,10 +582,6 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
     log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
                     has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
                     part=part)
-    # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
-    # last buffers (the run codes): freed, and their pages handed back to the OS
-    del g, columns
-    release_arrow_memory()
     return log
 
 
@@ -768,6 +781,18 @@ class ParquetSource:
     def _read(self, name: str) -> pa.ChunkedArray:
         return self._file.read(columns=[name]).column(0)
 
+    def close(self) -> None:
+        """Stop reading ahead (validation ended early, on a refusal): the columns not yet
+        being read are never read, those being read are dropped when they end, and the
+        reading threads end."""
+        self._next = len(self._order)
+        ahead, self._ahead = self._ahead, {}
+        for fut in ahead.values():
+            fut.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def column(self, name: str) -> pa.ChunkedArray:
         try:
             fut = self._ahead.pop(name, None)
@@ -817,6 +842,11 @@ class _Columns:
     def done(self, name: str) -> None:
         if self.owned and self._cols.pop(name, None) is not None:
             release_arrow_memory()  # Arrow's allocator would keep the freed pages
+
+    def close(self) -> None:
+        """Stop the source's reading ahead (:meth:`ParquetSource.close`)."""
+        if self._source is not None:
+            self._source.close()
 
 
 #: Rows compared at a time by :func:`_first_change_in`.

@@ -82,3 +82,37 @@ def test_text_columns_are_read_one_at_a_time(tmp_path) -> None:
         ahead = src.in_flight()
         texts = [n for n in ahead if n.startswith("cond")]
         assert len(texts) <= 1 and (not texts or len(ahead) == 1), ahead
+
+
+def test_a_refusal_part_way_reads_no_more_columns(tmp_path, monkeypatch) -> None:
+    """A step column with a missing value is refused at the second stage: the columns planned
+    after it and not yet being read are never read, and the reading threads end."""
+    import threading
+
+    path, t = _file(tmp_path)
+    steps = t.column("step").to_pylist()
+    steps[5] = None
+    pq.write_table(t.set_column(1, "step", pa.array(steps, pa.int64())), path,
+                   row_group_size=700)
+    monkeypatch.setattr(schema, "READ_AHEAD_COLUMNS", 100.0)  # every column planned at once
+    gate = threading.Event()
+    started: list[str] = []
+    read = ParquetSource._read
+
+    def gated(self: ParquetSource, name: str) -> pa.ChunkedArray:
+        started.append(name)
+        if name not in ("run", "step"):
+            gate.wait(10)  # both reading threads held while the refusal happens
+        return read(self, name)
+
+    monkeypatch.setattr(ParquetSource, "_read", gated)
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_path(path, by="seed")
+    assert err.value.code == "MISSING_VALUES"
+    gate.set()
+    for th in threading.enumerate():
+        if th.name.startswith("grokaudit-read"):
+            th.join(5)
+    assert not [th for th in threading.enumerate() if th.name.startswith("grokaudit-read")]
+    # at most one column per reading thread had started when step was refused
+    assert set(started) <= {"run", "step", "test_acc", "train_acc"}
