@@ -217,13 +217,14 @@ def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
     if R < 2 or not columns:
         return []
     h = run_fingerprints(offsets, step, columns) if fingerprints is None else fingerprints
-    # the runs numbered by fingerprint (np.unique's numbering, by one hashing pass: no sort)
-    inv, _ = pd.factorize(h, sort=True)
-    inv = np.asarray(inv, dtype=np.int64)
-    cnt = np.bincount(inv)
-    if not (cnt > 1).any():
+    # the runs that share a fingerprint with another (one hashing pass), numbered by their
+    # fingerprint in its order (np.unique's numbering of them: the same groups, batches and
+    # answer as numbering every run)
+    cand = np.flatnonzero(pd.Series(h, copy=False).duplicated(keep=False).to_numpy())
+    if not cand.size:
         return []
-    cand = np.flatnonzero(cnt[inv] > 1)  # the runs that share a fingerprint with another
+    inv = np.full(R, -1, dtype=np.int64)
+    inv[cand] = pd.factorize(h[cand], sort=True)[0]
     lengths = np.diff(offsets)[cand]
     arrays = [step, *columns]
     out: list[tuple[str, ...]] = []
