@@ -3,6 +3,7 @@
     python benchmarks/bench_targets.py                    # the four rows below, best of 3
     python benchmarks/bench_targets.py --big-runs 200000  # a smaller "many short runs" log
     python benchmarks/bench_targets.py --kernel numba     # the audit with the `fast` extra
+    python benchmarks/bench_targets.py --prefault 3       # steady numbers on a VM (below)
 
 Three canonical Parquet logs from ``bench_side_by_side.write_log`` (float32 metric and
 accuracies, an axis ``rho`` with 8 values, ``seed``), written once under ``--dir``:
@@ -29,7 +30,10 @@ Absolute times move with the machine's load; only the ratios, read within this o
 are compared. The machine, its load average and the command are printed with the table,
 and beside each best time the median and the slowest of the repeats, and beside each ratio
 the ratio of the medians: how far the machine's noise moves it (the 50 M-row floor of C
-varies about 2× between repeats on a 2-core VM).
+varies about 2× between repeats on a 2-core VM). Most of that noise is the VM's: a guest that
+hands its free pages back to its host pays about 2 ms per MiB to touch them again, on
+whichever job allocates first; ``--prefault GIB`` touches that much memory before each job,
+outside its time (:func:`prefault`), and the numbers become steady.
 """
 
 from __future__ import annotations
@@ -84,16 +88,34 @@ def floor4(path: str) -> int:
     return out
 
 
-def measure(jobs: dict[str, tuple[Callable[[str], int], str]], repeat: int
-            ) -> dict[str, list[float]]:
+def prefault(n_bytes: int) -> None:
+    """Touch ``n_bytes`` of fresh memory and free it. On a virtual machine whose guest hands
+    its free pages back to the host (virtio-balloon free page reporting, as on the development
+    VM), memory the guest has not touched for a few seconds costs about 2 ms per MiB the next
+    time a process touches it (2 GiB: 4.2 s, then 0.34 s at once, and 3.3–5.4 s again after
+    5–20 s): a cost of that VM, not of the code, that lands on whichever job allocates first.
+    Touching the memory a job will need just before it makes the job pay only the guest's own
+    page faults, as on a machine without it."""
+    if n_bytes > 0:
+        import numpy as np
+
+        a = np.empty(n_bytes // 8)
+        a.fill(1.0)
+        del a
+
+
+def measure(jobs: dict[str, tuple[Callable[[str], int], str]], repeat: int,
+            prefault_bytes: int = 0) -> dict[str, list[float]]:
     """Every one of ``repeat`` times of each job, the order rotating at each round (each job
-    follows each other one: what ran before leaves the allocator and caches to the next)."""
+    follows each other one: what ran before leaves the allocator and caches to the next);
+    ``prefault_bytes`` touched before each job (:func:`prefault`), outside its time."""
     times: dict[str, list[float]] = {k: [] for k in jobs}
     order = list(jobs)
     for i in range(repeat):
         for name in order[i % len(order):] + order[:i % len(order)]:
             fn, path = jobs[name]
             gc.collect()
+            prefault(prefault_bytes)
             t0 = time.perf_counter()
             fn(path)
             times[name].append(time.perf_counter() - t0)
@@ -108,6 +130,10 @@ def main() -> int:
                     help="runs of the 50-step log C (default 1 000 000)")
     ap.add_argument("--kernel", default=None, help="passed to audit_path (the `fast` extra)")
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", "/tmp/grokaudit-bench"))
+    ap.add_argument("--prefault", type=float, default=0.0, metavar="GIB",
+                    help="touch GIB of fresh memory before each job (outside its time): on a "
+                         "VM that hands free pages back to its host, so that no job pays the "
+                         "host's first touch (see prefault())")
     a = ap.parse_args()
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -119,11 +145,12 @@ def main() -> int:
             "v1.5 A": (lambda p: sbs.v15(p, METRICS), A),
             "audit A": (audit, A), "audit B": (audit, B),
             "floor C": (floor4, C), "audit C": (audit, C)}
-    times = measure(jobs, a.repeat)
+    times = measure(jobs, a.repeat, int(a.prefault * 2**30))
     best = {k: min(v) for k, v in times.items()}
     median = {k: statistics.median(v) for k, v in times.items()}
     print(f"# {sbs._machine()}; kernel {a.kernel or 'default'}; best of {a.repeat}, "
-          "alternated in one process")
+          "alternated in one process"
+          + (f"; {a.prefault:g} GiB touched before each job" if a.prefault else ""))
     print(f"# python benchmarks/bench_targets.py {' '.join(sys.argv[1:])}".rstrip())
     print()
     print("| measurement | best s | median s | slowest s |")
