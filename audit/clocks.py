@@ -313,8 +313,7 @@ class Event:
         """The runs of ``parts``, in order."""
         if len(parts) == 1:
             return parts[0]
-        return Event(*(np.concatenate([getattr(e, f) for e in parts])
-                       for f in ("value", "lower", "upper", "index")))
+        return Event(*(np.concatenate(a) for a in zip(*(e.arrays() for e in parts))))
 
     @functools.cached_property
     def censored(self) -> np.ndarray:

@@ -257,9 +257,8 @@ def _batches(runs: np.ndarray, group: np.ndarray, width: int) -> list[np.ndarray
     per = max(2, _KEY_ELEMENTS // max(width, 1))
     if runs.size <= per:
         return [runs]
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])  # a group's first run
     cuts = [0]
-    for s in starts.tolist():  # a new batch at a group's start once the batch is full
+    for _, s, _ in runs_of(group):  # a new batch at a group's start once the batch is full
         if s - cuts[-1] >= per:
             cuts.append(s)
     cuts.append(runs.size)

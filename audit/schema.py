@@ -8,6 +8,7 @@ and nothing is dropped silently — rows set aside are counted by reason in :cla
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -548,40 +549,29 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
              *(n for n in names if n not in REQUIRED and n not in ACCURACY_COLUMNS)]
     columns = _Columns(table, owned, order)
     del table  # an owned input now lives only in `columns`, which frees what it has read
-    try:
-        log = _stages(columns, names, path, kernel, acc_scale, on_duplicate, column_scales,
-                      metrics, grok_on, part, growing, prov)
-    finally:  # a refusal part way: the columns planned after it are not read for nothing
-        columns.close()
+    # a refusal part way: the columns planned after it are not read for nothing
+    with contextlib.closing(columns):
+        g = _group_rows(columns, path, kernel)
+        accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {},
+                                   None if part is None else part.accuracy)
+        if "test_acc" not in accs:  # a loss criterion on a log without accuracy
+            accs["test_acc"] = np.full(g.n_read, np.nan)
+        forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
+        series, cond = _classify_columns(names, forced, g, path, named=forced, part=part,
+                                         grok_on=grok_on, growing=growing)
+        criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
+        keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
+                                                           criterion,
+                                                           part is not None or growing,
+                                                           criterion_name=grok_on,
+                                                           a_part=part is not None)
+        log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
+                        has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
+                        part=part)
     # the Arrow temporaries of the stages (encodings, casts) and, with an owned input, its
     # last buffers (the run codes): freed, and their pages handed back to the OS
-    del columns
+    del g, columns
     release_arrow_memory()
-    return log
-
-
-def _stages(columns: _Columns, names: list[str], path: str | None, kernel: Kernel,
-            acc_scale: float | None, on_duplicate: str,
-            column_scales: Mapping[str, float] | None, metrics: Sequence[str], grok_on: str,
-            part: LogPart | None, growing: bool, prov: dict[str, Any]) -> LogTable:
-    """The stages of :func:`build_log_table` after its columns are planned."""
-    g = _group_rows(columns, path, kernel)
-    accs, scales = _accuracies(names, g, acc_scale, path, column_scales or {},
-                               None if part is None else part.accuracy)
-    if "test_acc" not in accs:  # a loss criterion on a log without accuracy
-        accs["test_acc"] = np.full(g.n_read, np.nan)
-    forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
-    series, cond = _classify_columns(names, forced, g, path, named=forced, part=part,
-                                     grok_on=grok_on, growing=growing)
-    criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
-    keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
-                                                       criterion,
-                                                       part is not None or growing,
-                                                       criterion_name=grok_on,
-                                                       a_part=part is not None)
-    log = _assemble(g, accs, series, cond, keep, set_aside, too_short, prov, metrics, path,
-                    has_test_acc="test_acc" in names, scales=scales, no_accuracy=no_acc,
-                    part=part)
     return log
 
 
@@ -804,9 +794,8 @@ class ParquetSource:
                                  code=ErrorCode.FILE_UNREADABLE) from None
         if name in self._order:
             self._read_ahead()
-            if self._next >= len(self._order) and not self._ahead and self._pool is not None:
-                self._pool.shutdown(wait=False)
-                self._pool = None
+            if self._next >= len(self._order) and not self._ahead:
+                self.close()  # every planned column taken: the reading threads end
         return col
 
 
