@@ -82,3 +82,30 @@ def test_an_all_null_float32_metric_is_an_audit_or_a_coded_refusal(tmp_path) -> 
         expect_error(out)
     else:
         expect_audit(out)
+
+
+@pytest.mark.parametrize("column", ["step", "test_acc", "emb_erank", "wd"])
+def test_a_column_corrupt_on_disk_is_one_coded_line_and_reading_stops(tmp_path, column) -> None:
+    """A column whose first page header is corrupt on disk, read ahead of validation or
+    awaited: one ``FILE_UNREADABLE`` line naming it, exit 2, no reading thread left behind,
+    the file as it was."""
+    import threading
+
+    log = _write(tmp_path / "corrupt.parquet", pa.array(_steps()))
+    meta = pq.ParquetFile(log).metadata
+    i = meta.schema.names.index(column)
+    chunk = meta.row_group(0).column(i)
+    start = chunk.data_page_offset
+    raw = bytearray(log.read_bytes())
+    for k in range(start + 8, start + min(40, chunk.total_compressed_size)):
+        raw[k] ^= 0xA5  # the page's bytes past its header start
+    log.write_bytes(bytes(raw))
+    before = snapshot(tmp_path)
+    _, msg = expect_error(cli(["check", log, "--by", "wd", "--metric", "emb_erank", "-q"]),
+                          "FILE_UNREADABLE")
+    assert f"'{column}'" in msg
+    for th in threading.enumerate():
+        if th.name.startswith("grokaudit-read"):
+            th.join(5)
+    assert not [th for th in threading.enumerate() if th.name.startswith("grokaudit-read")]
+    assert_unchanged(before, tmp_path)
