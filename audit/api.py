@@ -8,9 +8,10 @@ file.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,7 @@ from .clocks import (
     accuracy_clocks,
     metric_clocks,
 )
+from .blocks import run_each
 from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API
@@ -435,23 +437,33 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
     run_rows = rows[order]
     sorted_names = names[order]  # the runs' own id objects, in the study's order
     run_ids = sorted_names.tolist()
-    cells: list[CellSummary] = []
-    cell_values: list[Any] = []  # the cells' axis values, in order
-    cell_rows: list[np.ndarray] = []
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        av_py = cell_value(av_sorted[lo]) if axis is not None else None
-        rr = run_rows[lo:hi]
-        cells.append(summarize_accuracy_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, cfg)
-                     if mc is None else
-                     summarize_cell(av_py, tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
-                                    None if horizon is None else horizon.short[rr]))
-        cell_values.append(av_py)
-        cell_rows.append(rr)
+    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    # the cells' axis values and rows, in order
+    cell_values = [cell_value(av_sorted[lo]) if axis is not None else None for lo, _ in spans]
+    cell_rows = [run_rows[lo:hi] for lo, hi in spans]
     cell_index = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
-    runs = (build_accuracy_runs(sorted_names, cell_values, cell_index, acc, run_rows)
-            if mc is None else
-            build_runs(sorted_names, cell_values, cell_index, acc, mc, run_rows,
-                       reference=cfg.profile == "reference"))
+
+    def run_table() -> RunTable:
+        return (build_accuracy_runs(sorted_names, cell_values, cell_index, acc, run_rows)
+                if mc is None else
+                build_runs(sorted_names, cell_values, cell_index, acc, mc, run_rows,
+                           reference=cfg.profile == "reference"))
+
+    def cell(k: int) -> CellSummary:
+        (lo, hi), rr = spans[k], cell_rows[k]
+        return (summarize_accuracy_cell(cell_values[k], tuple(run_ids[lo:hi]), rr, acc, cfg)
+                if mc is None else
+                summarize_cell(cell_values[k], tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
+                               None if horizon is None else horizon.short[rr]))
+
+    # the run table and each cell read the clocks and write nothing shared: they run side by
+    # side on the thread pool (a million runs: the run table beside the cells' medians), the
+    # run table first, the longest of them
+    calls: list[Callable[[], object]] = [run_table,
+                                         *(functools.partial(cell, k) for k in range(len(spans)))]
+    done = run_each(calls)
+    runs = cast(RunTable, done[0])
+    cells = [cast(CellSummary, c) for c in done[1:]]
     run_names = np.empty(log_rows(mc) if mc is not None else acc.t_grok.upper.shape[0],
                          dtype=object)
     run_names[run_rows] = sorted_names

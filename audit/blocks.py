@@ -6,7 +6,9 @@ sized so that one ``(runs, points)`` float64 matrix stays near the processor's c
 (:data:`BLOCK_ELEMENTS`), which bounds the memory of the temporaries — and independent blocks
 run on a thread pool (numpy releases the GIL inside its array loops). A block's results do not
 depend on how the runs were blocked, so the output is the same for every block size and
-thread count (``benchmarks/identity.py`` checks it byte for byte).
+thread count (``benchmarks/identity.py`` checks it byte for byte). A study's cells and its run
+table, which read the clocks and write nothing shared, are computed side by side on the same
+pool (:func:`run_each`).
 
 ``GROKAUDIT_THREADS`` sets the number of threads (default: the CPUs this process may use, at
 most 8; ``1`` computes the blocks in order on the calling thread). This pool is the default
@@ -125,6 +127,13 @@ def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
     # command line's flag spelling of messages), as it would in the caller's own thread
     parent = contextvars.copy_context()
     return list(_executor(n).map(lambda b: parent.copy().run(fn, b), blocks))
+
+
+def run_each(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """``[call() for call in calls]``, on the thread pool as :func:`map_blocks` runs blocks
+    (in order on the calling thread with one thread); results in the order of ``calls``. The
+    calls must not depend on each other: the first ones start first."""
+    return map_blocks(lambda b: calls[b.start](), [slice(i, i + 1) for i in range(len(calls))])
 
 
 def map_rows(fn: Callable[[slice], Sequence[np.ndarray]], blocks: Sequence[slice], n_rows: int,

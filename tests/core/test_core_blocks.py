@@ -163,3 +163,39 @@ def test_map_rows_raises_a_block_s_error(monkeypatch):
 
     with pytest.raises(ZeroDivisionError):
         blocks.map_rows(fn, blocks.slices(60, 10), 60)
+
+
+def test_run_each_runs_the_calls_side_by_side_and_keeps_their_order(monkeypatch):
+    monkeypatch.setenv("GROKAUDIT_THREADS", "2")
+    meet = threading.Barrier(2, timeout=10)  # broken unless two calls run at once
+
+    def call(k: int):
+        def run() -> tuple[int, str]:
+            if k < 2:
+                meet.wait()
+            return k, threading.current_thread().name
+
+        return run
+
+    got = blocks.run_each([call(k) for k in range(5)])
+    assert [k for k, _ in got] == list(range(5))
+    assert not meet.broken
+    assert len({name for _, name in got[:2]}) == 2
+
+
+def test_run_each_on_one_thread_runs_in_order_on_the_caller(monkeypatch):
+    monkeypatch.setenv("GROKAUDIT_THREADS", "1")
+    seen: list[tuple[int, str]] = []
+    calls = [lambda k=k: seen.append((k, threading.current_thread().name)) or k for k in range(4)]
+    assert blocks.run_each(calls) == [0, 1, 2, 3]
+    assert seen == [(k, threading.current_thread().name) for k in range(4)]
+
+
+def test_run_each_raises_a_call_s_error(monkeypatch):
+    monkeypatch.setenv("GROKAUDIT_THREADS", "2")
+
+    def bad() -> int:
+        raise ZeroDivisionError("call 1")
+
+    with pytest.raises(ZeroDivisionError):
+        blocks.run_each([lambda: 0, bad, lambda: 2])
