@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .blocks import run_each
 from .cells import (
     apply_high_floor_gate,
     build_accuracy_runs,
@@ -34,7 +35,6 @@ from .clocks import (
     accuracy_clocks,
     metric_clocks,
 )
-from .blocks import run_each
 from .config import RELATIVE_MIN_CEILING, AuditConfig, make_config
 from .design import Axis, Design, cell_value
 from .design import infer_axis as infer_axis  # `inspect` reads the axis through the API

@@ -492,6 +492,7 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
+        _say_row_cap_unused(params)
     # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
     # (or reached) now, once the outputs are writable and the options agree, before any work
     eng = engine_named(engine_name)
@@ -608,6 +609,19 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
                           f"{clash[0]} is not for it (audit without --stream, or convert the "
                           "log to canonical Parquet first)",
                           option="--stream", code=ErrorCode.INVALID_OPTION)
+
+
+def _say_row_cap_unused(params: Mapping[str, Any]) -> None:
+    """``--max-rows`` typed with ``--stream``: one line on stderr saying the cap does not apply
+    (a streamed log has no row cap; its parts bound the memory), so that a cap the user set is
+    never dropped without a word. The audit goes on: ``--stream`` is the advice a log over
+    the cap is given (``TOO_LARGE``), and adding it to the same command must work."""
+    if params.get("max_rows") is not None:
+        ctx = click.get_current_context(silent=True)
+        name = ctx.info_name if ctx is not None and ctx.info_name else "grokaudit"
+        say_err(f"{name}: --max-rows {params['max_rows']} does not apply with --stream: a "
+                "log read part by part has no row cap (its parts bound the memory; the "
+                "column cap still applies)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -903,6 +917,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
         _stream_kernel(kern)
+        _say_row_cap_unused(params)
     eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
     hashes = _hash_ahead(paths, config_file)
     if stream or part_rows is not None:
@@ -1200,6 +1215,7 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     streamed = common["stream"] or common["part_rows"] is not None
     if streamed:
         _stream_refusals(path, common, common["stream"])
+        _say_row_cap_unused(common)
     hashes = _hash_ahead(path, common["config_file"])
     if streamed:
         from .stream import PART_ROWS, open_log_parts

@@ -6,6 +6,7 @@ merged; ``GROKAUDIT_THREADS`` takes ASCII digits only."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -82,7 +83,11 @@ def test_a_log_over_the_row_cap_is_offered_stream_and_stream_audits_it(log: Path
     streamed = cli(["check", log, "--by", "wd", "--max-rows", ROWS - 1, "--stream",
                     "--json", tmp_path / "s.json"])
     raised = cli(["check", log, "--by", "wd", "--max-rows", ROWS, "--json", tmp_path / "r.json"])
-    expect_audit(streamed)
+    # the cap the user typed does not apply to a streamed log, and one stderr line says so
+    # (never a silent drop); the audit itself is a correct one
+    said = streamed.stderr.strip().splitlines()
+    assert len(said) == 1 and "--max-rows" in said[0] and "--stream" in said[0]
+    expect_audit(dataclasses.replace(streamed, stderr=""))
     expect_audit(raised, streamed.exit_code)
     verdicts = [[s["verdict"] for s in json.loads((tmp_path / f).read_text())["studies"]]
                 for f in ("s.json", "r.json")]
@@ -324,3 +329,16 @@ def test_run_ids_shared_by_two_inputs_point_to_run_from_path(tmp_path: Path) -> 
     code, msg = expect_error(cli(["check", tmp_path / "a.parquet", tmp_path / "b.parquet",
                                   "--by", "wd"]), E.DUPLICATE_ROWS)
     assert "--on-duplicate" in msg
+
+
+@pytest.mark.parametrize("command", [["check"], ["report", "-o", "r.html"], ["onset", "--by", "wd"]])
+def test_stream_without_max_rows_says_nothing_of_the_cap(log: Path, tmp_path: Path,
+                                                         command: list[str]) -> None:
+    """The line that --max-rows does not apply with --stream comes only when --max-rows was
+    typed: a streamed audit without it has an empty stderr, in each command that streams."""
+    extra = ["--by", "wd"] if command[0] != "onset" else []
+    quiet = cli([*command, log, *extra, "--stream"], cwd=tmp_path)
+    typed = cli([*command, log, *extra, "--stream", "--max-rows", 5], cwd=tmp_path)
+    assert quiet.exit_code == typed.exit_code and quiet.exit_code in (0, 1), (quiet, typed)
+    assert quiet.stderr.strip() == ""
+    assert "--max-rows" in typed.stderr and len(typed.stderr.strip().splitlines()) == 1
