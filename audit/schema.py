@@ -769,6 +769,18 @@ class ParquetSource:
             self._ahead[name] = self._pool.submit(self._read, name)
 
     def _read(self, name: str) -> pa.ChunkedArray:
+        t = self.schema.field(name).type
+        n = self._file.num_row_groups
+        if pa.types.is_dictionary(t) and n > 1:
+            # a column read as a dictionary (the run ids), row group by row group: the same
+            # chunks, one per row group, as ``read`` gives, for less than half its CPU on
+            # large files (pyarrow 26, 50 M rows in 50 row groups: 0.25 s against 0.67 s;
+            # ``read`` grows faster than the rows, reading them row group by row group does
+            # not: docs/performance.md)
+            return pa.chunked_array(
+                [c for i in range(n)
+                 for c in self._file.read_row_group(i, columns=[name]).column(0).chunks],
+                type=t)
         return self._file.read(columns=[name]).column(0)
 
     def close(self) -> None:

@@ -116,3 +116,40 @@ def test_a_refusal_part_way_reads_no_more_columns(tmp_path, monkeypatch) -> None
     assert not [th for th in threading.enumerate() if th.name.startswith("grokaudit-read")]
     # at most one column per reading thread had started when step was refused
     assert set(started) <= {"run", "step", "test_acc", "train_acc"}
+
+
+def test_run_ids_read_row_group_by_row_group_are_the_whole_file_s(tmp_path) -> None:
+    """The run ids (read as a dictionary) are read one row group at a time: the same chunks
+    and dictionaries as a whole-file read, whatever their order -- runs that span row groups,
+    a run whose rows come back after other runs', row groups whose dictionaries share no id --
+    and the audit of the file is that of the same rows audited from memory."""
+    rng = np.random.default_rng(3)
+    runs = [f"run-{k}" for k in range(12)]
+    rows = [(r, s) for r in runs for s in range(0, 400, 10)]
+    rows += [("run-0", s) for s in range(400, 600, 10)]  # run-0 again, after every other run
+    order = np.arange(len(rows))
+    order[40:160] = rng.permutation(order[40:160])  # some runs' rows interleaved
+    rows = [rows[i] for i in order]
+    n = len(rows)
+    step = np.array([s for _, s in rows], dtype=np.int64)
+    t = pa.table({"run": pa.array([r for r, _ in rows]), "step": pa.array(step),
+                  "test_acc": pa.array(np.clip(step / 300.0, 0, 1).astype(np.float32)),
+                  "train_acc": pa.array(np.ones(n, dtype=np.float32)),
+                  "emb_erank": pa.array(30 - step / 40 + rng.normal(0, 0.1, n)),
+                  "lr": pa.array([float(r.split("-")[1]) % 3 for r, _ in rows])})
+    path = tmp_path / "log.parquet"
+    pq.write_table(t, path, row_group_size=97)
+    assert pq.ParquetFile(path).num_row_groups > 4
+    src = ParquetSource(path, t.column_names)
+    got = src.column("run")
+    src.close()
+    want = pq.ParquetFile(path, read_dictionary=["run"]).read(columns=["run"]).column(0)
+    assert got.type == want.type and got.num_chunks == want.num_chunks
+    assert all(a.equals(b) and a.dictionary.equals(b.dictionary)
+               for a, b in zip(got.chunks, want.chunks))
+    read = grokaudit.audit_path(path, by="lr", metrics=["emb_erank"]).to_dict()
+    held = grokaudit.audit_table(t, by="lr", metrics=["emb_erank"]).to_dict()
+    for d in (read, held):
+        d.pop("trail")
+        d["input"].pop("source")  # the file's path, or None for rows held in memory
+    assert read == held and read["studies"]
