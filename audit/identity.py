@@ -42,11 +42,14 @@ def refuse_missing_run_ids(missing: int, path: str | None, *, empty: bool = Fals
                          "id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
 
 
-def check_run_ids(ids: np.ndarray, path: str | None) -> None:
-    """Refuse run ids that collide once normalized (NFC, surrounding whitespace trimmed)."""
+def check_run_ids(ids: np.ndarray, path: str | None, texts: pa.Array | None = None) -> None:
+    """Refuse run ids that collide once normalized (NFC, surrounding whitespace trimmed).
+    ``texts``: the same ids as an Arrow string array, when the caller holds one (not made
+    again from the Python strings)."""
     if ids.size < 2:
         return
-    arr = pa.array(ids.tolist(), type=pa.string())
+    arr = (texts if texts is not None and len(texts) == ids.size
+           else pa.array(ids.tolist(), type=pa.string()))
     trimmed = pc.utf8_trim_whitespace(arr)
     if pc.all(pc.string_is_ascii(arr)).as_py() and pc.all(pc.equal(trimmed, arr)).as_py():
         return  # ASCII ids without surrounding blanks: distinct ids are distinct

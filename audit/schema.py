@@ -989,7 +989,6 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
     # str.strip() does, code point for code point), one pass in Arrow instead of one per id
     blank = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(texts)), 0)
                        .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    del texts
     if blank.any():  # a CSV's empty cell is "" (not null): the same missing run id
         refuse_missing_run_ids(int(np.isin(codes, np.flatnonzero(blank)).sum()), path,
                                empty=True)
@@ -1033,6 +1032,7 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         if not present.all():  # a dictionary with unused entries (a pandas Categorical)
             codes = (np.cumsum(present) - 1)[codes].astype(codes.dtype)
             dictionary = dictionary[present]
+            texts = texts.filter(pa.array(present))
             R = dictionary.shape[0]
     if n_read > 1:
         contiguous = n_blocks == R
@@ -1068,7 +1068,8 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         same_run = codes[1:] == codes[:-1]
         counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    check_run_ids(dictionary, path)  # one run under two spellings: refused
+    check_run_ids(dictionary, path, texts)  # one run under two spellings: refused
+    del texts
     return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly,

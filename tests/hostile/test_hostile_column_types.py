@@ -137,3 +137,25 @@ def test_a_text_column_of_words_changing_in_a_run_is_still_not_a_condition(tmp_p
     df.to_parquet(path, index=False)
     err = _refused(path)
     assert err.code == ErrorCode.NOT_CONSTANT_IN_RUN and err.column == "note"
+
+
+def test_an_unused_category_that_collides_with_a_run_id_is_not_a_second_spelling(tmp_path):
+    """Run ids that collide once normalized are refused (RUN_ID_AMBIGUOUS), but an unused
+    category is no run: " r1" beside "r1" among the categories only, no row of it, audits as
+    the plain log does; a row of it is refused."""
+    df = _log()
+    cats = [*(f"r{i}" for i in range(6)), " r1"]
+    cat = df.assign(run=pd.Categorical(df["run"], categories=cats))
+    a, b = tmp_path / "cat.parquet", tmp_path / "plain.parquet"
+    cat.to_parquet(a, index=False)
+    df.to_parquet(b, index=False)
+    got = grokaudit.audit_path(a, by="c")
+    want = grokaudit.audit_path(b, by="c")
+    assert json.dumps({**got.to_dict(), "trail": None}).replace(str(a), "X") == \
+        json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
+    used = cat.copy()
+    used.loc[used.index[-1], "run"] = " r1"  # now a row is logged under the second spelling
+    used.to_parquet(a, index=False)
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_path(a, by="c")
+    assert err.value.code == "RUN_ID_AMBIGUOUS"
