@@ -913,14 +913,16 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
         at = (sm == top[:, None]).argmax(axis=1)
     some = ~np.isnan(top)  # a row with a point
     with np.errstate(invalid="ignore"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            after = np.where(np.arange(K)[None, :] >= at[:, None], sm, np.nan)
-            low_after = np.fmin.reduce(after, axis=1)
         # a run's first point (its points are packed from column 0, NaN-free)
         first = np.where(P.counts > 0, P.values[:, 0], np.nan)
-        rising = (w.has_floor & some & (first < top - w.delta)
-                  & (low_after >= top - w.delta))
+        thr = top - w.delta
+        # fell more than δ after its top: a point at or after the top below top − δ (NaN
+        # points never compare below). The lowest point after the top is at or above top − δ
+        # exactly when none is below it (where top − δ is NaN, first < top − δ is false),
+        # without an (R, K) matrix of NaN-masked values and its NaN-skipping minimum
+        fell = sm < thr[:, None]
+        fell &= np.arange(K)[None, :] >= at[:, None]
+        rising = w.has_floor & some & (first < thr) & ~fell.any(axis=1)
     return _Peak(at, rising)
 
 

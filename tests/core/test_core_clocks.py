@@ -422,3 +422,21 @@ def test_a_run_that_did_not_compress_is_never_a_transient():
     assert run.inflation is not None and run.inflation > 1.2  # the ratio is still reported
     assert Reason.SNAPSHOT_TRANSIENT not in run.reasons
     assert Reason.SNAPSHOT_TRANSIENT not in {f.code for f in res.findings}
+
+
+@pytest.mark.parametrize("after_top", ["plateau", "dip_before", "falls"])
+def test_a_metric_that_rose_compressed_only_if_it_fell_after_its_top(after_top):
+    """A metric that rose from its first value (10 → 40) and stayed at its top did not
+    compress (NO_COMPRESSION, and its plateau is no floor: no floor stability), even when it dipped (to 2) before it
+    rose; one that rose and then fell well below its top (to 5) compressed. Only a fall after
+    the top tells them apart."""
+    s = grid(40_000)
+    levels = [(0, 10.0)] + ([(500, 2.0), (1000, 10.0)] if after_top == "dip_before" else []) \
+        + [(2000, 40.0)] + ([(9000, 5.0)] if after_top == "falls" else [])
+    run, _ = one_run(run_frame("a", s, step_acc(s, 3000), piecewise(s, levels)))
+    if after_top != "falls":
+        assert Reason.NO_COMPRESSION in run.reasons and run.compression == "none"
+        assert run.floor_stability == "none"  # a plateau it rose to is no floor
+    else:
+        assert Reason.NO_COMPRESSION not in run.reasons and run.compression == "compressed"
+        assert run.t_compress.value is not None and run.t_compress.value > 9000 - 2 * CAD
