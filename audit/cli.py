@@ -492,7 +492,6 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
             raise ConfigError("--stream reads the log part by part: --sensitivity is not for "
                               "it (its reruns need the whole log)", option="--stream",
                               code=ErrorCode.INVALID_OPTION)
-        _say_row_cap_unused(params)
     # where the per-run clocks run, handed to the audit below; Ray, when asked for, is started
     # (or reached) now, once the outputs are writable and the options agree, before any work
     eng = engine_named(engine_name)
@@ -500,6 +499,8 @@ def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
     result, sens, evidence, ran = _check_result(paths, params, cfg, sensitivity=sensitivity,
                                                 stream=stream or part_rows is not None,
                                                 part_rows=part_rows, engine=eng, kernel=kern)
+    if stream:
+        _say_row_cap_unused(params)
     # one tail for both reads: the trail, the report, the output
     result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes,
                                                       kernel=ran.name))
@@ -612,10 +613,11 @@ def _stream_refusals(paths: Sequence[str], params: Mapping[str, Any], stream: bo
 
 
 def _say_row_cap_unused(params: Mapping[str, Any]) -> None:
-    """``--max-rows`` typed with ``--stream``: one line on stderr saying the cap does not apply
+    """``--max-rows`` typed with ``--stream``: one line on stderr saying the cap did not apply
     (a streamed log has no row cap; its parts bound the memory), so that a cap the user set is
-    never dropped without a word. The audit goes on: ``--stream`` is the advice a log over
-    the cap is given (``TOO_LARGE``), and adding it to the same command must work."""
+    never dropped without a word. Said once the streamed audit has its result (a command
+    refused for another reason says only why); the audit goes on: ``--stream`` is the advice a
+    log over the cap is given (``TOO_LARGE``), and adding it to the same command must work."""
     if params.get("max_rows") is not None:
         ctx = click.get_current_context(silent=True)
         name = ctx.info_name if ctx is not None and ctx.info_name else "grokaudit"
@@ -917,11 +919,11 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
     if stream or part_rows is not None:
         _stream_refusals(paths, params, stream)
         _stream_kernel(kern)
-        _say_row_cap_unused(params)
     eng = engine_named(engine_name)  # Ray, when asked for, started (or reached) now
     hashes = _hash_ahead(paths, config_file)
     if stream or part_rows is not None:
         result, log = _streamed(paths[0], cfg, part_rows, "report", engine=eng)
+        _say_row_cap_unused(params)
         kern = NUMPY  # the parts are validated on numpy (_stream_kernel)
     else:
         table = _read(paths, params, cfg)
@@ -1215,7 +1217,6 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     streamed = common["stream"] or common["part_rows"] is not None
     if streamed:
         _stream_refusals(path, common, common["stream"])
-        _say_row_cap_unused(common)
     hashes = _hash_ahead(path, common["config_file"])
     if streamed:
         from .stream import PART_ROWS, open_log_parts
@@ -1226,6 +1227,8 @@ def _claim(common: dict[str, Any], call: Callable[[Any, Any, str], Any]) -> None
     else:
         table = _read(path, common, cfg)
     result = call(table, cfg, _source(path))
+    if streamed:
+        _say_row_cap_unused(common)
     result = dataclasses.replace(result, trail=_trail(cfg, path, common,
                                                        common["config_file"], hashes))
     from .printing import render as print_result

@@ -989,6 +989,9 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
     # str.strip() does, code point for code point), one pass in Arrow instead of one per id
     blank = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(texts)), 0)
                        .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    if texts.null_count:  # a null in an Arrow dictionary (its indices valid): no run id
+        nulls = np.flatnonzero(np.asarray(texts.is_null().to_numpy(zero_copy_only=False)))
+        refuse_missing_run_ids(int(np.isin(codes, nulls).sum()), path)
     if blank.any():  # a CSV's empty cell is "" (not null): the same missing run id
         refuse_missing_run_ids(int(np.isin(codes, np.flatnonzero(blank)).sum()), path,
                                empty=True)

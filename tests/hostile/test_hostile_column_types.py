@@ -159,3 +159,18 @@ def test_an_unused_category_that_collides_with_a_run_id_is_not_a_second_spelling
     with pytest.raises(grokaudit.LogFormatError) as err:
         grokaudit.audit_path(a, by="c")
     assert err.value.code == "RUN_ID_AMBIGUOUS"
+
+
+def test_a_null_in_the_run_ids_arrow_dictionary_is_a_missing_run_id():
+    """An Arrow dictionary can hold a null value that valid indices point at: those rows have
+    no run id (MISSING_VALUES, naming the column), as a null index would be, never a run
+    named None or a TypeError."""
+    df = _log()
+    codes = pa.array((df["run"] == "r0").to_numpy().astype(np.int32))  # r0's rows: the null
+    run = pa.DictionaryArray.from_arrays(codes, pa.array(["x", None]))
+    t = pa.Table.from_pandas(df.drop(columns="run"), preserve_index=False).append_column(
+        "run", run)
+    assert t.column("run").null_count == 0  # the indices are all valid
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_table(t, by="c")
+    assert err.value.code == "MISSING_VALUES" and err.value.column == "run"

@@ -342,3 +342,15 @@ def test_stream_without_max_rows_says_nothing_of_the_cap(log: Path, tmp_path: Pa
     assert quiet.exit_code == typed.exit_code and quiet.exit_code in (0, 1), (quiet, typed)
     assert quiet.stderr.strip() == ""
     assert "--max-rows" in typed.stderr and len(typed.stderr.strip().splitlines()) == 1
+
+
+def test_a_streamed_command_refused_says_only_why(log: Path, tmp_path: Path) -> None:
+    """The line that --max-rows does not apply comes once the streamed audit has its result:
+    a command refused before that (no such file, a CSV that cannot be streamed) prints its
+    one error line alone, exit 2."""
+    csv = tmp_path / "log.csv"
+    sweep_df().to_csv(csv, index=False)
+    for path, code in ((tmp_path / "nope.parquet", E.FILE_NOT_FOUND), (csv, E.FORMAT_MISMATCH)):
+        out = cli(["check", path, "--by", "wd", "--stream", "--max-rows", 5])
+        expect_error(out, code)
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
