@@ -8,7 +8,7 @@ run on a thread pool (numpy releases the GIL inside its array loops). A block's 
 depend on how the runs were blocked, so the output is the same for every block size and
 thread count (``benchmarks/identity.py`` checks it byte for byte). A study's cells and its run
 table, which read the clocks and write nothing shared, are computed side by side on the same
-pool (:func:`run_each`).
+pool (:func:`run_each`) where the cells are large.
 
 ``GROKAUDIT_THREADS`` sets the number of threads (default: the CPUs this process may use, at
 most 8; ``1`` computes the blocks in order on the calling thread). This pool is the default
