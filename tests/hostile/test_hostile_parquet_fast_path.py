@@ -84,17 +84,21 @@ def test_an_all_null_float32_metric_is_an_audit_or_a_coded_refusal(tmp_path) -> 
         expect_audit(out)
 
 
-@pytest.mark.parametrize("column", ["step", "test_acc", "emb_erank", "wd"])
-def test_a_column_corrupt_on_disk_is_one_coded_line_and_reading_stops(tmp_path, column) -> None:
-    """A column whose first page header is corrupt on disk, read ahead of validation or
-    awaited: one ``FILE_UNREADABLE`` line naming it, exit 2, no reading thread left behind,
-    the file as it was."""
+@pytest.mark.parametrize(("column", "group"), [("step", 0), ("test_acc", 0), ("emb_erank", 0),
+                                               ("wd", 0), ("run", 0), ("run", 2)])
+def test_a_column_corrupt_on_disk_is_one_coded_line_and_reading_stops(tmp_path, column,
+                                                                      group) -> None:
+    """A column whose page is corrupt on disk (in the first row group, or for the run ids,
+    read one row group at a time, in a later one), read ahead of validation or awaited: one
+    ``FILE_UNREADABLE`` line naming it, exit 2, no reading thread left behind, the file as
+    it was."""
     import threading
 
     log = _write(tmp_path / "corrupt.parquet", pa.array(_steps()))
     meta = pq.ParquetFile(log).metadata
+    assert meta.num_row_groups > group
     i = meta.schema.names.index(column)
-    chunk = meta.row_group(0).column(i)
+    chunk = meta.row_group(group).column(i)
     start = chunk.data_page_offset
     raw = bytearray(log.read_bytes())
     for k in range(start + 8, start + min(40, chunk.total_compressed_size)):
