@@ -357,6 +357,28 @@ def test_weighted_fingerprints_agree_where_duplicate_runs_would() -> None:
         assert d[0] == d[1] and len({d[0], d[2], d[3]}) == 3  # the positions tell them apart
 
 
+def test_float32_runs_equal_as_logged_share_a_fingerprint_and_their_float64_spelling_too() -> None:
+    """Equal float32 runs share a fingerprint, -0.0 read as 0.0 and NaN as NaN whatever its
+    bits; a float32 log and its float64 spelling (two inputs of one stream) share theirs."""
+    from grokaudit.identity import duplicate_runs, run_fingerprints
+
+    off = np.array([0, 4, 8, 12])
+    st = np.tile(np.array([0, 1, 2, 3]), 3)
+    other_nan = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]
+    v = np.array([0.0, 0.25, np.nan, 1e38,     # run a
+                  -0.0, 0.25, other_nan, 1e38,  # run b: equal as logged
+                  0.0, 0.25, np.nan, 3e38],     # run c: differs
+                 dtype=np.float32)
+    plain = run_fingerprints(off, st, [v])
+    assert plain[0] == plain[1] != plain[2]
+    ids = np.array(["a", "b", "c"], dtype=object)
+    assert duplicate_runs(ids, off, st, [v]) == [("a", "b")]
+    wide = v.astype(np.float64)
+    for weighted in (False, True):
+        assert np.array_equal(run_fingerprints(off, st, [v], weighted=weighted),
+                              run_fingerprints(off, st, [wide], weighted=weighted))
+
+
 @pytest.mark.parametrize("damage", ["no_rows", "text_accuracy", "missing_run", "truncated"])
 def test_broken_logs_are_refused_as_in_memory(tmp_path: Path, damage: str) -> None:
     table = pa.Table.from_pandas(rich_log(), preserve_index=False)
