@@ -326,9 +326,9 @@ class LogTable:
 
     @property
     def step_f64(self) -> np.ndarray:
-        """(N,) the steps as float64, made once (read-only): every clock compares steps with
-        float thresholds, and the accuracy and metric clocks share this one conversion (an
-        int64 to float64 cast is the dearest pass over a column). Kept in the instance by
+        """(N,) the steps as float64, made once (read-only), for callers that compare the
+        whole column with float thresholds (the blocked clocks widen each block's steps
+        themselves, in cache: no copy of the whole column). Kept in the instance by
         hand, not by ``functools.cached_property``, whose lock (Python < 3.12, one for every
         table) would be held while the cast waits on the thread pool: two threads making it
         at once each make it, and the same array values win."""

@@ -2,8 +2,9 @@
 computation it skips gives, on inputs built to reach both: a window that is the same columns
 in every row, steps' bins read as sorted, the peak's index, first and last True per row, the
 reasons' distinct keys, the duplicate fingerprint's integer step sums, the validation's NaN
-knowledge, a float32 column read without a copy, and integer steps whose range and sign are
-read from the runs' ends."""
+knowledge, a float32 column read without a copy, integer steps whose range and sign are
+read from the runs' ends, True counted per row as bytes, and integer steps widened block by
+block."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from grokaudit.clocks import (
     _Window,
     _window,
     pack,
+    row_count,
 )
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.identity import duplicate_runs, run_fingerprints
@@ -260,3 +262,29 @@ def test_the_validated_columns_are_read_only() -> None:
     for a in (log.test_acc, log.train_acc, log.series["emb_erank"]):
         with pytest.raises(ValueError):
             a[0] = np.nan
+
+
+def test_true_counted_per_row_in_a_narrow_type_is_the_int64_sum() -> None:
+    rng = np.random.default_rng(44)
+    for K in (0, 1, 50, 255, 256, 257, 5000, 65535, 65536):
+        R = 3 if K >= 65535 else int(rng.integers(1, 40))
+        for p in (0.0, 0.5, 1.0):  # all True: a row's count at the type's limit
+            m = rng.random((R, K)) < p
+            got = row_count(m)
+            assert got.dtype == np.intp
+            assert np.array_equal(got, m.sum(axis=1))
+            assert np.array_equal(row_count(m[:, ::-1]), m.sum(axis=1))  # strided rows
+
+
+def test_integer_steps_packed_as_stored_widen_per_block_to_the_float64_copy() -> None:
+    rng = np.random.default_rng(45)
+    R, T = 9, 6
+    steps = np.sort(rng.choice(2**40, size=(R, T), replace=False), axis=1).ravel()
+    log = build_log_table(pd.DataFrame({"run": np.repeat([f"r{i}" for i in range(R)], T),
+                                        "step": steps, "test_acc": rng.random(R * T)}))
+    P = pack(log.test_acc, log, name="test_acc")
+    assert P.raw_steps.dtype == np.int64 and np.shares_memory(P.raw_steps, log.step)
+    for sl in (slice(0, 4), slice(4, 9)):
+        block = P.rows(sl)
+        assert block.steps.dtype == np.float64
+        assert np.array_equal(block.steps.ravel(), log.step_f64.reshape(R, T)[sl].ravel())
