@@ -241,9 +241,8 @@ def row_any(mask: np.ndarray) -> np.ndarray:
     shorter than 256 are summed as bytes (:func:`row_count`), 2.4× faster than numpy's
     logical reduction of short rows; longer rows are left to it (vectorised along the row)."""
     if mask.shape[1] >= 1 << 8:
-        out: np.ndarray = mask.any(axis=1)
-        return out
-    return mask.view(np.uint8).sum(axis=1, dtype=np.uint8) != 0
+        return np.asarray(mask.any(axis=1))
+    return np.asarray(mask.view(np.uint8).sum(axis=1, dtype=np.uint8) != 0)
 
 
 def _first_true(mask: np.ndarray) -> np.ndarray:
