@@ -1030,15 +1030,26 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         same_run = codes[1:] == codes[:-1] if n_read > 1 else np.zeros(0, dtype=bool)
         n_same = int(np.count_nonzero(same_run))
     n_blocks = n_read - n_same
-    if n_blocks != R:
+    # each run one block of consecutive rows: as many blocks as ids, each block's id its own.
+    # As many blocks as ids alone does not say it: an id no row uses (a pandas Categorical's
+    # unused category) can make up for a run split in two blocks
+    block_first: np.ndarray | None = None
+    block_runs: np.ndarray | None = None
+    contiguous = n_read > 1 and n_blocks == R
+    if contiguous:
+        block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
+        block_runs = codes[block_first]
+        contiguous = int(np.bincount(block_runs, minlength=R).max()) == 1
+    if n_blocks != R or (n_read > 1 and not contiguous):
         present = np.bincount(codes, minlength=R) > 0
         if not present.all():  # a dictionary with unused entries (a pandas Categorical)
             codes = (np.cumsum(present) - 1)[codes].astype(codes.dtype)
             dictionary = dictionary[present]
             texts = texts.filter(pa.array(present))
             R = dictionary.shape[0]
+            block_first = block_runs = None
+        contiguous = n_read > 1 and n_blocks == R  # every id now used by a row
     if n_read > 1:
-        contiguous = n_blocks == R
         sorted_input = strictly = False
         if contiguous and fused is not None:
             sorted_input, strictly = not fused[3], not fused[2]
@@ -1049,8 +1060,10 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
                 sorted_input = not np.any(same_run & (step[1:] < step[:-1]))
             else:
                 sorted_input = strictly = True
-    block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1)) if sorted_input \
-        else None
+    if not sorted_input:
+        block_first = block_runs = None
+    elif block_first is None:
+        block_first = np.concatenate(([0], np.flatnonzero(~same_run) + 1))
     if deferred and step.size:  # the checks of _step_array and the negative steps', now
         if block_first is not None:  # the runs sorted: their ends hold the extremes
             lowest = int(step[block_first].min())
@@ -1061,7 +1074,7 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         refuse_negative(lowest)
     order: np.ndarray | None = None
     if block_first is not None:  # each run one block of rows: its length is its block's
-        run_order = codes[block_first]
+        run_order = codes[block_first] if block_runs is None else block_runs
         counts = np.diff(np.append(block_first, n_read))
     else:
         order = np.lexsort((step, codes))

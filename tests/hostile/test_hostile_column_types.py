@@ -43,6 +43,36 @@ def test_categorical_run_ids_with_unused_categories(tmp_path, shuffle: bool):
         json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
 
 
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+@pytest.mark.parametrize("split", [1, 2])
+def test_unused_categories_as_many_as_a_split_runs_extra_blocks_are_not_runs(tmp_path, split,
+                                                                             kernel):
+    """A run logged in two blocks of rows (resumed after other runs) beside as many unused
+    categories as the extra blocks: as many blocks as ids, yet not one block per run. Read as
+    the plain log is, never as two runs under one id (found in round 6: each half became a run
+    of its own, 'r0' twice)."""
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    df = _log()
+    halves = [df[(df["run"] == f"r{r}") & (df["step"] >= 200)] for r in range(split)]
+    rest = df.drop(index=pd.concat(halves).index)
+    df = pd.concat([rest, *halves], ignore_index=True)  # r0's (and r1's) last steps at the end
+    cats = [*(f"r{i}" for i in range(6)), *(f"unused{i}" for i in range(split))]
+    cat = df.assign(run=pd.Categorical(df["run"], categories=cats))
+    t = pa.Table.from_pandas(cat, preserve_index=False)
+    assert len(t.column("run").chunk(0).dictionary) == 6 + split  # the unused ones kept
+    a, b = tmp_path / "cat.parquet", tmp_path / "plain.parquet"
+    pq.write_table(t, a)
+    df.to_parquet(b, index=False)
+    want = grokaudit.audit_path(b, by="c", kernel=kernel)
+    assert want.input["runs_read"] == 6 and not want.input["sorted_input"]
+    for got in (grokaudit.audit_path(a, by="c", kernel=kernel),
+                grokaudit.audit_table(t, by="c", source=str(a), kernel=kernel)):
+        assert got.input["runs_read"] == 6
+        assert json.dumps({**got.to_dict(), "trail": None}).replace(str(a), "X") == \
+            json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
+
+
 @pytest.mark.parametrize("column", [
     pa.array([[1, 2]] * 240),
     pa.array([{"x": 1}] * 240),
