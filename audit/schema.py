@@ -1412,8 +1412,8 @@ def _rows_to_keep(g: _Rows, accs: dict[str, np.ndarray], series: dict[str, np.nd
             # rows of one (run, step) are consecutive: keep the first or the last of each group
             if on_duplicate == "first":
                 keep &= ~dup
-            else:
-                keep &= ~np.r_[dup[1:], False]
+            else:  # the last row of each group, whether or not it repeats the row before it
+                keep = ~np.r_[dup[1:], False]
             set_aside[f"duplicate_{on_duplicate}_wins"] = int(conflicting.size)
             # ... its gaps filled from its group, column by column (the rule of every reader)
             new = _fill_from_duplicates(dup, on_duplicate == "first", (accs, series))

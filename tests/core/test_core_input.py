@@ -144,6 +144,25 @@ def test_conflicting_duplicate_rows(tmp_path):
     assert inp["rows_read"] == len(df) + 1 and inp["rows_kept"] == len(df)
 
 
+@pytest.mark.parametrize("mode", ["first", "last"])
+@pytest.mark.parametrize("values", [(0.5, 0.6, 0.6), (0.5, 0.5, 0.6), (0.6, 0.5, 0.5),
+                                    (0.5, 0.6, 0.5), (0.5, 0.5, 0.5)])
+def test_one_step_logged_three_times_keeps_one_row_whichever_repeat(mode, values):
+    """Three rows of one (run, step), some repeating the row before them: the group keeps
+    exactly its first or its last row, and every other row is counted once (found in round 6:
+    with the last two identical, ``last`` kept no row of the step)."""
+    from grokaudit.schema import build_log_table
+
+    t = pd.DataFrame({"run": ["a"] * 7, "step": [0, 1, 2, 2, 2, 3, 4],
+                      "test_acc": [0.1, 0.2, *values, 0.8, 0.9]})
+    log = build_log_table(t, on_duplicate=mode)
+    assert log.step.tolist() == [0, 1, 2, 3, 4]
+    want = values[0] if mode == "first" else values[-1]
+    assert log.test_acc.tolist() == [0.1, 0.2, want, 0.8, 0.9]
+    s = log.summary
+    assert s.rows_kept + sum(s.set_aside.values()) == s.rows_read == 7
+
+
 def test_identical_duplicate_rows_are_counted(tmp_path):
     df = good()
     res = grokaudit.audit_table(pd.concat([df, df.iloc[:4]]), by="rho")
