@@ -40,6 +40,7 @@ from .shards import (
     empty_file,
     files_provenance,
     refuse_columns_twice,
+    refuse_nested_run,
     refuse_unread_beside_shards,
     release_arrow_memory,
     shard_files,
@@ -116,7 +117,12 @@ class ParquetDataset:
         one_file = self.root.is_file()
         f = self._opened.get(run_dictionary) if one_file else None
         if f is None:
-            f = pq.ParquetFile(self.files[i], read_dictionary=["run"] if run_dictionary else None)
+            try:
+                f = pq.ParquetFile(self.files[i],
+                                   read_dictionary=["run"] if run_dictionary else None)
+            except KeyError as err:  # a nested run column: not readable as a dictionary
+                refuse_nested_run(self.files[i], err)
+                raise
             if one_file:
                 self._opened[run_dictionary] = f
         return f

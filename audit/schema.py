@@ -57,8 +57,10 @@ from .shards import (
     parquet_columns,
     provenance_of,
     read_parquet,
+    refuse_nested_run,
     refuse_unread_beside_shards,
     release_arrow_memory,
+    run_type_refusal,
     shard_files,
     unreadable,
 )
@@ -640,6 +642,9 @@ def _check_columns(table: pa.Table | ParquetSource, metrics: Sequence[str], path
                 f"missing required column {c!r}"
                 f"{hint or '; the canonical table needs run, step, test_acc'}",
                 path=path, column=c, code=ErrorCode.MISSING_COLUMN)
+    refusal = run_type_refusal(table.schema.field("run").type, path)
+    if refusal is not None:
+        raise refusal
     if grok_on != "test_acc" and not _numeric_type(table.schema.field(grok_on).type):
         raise LogFormatError(f"--grok-on column {safe(grok_on)!r} has type "
                              f"{table.schema.field(grok_on).type}; a loss is a number per step",
@@ -699,8 +704,12 @@ class ParquetSource:
 
     def __init__(self, path: Path, names: Sequence[str]) -> None:
         self.path = path
-        self._file = pq.ParquetFile(path, read_dictionary=["run"] if "run" in names else None,
-                                    pre_buffer=False)
+        try:
+            self._file = pq.ParquetFile(path, read_dictionary=["run"] if "run" in names
+                                        else None, pre_buffer=False)
+        except KeyError as err:  # a nested run column: not readable as a dictionary
+            refuse_nested_run(path, err)
+            raise
         self.schema: pa.Schema = self._file.schema_arrow
         self.column_names: list[str] = list(self.schema.names)
         self.num_rows: int = self._file.metadata.num_rows
@@ -968,21 +977,36 @@ def _first_change_int(col: pa.ChunkedArray, g: _Rows) -> int:
     return int(np.argmax(neq)) + 1 if neq.any() else -1
 
 
+def encode_run_ids(run_col: pa.ChunkedArray, path: str | Path | None
+                   ) -> tuple[pa.DictionaryArray, pa.Array]:
+    """The run ids as one dictionary array, and its dictionary as text. Ids that are no text
+    (bytes that are not UTF-8, in a binary column) are ``BAD_COLUMN_TYPE``, never Arrow's
+    own error."""
+    try:
+        if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
+                or pa.types.is_dictionary(run_col.type)):
+            run_col = run_col.cast(pa.string())
+        enc = pc.dictionary_encode(run_col).combine_chunks()
+        return enc, enc.dictionary.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        raise LogFormatError(
+            f"column 'run' has type {run_col.type} and holds values that are no text ("
+            f"{safe(str(err).splitlines()[0])}); write each run's id as UTF-8 text",
+            path=None if path is None else str(path), column="run",
+            code=ErrorCode.BAD_COLUMN_TYPE) from None
+
+
 def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _Rows:
     """Stage 2: run ids and steps validated; rows grouped by run and sorted by step.
     ``kernel``: the kernel of its passes (numba fuses the steps' checks into one pass)."""
     n_read = table.num_rows
     run_col = table.column("run")
     refuse_missing_run_ids(run_col.null_count, path)  # the rule every command shares
-    if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
-            or pa.types.is_dictionary(run_col.type)):
-        run_col = run_col.cast(pa.string())
-    enc = pc.dictionary_encode(run_col).combine_chunks()
+    enc, texts = encode_run_ids(run_col, path)
     # the codes as stored (int32): an int64 copy would be one more (N,) array
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
     if codes.dtype.kind != "i":
         codes = codes.astype(np.int64)
-    texts = enc.dictionary.cast(pa.string())
     dictionary = np.asarray(texts.to_numpy(zero_copy_only=False), dtype=object)
     del run_col, enc
     # blank ids: nothing left once whitespace is trimmed (Arrow's trim removes what Python's

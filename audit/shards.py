@@ -228,6 +228,30 @@ def files_provenance(schemas: Sequence[pa.Schema], paths: Sequence[str]) -> dict
     return out
 
 
+def run_type_refusal(t: pa.DataType, path: Path | str | None) -> LogFormatError | None:
+    """``BAD_COLUMN_TYPE`` for a run column whose type holds no one id per row (a list, a
+    struct, a map, a union, or a dictionary of them); None for any other type."""
+    vt = t.value_type if pa.types.is_dictionary(t) else t
+    if not (pa.types.is_nested(vt) or pa.types.is_union(vt)):
+        return None
+    return LogFormatError(f"column 'run' has type {t}; it must hold one run id per row (a text "
+                          "or a number): write each run's id as text", path=None if path is None
+                          else str(path), column="run", code=ErrorCode.BAD_COLUMN_TYPE)
+
+
+def refuse_nested_run(path: Path | str, err: Exception) -> None:
+    """Where pyarrow failed to open ``path`` with its run ids read as a dictionary (it raises
+    ``KeyError`` for a nested column): ``BAD_COLUMN_TYPE`` when the run column is nested;
+    otherwise returns, and the caller raises ``err``."""
+    try:
+        t = pq.read_schema(path).field("run").type
+    except Exception:  # noqa: BLE001  the caller raises the error it met
+        return
+    refusal = run_type_refusal(t, path)
+    if refusal is not None:
+        raise refusal from err
+
+
 def release_arrow_memory() -> None:
     """Hand the memory Arrow has freed back to the OS. Arrow's allocator (mimalloc or jemalloc)
     keeps freed pages for reuse, and nothing after the read allocates through Arrow: without
@@ -264,8 +288,12 @@ def read_parquet(p: Path, names: list[str]) -> pa.Table:
     # run ids repeat on every row: read them dictionary-encoded (about 3x faster); without
     # pre-buffering, a local file is read faster and with a lower peak (the compressed column
     # chunks are not all held at once)
-    table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None,
-                          pre_buffer=False)
+    try:
+        table = pq.read_table(p, read_dictionary=["run"] if "run" in names else None,
+                              pre_buffer=False)
+    except KeyError as err:  # a nested run column, which pyarrow cannot read as a dictionary
+        refuse_nested_run(p, err)
+        raise
     release_arrow_memory()  # the decoder's buffers: freed, handed back to the OS
     return table
 

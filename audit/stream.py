@@ -71,6 +71,7 @@ from .schema import (
     LogTable,
     Owned,
     build_log_table,
+    encode_run_ids,
     metric_not_a_series,
     no_run_long_enough,
 )
@@ -367,7 +368,7 @@ class _Stream:
         block_starts: list[np.ndarray] = []
         for i in range(len(ds.units)):
             t = ds.read([i], ["run", *accs])
-            ids, starts = _run_blocks(t.column("run"))
+            ids, starts = _run_blocks(t.column("run"), ds.files[ds.units[i].file])
             block_ids.append(ids)
             block_starts.append(starts + int(ds.starts[i]))
             for a in accs:
@@ -773,21 +774,19 @@ class _Extremes:
         return self.hi, self.lo, self.pct, self.frac
 
 
-def _run_blocks(run: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """The blocks of consecutive rows of one run in a unit: their run ids (text) and first
-    rows. Missing ids are left to the validation of the part (which refuses them)."""
+def _run_blocks(run: pa.ChunkedArray, path: Path | str | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks of consecutive rows of one run in a unit (of file ``path``): their run ids
+    (text) and first rows. Missing ids are left to the validation of the part (which refuses
+    them)."""
     if run.null_count:
         run = run.fill_null("")
-    if not (pa.types.is_string(run.type) or pa.types.is_large_string(run.type)
-            or pa.types.is_dictionary(run.type)):
-        run = run.cast(pa.string())
-    enc = pc.dictionary_encode(run).combine_chunks()
+    enc, texts = encode_run_ids(run, path)
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
     if codes.size == 0:
         return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    names = np.asarray(enc.dictionary.cast(pa.string()).to_numpy(zero_copy_only=False),
-                       dtype=object)
+    names = np.asarray(texts.to_numpy(zero_copy_only=False), dtype=object)
     return names[codes[starts]], starts.astype(np.int64)
 
 

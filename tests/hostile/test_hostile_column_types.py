@@ -73,6 +73,36 @@ def test_unused_categories_as_many_as_a_split_runs_extra_blocks_are_not_runs(tmp
             json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
 
 
+@pytest.mark.parametrize("run", ["binary_not_utf8", "dictionary_of_binary", "list", "struct"])
+def test_a_run_column_that_holds_no_text_id_is_refused_by_name(tmp_path, run):
+    """Run ids as bytes that are not UTF-8, or as lists or structs: BAD_COLUMN_TYPE naming
+    'run', in memory, from a file, a folder and --stream (found in round 6: Arrow's own error,
+    an "internal error" line, or a KeyError opening the file)."""
+    T = 5
+    col = {"binary_not_utf8": pa.array([b"\xff"] * T + [b"b"] * T, pa.binary()),
+           "dictionary_of_binary": pa.array([b"\xff"] * T + [b"b"] * T,
+                                            pa.binary()).dictionary_encode(),
+           "list": pa.array([[1]] * T + [[2]] * T),
+           "struct": pa.array([{"x": 1}] * T + [{"x": 2}] * T)}[run]
+    t = pa.table({"run": col, "step": np.tile(np.arange(T), 2),
+                  "test_acc": np.linspace(0, 1, 2 * T), "rho": np.repeat([0.1, 0.2], T)})
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.audit_table(t, by="rho")
+    assert err.value.code == ErrorCode.BAD_COLUMN_TYPE and err.value.column == "run"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    pq.write_table(t, folder / "a.parquet")
+    pq.write_table(t, folder / "b.parquet")
+    for target in (folder / "a.parquet", folder):
+        before = (folder / "a.parquet").read_bytes()
+        for extra in ([], ["--stream"]):
+            res = CliRunner().invoke(cli, ["check", str(target), "--by", "rho", *extra])
+            assert res.exit_code == 2, res.output
+            assert "[BAD_COLUMN_TYPE]" in res.output and "internal error" not in res.output
+            assert len(res.output.strip().splitlines()) == 1
+        assert (folder / "a.parquet").read_bytes() == before
+
+
 @pytest.mark.parametrize("column", [
     pa.array([[1, 2]] * 240),
     pa.array([{"x": 1}] * 240),
