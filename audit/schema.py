@@ -977,6 +977,27 @@ def _first_change_int(col: pa.ChunkedArray, g: _Rows) -> int:
     return int(np.argmax(neq)) + 1 if neq.any() else -1
 
 
+def one_id_per_entry(col: pa.ChunkedArray, enc: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``enc`` (``col`` dictionary-encoded and its chunks combined) with a dictionary that
+    lists each value once. Arrow does not forbid a dictionary column listing a value twice
+    (``["r0", "r0"]``): its codes would then tell one value apart from itself -- one run read
+    as two under one id, one condition read as changing. Combining chunks of different
+    dictionaries unifies them (each value once); a single chunk, or chunks sharing one
+    dictionary, keep theirs, which is checked (one hashing pass over the dictionary) and
+    encoded again when a value repeats."""
+    if not pa.types.is_dictionary(col.type) or len(enc.dictionary) < 2:
+        return enc
+    chunks = col.chunks
+    if len(chunks) > 1 and not all(c.dictionary.equals(chunks[0].dictionary)
+                                   for c in chunks[1:]):
+        return enc  # unified by combine_chunks
+    if len(pc.unique(enc.dictionary)) == len(enc.dictionary):
+        return enc
+    again = pc.dictionary_encode(enc.dictionary, null_encoding="encode")
+    return pa.DictionaryArray.from_arrays(pc.take(again.indices, enc.indices),
+                                          again.dictionary)
+
+
 def encode_run_ids(run_col: pa.ChunkedArray, path: str | Path | None
                    ) -> tuple[pa.DictionaryArray, pa.Array]:
     """The run ids as one dictionary array, and its dictionary as text. Ids that are no text
@@ -986,7 +1007,7 @@ def encode_run_ids(run_col: pa.ChunkedArray, path: str | Path | None
         if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
                 or pa.types.is_dictionary(run_col.type)):
             run_col = run_col.cast(pa.string())
-        enc = pc.dictionary_encode(run_col).combine_chunks()
+        enc = one_id_per_entry(run_col, pc.dictionary_encode(run_col).combine_chunks())
         return enc, enc.dictionary.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         raise LogFormatError(
@@ -1276,7 +1297,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                     "number (a per-step value or a condition) or one text per row: drop it "
                     "or flatten it into columns", path=path, column=name,
                     code=ErrorCode.BAD_COLUMN_TYPE)
-            enc_c = pc.dictionary_encode(c).combine_chunks()
+            enc_c = one_id_per_entry(c, pc.dictionary_encode(c).combine_chunks())
             idx = np.asarray(enc_c.indices.fill_null(-1).to_numpy(zero_copy_only=False),
                              dtype=np.int64)
             idx = idx if g.order is None else idx[g.order]

@@ -73,6 +73,51 @@ def test_unused_categories_as_many_as_a_split_runs_extra_blocks_are_not_runs(tmp
             json.dumps({**want.to_dict(), "trail": None}).replace(str(b), "X")
 
 
+def _listed_twice(codes: list[int], values: list[str | None]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(values))
+
+
+@pytest.mark.parametrize("layout", ["one_chunk", "two_equal_chunks", "non_ascii"])
+def test_a_dictionary_that_lists_an_id_twice_reads_as_the_plain_ids(layout):
+    """Arrow lets a dictionary list a value twice (["r0", "r0"]): the rows coded 0 and 1 are
+    one run, audited as the plain text column is (found in round 6: two runs under one id,
+    or RUN_ID_AMBIGUOUS for a non-ASCII id)."""
+    df = _log()
+    ids = df["run"].to_numpy()
+    name = {"non_ascii": "é"}.get(layout, "r0")
+    half = (ids == "r0") & (df["step"].to_numpy() >= 200)
+    codes = np.where(ids == "r0", np.where(half, 1, 0), [int(r[1:]) + 1 for r in ids])
+    values = [name, name, *(f"r{i}" for i in range(1, 6))]
+    base = pa.Table.from_pandas(df.drop(columns="run"), preserve_index=False)
+    if layout == "two_equal_chunks":
+        cut = len(df) // 2
+        run = pa.chunked_array([_listed_twice(codes[:cut].tolist(), values),
+                                _listed_twice(codes[cut:].tolist(), values)])
+    else:
+        run = pa.chunked_array([_listed_twice(codes.tolist(), values)])
+    t = base.append_column("run", run)
+    plain = base.append_column("run", pa.array(np.where(ids == "r0", name, ids).tolist()))
+    got, want = grokaudit.audit_table(t, by="c"), grokaudit.audit_table(plain, by="c")
+    assert got.input["runs_read"] == 6
+    assert json.dumps(got.to_dict()) == json.dumps(want.to_dict())
+
+
+def test_a_text_condition_listed_twice_in_its_dictionary_is_constant():
+    df = _log()
+    t = pa.Table.from_pandas(df, preserve_index=False).append_column(
+        "tag", _listed_twice([i % 2 for i in range(len(df))], ["x", "x"]))
+    log = grokaudit.schema.build_log_table(t)
+    assert log.conditions["tag"].tolist() == ["x"] * 6
+
+
+def test_rows_of_an_id_listed_twice_at_one_step_are_duplicate_rows():
+    t = pa.table({"run": _listed_twice([0, 1] * 20, ["r0", "r0"]),
+                  "step": np.repeat(np.arange(20), 2), "test_acc": np.linspace(0, 1, 40)})
+    with pytest.raises(grokaudit.LogFormatError) as err:
+        grokaudit.schema.build_log_table(t)
+    assert err.value.code == ErrorCode.DUPLICATE_ROWS
+
+
 @pytest.mark.parametrize("run", ["binary_not_utf8", "dictionary_of_binary", "list", "struct"])
 def test_a_run_column_that_holds_no_text_id_is_refused_by_name(tmp_path, run):
     """Run ids as bytes that are not UTF-8, or as lists or structs: BAD_COLUMN_TYPE naming
