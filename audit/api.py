@@ -226,9 +226,10 @@ def reduce_audit(log: LogTable, cfg: AuditConfig, plan: AuditPlan, acc: Accuracy
     frame["__i"] = np.arange(log.n_runs)
     study_groups = (frame.groupby(list(cfg.cell), sort=True, dropna=False)
                     if cfg.cell else [((), frame)])
-    for key, sframe in study_groups:
-        key_t = key if isinstance(key, tuple) else (key,)
-        study_key = {c: cell_value(v) for c, v in zip(cfg.cell, key_t)}
+    for _, sframe in study_groups:
+        # the study's values as its runs hold them (pandas may give a group of integers beyond
+        # 2**53 beside a missing value a float key, which would print two studies alike)
+        study_key = {c: cell_value(sframe[c].iloc[0]) for c in cfg.cell}
         if metrics:
             these = [_audit_study(study_key, m, axis, sframe, run_ids, acc, mclocks[m], cfg,
                                   outcomes, horizons[m]) for m in metrics]

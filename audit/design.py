@@ -198,7 +198,11 @@ def _require(log: LogTable, a: Axis) -> None:
     if c not in cond.columns:
         raise not_a_condition(name, c, c in log.series,
                               f"conditions: {sorted(cond.columns) or 'none'}", src, a.param)
-    if a.numeric and not pd.api.types.is_numeric_dtype(cond[c]):
+    # integers beyond 2**53 beside missing values are kept as Python integers (float64 would
+    # round them): numbers, refused below for the values they lack
+    wide_ints = cond[c].dtype == object and bool(cond[c].isna().any()) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in cond[c].dropna())
+    if a.numeric and not pd.api.types.is_numeric_dtype(cond[c]) and not wide_ints:
         raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
                              path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)
     missing = cond[c].isna()

@@ -1289,7 +1289,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                 # a condition keeps its stored type (float32, integer, boolean), so that it is
                 # shown and matched as logged: 0.85, not 0.8500000238418579; true, not 1.0
                 rows = starts if g.order is None else g.order[starts]
-                cond[name] = np.asarray(_take_rows(c, rows).to_numpy(zero_copy_only=False))
+                cond[name] = _condition_values(_take_rows(c, rows))
         else:
             if pa.types.is_nested(c.type) or pa.types.is_union(c.type):
                 raise LogFormatError(
@@ -1321,6 +1321,18 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             del cond[m]
         g.columns.done(m)
     return series, cond
+
+
+def _condition_values(a: pa.Array) -> np.ndarray:
+    """A numeric condition's values, one per run, as numpy holds them: its own type, float64
+    with NaN for an integer column with missing values -- except integers beyond ±2**53,
+    which float64 would round (two settings merged into one): those stay Python integers,
+    None where missing."""
+    if pa.types.is_integer(a.type) and a.null_count and len(a) > a.null_count:
+        lo, hi = pc.min_max(a).as_py().values()
+        if lo < -STEP_MAX or hi > STEP_MAX:
+            return np.asarray(a.to_pylist(), dtype=object)
+    return np.asarray(a.to_numpy(zero_copy_only=False))
 
 
 def _take_rows(c: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
