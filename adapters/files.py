@@ -146,9 +146,22 @@ def _numeric(t: pa.DataType) -> bool:
 
 
 def _floats(col: pa.ChunkedArray) -> np.ndarray:
+    """The column as float64 (nulls NaN). Integers beyond 2**53 (a 64-bit seed, a
+    ``time.time_ns()`` clock) are rounded to the nearest float64, never refused here: a
+    condition of them takes its exact values from the column (:func:`_exact_ints`)."""
     if pa.types.is_null(col.type):
         return np.full(len(col), np.nan)
-    return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    exact = not (pa.types.is_integer(col.type) or pa.types.is_decimal(col.type))
+    return np.asarray(col.cast(pa.float64(), safe=exact).to_numpy(zero_copy_only=False),
+                      dtype=np.float64)
+
+
+def _exact_ints(col: pa.ChunkedArray) -> np.ndarray | None:
+    """An integer column without nulls as int64 or uint64 (exact beyond 2**53); None for any
+    other column."""
+    if not pa.types.is_integer(col.type) or col.null_count:
+        return None
+    return np.asarray(col.to_numpy())
 
 
 def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: str,
@@ -310,12 +323,14 @@ def _melt_numeric(m: _Melt, name: str, col: pa.ChunkedArray) -> np.ndarray | Non
     """A numeric (or boolean) column as a condition, a per-run value or a metric; returns its
     values when it was read as a metric, else None."""
     a = _floats(col)
-    if m.numeric_conditions and _is_condition(name, a, m.groups):
+    ints = _exact_ints(col)  # integers compared and kept exactly (beyond 2**53 too)
+    if m.numeric_conditions and _is_condition(name, a if ints is None else ints, m.groups):
         boolean = pa.types.is_boolean(col.type)
         for r, g in zip(m.run_names, m.groups):
             v = a[g[0]]
             m.points.constant_columns.add((r, name))
             m.points.add_condition(r, name, bool(v) if boolean else
+                                   int(ints[g[0]]) if ints is not None else
                                    int(v) if v.is_integer() and
                                    pa.types.is_integer(col.type) else float(v))
         return None
@@ -553,7 +568,7 @@ def _is_condition(name: str, a: np.ndarray, groups: list[np.ndarray]) -> bool:
     low = name.lower()
     if "acc" in low or "loss" in low or "/" in name:  # accuracies and namespaced metric keys
         return False
-    if np.isnan(a).any():
+    if a.dtype.kind == "f" and np.isnan(a).any():
         return False
     return all(g.size > 1 and np.all(a[g] == a[g[0]]) for g in groups)
 

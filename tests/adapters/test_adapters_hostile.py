@@ -806,3 +806,27 @@ def test_wandb_record_that_is_not_a_protobuf(tmp_path: Path) -> None:
     with pytest.raises(LogFormatError) as exc:
         read_log(f.parent)
     assert exc.value.code is ErrorCode.CORRUPT_RECORD and exc.value.path == str(f)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl", "jsonl_runs"])
+def test_integers_beyond_2_53_are_read_and_a_seed_of_them_kept_exactly(tmp_path, fmt):
+    """A 64-bit seed and a ``time.time_ns()`` column, in a log the adapters read (no run
+    column, or JSON lines): audited, each seed exact and its own (found in round 6: the cast
+    to float64 refused them, an "internal error"; the seed would have been rounded)."""
+    seeds = [2**53 + 1, 2**53 + 2, 2**62 + 1] if fmt == "jsonl_runs" else [2**53 + 1]
+    rows = [{**({"run": f"r{r}"} if fmt == "jsonl_runs" else {}), "step": t * 10,
+             "test_acc": 0.1 if t < 20 else 0.99, "seed": seed,
+             "wall_ns": 1_700_000_000_000_000_001 + t * 10**9}
+            for r, seed in enumerate(seeds) for t in range(40)]
+    df = pd.DataFrame(rows)
+    path = tmp_path / f"run0.{'jsonl' if fmt.startswith('jsonl') else fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    elif fmt == "parquet":
+        df.to_parquet(path, index=False)
+    else:
+        df.to_json(path, orient="records", lines=True)
+    log = build_log_table(read_log(path))
+    assert log.conditions["seed"].tolist() == seeds
+    code, out, err = run_cli("check", path)
+    assert code in (0, 1) and "internal error" not in err + out
