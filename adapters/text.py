@@ -37,12 +37,16 @@ def _cells(line: str) -> list[str]:
     return [c for c in _SPLIT.split(line.strip()) if c]
 
 
+#: A number as an ASCII decimal (``nan``/``inf`` words too): not Python's ``float()``, which
+#: also reads ``3_0``, other scripts' digits and fullwidth forms.
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)",
+                     re.ASCII | re.IGNORECASE)
+#: An integer written as one (read exactly, beyond 2**53 too).
+_INTEGER = re.compile(r"[-+]?\d+", re.ASCII)
+
+
 def _number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
+    return _NUMBER.fullmatch(cell) is not None
 
 
 def numeric_width(text: str, *, whole: bool) -> int | None:
@@ -88,8 +92,9 @@ def _detect(path: Path) -> bool:
     return bool(files) and not table_files(path) and all(_probe(f) is not None for f in files)
 
 
-def _read_numbers(path: Path) -> np.ndarray:
-    """The file's numbers, one row per non-blank line; refused (``UNKNOWN_FORMAT``) when a
+def _read_numbers(path: Path) -> tuple[np.ndarray, list[list[int] | None]]:
+    """The file's numbers, one row per non-blank line, and for each column written wholly as
+    integers its exact values (None for another column); refused (``UNKNOWN_FORMAT``) when a
     line is not numbers of the first line's count."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -97,6 +102,7 @@ def _read_numbers(path: Path) -> np.ndarray:
         raise LogFormatError("not UTF-8 text; not a header-less numeric file", path=str(path),
                              code=ErrorCode.UNKNOWN_FORMAT) from None
     rows: list[list[float]] = []
+    texts: list[list[str]] = []
     for i, ln in enumerate(text.splitlines(), start=1):
         if not ln.strip():
             continue
@@ -107,15 +113,18 @@ def _read_numbers(path: Path) -> np.ndarray:
                 "number(s) like the lines before it: not a header-less numeric file",
                 path=str(path), code=ErrorCode.UNKNOWN_FORMAT)
         rows.append([float(c) for c in cells])
+        texts.append(cells)
     if not rows:
         raise LogFormatError("no line of numbers; there is nothing to read", path=str(path),
                              code=ErrorCode.NO_ROWS)
-    return np.asarray(rows, dtype=np.float64)
+    exact = [[int(t[k]) for t in texts] if all(_INTEGER.fullmatch(t[k]) for t in texts)
+             else None for k in range(len(texts[0]))]
+    return np.asarray(rows, dtype=np.float64), exact
 
 
 def _table(path: Path, options: ReadOptions) -> Loaded:
     """The file as a table with the ``--columns`` names (``--map X=step`` applied)."""
-    data = _read_numbers(path)
+    data, exact = _read_numbers(path)
     width = data.shape[1]
     names = list(options.columns or ())
     if not names:
@@ -130,9 +139,13 @@ def _table(path: Path, options: ReadOptions) -> Loaded:
                           option="--columns", code=ErrorCode.INVALID_OPTION)
     rename = {k: v for k, v in (options.mapping or {}).items() if v in ("step", "run")}
     names = [rename.get(n, n) for n in names]
-    # whole numbers as integers only where int64 holds them exactly (≤ 2**53): 1e19 wrapped
-    # to −2**63; larger ones stay floats, and a step among them is refused by its range check
-    arrays = [pa.array(data[:, i].astype(np.int64)) if np.all(np.isfinite(data[:, i]))
+    # a column written as integers is read as them, exactly (a step beyond 2**53 is then
+    # refused by its range check, as in a CSV; beyond int64, floats); other whole numbers as
+    # integers only where float64 held them exactly (≤ 2**53): 1e19 wrapped to −2**63
+    int64 = (-(2**63), 2**63 - 1)
+    arrays = [pa.array(exact[i], pa.int64()) if exact[i] is not None
+              and int64[0] <= min(exact[i]) and max(exact[i]) <= int64[1]
+              else pa.array(data[:, i].astype(np.int64)) if np.all(np.isfinite(data[:, i]))
               and np.all(data[:, i] == np.round(data[:, i]))
               and float(np.max(np.abs(data[:, i]), initial=0.0)) <= 2.0 ** 53
               else pa.array(data[:, i]) for i in range(width)]

@@ -82,3 +82,51 @@ def test_whole_numbers_beyond_int64_stay_numbers(tmp_path: Path) -> None:
                                  "--json", "-"])
     assert r.exit_code == 0, r.output  # read (an internal error, exit 2, before)
     assert "nbytes" in {c["name"] for c in json.loads(r.stdout)["columns"]}
+
+
+def _lines(n: int = 20) -> list[str]:
+    return [f"{i * 10} {min(1, i / 5):.2f} {0.1 if i < 10 else 0.99}" for i in range(n)]
+
+
+def test_a_step_beyond_2_53_is_refused_as_in_a_csv(tmp_path: Path) -> None:
+    """Integers are read as integers, exactly: a step of 2**53 + 1 is out of range, as the
+    same rows in a CSV are (found in round 6: rounded to 2**53 through float64, and kept)."""
+    lines = _lines()
+    lines[-1] = f"{2**53 + 1} 1.0 0.99"
+    (tmp_path / "big.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "big.csv").write_text("step,train_acc,test_acc\n"
+                                      + "\n".join(ln.replace(" ", ",") for ln in lines) + "\n")
+    for name, extra in (("big.txt", ["--columns", "step,train_acc,test_acc"]), ("big.csv", [])):
+        res = CliRunner().invoke(cli, ["check", str(tmp_path / name), *extra])
+        assert res.exit_code == 2 and "[STEP_OUT_OF_RANGE]" in res.output, res.output
+
+
+@pytest.mark.parametrize("cell", ["3_0", "\u0664\u0660", "\uff10.1", "1e", "0x10"])
+def test_a_cell_that_is_no_ascii_number_makes_the_file_no_numeric_text(tmp_path: Path,
+                                                                        cell: str) -> None:
+    """Python's float() reads "3_0", Arabic-Indic and fullwidth digits: such a cell is no
+    number of a header-less file (found in round 6: read as 30, 40, 0.1)."""
+    lines = _lines()
+    lines[4] = f"{cell} 0.8 0.1"
+    p = tmp_path / "odd.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(LogFormatError) as err:
+        read_log(p, layout={"columns": ("step", "train_acc", "test_acc")})
+    assert err.value.code == ErrorCode.UNKNOWN_FORMAT
+
+
+def test_nan_and_inf_words_and_signed_exponents_stay_numbers(tmp_path: Path) -> None:
+    lines = _lines()
+    lines[3] = "30 nan 1E-1"
+    lines[5] = "50 +1.0e+0 .99"
+    p = tmp_path / "words.txt"
+    p.write_text("\n".join(lines) + "\n")
+    t = read_log(p, layout={"columns": ("step", "train_acc", "test_acc")}).to_pandas()
+    got = t.sort_values("step").set_index("step")
+    assert np.isnan(got.loc[30, "train_acc"]) and got.loc[30, "test_acc"] == 0.1
+    assert got.loc[50, "train_acc"] == 1.0 and got.loc[50, "test_acc"] == 0.99
+    lines[5] = "50 1.0 -Infinity"  # a number: refused for what it is, not as no number
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogFormatError) as err:
+        read_log(p, layout={"columns": ("step", "train_acc", "test_acc")})
+    assert err.value.code == ErrorCode.INFINITE_VALUE
