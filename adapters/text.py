@@ -142,9 +142,10 @@ def _table(path: Path, options: ReadOptions) -> Loaded:
     # a column written as integers is read as them, exactly (a step beyond 2**53 is then
     # refused by its range check, as in a CSV; beyond int64, floats); other whole numbers as
     # integers only where float64 held them exactly (≤ 2**53): 1e19 wrapped to −2**63
-    int64 = (-(2**63), 2**63 - 1)
-    arrays = [pa.array(exact[i], pa.int64()) if exact[i] is not None
-              and int64[0] <= min(exact[i]) and max(exact[i]) <= int64[1]
+    def fits_int64(v: list[int] | None) -> bool:
+        return v is not None and -(2**63) <= min(v) and max(v) < 2**63
+
+    arrays = [pa.array(exact[i], pa.int64()) if fits_int64(exact[i])
               else pa.array(data[:, i].astype(np.int64)) if np.all(np.isfinite(data[:, i]))
               and np.all(data[:, i] == np.round(data[:, i]))
               and float(np.max(np.abs(data[:, i]), initial=0.0)) <= 2.0 ** 53
