@@ -41,8 +41,9 @@ def _cells(line: str) -> list[str]:
 #: also reads ``3_0``, other scripts' digits and fullwidth forms.
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)",
                      re.ASCII | re.IGNORECASE)
-#: An integer written as one (read exactly, beyond 2**53 too).
-_INTEGER = re.compile(r"[-+]?\d+", re.ASCII)
+#: An integer written as one (read exactly, beyond 2**53 too; past 30 digits, beyond any
+#: int64 and Python's digit limit for int(), it is read as a float).
+_INTEGER = re.compile(r"[-+]?\d{1,30}", re.ASCII)
 
 
 def _number(cell: str) -> bool:

@@ -130,3 +130,15 @@ def test_nan_and_inf_words_and_signed_exponents_stay_numbers(tmp_path: Path) -> 
     with pytest.raises(LogFormatError) as err:
         read_log(p, layout={"columns": ("step", "train_acc", "test_acc")})
     assert err.value.code == ErrorCode.INFINITE_VALUE
+
+
+def test_an_integer_of_thousands_of_digits_is_a_float_not_a_crash(tmp_path: Path) -> None:
+    """Integers are read exactly up to 30 digits; a longer one (beyond int64, and beyond
+    Python's digit limit for int()) is read as the float it rounds to, as before."""
+    lines = [f"{i * 10} {0.1 if i < 10 else 0.99} {'1' * 5000 if i == 3 else 5}"
+             for i in range(20)]
+    p = tmp_path / "wide.txt"
+    p.write_text("\n".join(lines) + "\n")
+    t = read_log(p, layout={"columns": ("step", "test_acc", "big")})
+    assert str(t.schema.field("big").type) == "double"
+    assert str(t.schema.field("step").type) == "int64"
