@@ -242,7 +242,7 @@ def row_any(mask: np.ndarray) -> np.ndarray:
     logical reduction of short rows; longer rows are left to it (vectorised along the row)."""
     if mask.shape[1] >= 1 << 8:
         return np.asarray(mask.any(axis=1))
-    return np.asarray(mask.view(np.uint8).sum(axis=1, dtype=np.uint8) != 0)
+    return np.asarray(row_count(mask) != 0)
 
 
 def _first_true(mask: np.ndarray) -> np.ndarray:
