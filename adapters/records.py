@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+from grokaudit.csvread import read_csv_arrow
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.limits import COLUMN_CAP, csv_block_size
+from grokaudit.limits import COLUMN_CAP
 from grokaudit.roles import (
     CONFIG_OBJECTS,
     SIDECAR_NAMES,
@@ -54,8 +54,6 @@ from grokaudit.text import safe
 #: Nesting deeper than this is no log (a JSON bomb, or not a training log at all).
 MAX_DEPTH = 64
 #: Cells a CSV writer uses for "no value" (pandas' and Keras' spellings).
-NULL_CELLS = ["", "NA", "N/A", "n/a", "#N/A", "NaN", "nan", "-nan", "NAN", "null", "NULL",
-              "None", "<NA>"]
 
 
 @dataclass
@@ -95,13 +93,7 @@ def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.T
         if kind == "parquet":
             return pq.read_table(path)
         if kind in ("csv", "tsv"):
-            opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
-            conv = pacsv.ConvertOptions(column_types={"run": pa.string()},
-                                        null_values=NULL_CELLS, strings_can_be_null=True)
-            # a header longer than pyarrow's 1 MiB block: a block that holds it
-            block = pacsv.ReadOptions(block_size=csv_block_size(path, opts.delimiter))
-            return pacsv.read_csv(path, read_options=block, parse_options=opts,
-                                  convert_options=conv)
+            return read_csv_arrow(path, tsv=kind == "tsv")
         if kind == "jsonl":
             return _jsonl(path)
         return _json_document(path, rename)

@@ -187,6 +187,23 @@ def not_a_condition(name: str, column: str, per_step: bool, listing: str, path: 
                           param=param, code=ErrorCode.NOT_A_CONDITION)
 
 
+def _spelled_twice(col: pd.Series) -> str:
+    """For a text column whose values all read as numbers, two that read as one (a CSV
+    column is kept as text when they do: ``grokaudit.csvread``), said with the fix."""
+    texts = [str(v) for v in pd.unique(col.dropna())][:100_000]
+    seen: dict[float, str] = {}
+    for t in texts:
+        try:
+            x = float(t)
+        except ValueError:
+            return ""
+        if x in seen:
+            return (f" (its cells are text: {safe(seen[x])!r} and {safe(t)!r} spell one number, "
+                    "so their runs are kept apart; write each value one way to use it as an axis)")
+        seen[x] = t
+    return ""
+
+
 def _require(log: LogTable, a: Axis) -> None:
     """Raise :class:`LogFormatError` unless ``a.column`` is a condition (numeric, known for
     every run and positive where ``a`` asks)."""
@@ -203,8 +220,9 @@ def _require(log: LogTable, a: Axis) -> None:
     wide_ints = cond[c].dtype == object and bool(cond[c].isna().any()) and all(
         isinstance(v, int) and not isinstance(v, bool) for v in cond[c].dropna())
     if a.numeric and not pd.api.types.is_numeric_dtype(cond[c]) and not wide_ints:
-        raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered",
-                             path=src, column=c, param=a.param, code=ErrorCode.NOT_NUMERIC)
+        raise LogFormatError(f"{name} column {c!r} is not numeric; an axis must be ordered"
+                             f"{_spelled_twice(cond[c])}", path=src, column=c, param=a.param,
+                             code=ErrorCode.NOT_NUMERIC)
     missing = cond[c].isna()
     # an axis, an arm or a pair (compare) too: a run with no value belongs to none; a --cell
     # column may be missing (the runs without the setting are a study of their own)

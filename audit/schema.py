@@ -157,14 +157,9 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
                 return ParquetSource(p, names)
             return read_parquet(p, names)
         if kind in ("csv", "tsv"):
-            from .limits import csv_block_size
+            from .csvread import read_csv_arrow
 
-            opts = pacsv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
-            conv = pacsv.ConvertOptions(column_types={"run": pa.string()})
-            # a header longer than pyarrow's 1 MiB block: a block that holds it
-            block = pacsv.ReadOptions(block_size=csv_block_size(p, opts.delimiter))
-            return pacsv.read_csv(p, read_options=block, parse_options=opts,
-                                  convert_options=conv)
+            return read_csv_arrow(p, tsv=kind == "tsv")
         df = pd.read_json(p, lines=True, dtype={"run": str})
         return pa.Table.from_pandas(df, preserve_index=False)
     except LogFormatError:
