@@ -37,6 +37,7 @@ from .shards import (
     PARQUET_FILE_SUFFIXES,
     PROVENANCE_KEY,
     WRITER_FILES,
+    decode_mixed_dictionaries,
     empty_file,
     files_provenance,
     refuse_columns_twice,
@@ -457,6 +458,13 @@ def _schemas(files: Sequence[Path]) -> tuple[list[pa.Schema], list[Any], list[tu
     return schemas, metas, stamps
 
 
+def _unify(schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """The files' columns joined as the loader joins them (:func:`grokaudit.shards.join_tables`):
+    numbers widened, a column dictionary-encoded in one file and plain in another as its
+    values."""
+    return pa.unify_schemas(decode_mixed_dictionaries(schemas), promote_options="permissive")
+
+
 def open_dataset(path: str | Path) -> ParquetDataset:
     """The canonical Parquet file or dataset folder at ``path``, unit by unit; refuses
     (``FORMAT_MISMATCH``, naming what it found) anything the streamed audit cannot read.
@@ -476,7 +484,7 @@ def open_dataset(path: str | Path) -> ParquetDataset:
         files, shards = _folder_files(root)
     schemas, metas, stamps = _schemas(files)
     try:
-        unified = pa.unify_schemas(schemas, promote_options="permissive")
+        unified = _unify(schemas)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         if shards:  # as the loader refuses them
             raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to "

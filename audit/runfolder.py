@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
-from .shards import PROVENANCE_KEY, provenance_of, read_shard
+from .shards import PROVENANCE_KEY, join_tables, provenance_of, read_shard
 from .text import safe
 
 __all__ = ["CLAIM_SUFFIX", "SEGMENT_KEY", "TMP_SUFFIX", "is_run_folder", "read_run_folder"]
@@ -302,7 +302,7 @@ def _concat_shards(tables: list[pa.Table], p: Path) -> pa.Table:
     """The shards as one table, column types promoted (``SHARDS_INCOMPATIBLE`` if they cannot
     be)."""
     try:
-        return pa.concat_tables(tables, promote_options="permissive")
+        return join_tables(tables)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to one "
                              "schema", path=str(p), code=ErrorCode.SHARDS_INCOMPATIBLE) from None

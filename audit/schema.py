@@ -54,6 +54,7 @@ from .shards import PROVENANCE_KEY as PROVENANCE_KEY
 from .shards import (
     empty_file,
     files_provenance,
+    join_tables,
     parquet_columns,
     provenance_of,
     read_parquet,
@@ -130,9 +131,7 @@ def read_arrow(path: str | Path, lazy: bool = False) -> pa.Table | ParquetSource
         refuse_unread_beside_shards(p)
         tables = [read_arrow(q) for q in shards]
         try:
-            # numbers widened to their common type (a float32 shard beside a float64 one, an
-            # integer column beside a float one): the values stay exact
-            merged = pa.concat_tables(tables, promote_options="permissive")
+            merged = join_tables(tables)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise LogFormatError(f"shards have incompatible columns ({exc}); convert them to one "
                                  "schema", path=str(p),

@@ -137,6 +137,34 @@ def refuse_unreadable_entries(folder: Path) -> None:
     visit(folder)
 
 
+def decode_mixed_dictionaries(schemas: Sequence[pa.Schema]) -> list[pa.Schema]:
+    """``schemas`` with each column that is dictionary-encoded in some (a pandas Categorical)
+    and plain in others given as its values: Arrow joins neither such schemas nor such tables,
+    and the values are the same text."""
+    kinds: dict[str, set[bool]] = {}
+    for sc in schemas:
+        for f in sc:
+            kinds.setdefault(f.name, set()).add(pa.types.is_dictionary(f.type))
+    mixed = {n for n, k in kinds.items() if len(k) > 1}
+    out = []
+    for sc in schemas:
+        for i, f in enumerate(sc):
+            if f.name in mixed and pa.types.is_dictionary(f.type):
+                sc = sc.set(i, f.with_type(f.type.value_type))
+        out.append(sc)
+    return out
+
+
+def join_tables(tables: Sequence[pa.Table]) -> pa.Table:
+    """The shards of a folder as one table: numbers widened to their common type (a float32
+    shard beside a float64 one, an integer column beside a float one: the values stay exact),
+    a column a shard lacks missing there, a dictionary column beside a plain one decoded.
+    Raises what ``pa.concat_tables`` raises for columns that cannot be joined."""
+    schemas = decode_mixed_dictionaries([t.schema for t in tables])
+    tables = [t if t.schema == sc else t.cast(sc) for t, sc in zip(tables, schemas, strict=True)]
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
 def shard_files(folder: Path) -> list[Path]:
     """The Parquet shards of a folder read as a folder of shards: its top-level ``.parquet``
     and ``.pq`` files (any case), sorted by name; not macOS's ``._NAME`` files, which it

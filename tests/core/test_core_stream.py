@@ -330,6 +330,24 @@ def test_shards_are_joined_as_the_loader_joins_them(tmp_path: Path) -> None:
     assert codes == [ErrorCode.SHARDS_INCOMPATIBLE] * 2
 
 
+@pytest.mark.parametrize("column", ["run", "opt"])
+def test_a_categorical_shard_beside_a_text_one_streams_as_it_reads_whole(tmp_path: Path,
+                                                                        column: str) -> None:
+    """A shard written from a pandas Categorical (a dictionary column) beside one written from
+    text: read whole, the shards join; --stream refused the folder (SHARDS_INCOMPATIBLE)."""
+    df = rich_log().assign(opt=lambda d: np.where(d["wd"] > 0.2, "adam", "sgd"))
+    (tmp_path / "mixed").mkdir()
+    _write(df.iloc[:1500].astype({column: "category"}), tmp_path / "mixed" / "a.parquet", 500)
+    _write(df.iloc[1500:], tmp_path / "mixed" / "b.parquet", 500)
+    assert pa.types.is_dictionary(pq.read_schema(tmp_path / "mixed" / "a.parquet")
+                                  .field(column).type)
+    whole = grokaudit.audit_path(tmp_path / "mixed", by="wd", cell=["opt"],
+                                 metrics=["emb_erank"])
+    _same(whole, audit_stream(tmp_path / "mixed", by="wd", cell=["opt"],
+                              metrics=["emb_erank"], part_rows=400))
+    assert len(whole.studies) == 2
+
+
 def test_a_run_folder_is_not_streamed(tmp_path: Path) -> None:
     from grokaudit import RunLogger
 
