@@ -992,12 +992,44 @@ def one_id_per_entry(col: pa.ChunkedArray, enc: pa.DictionaryArray) -> pa.Dictio
                                           again.dictionary)
 
 
+def _spelled_as_python(t: pa.DataType) -> bool:
+    """Run ids of float or boolean type (a dictionary of them too): Arrow's cast to text
+    spells them otherwise than Python and pandas (``1`` for 1.0, ``true`` for True)."""
+    vt = t.value_type if pa.types.is_dictionary(t) else t
+    return pa.types.is_floating(vt) or pa.types.is_boolean(vt)
+
+
+def _python_spelled_ids(run_col: pa.ChunkedArray, path: str | Path | None
+                        ) -> tuple[pa.DictionaryArray, pa.Array]:
+    """Float or boolean run ids as text spelled as a DataFrame's ``run.astype(str)`` spells
+    them (``1.0``, ``True``: the id a run has in every reader, whichever it was handed to);
+    a NaN id is a missing one (``MISSING_VALUES``), as pandas reads it."""
+    enc = pc.dictionary_encode(run_col).combine_chunks()
+    if not isinstance(enc, pa.DictionaryArray):  # a dictionary column: combine_chunks only
+        enc = pc.dictionary_encode(enc)
+    values = enc.dictionary.to_numpy(zero_copy_only=False)
+    if values.dtype.kind == "f":
+        nan = np.flatnonzero(np.isnan(values))
+        if nan.size:
+            refuse_missing_run_ids(int(np.isin(enc.indices.to_numpy(zero_copy_only=False),
+                                               nan).sum()),
+                                   None if path is None else str(path))
+    texts = pa.array(values.astype(str), pa.string())
+    # distinct numbers have distinct shortest spellings; -0.0 and 0.0 are two ids, as in pandas
+    enc = one_id_per_entry(pa.chunked_array([pa.DictionaryArray.from_arrays(enc.indices,
+                                                                            texts)]),
+                           pa.DictionaryArray.from_arrays(enc.indices, texts))
+    return enc, enc.dictionary
+
+
 def encode_run_ids(run_col: pa.ChunkedArray, path: str | Path | None
                    ) -> tuple[pa.DictionaryArray, pa.Array]:
     """The run ids as one dictionary array, and its dictionary as text. Ids that are no text
     (bytes that are not UTF-8, in a binary column) are ``BAD_COLUMN_TYPE``, never Arrow's
     own error."""
     try:
+        if _spelled_as_python(run_col.type):
+            return _python_spelled_ids(run_col, path)
         if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
                 or pa.types.is_dictionary(run_col.type)):
             run_col = run_col.cast(pa.string())

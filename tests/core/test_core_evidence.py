@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from grokaudit import Reason
 from grokaudit.cli import cli
+from grokaudit.errors import ErrorCode
 from grokaudit.identity import canonical_values, duplicate_runs
 from helpers.core_builders import cells_from, compressing_run, grid, run_frame, step_acc
 
@@ -258,6 +259,38 @@ def test_run_ids_equal_once_normalized_are_refused(tmp_path: Path) -> None:
     both.to_parquet(p)
     code, out, err = _cli("check", p, "--by", "rho")
     assert code == 2 and "[RUN_ID_AMBIGUOUS]" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("ids", [[1.0, 2.0, 3.5], np.array([1.1, 2.0, 3.5], np.float32),
+                                 [True, False]])
+def test_a_run_id_of_numbers_is_one_id_in_every_reader(tmp_path: Path, ids: list[object]
+                                                     ) -> None:
+    """Float (or boolean) run ids were ``1.0`` read from a DataFrame or a CSV file and ``1``
+    read from Parquet (Arrow's cast spells numbers otherwise than Python), so one log's runs
+    had two names; and a NaN id was a run named ``nan`` in Parquet, a missing id in a
+    DataFrame."""
+    df = pd.concat([compressing_run("x", 1000, 2500).assign(run=r) for r in ids],
+                   ignore_index=True)
+    df["run"] = df["run"].astype(np.asarray(ids).dtype)
+    df.to_parquet(tmp_path / "log.parquet", index=False)
+    df.to_csv(tmp_path / "log.csv", index=False)
+    names = {}
+    for how, audit in (("frame", lambda: grokaudit.audit_table(df)),
+                       ("parquet", lambda: grokaudit.audit_path(tmp_path / "log.parquet")),
+                       ("csv", lambda: grokaudit.audit_path(tmp_path / "log.csv"))):
+        names[how] = sorted(r["run"] for r in audit().to_dict()["studies"][0]["runs"])
+    assert names["frame"] == names["parquet"] == names["csv"], names
+    assert names["frame"] == sorted(pd.Series(df["run"].unique()).astype(str))
+    if isinstance(ids[0], float):
+        nan = df.assign(run=df["run"].where(df["run"] != ids[0], np.nan))
+        nan.to_parquet(tmp_path / "nan.parquet", index=False)
+        codes = set()
+        for audit in (lambda: grokaudit.audit_table(nan),
+                      lambda: grokaudit.audit_path(tmp_path / "nan.parquet")):
+            with pytest.raises(grokaudit.LogFormatError) as exc:
+                audit()
+            codes.add(exc.value.code)
+        assert codes == {ErrorCode.MISSING_VALUES}
 
 
 def test_identical_runs_under_two_ids_are_flagged() -> None:
