@@ -996,7 +996,7 @@ def _spelled_as_python(t: pa.DataType) -> bool:
     """Run ids of float or boolean type (a dictionary of them too): Arrow's cast to text
     spells them otherwise than Python and pandas (``1`` for 1.0, ``true`` for True)."""
     vt = t.value_type if pa.types.is_dictionary(t) else t
-    return pa.types.is_floating(vt) or pa.types.is_boolean(vt)
+    return bool(pa.types.is_floating(vt) or pa.types.is_boolean(vt))
 
 
 def _python_spelled_ids(run_col: pa.ChunkedArray, path: str | Path | None
