@@ -1,17 +1,28 @@
 """CSV and TSV to Arrow: the one reader of the canonical table and of the table adapters.
 
 pyarrow infers each column's type from its cells, and a column whose cells all read as integers
-(or as true/false words) becomes numbers: two spellings of one number — ``007`` and ``7``, ``+7``
-and ``7``, ``True`` and ``true``, ``1`` and ``true`` — become one value. In a condition column
-that pools two arms without a word (a Parquet or JSON lines log holding the same labels as text
-keeps them apart). So every column read as integers or booleans is read a second time as text,
-and where two different texts read as one value the column keeps its text, as Parquet would
-hold it: the runs stay apart, and an axis that needs numbers says the column is text
-(``NOT_NUMERIC``, naming two of its spellings). Float columns keep their numbers: ``0.1`` and
-``0.10``, ``1e3`` and ``1000`` are one number written by two formatters.
+becomes numbers: the labels ``007`` and ``7`` become one value. In a condition column that
+pools two arms without a word (a Parquet or JSON lines log holding the same labels as text
+keeps them apart). So a column read as integers is kept as its text, as Parquet would hold it,
+when all of these hold:
 
-The second read parses only the integer and boolean columns (the file is tokenized again: a
-CSV log of integer-heavy columns reads in about twice the time; Parquet is the fast format).
+* a cell is written with a leading zero (``007``, ``-01``: how labels are padded; a number
+  written ``+7``, `` 7`` or ``-0`` is that number, whatever the formatter);
+* two different cells read as one value (``007`` and ``7``): one spelling per value pools
+  nothing;
+* the column is a condition: the ``run`` column names the runs and each run writes the column
+  one way (a step or a metric column, which changes within a run, keeps its numbers).
+
+The runs then stay apart, and an axis that needs numbers says the column is text
+(``NOT_NUMERIC``, naming two of its spellings). Booleans (``True`` and ``true``) and floats
+(``0.1`` and ``0.10``, ``1e3`` and ``1000``) keep their values: they are one value written by
+two formatters.
+
+The file is read into memory once and parsed from there: the integer conditions' text is a
+second parse of the same bytes (a log still being written could otherwise give the two parses
+two different files). The second parse is made only when an integer column holds one value per
+run (found from the numbers: one grouping of the rows by run), and the comparison is one pass
+per column unless its cells are written otherwise than Arrow writes the numbers.
 """
 
 from __future__ import annotations
@@ -26,36 +37,69 @@ from .limits import csv_block_size
 
 __all__ = ["NULL_CELLS", "read_csv_arrow", "spellings"]
 
-#: the cells read as missing, in every column (text ones too): what CSV writers put for a value
-#: they do not have (pandas writes "", R "NA", Python's str() "None")
+#: the cells read as missing, in every column (text ones too), as pandas' reader reads them:
+#: what CSV writers put for a value they do not have (pandas writes "", R "NA", str() "None")
 NULL_CELLS = ["", "NA", "N/A", "n/a", "#N/A", "NaN", "nan", "-nan", "NAN", "null", "NULL",
               "None", "<NA>"]
+#: an integer written with a leading zero (``007``, ``-01``, `` 00``; RE2, Arrow's syntax)
+_PADDED = r"^\s*[+-]?0[0-9]"
 
 
 def read_csv_arrow(path: Path, *, tsv: bool = False) -> pa.Table:
-    """``path`` as Arrow (``run`` as text, :data:`NULL_CELLS` missing); integer and boolean
-    columns whose cells spell one value two ways kept as their text. Raises what
-    ``pyarrow.csv.read_csv`` raises."""
+    """``path`` as Arrow (``run`` as text, :data:`NULL_CELLS` missing); an integer condition
+    column whose cells spell one value two ways kept as its text (the module's rules). Raises
+    what ``pyarrow.csv.read_csv`` raises."""
     opts = pacsv.ParseOptions(delimiter="\t" if tsv else ",")
     # a header longer than pyarrow's 1 MiB block: a block that holds it
     block = pacsv.ReadOptions(block_size=csv_block_size(path, opts.delimiter))
+    data = pa.py_buffer(path.read_bytes())  # one version of the file for both parses
     conv = pacsv.ConvertOptions(column_types={"run": pa.string()}, null_values=NULL_CELLS,
                                 strings_can_be_null=True)
-    table = pacsv.read_csv(path, read_options=block, parse_options=opts, convert_options=conv)
-    exact = [n for n, t in zip(table.column_names, table.schema.types, strict=True)
-             if (pa.types.is_integer(t) or pa.types.is_boolean(t))]
-    if not exact or len(set(table.column_names)) != len(table.column_names):
-        return table  # duplicate column names are refused by the caller, by name
-    as_text = pacsv.ConvertOptions(column_types=dict.fromkeys(exact, pa.string()),
-                                   include_columns=exact, null_values=NULL_CELLS,
+    table = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
+                           convert_options=conv)
+    names = table.column_names
+    ints = [n for n, t in zip(names, table.schema.types, strict=True)
+            if pa.types.is_integer(t) and n != "run"]
+    if not ints or "run" not in names or len(set(names)) != len(names):
+        # no run column: no condition to tell (duplicate names are refused by the caller)
+        return table
+    ints = _conditions(table, ints)
+    if not ints:  # steps, metrics, counters: no second parse
+        return table
+    as_text = pacsv.ConvertOptions(column_types=dict.fromkeys(ints, pa.string()),
+                                   include_columns=ints, null_values=NULL_CELLS,
                                    strings_can_be_null=True)
-    texts = pacsv.read_csv(path, read_options=block, parse_options=opts,
+    texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
                            convert_options=as_text)
-    for name in exact:
+    del data
+    for name in ints:
         text = texts.column(name)
-        if spellings(table.column(name), text) is not None:
-            table = table.set_column(table.column_names.index(name), name, text)
+        if _labels(table.column(name), text, table.column("run")):
+            table = table.set_column(names.index(name), name, text)
     return table
+
+
+def _conditions(table: pa.Table, ints: list[str]) -> list[str]:
+    """The columns of ``ints`` whose value is one within each run (their smallest and largest
+    value per run equal): the only ones that can name an arm."""
+    ext = table.select(["run", *ints]).group_by("run").aggregate(
+        [(c, agg) for c in ints for agg in ("min", "max")])
+    return [c for c in ints
+            if pc.all(pc.fill_null(pc.equal(ext[f"{c}_min"], ext[f"{c}_max"]), True)).as_py()]
+
+
+def _labels(values: pa.ChunkedArray, text: pa.ChunkedArray, run: pa.ChunkedArray) -> bool:
+    """Whether an integer column holds labels: padded with a leading zero, one value spelled
+    two ways, and written one way within each run."""
+    same = pc.equal(values.cast(pa.string()), text)
+    if pc.all(pc.fill_null(same, True)).as_py():
+        return False  # every cell as Arrow writes its number
+    if not pc.any(pc.match_substring_regex(text, _PADDED)).as_py():
+        return False
+    if spellings(values, text) is None:
+        return False
+    per_run = pa.table({"r": run, "t": text}).group_by("r").aggregate([("t", "count_distinct")])
+    return bool(pc.max(per_run["t_count_distinct"]).as_py() <= 1)
 
 
 def spellings(values: pa.ChunkedArray | pa.Array, text: pa.ChunkedArray | pa.Array

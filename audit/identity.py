@@ -38,8 +38,9 @@ def refuse_missing_run_ids(missing: int, path: str | None, *, empty: bool = Fals
     if not missing:
         return
     what = "empty" if empty else "missing"
-    raise LogFormatError(f"column 'run' has {missing} {what} values; every row needs a run "
-                         "id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
+    raise LogFormatError(f"column 'run' has {missing} {what} values (in a CSV file, an empty "
+                         "cell or one read as missing: NA, None, null, NaN…); every row needs "
+                         "a run id", path=path, column="run", code=ErrorCode.MISSING_VALUES)
 
 
 def check_run_ids(ids: np.ndarray, path: str | None, texts: pa.Array | None = None) -> None:

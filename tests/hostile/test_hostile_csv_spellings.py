@@ -1,10 +1,11 @@
-"""Two spellings of one number in a CSV column (``007`` and ``7``, ``True`` and ``true``) were
-read as one value by pyarrow's type inference: the runs of two arms of a CSV sweep were pooled
-into one cell, while the same labels in Parquet or JSON lines stayed apart. Such a column is now
-read as its text (:mod:`grokaudit.csvread`), in a CSV file, a TSV file and a CSV inside a
-folder alike; an axis that needs numbers says why the column is text; float columns written by
-two formatters (``0.1`` and ``0.10``) keep their numbers. Missing cells are the same cells in
-every reader."""
+"""Two spellings of one number in a CSV condition column (``007`` and ``7``) were read as one
+value by pyarrow's type inference: the runs of two arms of a CSV sweep were pooled into one
+cell, while the same labels in Parquet or JSON lines stayed apart. Such a column is now read as
+its text (:mod:`grokaudit.csvread`), in a CSV file, a TSV file and a CSV file holding a sweep
+inside a folder alike; an axis that needs numbers says why the column is text; steps, metrics,
+booleans and floats keep their values. Missing cells are the same cells in every reader. The
+file is parsed twice from one read of its bytes: a log growing while it is read is read as one
+version."""
 
 from __future__ import annotations
 
@@ -70,25 +71,30 @@ def test_labels_spelling_one_integer_two_ways_stay_two_arms(tmp_path: Path, wher
 
 
 def test_which_columns_keep_their_text(tmp_path: Path) -> None:
+    """Only an integer condition padded with a leading zero and spelled two ways is text;
+    a step, a metric, a padded or signed number, a boolean and a float keep their values."""
     p = tmp_path / "t.csv"
-    p.write_text("run,step,a,b,c,d,e,f\n"
-                 "r,1,007,True,0.1,7,1,+3\n"
-                 "r,2,7,true,0.10,8,true,3\n"
-                 "r,3,,,,,,\n")
+    p.write_text("run,step,a,b,c,d,e,sp,z,m,q\n"
+                 "r1,0100,007,True,0.1,7,+3, 7,-0,05,007\n"
+                 "r1,200,007,true,0.10,8,3, 7,-0,5,008\n"
+                 "r2,100,7,TRUE,0.1,7,3,7,0,5,7\n"
+                 "r3,100,,,,,,,,,\n")
     for t in (read_csv_arrow(p), read_arrow(p), records.read_arrow_file(p)):
         types = dict(zip(t.column_names, t.schema.types, strict=True))
-        # spelled two ways: text, every cell as written, the empty cell missing
-        assert t.column("a").to_pylist() == ["007", "7", None]
-        assert t.column("b").to_pylist() == ["True", "true", None]
-        assert t.column("e").to_pylist() == ["1", "true", None]
-        # one spelling per value: numbers; floats written by two formatters: one number
-        assert pa.types.is_integer(types["d"]) and t.column("d").to_pylist() == [7, 8, None]
-        assert pa.types.is_floating(types["c"]) and t.column("c").to_pylist() == [0.1, 0.1,
-                                                                                   None]
-        # "+3" is not an integer to the reader: a float column, one number
-        assert pa.types.is_floating(types["f"]) and t.column("f").to_pylist() == [3.0, 3.0,
-                                                                                   None]
-        assert pa.types.is_integer(types["step"])
+        # a condition padded and spelled two ways: text, every cell as written, missing kept
+        assert t.column("a").to_pylist() == ["007", "007", "7", None]
+        assert pa.types.is_boolean(types["b"])
+        assert t.column("b").to_pylist() == [True, True, True, None]
+        assert pa.types.is_floating(types["c"]) and t.column("c").to_pylist()[:3] == [0.1] * 3
+        assert pa.types.is_integer(types["d"])
+        assert pa.types.is_floating(types["e"])  # "+3": not an integer to the parser
+        for name, want in (("sp", [7, 7, 7, None]), ("z", [0, 0, 0, None]),
+                           ("step", [100, 200, 100, 100]), ("m", [5, 5, 5, None]),
+                           ("q", [7, 8, 7, None])):
+            # padded without a leading zero, signed zero; a step, a metric, a column that
+            # changes within a run: their numbers
+            assert pa.types.is_integer(types[name]), name
+            assert t.column(name).to_pylist() == want, name
 
 
 def test_spellings_names_two_texts_and_ignores_missing_cells() -> None:
@@ -110,3 +116,29 @@ def test_a_missing_text_condition_is_missing_in_a_file_and_in_a_folder(tmp_path:
     assert read_arrow(f).column("opt").to_pylist() == ["adam", None]
     assert records.read_arrow_file(tmp_path / "d" / "log.csv").column("opt").to_pylist() \
         == ["adam", None]
+
+
+def test_a_log_growing_between_the_two_parses_is_read_as_one_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The integer columns' text was a second read of the file: a job appending rows in
+    between made the two parses disagree in length (FILE_UNREADABLE) or, rewritten in place,
+    mixed two versions' cells. Both parses now read one copy of the bytes."""
+    import pyarrow.csv as pacsv
+    from grokaudit import csvread
+
+    df = _sweep(("007", "7"))
+    p = _write_text(df, tmp_path / "log.csv")
+    parse = pacsv.read_csv
+    calls = []
+
+    def parse_then_grow(*args: object, **kwargs: object) -> pa.Table:
+        out = parse(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(out.num_rows)
+        with p.open("a") as fh:  # the writer appends while the reader works
+            fh.write("".join(f"arm0_s0,{10_000 + i},1.0,0.99,5.0,007,0\n" for i in range(50)))
+        return out
+
+    monkeypatch.setattr(csvread.pacsv, "read_csv", parse_then_grow)
+    t = read_csv_arrow(p)
+    assert len(calls) == 2 and calls == [len(df)] * 2
+    assert t.num_rows == len(df) and t.column("tag").to_pylist() == df["tag"].tolist()

@@ -109,8 +109,10 @@ def test_sigint_stays_pythons_while_check_reads_a_csv(tmp_path: Path,
             during.append(handler())
             return super().read(n)
 
-    def read_csv(path: str, **k: object) -> object:
-        return real_read(Reading(Path(path).read_bytes()), **k)
+    def read_csv(source: object, **k: object) -> object:
+        # a path, or the bytes the reader read once (grokaudit.csvread)
+        data = source.read() if hasattr(source, "read") else Path(str(source)).read_bytes()
+        return real_read(Reading(bytes(data)), **k)
 
     monkeypatch.setattr(schema.pacsv, "read_csv", read_csv)
     log = tmp_path / "log.csv"
