@@ -44,6 +44,7 @@ from .shards import (
     refuse_nested_run,
     refuse_unread_beside_shards,
     release_arrow_memory,
+    run_id_text,
     shard_files,
     unreadable,
     walk_files,
@@ -147,7 +148,8 @@ class ParquetDataset:
         t = self.read(range(lo, hi), columns)
         t = t.slice(first - int(s[lo]), stop - first)
         if runs is not None:
-            t = t.filter(pc.is_in(t.column("run").cast(pa.string()), value_set=runs))
+            # the ids spelled as the validation spells them (a float id is "1.0", not "1")
+            t = t.filter(pc.is_in(run_id_text(t.column("run")), value_set=runs))
             i = t.schema.get_field_index("run")
             col = t.column(i)
             if pa.types.is_dictionary(col.type):

@@ -40,6 +40,7 @@ from .shards import (
     provenance_of,
     refuse_special_file,
     refuse_unreadable_entries,
+    run_id_text,
 )
 from .text import safe
 
@@ -207,7 +208,7 @@ def _path_run_ids(tables: Sequence[pa.Table], sources: Sequence[str],
     path from the inputs' common folder (``r1/metrics``, ``r3/metrics``)."""
     out: list[dict[str, str]] = [{} for _ in tables]
     by_path = [k for k, p in enumerate(provs) if p.get("path_run_ids")]
-    ids = {k: set(pa.compute.unique(tables[k].column("run")).cast(pa.string()).to_pylist())
+    ids = {k: set(run_id_text(pa.compute.unique(tables[k].column("run"))).to_pylist())
            for k in by_path}
     seen: dict[str, int] = {}
     clash = False

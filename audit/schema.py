@@ -57,12 +57,14 @@ from .shards import (
     join_tables,
     parquet_columns,
     provenance_of,
+    python_texts,
     read_parquet,
     refuse_nested_run,
     refuse_unread_beside_shards,
     release_arrow_memory,
     run_type_refusal,
     shard_files,
+    spelled_as_python,
     unreadable,
 )
 from .text import safe
@@ -992,33 +994,24 @@ def one_id_per_entry(col: pa.ChunkedArray, enc: pa.DictionaryArray) -> pa.Dictio
                                           again.dictionary)
 
 
-def _spelled_as_python(t: pa.DataType) -> bool:
-    """Run ids of float or boolean type (a dictionary of them too): Arrow's cast to text
-    spells them otherwise than Python and pandas (``1`` for 1.0, ``true`` for True)."""
-    vt = t.value_type if pa.types.is_dictionary(t) else t
-    return bool(pa.types.is_floating(vt) or pa.types.is_boolean(vt))
-
-
 def _python_spelled_ids(run_col: pa.ChunkedArray, path: str | Path | None
                         ) -> tuple[pa.DictionaryArray, pa.Array]:
     """Float or boolean run ids as text spelled as a DataFrame's ``run.astype(str)`` spells
-    them (``1.0``, ``True``: the id a run has in every reader, whichever it was handed to);
-    a NaN id is a missing one (``MISSING_VALUES``), as pandas reads it."""
+    them (``1.0``, ``True``: the id a run has in every reader, whichever it was handed to:
+    :func:`grokaudit.shards.run_id_text`); a NaN (or null) id is a missing one
+    (``MISSING_VALUES``), as pandas reads it."""
     enc = pc.dictionary_encode(run_col).combine_chunks()
     if not isinstance(enc, pa.DictionaryArray):  # a dictionary column: combine_chunks only
         enc = pc.dictionary_encode(enc)
-    values = enc.dictionary.to_numpy(zero_copy_only=False)
-    if values.dtype.kind == "f":
-        nan = np.flatnonzero(np.isnan(values))
-        if nan.size:
-            refuse_missing_run_ids(int(np.isin(enc.indices.to_numpy(zero_copy_only=False),
-                                               nan).sum()),
-                                   None if path is None else str(path))
-    texts = pa.array(values.astype(str), pa.string())
+    texts = python_texts(enc.dictionary)
+    codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False))
+    gone = np.flatnonzero(np.asarray(pc.is_null(texts).to_numpy(zero_copy_only=False)))
+    missing = int(np.count_nonzero(codes < 0)) + (int(np.isin(codes, gone).sum())
+                                                  if gone.size else 0)
+    refuse_missing_run_ids(missing, None if path is None else str(path))
     # distinct numbers have distinct shortest spellings; -0.0 and 0.0 are two ids, as in pandas
-    enc = one_id_per_entry(pa.chunked_array([pa.DictionaryArray.from_arrays(enc.indices,
-                                                                            texts)]),
-                           pa.DictionaryArray.from_arrays(enc.indices, texts))
+    one = pa.DictionaryArray.from_arrays(enc.indices, texts)
+    enc = one_id_per_entry(pa.chunked_array([one]), one)
     return enc, enc.dictionary
 
 
@@ -1028,7 +1021,7 @@ def encode_run_ids(run_col: pa.ChunkedArray, path: str | Path | None
     (bytes that are not UTF-8, in a binary column) are ``BAD_COLUMN_TYPE``, never Arrow's
     own error."""
     try:
-        if _spelled_as_python(run_col.type):
+        if spelled_as_python(run_col.type):
             return _python_spelled_ids(run_col, path)
         if not (pa.types.is_string(run_col.type) or pa.types.is_large_string(run_col.type)
                 or pa.types.is_dictionary(run_col.type)):

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
@@ -135,6 +137,39 @@ def refuse_unreadable_entries(folder: Path) -> None:
                                      path=str(q), code=ErrorCode.FILE_UNREADABLE)
 
     visit(folder)
+
+
+def spelled_as_python(t: pa.DataType) -> bool:
+    """Whether run ids of type ``t`` (a dictionary of them too) are floats or booleans, which
+    Arrow's cast to text spells otherwise than Python and pandas (``1`` for 1.0, ``true`` for
+    True)."""
+    vt = t.value_type if pa.types.is_dictionary(t) else t
+    return bool(pa.types.is_floating(vt) or pa.types.is_boolean(vt))
+
+
+def python_texts(values: pa.Array) -> pa.Array:
+    """Float or boolean ``values`` as text, as numpy's ``astype(str)`` (and so a DataFrame's)
+    spells them: ``1.0``, ``1.1`` (float32: its shortest spelling), ``True``; a null or a NaN
+    stays missing."""
+    missing = np.asarray(pc.is_null(values, nan_is_null=True).to_numpy(zero_copy_only=False),
+                         dtype=bool)
+    filled = values.fill_null(False if pa.types.is_boolean(values.type) else 0.0)
+    texts = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(str)
+    return pa.array(texts, pa.string(), mask=missing)
+
+
+def run_id_text(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """The run ids of ``col`` as text, spelled as every reader spells them: text as it is, a
+    float or boolean id by :func:`python_texts` (once per distinct id), any other type by
+    Arrow's cast. A missing (or NaN) id stays missing. A chunked array gives a chunked
+    array."""
+    if not spelled_as_python(col.type):
+        return col.cast(pa.string())
+    enc = pc.dictionary_encode(col)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    out = pc.take(python_texts(enc.dictionary), enc.indices)
+    return pa.chunked_array([out]) if isinstance(col, pa.ChunkedArray) else out
 
 
 def decode_mixed_dictionaries(schemas: Sequence[pa.Schema]) -> list[pa.Schema]:

@@ -75,7 +75,7 @@ from .schema import (
     metric_not_a_series,
     no_run_long_enough,
 )
-from .shards import refuse_special_file, refuse_unreadable_entries
+from .shards import refuse_special_file, refuse_unreadable_entries, run_id_text, spelled_as_python
 
 if TYPE_CHECKING:
     from .figures import DashboardData
@@ -780,6 +780,8 @@ def _run_blocks(run: pa.ChunkedArray, path: Path | str | None = None
     (text) and first rows. Missing ids are left to the validation of the part (which refuses
     them)."""
     if run.null_count:
+        if spelled_as_python(run.type):  # "" is no float: the ids as text first
+            run = run_id_text(run)
         run = run.fill_null("")
     enc, texts = encode_run_ids(run, path)
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -28,6 +29,7 @@ from .errors import ErrorCode, LogFormatError
 from .live import DEFAULT_GROK_MULTIPLE, DEFAULT_MARGIN, LiveRun, LiveState
 from .refusals import refuse_table, refuse_unseen
 from .results import format_number, number
+from .shards import run_id_text, spelled_as_python
 from .text import safe
 from .trail import file_stamps
 
@@ -103,6 +105,10 @@ class Watcher:
         closed = closed_runs(self.paths)
         changed: list[RunWatch] = []
         df = table.to_pandas()
+        if "run" in df.columns and spelled_as_python(table.schema.field("run").type):
+            # float or boolean ids spelled as check spells them (a float32 1.1 is "1.1";
+            # -0.0 and 0.0 two runs)
+            df["run"] = np.asarray(run_id_text(table.column("run")).to_pylist(), dtype=object)
         self.columns |= {str(c) for c in df.columns}
         self._types.update({str(f.name): f.type for f in table.schema})
         refuse_table(table, self.config, path=self.where, partial=True,

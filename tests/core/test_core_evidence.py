@@ -293,6 +293,23 @@ def test_a_run_id_of_numbers_is_one_id_in_every_reader(tmp_path: Path, ids: list
         assert codes == {ErrorCode.MISSING_VALUES}
 
 
+def test_watch_names_float_runs_as_check_does(tmp_path: Path) -> None:
+    """``watch`` grouped the rows by pandas and spelled a float32 id as Python's float
+    (1.100000023841858) where check spells 1.1; -0.0 and 0.0 were one run to it."""
+    ids = np.array([1.1, -0.0, 0.0, 16777216.0], np.float32)
+    df = pd.concat([compressing_run("x", 1000, 2500).assign(run=r) for r in ids],
+                   ignore_index=True)
+    df["run"] = df["run"].astype(np.float32)
+    p = tmp_path / "log.parquet"
+    df.to_parquet(p, index=False)
+    checked = sorted(r["run"] for r in grokaudit.audit_path(p).to_dict()["studies"][0]["runs"])
+    out = CliRunner().invoke(cli, ["watch", "--once", str(p), "--jsonl"])
+    watched = sorted({json.loads(line)["run"] for line in out.stdout.splitlines()
+                      if json.loads(line).get("event") == "run"})
+    assert out.exit_code == 0, out.output
+    assert watched == checked and len(checked) == 4 and "1.1" in checked
+
+
 def test_identical_runs_under_two_ids_are_flagged() -> None:
     df = _horizon_log(None)
     copy = df[df["run"] == "rho1.0_s0"].assign(run="rho1.0_s9", seed=9)

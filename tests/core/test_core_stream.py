@@ -348,6 +348,31 @@ def test_a_categorical_shard_beside_a_text_one_streams_as_it_reads_whole(tmp_pat
     assert len(whole.studies) == 2
 
 
+def test_float_run_ids_stream_as_they_read_whole(tmp_path: Path) -> None:
+    """Run ids of a float column are "1.0" (as pandas spells them); the streamed audit looked
+    the runs it reads again up by Arrow's spelling ("1"): a duplicate run in another part was
+    missed, a horizon re-read found no rows (NO_ROWS). A null id crashed --stream."""
+    df = rich_log()
+    ids = {r: float(i) + (0.5 if i % 3 == 0 else 0.0) for i, r in enumerate(pd.unique(df["run"]))}
+    df["run"] = df["run"].map(ids)
+    path = _write(df, tmp_path / "floats.parquet", row_group=333)
+    whole = grokaudit.audit_path(path, by="wd", metrics=["emb_erank"])
+    streamed = audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=700)
+    _same(whole, streamed)
+    inp = whole.to_dict()["input"]
+    assert inp["duplicate_runs"] == [[str(ids["copy_of_s1"]), str(ids["wd0.1_s1"])]]
+    assert "HORIZON_MISMATCH" in whole.codes
+    nulls = _write(df.assign(run=df["run"].where(df["run"] != ids["stub"], None)),
+                   tmp_path / "nulls.parquet", row_group=333)
+    codes = []
+    for audit in (lambda: grokaudit.audit_path(nulls, by="wd"),
+                  lambda: audit_stream(nulls, by="wd", part_rows=700)):
+        with pytest.raises(LogFormatError) as exc:
+            audit()
+        codes.append(exc.value.code)
+    assert codes == [ErrorCode.MISSING_VALUES] * 2
+
+
 def test_a_run_folder_is_not_streamed(tmp_path: Path) -> None:
     from grokaudit import RunLogger
 

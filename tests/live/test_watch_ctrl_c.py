@@ -117,7 +117,9 @@ elif mode == "csv-read":  # who holds SIGINT while the CSV is read (pyarrow can 
                 during.append(handler())
                 return super().read(n)
 
-        table = real_read(Reading(open(path, "rb").read()), **k)
+        # a path, or the bytes grokaudit.csvread read once
+        data = path.read() if hasattr(path, "read") else open(path, "rb").read()
+        table = real_read(Reading(bytes(data)), **k)
         if any(h != python for h in during):
             sys.stderr.write("SIGINT TAKEN FROM PYTHON DURING THE READ\n")
         polls.append(1)
