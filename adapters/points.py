@@ -9,6 +9,7 @@ canonical table.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,6 +185,24 @@ class Points:
     def add_condition(self, run: str, key: str, value: Any) -> None:
         """Set a condition (a value constant within the run, such as ``wd`` or ``seed``)."""
         self.conditions.setdefault(str(run), {})[str(key)] = value
+
+    def rename_runs(self, names: dict[str, str]) -> None:
+        """Rename runs (old id -> new id, each new id given once) everywhere a run is named:
+        its points, conditions, origin and the findings about it."""
+        if not names:
+            return
+        def new(r: str) -> str:
+            return names.get(r, r)
+        for c in self.chunks:
+            c.run = new(c.run)
+        self.conditions = {new(r): v for r, v in self.conditions.items()}
+        self.origins = {new(r): v for r, v in self.origins.items()}
+        self.downsampled_runs = {new(r) for r in self.downsampled_runs}
+        self.constant_columns = {(new(r), k) for r, k in self.constant_columns}
+        self.findings = [dataclasses.replace(
+            f, run=None if f.run is None else new(f.run),
+            runs=None if f.runs is None else tuple(new(r) for r in f.runs))
+            for f in self.findings]
 
     def finding(self, code: str, detail: str, **where: Any) -> None:
         self.findings.append(Finding(code, detail, **where))

@@ -530,7 +530,7 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
             raise fast.error[1]
         if slow.error is not None:
             raise slow.error[1]
-        run = names.get(slow.run_id, slow.run_id)
+        run = slow.run_id  # named once every file is read (two runs may share a name)
         _add_series(points, run, fast, slow.rows)
         for key, v in slow.config.items():
             if key.startswith("_") or isinstance(v, (dict, list)) or v is None:
@@ -540,7 +540,24 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
     if skipped:
         points.warnings.append(f"{skipped} non-numeric history value(s) (media, tables, "
                                "histograms) ignored")
+    points.rename_runs(run_names(list(points.origins), names))
     return points
+
+
+def run_names(ids: list[str], display: dict[str, str]) -> dict[str, str]:
+    """Each run id's name: its display name, or ``<display name>/<run id>`` where runs of
+    different ids share a display name (W&B gives every new run a random name only when none
+    is set: a script that sets one names every run of a sweep alike) or a name is another
+    run's id. A resumed run (one id in two directories) is one run."""
+    want = {i: display.get(i, i) for i in ids}
+    users: dict[str, set[str]] = {}
+    for i, n in want.items():
+        users.setdefault(n, set()).add(i)
+    out = {}
+    for i, n in want.items():
+        shared = len(users[n]) > 1 or (n != i and n in want)
+        out[i] = f"{n}/{i}" if shared else n
+    return {i: n for i, n in out.items() if n != i}
 
 
 def _add_series(points: Points, run: str, fast: _Fast, rows: _Rows) -> None:

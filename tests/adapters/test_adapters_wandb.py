@@ -118,6 +118,25 @@ def test_resumed_offline_run_merged_last_writer_wins(wandb_env: Path, codes, pro
     assert codes(t) == ["RESUMED_DUPLICATES"] and prov(t)["findings"][0]["count"] == 5
 
 
+def test_two_runs_sharing_a_display_name_stay_two_runs(wandb_env: Path, codes) -> None:
+    """Runs of a sweep a script names alike (``wandb.init(name="reverse")``) were merged into
+    one run by their display name: one run's steps overwrote the other's (a
+    RESUMED_DUPLICATES finding, as if resumed). Different ids are different runs, named
+    ``<name>/<id>``; one id in two directories (a resume) stays one run."""
+    log_offline(wandb_env, "id1", [{"_step": s, "test_acc": 0.1} for s in range(0, 100, 10)],
+                name="reverse")
+    log_offline(wandb_env, "id2", [{"_step": s, "test_acc": 0.9} for s in range(0, 60, 10)],
+                name="reverse")
+    log_offline(wandb_env, "id3", [{"_step": s, "test_acc": 0.5} for s in range(0, 30, 10)],
+                name="alone")
+    t = read_log(wandb_env / "wandb")
+    df = t.to_pandas()
+    assert sorted(set(df.run)) == ["alone", "reverse/id1", "reverse/id2"]
+    assert len(df) == 10 + 6 + 3 and "RESUMED_DUPLICATES" not in codes(t)
+    assert set(df[df.run == "reverse/id1"].test_acc) == {0.1}
+    assert set(df[df.run == "reverse/id2"].test_acc) == {0.9}
+
+
 def test_offline_nan_and_percent(wandb_env: Path, prov) -> None:
     rows = [{"_step": s, "test_acc": 10.0 * s, "emb_erank": math.nan if s == 3 else 1.0}
             for s in range(10)]
