@@ -137,13 +137,14 @@ def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # t
     counts: dict[str, int] = {}
     for c in points.chunks:
         counts[c.metric] = counts.get(c.metric, 0) + int(c.step.size)
+    read = dict(counts)  # the names as read: a twin renamed test_acc is still a twin
     for target in ("test_acc", "train_acc"):
         if target in forced:
             continue
         other = "train_acc" if target == "test_acc" else "test_acc"
-        choice = choose_accuracy(counts, target, exclude=(other,))
+        choice = choose_accuracy(counts, target, exclude=(other,), beside=read)
         if choice is None:
-            cands = accuracy_candidates(counts, target, exclude=(other,))
+            cands = accuracy_candidates(counts, target, exclude=(other,), beside=read)
             if len(cands) > 1 and target not in counts:
                 points.extra.setdefault("accuracy_ambiguous", {})[target] = [
                     n for n, _, _ in cands[:8]]

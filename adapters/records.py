@@ -79,9 +79,39 @@ class Loaded:
 # reading: every format to Arrow, JSON parsed by one strict parser
 # ------------------------------------------------------------------------------------------
 
+#: Text files that may be a table with a header line (Keras's ``CSVLogger`` writes
+#: ``training.log``): read as CSV or TSV when :func:`delimited_text` says so.
+TEXT_TABLE_SUFFIXES = (".log", ".txt", ".dat")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:\-]*")
+_CELL = re.compile(r"\s*(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)"
+                   r"|NaN|)\s*", re.ASCII)
+
+
+def delimited_text(path: Path) -> str | None:
+    """``"csv"`` or ``"tsv"`` for a ``.log``/``.txt``/``.dat`` file that is a table with a
+    header line: a first line of at least two names split by commas (or tabs), every one a
+    name, and a second line of as many numbers (a cell may be empty); None otherwise (a
+    header-less numeric file is the text reader's, a free-text log nobody's)."""
+    if path.suffix.lower() not in TEXT_TABLE_SUFFIXES or not path.is_file():
+        return None
+    try:
+        with path.open("r", encoding="utf-8", newline="") as fh:
+            head, row = fh.readline(65536).rstrip("\r\n"), fh.readline(65536).rstrip("\r\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for sep, kind in ((",", "csv"), ("\t", "tsv")):
+        names, cells = head.split(sep), row.split(sep)
+        if (len(names) >= 2 and len(cells) == len(names)
+                and all(_NAME.fullmatch(n.strip()) for n in names)
+                and all(_CELL.fullmatch(c) for c in cells)
+                and any(c.strip() for c in cells)):
+            return kind
+    return None
+
+
 def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
     """The file as Arrow, by its suffix (JSON and JSON lines flattened)."""
-    kind = TABLE_SUFFIXES.get(path.suffix.lower())
+    kind = TABLE_SUFFIXES.get(path.suffix.lower()) or delimited_text(path)
     if kind is None:
         raise LogFormatError(f"unknown table file type {safe(path.suffix)!r}; expected one of "
                              f"{', '.join(sorted(TABLE_SUFFIXES))}", path=str(path),

@@ -32,6 +32,7 @@ from .records import (
     Loaded,
     Sidecar,
     config_like,
+    delimited_text,
     load,
     read_sidecar,
 )
@@ -40,8 +41,8 @@ from .shapes import detect_long, long_hint, pivot_long
 
 
 def _detect(path: Path) -> bool:
-    if path.is_file():
-        return path.suffix.lower() in TABLE_SUFFIXES
+    if path.is_file():  # a .log with a header line is a table (Keras's CSVLogger)
+        return path.suffix.lower() in TABLE_SUFFIXES or delimited_text(path) is not None
     return any(True for _ in table_files(path))
 
 

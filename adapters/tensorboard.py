@@ -569,7 +569,27 @@ def read(path: Path, options: ReadOptions) -> Points:
     if stats["non_scalar"]:
         points.warnings.append(f"{stats['non_scalar']} non-scalar summary value(s) (histograms, "
                                "images, text) ignored")
+    if path.is_dir():
+        _note_unread_logs(points, path)
     return points
+
+
+#: Files beside event files that may hold a run's log of their own (a Keras ``CSVLogger``'s
+#: ``training.log``, a CSV export): never read with the events, so named in the notes.
+_OTHER_LOGS = (".log", ".txt", ".dat", ".csv", ".tsv", ".jsonl", ".ndjson")
+
+
+def _note_unread_logs(points: Points, root: Path) -> None:
+    """One note per text or table file under ``root`` that the event files' reading leaves
+    out (at most 20, then a count): a log beside the events is never dropped in silence."""
+    unread = sorted(q.relative_to(root).as_posix() for q in root.rglob("*")
+                    if q.is_file() and q.suffix.lower() in _OTHER_LOGS
+                    and not any(p.startswith(".") for p in q.relative_to(root).parts))
+    for rel in unread[:20]:
+        points.warnings.append(f"{safe(rel)}: not read (only the TensorBoard event files of "
+                               "this folder are; give the file as its own path to read it)")
+    if len(unread) > 20:
+        points.warnings.append(f"and {len(unread) - 20} more text or table file(s) not read")
 
 
 READER = Reader(

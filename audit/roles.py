@@ -92,16 +92,47 @@ class AccuracyChoice:
     alternatives: tuple[tuple[str, int], ...]  #: other candidates with their logged points
 
 
+#: Rank of a bare accuracy beside its held-out twin as the train accuracy (Keras: ``accuracy``
+#: beside ``val_accuracy``): after every name with a train word.
+TWIN_TRAIN_RANK = 100
+#: The prefixes Keras (and code written like it) gives the held-out twin of a metric.
+_TWIN_PREFIXES = ("val_", "validation_", "val/", "validation/", "test_")
+
+
+def _bare_with_twin(name: str, counts: Mapping[str, int]) -> bool:
+    """Whether ``name`` is an accuracy with no split word (``accuracy``, ``acc``,
+    ``sparse_categorical_accuracy``) logged beside its held-out twin (``val_accuracy``): the
+    training accuracy, as Keras names it."""
+    toks = _tokens(name)
+    if not any(t in _ACC_WORDS for t in toks) or any(
+            t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks):
+        return False
+    return any(counts.get(p + name, 0) > 0 for p in _TWIN_PREFIXES)
+
+
 def accuracy_candidates(counts: Mapping[str, int], target: str,
-                        exclude: Sequence[str] = ()) -> list[tuple[str, int, int]]:
-    """``(name, points, rank)`` of every column that could be ``target``, best first."""
-    cands = [(n, c, r) for n, c in counts.items()
-             if n not in exclude and c > 0 and (r := accuracy_rank(n, target)) is not None]
+                        exclude: Sequence[str] = (), beside: Mapping[str, int] | None = None
+                        ) -> list[tuple[str, int, int]]:
+    """``(name, points, rank)`` of every column that could be ``target``, best first. For the
+    train accuracy, a bare accuracy beside its held-out twin (Keras: ``accuracy`` beside
+    ``val_accuracy``) is a candidate after every name with a train word; for the test
+    accuracy it is not one (its twin is). ``beside``: the columns to find twins among
+    (default ``counts``; a caller that has renamed a twin already passes the names read)."""
+    cands = []
+    for n, c in counts.items():
+        if n in exclude or c <= 0:
+            continue
+        twin = _bare_with_twin(n, counts if beside is None else beside)
+        r = (TWIN_TRAIN_RANK if twin else None) if target == "train_acc" and \
+            accuracy_rank(n, target) is None else (None if twin else accuracy_rank(n, target))
+        if r is not None:
+            cands.append((n, c, r))
     return sorted(cands, key=lambda x: (x[2], -x[1], x[0]))
 
 
 def choose_accuracy(counts: Mapping[str, int], target: str,
-                    exclude: Sequence[str] = ()) -> AccuracyChoice | None:
+                    exclude: Sequence[str] = (), beside: Mapping[str, int] | None = None
+                    ) -> AccuracyChoice | None:
     """The column to read as ``target`` among ``counts`` (name → logged points), or None
     (no candidate, or several that nothing tells apart).
 
@@ -111,7 +142,7 @@ def choose_accuracy(counts: Mapping[str, int], target: str,
     of a final test to the validation curve); then the best-ranked name wins. Two
     candidates of the same rank (``eval_g0_accuracy``, ``eval_g1_accuracy``) are not
     guessed between: None."""
-    cands = accuracy_candidates(counts, target, exclude)
+    cands = accuracy_candidates(counts, target, exclude, beside)
     if not cands:
         return None
     named = [c for c in cands if c[2] < BARE_RANK]

@@ -186,3 +186,40 @@ def test_a_map_from_a_column_the_log_lacks_is_noted(tmp_path: Path, sweep: pd.Da
                  cond={"wd": r"wd([0-9.]+)"})
     prov = json.loads(t.schema.metadata[PROVENANCE_KEY])
     assert not [n for n in prov.get("notes", []) if "--map" in n]
+
+
+def _keras_csvlogger(path: Path, epochs: int = 30) -> Path:
+    """What Keras's ``CSVLogger("training.log")`` writes: csv.DictWriter rows, a header of the
+    logs' keys (training metrics bare, held-out ones prefixed ``val_``)."""
+    import csv
+
+    keys = ["epoch", "accuracy", "loss", "val_accuracy", "val_loss"]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for e in range(epochs):
+            w.writerow({"epoch": e, "accuracy": min(1.0, 0.5 + e / 20), "loss": 1 / (e + 1),
+                        "val_accuracy": 0.1 if e < 20 else 0.97, "val_loss": 2 / (e + 1)})
+    return path
+
+
+def test_a_keras_csvlogger_log_is_a_table_and_its_bare_accuracy_the_train_one(
+        tmp_path: Path) -> None:
+    """Keras's CSVLogger writes ``training.log``: a CSV with a header. It was refused
+    (UNKNOWN_FORMAT, and --format table refused the suffix); and its bare ``accuracy`` — the
+    training accuracy beside ``val_accuracy`` — was offered as the test accuracy, train_acc
+    left missing."""
+    log = _keras_csvlogger(tmp_path / "training.log")
+    assert detect_format(log) == "table"
+    df = read_log(log).to_pandas()
+    assert len(df) == 30 and df["step"].tolist() == list(range(30))
+    np.testing.assert_array_equal(df["train_acc"], [min(1.0, 0.5 + e / 20) for e in range(30)])
+    np.testing.assert_array_equal(df["test_acc"], [0.1] * 20 + [0.97] * 10)
+    # a free-text log and a header-less numeric file are no such table
+    (tmp_path / "run.log").write_text("Epoch 1/35, Train Loss: 1.2, Test Acc: 59.86%\n"
+                                      "Epoch 2/35, Train Loss: 1.1, Test Acc: 61.02%\n")
+    (tmp_path / "numbers.txt").write_text("0 0.5 0.1\n1 0.6 0.2\n")
+    assert detect_format(tmp_path / "numbers.txt") != "table"
+    with pytest.raises(LogFormatError) as exc:
+        read_log(tmp_path / "run.log")
+    assert exc.value.code is ErrorCode.UNKNOWN_FORMAT

@@ -210,3 +210,17 @@ def test_hparams_yaml_beside_the_events_gives_the_conditions(tmp_path: Path,
     assert res.config["axis"] == "wd"
     assert sorted(res.input["provenance"]["config_files"]) == sorted(
         str(p) for p in root.glob("version_*/hparams.yaml"))
+
+
+def test_logs_beside_the_event_files_are_named_not_dropped(tmp_path: Path, prov) -> None:
+    """A Keras run folder holds the TensorBoard events and the CSVLogger's ``training.log``
+    (another run's log, often): the folder was read as TensorBoard and the ``.log`` files
+    were left out without a word. Each is named in the notes."""
+    root = tmp_path / "keras_run"
+    steps = np.arange(10)
+    write_scalars(root / "logs", {"test_acc": (steps, np.linspace(0.1, 1.0, 10))})
+    (root / "training.log").write_text("epoch,acc,val_acc\n0,0.5,0.4\n1,0.6,0.5\n")
+    (root / "notes.md").write_text("not a log\n")
+    t = read_log(root)
+    notes = [w for w in prov(t)["warnings"] if "not read" in w]
+    assert len(notes) == 1 and notes[0].startswith("training.log"), prov(t)["warnings"]
