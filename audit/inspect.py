@@ -348,6 +348,14 @@ def _runs_and_steps(table: pa.Table, log: LogTable | None) -> tuple[list[str], d
     }
 
 
+def _known_for_every_run(log: LogTable | None, name: str) -> bool:
+    """Whether every run has a value of the condition ``name``: an axis needs one per run
+    (``check --by`` refuses a missing one: ``CONDITION_MISSING``), so only then is it
+    offered."""
+    return log is not None and name in log.conditions.columns and \
+        not bool(log.conditions[name].isna().any())
+
+
 def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable | None,
            cfg: AuditConfig, axis: str | None, percent: Mapping[str, Any]
            ) -> list[tuple[str, str]]:
@@ -361,7 +369,7 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
         out.append(("--acc-scale 100", "read every accuracy column as percent"))
     conds = [c for c in columns if c.role == "condition" and (c.values or 0) > 1]
     for c in conds:
-        if c.name != axis and _numeric(log, c.name):
+        if c.name != axis and _numeric(log, c.name) and _known_for_every_run(log, c.name):
             out.append((f"--by {c.name}", f"audit along {c.name} ({c.values} values)"))
     for c in conds:
         if c.name != axis and not (c.values and log is not None
@@ -369,7 +377,8 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
             out.append((f"--cell {c.name}", f"one study per value of {c.name}"))
     for c in columns:
         if c.role == "outcome" and (c.values or 0) > 1 and log is not None \
-                and _numeric(log, c.name) and not nearly_unique(log.conditions[c.name].tolist()):
+                and _numeric(log, c.name) and _known_for_every_run(log, c.name) \
+                and not nearly_unique(log.conditions[c.name].tolist()):
             out.append((f"--by {c.name}", f"if {c.name} is a setting, not a result: audit "
                         f"along it ({c.values} values)"))
     for c in columns:

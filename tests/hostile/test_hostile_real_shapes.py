@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from grokaudit.cli import cli
@@ -342,3 +343,20 @@ def test_a_summary_record_after_canonical_records_is_set_aside(tmp_path: Path) -
               + [{"_summary": {"first_grok_step": 3000}}])
     doc = check(p)
     assert doc["input"]["provenance"]["set_aside"] == {"record_without_step": 1}
+
+
+def test_inspect_offers_as_an_axis_only_a_condition_every_run_has(tmp_path: Path) -> None:
+    """``inspect`` offered ``--by schema_version`` (2 values: one and missing) for a column
+    some runs lack, which ``check --by`` then refuses (CONDITION_MISSING); ``--cell`` takes a
+    missing value (those runs are a study of their own)."""
+    rows = []
+    for r, (wd, ver) in enumerate([(0.1, 1), (0.1, None), (1.0, 1), (1.0, None)]):
+        for s in range(0, 400, 10):
+            rows.append({"run": f"r{r}", "step": s, "test_acc": 0.99 if s > 100 else 0.1,
+                         "emb_erank": 40.0 if s < 200 else 5.0, "wd": wd,
+                         "schema_version": ver})
+    p = tmp_path / "log.parquet"
+    pd.DataFrame(rows).to_parquet(p, index=False)
+    flags = [f["flag"] for f in inspect(p)["flags"]]
+    assert "--cell schema_version" in flags and "--by schema_version" not in flags, flags
+    assert refused(p, "--by", "schema_version") == "CONDITION_MISSING"
