@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.roles import is_outcome_name
 from grokaudit.shards import NEVER_READ_SUFFIXES
@@ -94,10 +95,18 @@ def _step_like(table: pa.Table) -> bool:
 
 def summary_reason(loaded: Loaded) -> str | None:
     """Why a table of a folder is no run log (no step column, and no column could be one or
-    it holds at most :data:`SUMMARY_ROWS` rows), or None when it may be one."""
-    if loaded.step is not None:
-        return None
+    it holds at most :data:`SUMMARY_ROWS` rows; or a step column holding one value in every
+    row), or None when it may be one."""
     t = loaded.table
+    if loaded.step is not None:
+        col = t.column(loaded.step) if loaded.step in t.column_names else None
+        if col is None or t.num_rows < 2 or col.null_count or \
+                pa.compute.count_distinct(col).as_py() != 1:
+            return None
+        # every row at one step (a manifest's total `steps`, one row per run): no log
+        return (f"its step column {safe(loaded.step)!r} holds one value in all {t.num_rows} "
+                f"rows ({safe(str(col[0].as_py()))}): a table of one row per run (a total "
+                "number of steps?), not a run log")
     if t.num_rows > SUMMARY_ROWS and _step_like(t):
         return None
     return (f"no step column ({t.num_rows} row(s), columns "

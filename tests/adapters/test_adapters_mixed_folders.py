@@ -179,3 +179,21 @@ def test_a_row_never_joins_two_runs_that_share_the_last_part_of_their_ids(
     r = CliRunner().invoke(cli, ["check", str(tmp_path), "--metric", "emb",
                                  "--conditions-from", str(tmp_path / "conds.csv"), "--on", "run"])
     assert r.exit_code == 2 and r.stderr.rstrip().endswith("[INVALID_OPTION]"), r.output
+
+
+def test_a_manifest_with_a_total_steps_column_is_set_aside(tmp_path: Path,
+                                                           sweep: pd.DataFrame) -> None:
+    """A sweep's manifest (one row per run: its name, settings, and the total ``steps`` every
+    run trained for) was read as a log because ``steps`` is a step column's name: its text
+    columns changed "within a run" and the folder was refused (NOT_CONSTANT_IN_RUN) with a
+    --run-from that did not work on the real logs. A step column holding one value in every
+    row makes a table of one row per run: set aside, proposed as the runs' conditions."""
+    root = tmp_path / "sweep"
+    runs = _runs(root, sweep)
+    manifest = _summary(sweep).assign(steps=100_000, csv_path=lambda d: d["run_id"] + ".csv")
+    manifest.to_csv(root / "manifest.csv", index=False)
+    t = read_log(root)
+    assert sorted(t.column("run").unique().to_pylist()) == runs
+    assert set(provenance_of(t)["files_set_aside"]) == {"manifest.csv"}
+    assert provenance_of(t)["conditions_table"]["flag"] == \
+        "--conditions-from manifest.csv --on run_id"
