@@ -179,6 +179,30 @@ def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # t
         points.extra.setdefault("accuracy_columns", {})[target] = {
             "column": choice.chosen, "points": choice.points,
             "alternatives": [list(a) for a in alts]}
+    _note_runs_with_another_accuracy(points)
+
+
+def _note_runs_with_another_accuracy(points: Points) -> None:
+    """Runs without the column read as the test accuracy that logged another accuracy column
+    (a folder mixing two loggers: ``test_acc`` in some files, ``val_accuracy`` in another):
+    set aside by the audit (RUN_WITHOUT_ACCURACY) — said here with the column they logged,
+    never as if they had logged no accuracy."""
+    logged: dict[str, set[str]] = {}
+    for c in points.chunks:
+        logged.setdefault(c.run, set()).add(c.metric)
+    if not any("test_acc" in m for m in logged.values()):
+        return  # no test accuracy anywhere: refused as such
+    for run, metrics in sorted(logged.items()):
+        if "test_acc" in metrics:
+            continue
+        other = [n for n, _, _ in accuracy_candidates(dict.fromkeys(metrics, 1), "test_acc",
+                                                      exclude=("train_acc",))]
+        if other:
+            points.extra.setdefault("runs_with_another_accuracy", {})[run] = other[0]
+            points.warnings.append(
+                f"run {safe(run)!r} logged {safe(other[0])!r}, not the column the other runs' "
+                "test accuracy is read from: it is set aside (RUN_WITHOUT_ACCURACY); audit its "
+                "file on its own to read it")
 
 
 #: What continues a number in a name (``0|p1``, ``1|em3``, ``0|.1``): a group that ends

@@ -913,9 +913,11 @@ def _set_aside_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Findin
         out.append(make_finding(
             Reason.RUN_WITHOUT_ACCURACY, "input", base, runs=rs,
             evidence={"n_runs": len(rs), "rows": s.set_aside.get("run_without_accuracy", 0)},
-            message=(f"{len(rs)} run(s) never logged the test accuracy ({', '.join(map(safe, rs[:3]))}"
-                     f"{', …' if len(rs) > 3 else ''}): set aside, no clock can be read from "
-                     "them (a file of one metric of a run? give the run a run column)")))
+            message=(f"{len(rs)} run(s) hold no value in the column read as the test accuracy "
+                     f"({', '.join(map(safe, rs[:3]))}{', …' if len(rs) > 3 else ''}): set "
+                     "aside, no clock can be read from them (a file of one metric of a run? "
+                     "give the run a run column; another accuracy column in their file? the "
+                     "reader's notes name it)")))
     if s.duplicate_runs:
         groups = [list(g) for g in s.duplicate_runs]
         n = sum(len(g) for g in groups)

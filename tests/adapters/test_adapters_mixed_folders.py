@@ -197,3 +197,29 @@ def test_a_manifest_with_a_total_steps_column_is_set_aside(tmp_path: Path,
     assert set(provenance_of(t)["files_set_aside"]) == {"manifest.csv"}
     assert provenance_of(t)["conditions_table"]["flag"] == \
         "--conditions-from manifest.csv --on run_id"
+
+
+def test_a_run_of_another_logger_is_named_with_the_accuracy_it_logged(tmp_path: Path) -> None:
+    """A folder of JSON histories logging ``test_acc`` and one Lightning CSV logging
+    ``val_accuracy``: the Lightning run was set aside as if it had logged no accuracy. It is
+    still set aside (the folder's test accuracy is one column), and the notes say which
+    accuracy column it logged."""
+    root = tmp_path / "mixed"
+    for k in range(2):
+        d = root / f"json{k}"
+        d.mkdir(parents=True)
+        steps = list(range(0, 300, 10))
+        (d / "history.json").write_text(json.dumps({
+            "step": steps, "test_acc": [0.99 if s > 100 else 0.1 for s in steps],
+            "train_acc": [1.0] * len(steps)}))
+    (root / "lightning").mkdir()
+    pd.DataFrame({"step": range(0, 300, 10), "val_accuracy": 0.5,
+                  "full_train_acc": 1.0}).to_csv(root / "lightning" / "metrics.csv",
+                                                 index=False)
+    r = CliRunner().invoke(cli, ["check", str(root), "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
+    doc = json.loads(r.stdout)
+    assert doc["input"]["runs_without_accuracy"] == ["lightning/metrics"]
+    assert any(f["code"] == "READER_NOTES" for f in doc["findings"])
+    assert provenance_of(read_log(root))["runs_with_another_accuracy"] == {
+        "lightning/metrics": "val_accuracy"}
