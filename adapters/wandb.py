@@ -540,7 +540,8 @@ def read_offline(path: Path, options: ReadOptions) -> Points:
     if skipped:
         points.warnings.append(f"{skipped} non-numeric history value(s) (media, tables, "
                                "histograms) ignored")
-    points.rename_runs(run_names(list(points.origins), names))
+    # the runs with history (a directory of a run that logged nothing names no run)
+    points.rename_runs(run_names(sorted({c.run for c in points.chunks}), names))
     return points
 
 
