@@ -53,7 +53,6 @@ from grokaudit.text import safe
 
 #: Nesting deeper than this is no log (a JSON bomb, or not a training log at all).
 MAX_DEPTH = 64
-#: Cells a CSV writer uses for "no value" (pandas' and Keras' spellings).
 
 
 @dataclass
