@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +196,7 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
               step=step,
               wall=_floats(table.column(wall_col)) if wall_col else None,
               run_column=run_column, numeric_conditions=numeric_conditions,
-              strict_duplicates=strict_duplicates)
+              strict_duplicates=strict_duplicates, labels=loaded.labels)
     _add_run_values(m, loaded, names, origin)
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
     logged_any = np.zeros(table.num_rows, dtype=bool)
@@ -241,6 +241,7 @@ class _Melt:
     run_column: str | None
     numeric_conditions: bool
     strict_duplicates: bool
+    labels: dict[str, str] = field(default_factory=dict)  #: Loaded.labels
 
 
 def _refuse_repeated_columns(names: list[str], path: Path) -> None:
@@ -329,6 +330,9 @@ def _melt_numeric(m: _Melt, name: str, col: pa.ChunkedArray) -> np.ndarray | Non
         for r, g in zip(m.run_names, m.groups):
             v = a[g[0]]
             m.points.constant_columns.add((r, name))
+            if name in m.labels:  # "007": compared with the other files' spellings
+                m.points.extra.setdefault("csv_labels", {}).setdefault(name, {})[r] = \
+                    m.labels[name]
             m.points.add_condition(r, name, bool(v) if boolean else
                                    int(ints[g[0]]) if ints is not None else
                                    int(v) if v.is_integer() and

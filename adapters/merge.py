@@ -267,6 +267,7 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
         raise LogFormatError(f"no metric points found in this {adapter} log; check that it is "
                              "the right path and format (`--format`)", path=path,
                              code=ErrorCode.NO_ROWS)
+    _labels_apart(points)
     _series_everywhere(points)
     runs = _runs(points)
     metric_names = sorted({c.metric for c in points.chunks})
@@ -287,6 +288,32 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
                              n_read=n_read, n_replaced=n_replaced, n_runs=len(present))
     meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
+
+
+def _labels_apart(points: Points) -> None:
+    """Conditions read from one-run CSV files as integers, where one file wrote the value with
+    a leading zero (``007``, recorded by :mod:`grokaudit.csvread`) and another file's run has
+    the same number spelled otherwise (``7``): no file saw both spellings, and the two arms
+    would be pooled. Such a condition is kept as each run's text, as one CSV holding both
+    keeps it."""
+    for name, labelled in sorted((points.extra.pop("csv_labels", None) or {}).items()):
+        spelled: dict[int, set[str]] = {}
+        texts: dict[str, str] = {}
+        for run, conds in points.conditions.items():
+            v = conds.get(name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                continue
+            texts[run] = labelled.get(run, str(v))
+            spelled.setdefault(v, set()).add(texts[run])
+        twice = sorted(sorted(t) for t in spelled.values() if len(t) > 1)
+        if not twice:
+            continue
+        for run, text in texts.items():
+            points.conditions[run][name] = text
+        points.warnings.append(
+            f"condition {safe(name)!r} is written {safe(twice[0][0])!r} in some runs' files and "
+            f"{safe(twice[0][1])!r} in others: one number, two labels; kept as text, so "
+            "their runs stay apart")
 
 
 def _series_everywhere(points: Points) -> None:

@@ -72,6 +72,9 @@ class Loaded:
     sidecars: list[str] = field(default_factory=list)  #: config files whose values were read
     #: the file holds no per-step values, only scalars (a config or a summary file)
     scalars_only: bool = False
+    #: integer columns holding one value written with a leading zero (``007``) in a file
+    #: without a run column: column -> text (:mod:`grokaudit.csvread`)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------
@@ -579,6 +582,10 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
         extras["scalars"] = {rename.get(k, k): v for k, v in extras.get("scalars", {}).items()}
     step = _find_step(table.column_names, lists=bool(extras.get("dict_of_lists")))
     loaded = Loaded(table=table, step=step)
+    for k, text in (extras.get("labels") or {}).items():
+        name = (rename or {}).get(k.strip(), k.strip())
+        if name in table.column_names:
+            loaded.labels[name] = str(text)
     kinds: dict[str, str] = {}  # where each run value came from, for the overriding note
     folders: set[str] = set()  # the run values a partition folder gave
     for sc in sidecars:

@@ -27,6 +27,7 @@ per column unless its cells are written otherwise than Arrow writes the numbers.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -60,9 +61,10 @@ def read_csv_arrow(path: Path, *, tsv: bool = False) -> pa.Table:
     names = table.column_names
     ints = [n for n, t in zip(names, table.schema.types, strict=True)
             if pa.types.is_integer(t) and n != "run"]
-    if not ints or "run" not in names or len(set(names)) != len(names):
-        # no run column: no condition to tell (duplicate names are refused by the caller)
+    if not ints or len(set(names)) != len(names):  # duplicate names: refused by the caller
         return table
+    if "run" not in names:  # one run's file: its padded constants, for the folder to compare
+        return _padded_constants(table, ints, data, block, opts)
     ints = _conditions(table, ints)
     if not ints:  # steps, metrics, counters: no second parse
         return table
@@ -72,11 +74,56 @@ def read_csv_arrow(path: Path, *, tsv: bool = False) -> pa.Table:
     texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
                            convert_options=as_text)
     del data
+    padded = {}
     for name in ints:
         text = texts.column(name)
         if _labels(table.column(name), text, table.column("run")):
             table = table.set_column(names.index(name), name, text)
-    return table
+        elif (one := _one_padded_text(text)) is not None:
+            padded[name] = one  # one file of a folder of run files: compared there
+    return _with_labels(table, padded)
+
+
+def _padded_constants(table: pa.Table, ints: list[str], data: pa.Buffer,
+                      block: pacsv.ReadOptions, opts: pacsv.ParseOptions) -> pa.Table:
+    """A file without a ``run`` column (one run's file in a folder): the integer columns that
+    hold one value in every row, written with a leading zero (``007``), recorded in the
+    table's ``grokaudit.json`` metadata as ``labels`` (column -> text; so are a file's
+    conditions written so with a ``run`` column). No file of a folder sees another's
+    spelling: the folder's reader compares them (``grokaudit.adapters.merge``), and keeps a
+    column whose runs spell one value two ways as text."""
+    const = [c for c in ints if table.num_rows and not table.column(c).null_count
+             and pc.min_max(table.column(c))["min"] == pc.min_max(table.column(c))["max"]]
+    if not const:
+        return table
+    texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
+                           convert_options=pacsv.ConvertOptions(
+                               column_types=dict.fromkeys(const, pa.string()),
+                               include_columns=const, null_values=NULL_CELLS,
+                               strings_can_be_null=True))
+    return _with_labels(table, {c: t for c in const
+                                if (t := _one_padded_text(texts.column(c))) is not None})
+
+
+def _one_padded_text(text: pa.ChunkedArray) -> str | None:
+    """The one text of a column written one way in every row with a leading zero, else
+    None."""
+    if text.null_count or pc.count_distinct(text).as_py() != 1 or \
+            not pc.all(pc.match_substring_regex(text, _PADDED)).as_py():
+        return None
+    return str(text[0].as_py())
+
+
+def _with_labels(table: pa.Table, labels: dict[str, str]) -> pa.Table:
+    """``table`` with ``labels`` (column -> its one padded text) in its ``grokaudit.json``
+    metadata, read by the table adapters' ``load``."""
+    if not labels:
+        return table
+    meta = dict(table.schema.metadata or {})
+    info = json.loads(meta.get(b"grokaudit.json", b"{}"))
+    info["labels"] = labels
+    meta[b"grokaudit.json"] = json.dumps(info).encode()
+    return table.replace_schema_metadata(meta)
 
 
 def _conditions(table: pa.Table, ints: list[str]) -> list[str]:

@@ -142,3 +142,31 @@ def test_a_log_growing_between_the_two_parses_is_read_as_one_version(
     t = read_csv_arrow(p)
     assert len(calls) == 2 and calls == [len(df)] * 2
     assert t.num_rows == len(df) and t.column("tag").to_pylist() == df["tag"].tolist()
+
+
+@pytest.mark.parametrize("run_column", [True, False])
+def test_one_run_files_in_a_folder_keep_two_spellings_apart(tmp_path: Path,
+                                                            run_column: bool) -> None:
+    """A folder of one CSV per run: each file sees one spelling (``007`` in one arm's files,
+    ``7`` in the other's), so each read the integer 7 and the arms were pooled into one cell.
+    The folder compares the files' spellings; padded values without a twin stay numbers."""
+    df = _sweep(("007", "7"))
+    for name, tags in (("pooled", ("007", "7")), ("padded", ("007", "008"))):
+        folder = tmp_path / name
+        folder.mkdir()
+        for run, g in _sweep(tags).groupby("run"):
+            g = g if run_column else g.drop(columns="run")
+            g.to_csv(folder / f"{run}.csv", index=False)
+        out = cli(["check", folder, "--by", "seed", "--cell", "tag", "--metric", "emb_erank",
+                   "--json", "-", "-q"])
+        expect_audit(out)
+        studies = sorted(json.dumps(s["study"], sort_keys=True)
+                         for s in json.loads(out.stdout)["studies"])
+        if name == "pooled":
+            whole = cli(["check", _write_text(df, tmp_path / "one.csv"), "--by", "seed",
+                         "--cell", "tag", "--metric", "emb_erank", "--json", "-", "-q"])
+            assert studies == sorted(json.dumps(s["study"], sort_keys=True)
+                                     for s in json.loads(whole.stdout)["studies"])
+            assert studies == ['{"tag": "007"}', '{"tag": "7"}']
+        else:  # no two spellings of one number: the numbers, as before
+            assert studies == ['{"tag": 7}', '{"tag": 8}']
