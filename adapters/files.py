@@ -36,7 +36,7 @@ from grokaudit.schema import (
 from grokaudit.text import safe
 
 from .points import Points, as_steps
-from .records import TABLE_SUFFIXES, Loaded, flatten, read_arrow_file
+from .records import TABLE_SUFFIXES, Loaded, delimited_text, flatten, read_arrow_file
 
 #: Step columns, in order of preference; ``epoch`` only when no step column exists.
 STEP_COLUMNS = STEP_NAMES
@@ -69,7 +69,8 @@ def check_tail(path: Path, points: Points) -> None:
     end of the file is the mark of an interrupted write (a last value ``0.25`` cut to ``0.2``
     would otherwise be read as a plausible number).
     """
-    if TABLE_SUFFIXES.get(path.suffix.lower()) not in ("csv", "tsv", "jsonl"):
+    kind = TABLE_SUFFIXES.get(path.suffix.lower()) or delimited_text(path)
+    if kind not in ("csv", "tsv", "jsonl"):  # a Keras training.log too
         return
     size = path.stat().st_size
     with path.open("rb") as fh:

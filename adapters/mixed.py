@@ -45,7 +45,8 @@ _WHY = {
     **dict.fromkeys((".npz", ".npy"), "a NumPy file (give it as its own path to read it)"),
     **dict.fromkeys(NEVER_READ_SUFFIXES, "a checkpoint or pickle (never read)"),
     **dict.fromkeys((".txt", ".dat", ".log"),
-                    "a text file (a header-less log is read as its own path with --columns)"),
+                    "a text file (a log with a header line, as Keras's CSVLogger writes, or a "
+                    "header-less one: give it as its own path)"),
 }
 #: Files that are plainly no log and are not named in the notes.
 _QUIET_SUFFIXES = frozenset({".md", ".rst", ".py", ".sh", ".yaml", ".yml", ".toml", ".cfg",
@@ -93,6 +94,14 @@ def _step_like(table: pa.Table) -> bool:
     return False
 
 
+def _names_each_row(t: pa.Table) -> bool:
+    """Whether a text column of ``t`` holds a different value in every row (a manifest's run
+    names): a table of one row per run, not one run's rows."""
+    return any((pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
+               and not c.null_count and pa.compute.count_distinct(c).as_py() == t.num_rows
+               for c in t.columns)
+
+
 def summary_reason(loaded: Loaded) -> str | None:
     """Why a table of a folder is no run log (no step column, and no column could be one or
     it holds at most :data:`SUMMARY_ROWS` rows; or a step column holding one value in every
@@ -101,8 +110,8 @@ def summary_reason(loaded: Loaded) -> str | None:
     if loaded.step is not None:
         col = t.column(loaded.step) if loaded.step in t.column_names else None
         if col is None or t.num_rows < 2 or col.null_count or \
-                pa.compute.count_distinct(col).as_py() != 1:
-            return None
+                pa.compute.count_distinct(col).as_py() != 1 or not _names_each_row(t):
+            return None  # (a run cut short: its rows at one step, and no column naming rows)
         # every row at one step (a manifest's total `steps`, one row per run): no log
         return (f"its step column {safe(loaded.step)!r} holds one value in all {t.num_rows} "
                 f"rows ({safe(str(col[0].as_py()))}): a table of one row per run (a total "

@@ -86,7 +86,11 @@ class Loaded:
 TEXT_TABLE_SUFFIXES = (".log", ".txt", ".dat")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:\-]*")
 _CELL = re.compile(r"\s*(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)"
-                   r"|NaN|)\s*", re.ASCII)
+                   r"|NaN|NA|N/A|n/a|null|NULL|None|)\s*", re.ASCII)  # Keras 3 writes NA
+
+
+_NUMBER_CELL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*",
+                          re.ASCII)
 
 
 def delimited_text(path: Path) -> str | None:
@@ -97,7 +101,7 @@ def delimited_text(path: Path) -> str | None:
     if path.suffix.lower() not in TEXT_TABLE_SUFFIXES or not path.is_file():
         return None
     try:
-        with path.open("r", encoding="utf-8", newline="") as fh:
+        with path.open("r", encoding="utf-8-sig", newline="") as fh:  # a BOM: not a name
             head, row = fh.readline(65536).rstrip("\r\n"), fh.readline(65536).rstrip("\r\n")
     except (OSError, UnicodeDecodeError):
         return None
@@ -106,7 +110,7 @@ def delimited_text(path: Path) -> str | None:
         if (len(names) >= 2 and len(cells) == len(names)
                 and all(_NAME.fullmatch(n.strip()) for n in names)
                 and all(_CELL.fullmatch(c) for c in cells)
-                and any(c.strip() for c in cells)):
+                and any(_NUMBER_CELL.fullmatch(c) for c in cells)):
             return kind
     return None
 

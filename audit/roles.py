@@ -96,7 +96,7 @@ class AccuracyChoice:
 #: beside ``val_accuracy``): after every name with a train word.
 TWIN_TRAIN_RANK = 100
 #: The prefixes Keras (and code written like it) gives the held-out twin of a metric.
-_TWIN_PREFIXES = ("val_", "validation_", "val/", "validation/", "test_")
+_TWIN_PREFIXES = ("val_", "validation_", "val/", "validation/")
 
 
 def _bare_with_twin(name: str, counts: Mapping[str, int]) -> bool:
@@ -123,7 +123,10 @@ def accuracy_candidates(counts: Mapping[str, int], target: str,
         if n in exclude or c <= 0:
             continue
         twin = _bare_with_twin(n, counts if beside is None else beside)
-        r = (TWIN_TRAIN_RANK if twin else None) if target == "train_acc" and \
+        # other words rank a twin lower, as they rank any name (``top_k_categorical_accuracy``
+        # after ``accuracy``)
+        other = sum(t not in _ACC_WORDS and t not in _NEUTRAL for t in _tokens(n))
+        r = (TWIN_TRAIN_RANK + 15 * other if twin else None) if target == "train_acc" and \
             accuracy_rank(n, target) is None else (None if twin else accuracy_rank(n, target))
         if r is not None:
             cands.append((n, c, r))

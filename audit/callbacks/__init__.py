@@ -37,7 +37,7 @@ from ..config import AuditConfig, did_you_mean
 from ..errors import ConfigError, ErrorCode, GrokauditWarning, MissingExtraError
 from ..live import DEFAULT_MARGIN, LiveRun, LiveState
 from ..metrics import METRIC_NAMES, spectral_metrics
-from ..roles import accuracy_rank, choose_accuracy
+from ..roles import accuracy_candidates, accuracy_rank, choose_accuracy
 from ..schema import is_known_metric
 
 __all__ = ["DEFAULT_METRICS", "STOP_WHEN", "GrokauditAuditWarning", "GrokauditBudgetWarning",
@@ -243,9 +243,12 @@ class LiveAudit:
                     f"grokaudit: {target}={given!r} was not logged at this evaluation (logged: "
                     f"{_names(values)}); the live audit has no {target} here"))
             return given
-        counts = {k: c for k, c in self._counts.items()
-                  if accuracy_rank(k, target) is not None and k not in exclude}
-        choice = choose_accuracy(counts, target)
+        # the candidates as check finds them (a bare ``acc`` beside ``val_acc``: the train
+        # accuracy)
+        counts = {k: c for k, c, _ in accuracy_candidates(
+            {k: c for k, c in self._counts.items() if k not in exclude}, target,
+            beside=self._counts)}
+        choice = choose_accuracy(counts, target, beside=self._counts)
         if choice is None and len(counts) > 1 and target == "test_acc":
             self._warn_once("ambiguous:test_acc", (
                 f"grokaudit: several logged values could be the test accuracy "

@@ -223,3 +223,20 @@ def test_a_run_of_another_logger_is_named_with_the_accuracy_it_logged(tmp_path: 
     assert any(f["code"] == "READER_NOTES" for f in doc["findings"])
     assert provenance_of(read_log(root))["runs_with_another_accuracy"] == {
         "lightning/metrics": "val_accuracy"}
+
+
+def test_a_run_cut_short_at_one_step_is_a_run_not_a_manifest(tmp_path: Path,
+                                                             sweep: pd.DataFrame) -> None:
+    """A run that crashed after its first evaluation (two rows at one step: the training
+    metrics' row and the validation's) is a run too short to audit, counted as such; only a
+    table whose rows are each named (a manifest's run names) is set aside as one row per
+    run."""
+    root = tmp_path / "sweep"
+    runs = _runs(root, sweep)
+    (root / "crashed").mkdir()
+    pd.DataFrame({"step": [99, 99], "test_acc": [0.1, None], "emb_erank": [None, 40.0]}).to_csv(
+        root / "crashed" / "metrics.csv", index=False)
+    r = CliRunner().invoke(cli, ["check", str(root), "--metric", "emb_erank", "--json", "-"])
+    assert r.exit_code in (0, 1), r.output
+    inp = json.loads(r.stdout)["input"]
+    assert inp["runs_read"] == len(runs) + 1 and inp["runs_too_short"] == ["crashed"]

@@ -223,3 +223,39 @@ def test_a_keras_csvlogger_log_is_a_table_and_its_bare_accuracy_the_train_one(
     with pytest.raises(LogFormatError) as exc:
         read_log(tmp_path / "run.log")
     assert exc.value.code is ErrorCode.UNKNOWN_FORMAT
+
+
+def test_keras_logs_read_whatever_keras_wrote_and_a_cut_one_is_flagged(tmp_path: Path,
+                                                                        prov) -> None:
+    """Keras 3 writes ``NA`` for the validation columns of epochs it did not validate
+    (``validation_freq=2``): the first data row was no number, and the file was refused
+    (UNKNOWN_FORMAT). A BOM before the header hid it too. A ``.log`` whose last line lost its
+    newline (a write cut short) was read without the SOURCE_TRUNCATED the same ``.csv`` gets."""
+    rows = ["epoch,accuracy,loss,val_accuracy,val_loss"]
+    rows += [f"{e},{min(1.0, 0.5 + e / 20):.4f},{1 / (e + 1):.4f},"
+             + (f"{0.1 if e < 20 else 0.97:.4f},0.5" if e % 2 else "NA,NA") for e in range(30)]
+    text = "\n".join(rows) + "\n"
+    (tmp_path / "freq2.log").write_text(text)
+    (tmp_path / "bom.log").write_text("\ufeff" + text, encoding="utf-8")
+    for name in ("freq2.log", "bom.log"):
+        df = read_log(tmp_path / name).to_pandas()
+        assert len(df) == 30 and df["test_acc"].notna().sum() == 15, name
+        assert df["train_acc"].notna().sum() == 30, name
+    (tmp_path / "cut.log").write_text(text.rstrip("\n")[:-3])
+    (tmp_path / "cut.csv").write_text(text.rstrip("\n")[:-3])
+    for name in ("cut.log", "cut.csv"):
+        codes = [f["code"] for f in prov(read_log(tmp_path / name))["findings"]]
+        assert "SOURCE_TRUNCATED" in codes, (name, codes)
+
+
+@pytest.mark.parametrize(("columns", "train"), [
+    (["accuracy", "top_k_categorical_accuracy", "val_accuracy",
+      "val_top_k_categorical_accuracy"], "accuracy"),  # two twins: the plain name
+    (["test_acc", "acc"], None),  # no val_ twin: acc is not read as the train accuracy
+])
+def test_which_bare_accuracy_is_the_train_one(tmp_path: Path, columns: list[str],
+                                              train: str | None, prov) -> None:
+    df = pd.DataFrame({"step": range(20), **{c: np.linspace(0.1, 1.0, 20) for c in columns}})
+    df.to_csv(tmp_path / "log.csv", index=False)
+    chosen = prov(read_log(tmp_path / "log.csv")).get("accuracy_columns") or {}
+    assert (chosen.get("train_acc") or {}).get("column") == train, chosen

@@ -327,3 +327,18 @@ def test_the_transformers_hook_goes_on_past_diverged_weights() -> None:
     assert [(s, what) for s, what, _ in cb.failures] == [(300, "measure")]
     gap = next(g for g in cb.state.missing if g.code is Missing.VALUE_REFUSED)
     assert gap.metric == "test_acc" and gap.evidence["code"] == "ACCURACY_OUT_OF_RANGE"
+
+
+def test_the_live_audit_reads_keras_accuracies_as_check_does() -> None:
+    """Keras logs ``acc`` (training) beside ``val_acc``: check reads ``acc`` as the train
+    accuracy, while the callbacks' live audit found no train accuracy in the same keys."""
+    from grokaudit.callbacks import LiveAudit
+
+    for logs in ({"acc": 0.9, "val_acc": 0.5, "loss": 0.1},
+                 {"accuracy": 0.9, "val_accuracy": 0.5}):
+        audit = LiveAudit({"emb": "embed.weight"})
+        for _ in range(3):
+            out = audit.accuracies(logs)
+        assert out == {"test_acc": 0.5, "train_acc": 0.9}, (logs, out)
+    audit = LiveAudit({"emb": "embed.weight"})
+    assert audit.accuracies({"acc": 0.9, "test_acc": 0.5}) == {"test_acc": 0.5}
