@@ -45,8 +45,8 @@ _WHY = {
     **dict.fromkeys((".npz", ".npy"), "a NumPy file (give it as its own path to read it)"),
     **dict.fromkeys(NEVER_READ_SUFFIXES, "a checkpoint or pickle (never read)"),
     **dict.fromkeys((".txt", ".dat", ".log"),
-                    "a text file (a log with a header line, as Keras's CSVLogger writes, or a "
-                    "header-less one: give it as its own path)"),
+                    "a text file (give it as its own path: one with a header line, as Keras's "
+                    "CSVLogger writes, is read as a table; a header-less log with --columns)"),
 }
 #: Files that are plainly no log and are not named in the notes.
 _QUIET_SUFFIXES = frozenset({".md", ".rst", ".py", ".sh", ".yaml", ".yml", ".toml", ".cfg",
