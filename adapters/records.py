@@ -49,7 +49,7 @@ from grokaudit.roles import (
     is_summary_parent,
 )
 from grokaudit.shards import TABLE_SUFFIXES
-from grokaudit.text import safe
+from grokaudit.text import DECIMAL, safe
 
 #: Nesting deeper than this is no log (a JSON bomb, or not a training log at all).
 MAX_DEPTH = 64
@@ -85,12 +85,11 @@ class Loaded:
 #: ``training.log``): read as CSV or TSV when :func:`delimited_text` says so.
 TEXT_TABLE_SUFFIXES = (".log", ".txt", ".dat")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:\-]*")
-_CELL = re.compile(r"\s*(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf)"
-                   r"|NaN|NA|N/A|n/a|null|NULL|None|)\s*", re.ASCII)  # Keras 3 writes NA
+_CELL = re.compile(rf"\s*(?:{DECIMAL}|[+-]?(?:nan|inf)|NaN|NA|N/A|n/a|null|NULL|None|)\s*",
+                   re.ASCII)  # Keras 3 writes NA
 
 
-_NUMBER_CELL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*",
-                          re.ASCII)
+_NUMBER_CELL = re.compile(rf"\s*{DECIMAL}\s*", re.ASCII)
 
 
 def delimited_text(path: Path) -> str | None:

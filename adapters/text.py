@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
-from grokaudit.text import safe
+from grokaudit.text import DECIMAL, safe
 
 from .files import find_step_column, melt_wide, table_files
 from .merge import ReadOptions
@@ -39,8 +39,7 @@ def _cells(line: str) -> list[str]:
 
 #: A number as an ASCII decimal (``nan``/``inf`` words too): not Python's ``float()``, which
 #: also reads ``3_0``, other scripts' digits and fullwidth forms.
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)",
-                     re.ASCII | re.IGNORECASE)
+_NUMBER = re.compile(rf"{DECIMAL}|[-+]?(?:nan|inf|infinity)", re.ASCII | re.IGNORECASE)
 #: An integer written as one (read exactly, beyond 2**53 too; past 30 digits, beyond any
 #: int64 and Python's digit limit for int(), it is read as a float).
 _INTEGER = re.compile(r"[-+]?\d{1,30}", re.ASCII)

@@ -93,7 +93,7 @@ def _padded_constants(table: pa.Table, ints: list[str], data: pa.Buffer,
     spelling: the folder's reader compares them (``grokaudit.adapters.merge``), and keeps a
     column whose runs spell one value two ways as text."""
     const = [c for c in ints if table.num_rows and not table.column(c).null_count
-             and pc.min_max(table.column(c))["min"] == pc.min_max(table.column(c))["max"]]
+             and (ext := pc.min_max(table.column(c)))["min"] == ext["max"]]
     if not const:
         return table
     texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,

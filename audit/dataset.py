@@ -49,7 +49,7 @@ from .shards import (
     unreadable,
     walk_files,
 )
-from .text import safe
+from .text import DECIMAL, safe
 
 #: The folder name of a missing partition value (Spark, pyarrow).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -231,7 +231,7 @@ def _not_streamable(path: Path, why: str) -> LogFormatError:
                           path=str(path), code=ErrorCode.FORMAT_MISMATCH)
 
 
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_NUMBER = re.compile(DECIMAL, re.ASCII)
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 import pandas as pd
@@ -57,11 +57,11 @@ from .shards import (
     join_tables,
     parquet_columns,
     provenance_of,
-    python_texts,
     read_parquet,
     refuse_nested_run,
     refuse_unread_beside_shards,
     release_arrow_memory,
+    run_id_text,
     run_type_refusal,
     shard_files,
     spelled_as_python,
@@ -998,20 +998,12 @@ def _python_spelled_ids(run_col: pa.ChunkedArray, path: str | Path | None
                         ) -> tuple[pa.DictionaryArray, pa.Array]:
     """Float or boolean run ids as text spelled as a DataFrame's ``run.astype(str)`` spells
     them (``1.0``, ``True``: the id a run has in every reader, whichever it was handed to:
-    :func:`grokaudit.shards.run_id_text`); a NaN (or null) id is a missing one
-    (``MISSING_VALUES``), as pandas reads it."""
-    enc = pc.dictionary_encode(run_col).combine_chunks()
-    if not isinstance(enc, pa.DictionaryArray):  # a dictionary column: combine_chunks only
-        enc = pc.dictionary_encode(enc)
-    texts = python_texts(enc.dictionary)
-    codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-    gone = np.flatnonzero(np.asarray(pc.is_null(texts).to_numpy(zero_copy_only=False)))
-    missing = int(np.count_nonzero(codes < 0)) + (int(np.isin(codes, gone).sum())
-                                                  if gone.size else 0)
-    refuse_missing_run_ids(missing, None if path is None else str(path))
-    # distinct numbers have distinct shortest spellings; -0.0 and 0.0 are two ids, as in pandas
-    one = pa.DictionaryArray.from_arrays(enc.indices, texts)
-    enc = one_id_per_entry(pa.chunked_array([one]), one)
+    :func:`grokaudit.shards.run_id_text`), then encoded as text ids are; a NaN (or null) id is
+    a missing one (``MISSING_VALUES``), as pandas reads it. Distinct numbers have distinct
+    shortest spellings: -0.0 and 0.0 are two ids, as in pandas."""
+    text = cast(pa.ChunkedArray, run_id_text(run_col))
+    refuse_missing_run_ids(text.null_count, None if path is None else str(path))
+    enc = pc.dictionary_encode(text).combine_chunks()
     return enc, enc.dictionary
 
 

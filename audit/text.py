@@ -12,6 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+#: A number written in ASCII decimal (``7``, ``-0.5``, ``.5``, ``1e3``), the one pattern of the
+#: readers that parse numbers from text themselves (never ``3_0`` or non-ASCII digits, which
+#: ``float()`` accepts); compile it with ``re.ASCII``.
+DECIMAL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
 # C0 controls, DEL, C1 controls, and the Unicode bidirectional and line/paragraph separators
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 
