@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -21,7 +22,7 @@ from .blocks import run_each
 from .cells import (
     apply_high_floor_gate,
     build_accuracy_runs,
-    build_runs,
+    run_table_parts,
     summarize_accuracy_cell,
     summarize_cell,
 )
@@ -450,11 +451,16 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
     cell_rows = [run_rows[lo:hi] for lo, hi in spans]
     cell_index = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
 
-    def run_table() -> RunTable:
-        return (build_accuracy_runs(sorted_names, cell_values, cell_index, acc, run_rows)
-                if mc is None else
-                build_runs(sorted_names, cell_values, cell_index, acc, mc, run_rows,
-                           reference=cfg.profile == "reference"))
+    # the run table's parts (a metric's: five, each gathering columns into the study's order)
+    parts: Sequence[Callable[[], Any]]
+    assemble: Callable[[Sequence[Any]], RunTable]
+    if mc is None:
+        parts = [functools.partial(build_accuracy_runs, sorted_names, cell_values, cell_index,
+                                   acc, run_rows)]
+        assemble = operator.itemgetter(0)
+    else:
+        parts, assemble = run_table_parts(sorted_names, cell_values, cell_index, acc, mc,
+                                          run_rows, reference=cfg.profile == "reference")
 
     def cell(k: int) -> CellSummary:
         (lo, hi), rr = spans[k], cell_rows[k]
@@ -463,16 +469,17 @@ def _study_runs(axis: str | None, sframe: pd.DataFrame, all_ids: np.ndarray,
                 summarize_cell(cell_values[k], tuple(run_ids[lo:hi]), rr, acc, mc, cfg,
                                None if horizon is None else horizon.short[rr]))
 
-    # the run table and each cell read the clocks and write nothing shared: where the cells
-    # are large, they run side by side on the thread pool (a million runs: the run table
-    # beside the cells' medians), the run table first, the longest of them. Small cells are
-    # mostly Python, which two threads only slow down (5 000 cells of 4 runs: 1.3 -> 2.3 s)
-    calls: list[Callable[[], object]] = [run_table,
-                                         *(functools.partial(cell, k) for k in range(len(spans)))]
+    # the run table's parts and each cell read the clocks and write nothing shared: where the
+    # cells are large, they run side by side on the thread pool (a million runs: the run
+    # table's gathers beside the cells' medians), the run table's parts first, the longest of
+    # them. Small cells are mostly Python, which two threads only slow down (5 000 cells of 4
+    # runs: 1.3 -> 2.3 s)
+    calls: list[Callable[[], Any]] = [*parts,
+                                      *(functools.partial(cell, k) for k in range(len(spans)))]
     side_by_side = run_rows.size >= CELLS_SIDE_BY_SIDE_RUNS * max(len(spans), 1)
     done = run_each(calls) if side_by_side else [c() for c in calls]
-    runs = cast(RunTable, done[0])
-    cells = [cast(CellSummary, c) for c in done[1:]]
+    runs = assemble(done[:len(parts)])
+    cells = [cast(CellSummary, c) for c in done[len(parts):]]
     run_names = np.empty(log_rows(mc) if mc is not None else acc.t_grok.upper.shape[0],
                          dtype=object)
     run_names[run_rows] = sorted_names

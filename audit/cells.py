@@ -7,8 +7,9 @@ censored the median is censored too (``MEDIAN_CENSORED``) and only its lower bou
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -244,53 +245,100 @@ def build_runs(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: n
     numbers (:class:`ReferenceRun`; ``--profile reference``).
 
     Every quantity is a slice of the clock arrays: no Python work per run (issue 22)."""
+    parts, assemble = run_table_parts(run_ids, cell_values, cell_index, acc, mc, idx,
+                                      reference=reference)
+    return assemble([part() for part in parts])
+
+
+def run_table_parts(run_ids: Sequence[str], cell_values: Sequence[Any], cell_index: np.ndarray,
+                    acc: AccuracyClocks, mc: MetricClocks, idx: np.ndarray,
+                    reference: bool = False
+                    ) -> tuple[list[Callable[[], dict[str, Any]]],
+                               Callable[[Sequence[dict[str, Any]]], RunTable]]:
+    """:func:`build_runs` as independent parts and their assembly:
+    ``assemble([part() for part in parts])`` is its :class:`RunTable`. The parts read the
+    clocks and write nothing shared, so they may run side by side (a million runs: each part
+    gathers a dozen columns of a million values into the study's order); the costliest come
+    first."""
     idx = np.asarray(idx, dtype=np.int64)
-    grokked = ~mc.grok.censored[idx]
-    floor = mc.floor[idx]
-    drop = mc.drop[idx]
-    transient = mc.transient[idx]
-    converged = mc.converged[idx]
-    inflation = mc.inflation[idx]
-    # a metric that never turned down did not compress (its plateau is no floor: NaN)
-    compression = np.select(
-        [~grokked, mc.no_compression[idx], np.isnan(floor) | np.isnan(drop),
-         mc.compression_unknown[idx]], [np.int8(3), np.int8(1), np.int8(3), np.int8(2)],
-        np.int8(0))
-    snap = np.select([transient, converged, np.isnan(inflation)],
-                     [np.int8(0), np.int8(1), np.int8(3)], np.int8(2))
-    lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
-    with np.errstate(invalid="ignore"):
-        # a point: known, and finite (lag / 0 for a grok at step 0 itself is no number)
-        rel = np.where((lo == hi) & np.isfinite(lo), lo, np.nan)
-    stab_codes = sorted(STABILITY_NAMES)
-    stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int8)  # a word's code: one byte
-    stab_pos[stab_codes] = np.arange(len(stab_codes))
-    sets, which = reason_codes(acc, mc, idx)
-    floats = {"grok_fell_at": acc.fell_at[idx], "final_test_acc": acc.final_test_acc[idx],
-              "m_start": mc.m_start[idx], "m_grok": mc.m_grok[idx], "m_peak": mc.m_peak[idx],
-              "floor": floor, "delta": mc.delta[idx], "w1_median": mc.w1_median[idx],
-              "drift": mc.drift[idx], "mad": mc.mad[idx], "undershoot": mc.undershoot[idx],
-              "rel_lag": rel, "frac_pre": mc.frac_pre[idx], "inflation": inflation}
-    no_clock = Intervals(None, None, None)
-    return RunTable(
-        run=_id_array(run_ids), cell_values=tuple(cell_values),
-        cell=np.asarray(cell_index, dtype=np.int64),
-        floats={k: _f64(v) for k, v in floats.items()},
-        flags={"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
-               "fully_generalized": np.asarray(acc.fully_generalized[idx], dtype=bool),
-               "inflation_is_lower_bound": np.asarray(mc.inflation_lower_bound[idx],
-                                                      dtype=bool)},
-        intervals={"t_mem": _intervals(acc.t_mem, idx) if acc.t_mem is not None else no_clock,
-                   "t_grok": _intervals(mc.grok, idx),
-                   "t_compress": _intervals(mc.t_compress, idx, grokked),
-                   "lag": _intervals(mc.lag, idx, grokked)},
-        words={"floor_stability": Words(tuple(STABILITY_NAMES[c] for c in stab_codes),
-                                        stab_pos[mc.stability[idx]]),
-               "compression": Words(("compressed", "none", "unknown", "n/a"), compression),
-               "snapshot": Words(("transient", "converged", "between", "n/a"), snap)},
-        drift_interval=(_f64(mc.drift_low[idx]), _f64(mc.drift_high[idx])),
-        reason_sets=sets, reasons=which,
-        reference=_reference_columns(mc, idx) if reference else None)
+
+    def reasons() -> dict[str, Any]:
+        sets, which = reason_codes(acc, mc, idx)
+        return {"reason_sets": sets, "reasons": which}
+
+    def intervals(names: tuple[str, ...]) -> dict[str, Any]:
+        grokked = ~mc.grok.censored[idx]
+        out: dict[str, Any] = {}
+        for name in names:
+            if name == "t_mem":
+                out[name] = (_intervals(acc.t_mem, idx) if acc.t_mem is not None
+                             else Intervals(None, None, None))
+            elif name == "t_grok":
+                out[name] = _intervals(mc.grok, idx)
+            else:  # t_compress, lag: kept where the run grokked
+                out[name] = _intervals(getattr(mc, name), idx, grokked)
+        return out
+
+    def floats() -> dict[str, Any]:
+        lo, hi = mc.rel_lag_low[idx], mc.rel_lag_high[idx]
+        with np.errstate(invalid="ignore"):
+            # a point: known, and finite (lag / 0 for a grok at step 0 itself is no number)
+            rel = np.where((lo == hi) & np.isfinite(lo), lo, np.nan)
+        values = {"grok_fell_at": acc.fell_at[idx], "final_test_acc": acc.final_test_acc[idx],
+                  "m_start": mc.m_start[idx], "m_grok": mc.m_grok[idx],
+                  "m_peak": mc.m_peak[idx], "floor": mc.floor[idx], "delta": mc.delta[idx],
+                  "w1_median": mc.w1_median[idx], "drift": mc.drift[idx], "mad": mc.mad[idx],
+                  "undershoot": mc.undershoot[idx], "rel_lag": rel,
+                  "frac_pre": mc.frac_pre[idx], "inflation": mc.inflation[idx]}
+        return {"floats": {k: _f64(v) for k, v in values.items()}}
+
+    def words() -> dict[str, Any]:
+        grokked = ~mc.grok.censored[idx]
+        floor, drop = mc.floor[idx], mc.drop[idx]
+        transient, converged = mc.transient[idx], mc.converged[idx]
+        # a metric that never turned down did not compress (its plateau is no floor: NaN)
+        compression = np.select(
+            [~grokked, mc.no_compression[idx], np.isnan(floor) | np.isnan(drop),
+             mc.compression_unknown[idx]], [np.int8(3), np.int8(1), np.int8(3), np.int8(2)],
+            np.int8(0))
+        snap = np.select([transient, converged, np.isnan(mc.inflation[idx])],
+                         [np.int8(0), np.int8(1), np.int8(3)], np.int8(2))
+        stab_codes = sorted(STABILITY_NAMES)
+        stab_pos = np.zeros(max(stab_codes) + 1, dtype=np.int8)  # a word's code: one byte
+        stab_pos[stab_codes] = np.arange(len(stab_codes))
+        return {
+            "flags": {"grok_sustained": np.asarray(acc.sustained[idx], dtype=bool),
+                      "fully_generalized": np.asarray(acc.fully_generalized[idx], dtype=bool),
+                      "inflation_is_lower_bound": np.asarray(mc.inflation_lower_bound[idx],
+                                                             dtype=bool)},
+            "words": {"floor_stability": Words(tuple(STABILITY_NAMES[c] for c in stab_codes),
+                                               stab_pos[mc.stability[idx]]),
+                      "compression": Words(("compressed", "none", "unknown", "n/a"),
+                                           compression),
+                      "snapshot": Words(("transient", "converged", "between", "n/a"), snap)},
+            "drift_interval": (_f64(mc.drift_low[idx]), _f64(mc.drift_high[idx]))}
+
+    parts: list[Callable[[], dict[str, Any]]] = [
+        reasons, floats, functools.partial(intervals, ("t_mem", "t_grok")),
+        functools.partial(intervals, ("t_compress", "lag")), words]
+    if reference:
+        parts.append(lambda: {"reference": _reference_columns(mc, idx)})
+
+    def assemble(done: Sequence[dict[str, Any]]) -> RunTable:
+        got: dict[str, Any] = {"reference": None}
+        for d in done:
+            for k, v in d.items():
+                if isinstance(v, dict) and isinstance(got.get(k), dict):
+                    got[k].update(v)
+                else:
+                    got[k] = v
+        iv = got.pop("t_mem"), got.pop("t_grok"), got.pop("t_compress"), got.pop("lag")
+        return RunTable(run=_id_array(run_ids), cell_values=tuple(cell_values),
+                        cell=np.asarray(cell_index, dtype=np.int64),
+                        intervals=dict(zip(("t_mem", "t_grok", "t_compress", "lag"), iv)),
+                        **got)
+
+    return parts, assemble
 
 
 # ------------------------------------------------------------------------------------------

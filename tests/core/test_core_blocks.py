@@ -201,21 +201,27 @@ def test_run_each_raises_a_call_s_error(monkeypatch):
         blocks.run_each([lambda: 0, bad, lambda: 2])
 
 
-@pytest.mark.parametrize("profile", ["default", "reference"])
+@pytest.mark.parametrize("profile", ["default", "reference", "accuracy only"])
 def test_cells_computed_side_by_side_give_the_audit_computed_in_order(monkeypatch, profile):
-    """Large cells are summarised beside the run table on the thread pool; the audit is the
-    one computed in order, byte for byte (the threshold lowered so that a small log takes the
-    pool, and the pool proven used)."""
+    """Large cells are summarised beside the run table's parts on the thread pool; the audit
+    is the one computed in order, byte for byte (the threshold lowered so that a small log
+    takes the pool, and the pool proven used)."""
     from grokaudit import api
 
     df = _log(np.random.default_rng(11), 60)
+    if profile == "accuracy only":  # no metric: the accuracy run table, one part
+        df, profile = df.drop(columns=["emb_erank"]), "default"
     in_order = grokaudit.audit_table(df, by="rho", profile=profile).to_json()
     monkeypatch.setattr(api, "CELLS_SIDE_BY_SIDE_RUNS", 1)
     monkeypatch.setenv("GROKAUDIT_THREADS", "2")
     names: set[str] = set()
     real = api.run_each
 
+    n_calls: list[int] = []
+
     def spy(calls):
+        n_calls.append(len(calls))
+
         def named(call):
             def run():
                 names.add(threading.current_thread().name)
@@ -226,4 +232,7 @@ def test_cells_computed_side_by_side_give_the_audit_computed_in_order(monkeypatc
     monkeypatch.setattr(api, "run_each", spy)
     side_by_side = grokaudit.audit_table(df, by="rho", profile=profile).to_json()
     assert any(n.startswith("grokaudit-blocks") for n in names)
+    # the 5 cells beside the run table, which is several parts where a metric was audited
+    assert len(n_calls) == 1
+    assert n_calls[0] > 5 + 1 if "emb_erank" in df else n_calls[0] == 5 + 1
     assert side_by_side == in_order
