@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from grokaudit.csvread import read_csv_arrow
 from grokaudit.errors import ErrorCode, LogFormatError
-from grokaudit.limits import COLUMN_CAP
+from grokaudit.limits import COLUMN_CAP, check_text_header
 from grokaudit.roles import (
     CONFIG_OBJECTS,
     SIDECAR_NAMES,
@@ -128,6 +128,10 @@ def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.T
         if kind == "parquet":
             return pq.read_table(path)
         if kind in ("csv", "tsv"):
+            cap = COLUMN_CAP.get()  # (grokaudit.limits.column_cap)
+            if cap is not None and path.suffix.lower() in TEXT_TABLE_SUFFIXES:
+                # a .log table: the cap a .csv's header meets before the audit reads it
+                check_text_header(path, cap, "\t" if kind == "tsv" else ",")
             return read_csv_arrow(path, tsv=kind == "tsv")
         if kind == "jsonl":
             return _jsonl(path)

@@ -222,3 +222,27 @@ def test_a_refusal_naming_the_columns_present_stays_one_short_line(tmp_path: Pat
     out = cli(["check", p, "--metric", "k_nosuch"])
     code, message = expect_error(out, "METRIC_NOT_FOUND")
     assert len(out.stderr) < 2000  # a few names and a count, not 3 000 names
+
+
+@pytest.mark.parametrize("cmd", ["check", "inspect", "convert"])
+def test_a_keras_log_table_wider_than_max_columns_is_refused_from_its_header(
+        tmp_path: Path, cmd: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``training.log`` table (a header line, then numbers: Keras's CSVLogger) of 300 columns
+    against ``--max-columns 100``: the cap a ``.csv`` meets. The folder rule listed text tables
+    by suffix, so a ``.log`` table was parsed whatever its width."""
+    p = tmp_path / "training.log"
+    names = ["epoch", "accuracy", "val_accuracy", *(f"m{i}" for i in range(300))]
+    with p.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for s in range(4):
+            w.writerow([s, 0.5, 0.4, *([1.5] * 300)])
+
+    def never(*a: Any, **k: Any) -> pa.Table:
+        raise AssertionError("the table was parsed")
+
+    monkeypatch.setattr(pyarrow.csv, "read_csv", never)
+    args = [cmd, p, "--max-columns", "100"] + (["-o", tmp_path / "o.parquet"]
+                                               if cmd == "convert" else [])
+    expect_error(cli(args), "TOO_LARGE")
+    assert not (tmp_path / "o.parquet").exists()
