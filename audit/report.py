@@ -142,8 +142,16 @@ def _accuracy_study_lines(s: StudyResult) -> list[str]:
     return lines
 
 
+def _sustained(r: RunResult) -> str:
+    """Whether the run's grok was sustained; "—" for a run that never grokked (its flag is
+    vacuously true in the JSON: nothing fell below the threshold after a grok it never had)."""
+    if r.t_grok.censored:
+        return "—"
+    return "yes" if r.grok_sustained else "no"
+
+
 def _accuracy_run_row(r: RunResult) -> tuple[str, ...]:
-    return (safe(r.run), _iv(r.t_mem), _iv(r.t_grok), "yes" if r.grok_sustained else "no",
+    return (safe(r.run), _iv(r.t_mem), _iv(r.t_grok), _sustained(r),
             format_number(r.final_test_acc), "yes" if r.fully_generalized else "no")
 
 
@@ -155,7 +163,7 @@ def _run_row(r: RunResult) -> tuple[str, ...]:
     infl = format_number(r.inflation)
     if r.inflation is not None and r.inflation_is_lower_bound:
         infl = f"≥{infl}"
-    return (safe(r.run), _iv(r.t_grok), "yes" if r.grok_sustained else "no", format_number(r.m_grok),
+    return (safe(r.run), _iv(r.t_grok), _sustained(r), format_number(r.m_grok),
             format_number(r.floor), r.floor_stability, _iv(r.t_compress), _iv(r.lag), infl, r.snapshot)
 
 

@@ -283,3 +283,27 @@ def test_a_json_of_large_pieces_is_written_a_few_mib_at_a_time(tmp_path) -> None
     out.write_chunks(iter([big, big, big, "y"]), transform=upper)
     assert seen == [6 << 20, (3 << 20) + 1]
     assert (tmp_path / "r.json").read_text() == (big * 3 + "y").upper()
+
+
+@pytest.mark.parametrize("metric", [True, False])
+def test_runs_table_says_nothing_of_sustaining_a_grok_a_run_never_had(metric: bool) -> None:
+    """A run that never grokked has nothing to sustain: its row prints "—" (it printed "yes",
+    the flag's vacuous value, which the JSON keeps); a grokked run's row says yes."""
+    import numpy as np
+    import pandas as pd
+    from grokaudit.report import render_text
+
+    s = np.arange(0, 2000, 10)
+    df = pd.concat([pd.DataFrame({"run": r, "step": s, "test_acc": np.where(s >= tg, 0.98, 0.1),
+                                  "train_acc": 1.0, "emb_erank": np.where(s >= 1200, 5.0, 20.0)})
+                    for r, tg in (("grokked", 800), ("never", 10**9))])
+    res = grokaudit.audit_table(df if metric else df.drop(columns="emb_erank"))
+    runs = {r.run: r for r in res.studies[0].runs}
+    assert runs["never"].t_grok.censored and runs["never"].grok_sustained  # vacuous, as before
+    rows = {line.split()[0]: line.split() for line in render_text(res).splitlines()
+            if line.startswith("  grokked ") or line.startswith("  never ")}
+    column = (["run", "t_grok", "sustained"] if metric
+              else ["run", "t_mem", "t_grok", "sustained"]).index("sustained")
+    # the censored t_grok prints as two words (">1990 (cens)")
+    assert rows["grokked"][column] == "yes"
+    assert rows["never"][column + 1] == "—"
