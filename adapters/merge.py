@@ -120,24 +120,29 @@ def apply_options(points: Points, options: ReadOptions, path: str, *, whole: boo
             points.warnings.append(
                 f"--cond {key}: no match in the path of {len(missed)} run(s) "
                 f"(first: {missed[0]!r}); {key} is missing for them")
-    _apply_aliases(points, {v for v in mapping.values() if v in ("test_acc", "train_acc")})
+    _apply_aliases(points, {v for v in mapping.values() if v in ("test_acc", "train_acc")},
+                   mapped_from={v: k for k, v in mapping.items() if v in ("test_acc", "train_acc")})
 
 
 def _runs(points: Points) -> list[str]:
     return sorted({c.run for c in points.chunks})
 
 
-def _apply_aliases(points: Points, forced: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def _apply_aliases(points: Points, forced: set[str] = frozenset(),  # type: ignore[assignment]
+                   mapped_from: Mapping[str, str] | None = None) -> None:
     """Read the best-fitting columns as ``test_acc`` and ``train_acc``
     (:func:`grokaudit.roles.choose_accuracy`: a matching name, logged at no fewer than half the
     points of the most-logged candidate — the log's own ``test_acc`` counts as one, so a
     final test logged three times is not preferred to a validation curve), and say which,
     and what else could have been, in the warnings. A target named by ``--map`` (``forced``)
-    is left as the user named it."""
+    is left as the user named it; ``mapped_from``: each such target's column as logged."""
     counts: dict[str, int] = {}
     for c in points.chunks:
         counts[c.metric] = counts.get(c.metric, 0) + int(c.step.size)
-    read = dict(counts)  # the names as read: a twin renamed test_acc is still a twin
+    read = dict(counts)  # the names as read: a twin renamed test_acc is still a twin,
+    for target, source in (mapped_from or {}).items():  # also one renamed by --map
+        if target in read:
+            read.setdefault(source, read[target])
     for target in ("test_acc", "train_acc"):
         if target in forced:
             continue

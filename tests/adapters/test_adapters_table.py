@@ -225,6 +225,20 @@ def test_a_keras_csvlogger_log_is_a_table_and_its_bare_accuracy_the_train_one(
     assert exc.value.code is ErrorCode.UNKNOWN_FORMAT
 
 
+def test_mapping_a_keras_val_accuracy_to_test_acc_keeps_its_bare_twin_the_train_one(
+        tmp_path: Path) -> None:
+    """``--map val_accuracy=test_acc`` (what inspect's note offers, made explicit) renamed the
+    twin before the bare ``accuracy`` was looked at: no train accuracy was read, and t_mem
+    went missing. The twin is found under the name it was logged with."""
+    log = _keras_csvlogger(tmp_path / "training.log")
+    for mapping in ({"val_accuracy": "test_acc"}, None):
+        df = read_log(log, mapping=mapping).to_pandas()
+        np.testing.assert_array_equal(df["train_acc"],
+                                      [min(1.0, 0.5 + e / 20) for e in range(30)])
+        np.testing.assert_array_equal(df["test_acc"], [0.1] * 20 + [0.97] * 10)
+        assert "accuracy" not in df
+
+
 def test_keras_logs_read_whatever_keras_wrote_and_a_cut_one_is_flagged(tmp_path: Path,
                                                                         prov) -> None:
     """Keras 3 writes ``NA`` for the validation columns of epochs it did not validate
