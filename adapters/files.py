@@ -36,7 +36,14 @@ from grokaudit.schema import (
 from grokaudit.text import safe
 
 from .points import Points, as_steps
-from .records import TABLE_SUFFIXES, Loaded, delimited_text, flatten, read_arrow_file
+from .records import (
+    TABLE_SUFFIXES,
+    TEXT_TABLE_SUFFIXES,
+    Loaded,
+    delimited_text,
+    flatten,
+    read_arrow_file,
+)
 
 #: Step columns, in order of preference; ``epoch`` only when no step column exists.
 STEP_COLUMNS = STEP_NAMES
@@ -53,6 +60,19 @@ def table_files(path: Path) -> list[Path]:
     return sorted(q for q in path.rglob("*")
                   if q.is_file() and q.suffix.lower() in TABLE_SUFFIXES
                   and not any(part.startswith(".") for part in q.relative_to(path).parts))
+
+
+def text_log_tables(path: Path) -> list[Path]:
+    """The ``.log``, ``.txt`` and ``.dat`` files under the folder ``path`` that are tables with
+    a header line (:func:`grokaudit.adapters.records.delimited_text`: Keras's ``training.log``),
+    sorted, hidden folders skipped: the tables of a folder that holds no file with a table's
+    suffix (a folder of one Keras run per subfolder)."""
+    if not path.is_dir():
+        return []
+    return sorted(q for q in path.rglob("*")
+                  if q.is_file() and q.suffix.lower() in TEXT_TABLE_SUFFIXES
+                  and not any(part.startswith(".") for part in q.relative_to(path).parts)
+                  and delimited_text(q) is not None)
 
 
 def read_file(path: Path) -> pa.Table:

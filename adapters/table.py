@@ -22,7 +22,14 @@ from grokaudit.dataset import column_contradicts, hive_partitions, refuse_partit
 from grokaudit.errors import ErrorCode, LogFormatError
 from grokaudit.text import safe
 
-from .files import check_tail, melt_wide, no_step, resolve_duplicate_rows, table_files
+from .files import (
+    check_tail,
+    melt_wide,
+    no_step,
+    resolve_duplicate_rows,
+    table_files,
+    text_log_tables,
+)
 from .merge import ReadOptions
 from .mixed import other_files, propose, resolve, summary_reason
 from .points import Points
@@ -43,7 +50,14 @@ from .shapes import detect_long, long_hint, pivot_long
 def _detect(path: Path) -> bool:
     if path.is_file():  # a .log with a header line is a table (Keras's CSVLogger)
         return path.suffix.lower() in TABLE_SUFFIXES or delimited_text(path) is not None
-    return any(True for _ in table_files(path))
+    return any(True for _ in table_files(path)) or bool(text_log_tables(path))
+
+
+def _files(path: Path) -> list[Path]:
+    """The tables to read at ``path``: the file, or the folder's files with a table's suffix;
+    a folder with none, its ``.log``/``.txt``/``.dat`` tables (Keras runs, one per
+    subfolder). Beside files with a table's suffix those are named in the notes, not read."""
+    return table_files(path) or text_log_tables(path)
 
 
 def run_ids_from_paths(files: list[Path], root: Path) -> list[str]:
@@ -286,7 +300,7 @@ def read(path: Path, options: ReadOptions) -> Points:
     A JSON file holding only scalars and a YAML file are config files (sidecars): their
     scalars become the conditions of the runs whose logs sit beside or below them. A file of
     a folder with a header and no rows is left out with a warning (alone, it is refused)."""
-    files = table_files(path)
+    files = _files(path)
     if not files:
         raise LogFormatError("directory holds no .parquet, .csv, .tsv or .jsonl files; check "
                              "the path or the --format", path=str(path),

@@ -188,7 +188,7 @@ def test_a_map_from_a_column_the_log_lacks_is_noted(tmp_path: Path, sweep: pd.Da
     assert not [n for n in prov.get("notes", []) if "--map" in n]
 
 
-def _keras_csvlogger(path: Path, epochs: int = 30) -> Path:
+def _keras_csvlogger(path: Path, epochs: int = 30, grok: int = 20) -> Path:
     """What Keras's ``CSVLogger("training.log")`` writes: csv.DictWriter rows, a header of the
     logs' keys (training metrics bare, held-out ones prefixed ``val_``)."""
     import csv
@@ -199,7 +199,7 @@ def _keras_csvlogger(path: Path, epochs: int = 30) -> Path:
         w.writeheader()
         for e in range(epochs):
             w.writerow({"epoch": e, "accuracy": min(1.0, 0.5 + e / 20), "loss": 1 / (e + 1),
-                        "val_accuracy": 0.1 if e < 20 else 0.97, "val_loss": 2 / (e + 1)})
+                        "val_accuracy": 0.1 if e < grok else 0.97, "val_loss": 2 / (e + 1)})
     return path
 
 
@@ -237,6 +237,37 @@ def test_mapping_a_keras_val_accuracy_to_test_acc_keeps_its_bare_twin_the_train_
                                       [min(1.0, 0.5 + e / 20) for e in range(30)])
         np.testing.assert_array_equal(df["test_acc"], [0.1] * 20 + [0.97] * 10)
         assert "accuracy" not in df
+
+
+def test_a_folder_of_keras_runs_is_read_and_a_log_beside_other_tables_only_named(
+        tmp_path: Path, prov) -> None:
+    """A sweep of Keras runs, one ``training.log`` per subfolder, was UNKNOWN_FORMAT (folders
+    listed tables by suffix): each run is read, named by its folder. Beside ``.csv`` logs a
+    ``.log`` table stays a note (it would be a second logger's run); beside TensorBoard events
+    the events are read."""
+    for lr, epochs, grok in (("0.1", 30, 12), ("0.01", 25, 20)):
+        (tmp_path / "sweep" / f"lr{lr}").mkdir(parents=True)
+        _keras_csvlogger(tmp_path / "sweep" / f"lr{lr}" / "training.log", epochs, grok)
+    (tmp_path / "sweep" / "lr0.1" / "console.txt").write_text("Epoch 1/30 - loss: 0.9\n")
+    assert detect_format(tmp_path / "sweep") == "table"
+    t = read_log(tmp_path / "sweep")
+    df = t.to_pandas()
+    assert sorted(set(df.run)) == ["lr0.01", "lr0.1"]
+    assert len(df) == 55 and (df.groupby("run").size() == pd.Series({"lr0.01": 25,
+                                                                      "lr0.1": 30})).all()
+    np.testing.assert_array_equal(df[df.run == "lr0.1"]["train_acc"],
+                                  [min(1.0, 0.5 + e / 20) for e in range(30)])
+    # the free-text console log is named, not read
+    assert any("console.txt" in n for n in prov(t).get("notes", []))
+    # beside a CSV log, the .log table is named in the notes and not read
+    other = tmp_path / "csvs"
+    other.mkdir()
+    pd.DataFrame({"run": "a", "step": range(5), "test_acc": 0.5}).to_csv(other / "a.csv",
+                                                                         index=False)
+    _keras_csvlogger(other / "training.log")
+    t = read_log(other)
+    assert set(t.to_pandas().run) == {"a"}
+    assert any("training.log" in n for n in prov(t).get("notes", []))
 
 
 def test_keras_logs_read_whatever_keras_wrote_and_a_cut_one_is_flagged(tmp_path: Path,
