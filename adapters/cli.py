@@ -52,6 +52,9 @@ OUTPUT_SUFFIXES = (".parquet", ".csv")
 @click.option("--step-scale", "step_scale", default=None, metavar="N|cadence",
               help="Multiply the steps by N, or by each run's declared cadence where its "
                    "step column counts log events (STEP_CADENCE_MISMATCH).")
+@click.option("--step-from", "step_from", default=None, metavar="row",
+              help="Number the rows of a table with no step column 0, 1, 2, … in file order "
+                   "as its steps (Keras's history.history saved as a table).")
 @click.option("--max-rows", "max_rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
               show_default=True, metavar="N",
               help="Refuse an input whose Parquet metadata declares more rows (checked before "

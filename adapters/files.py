@@ -138,7 +138,9 @@ def no_step(table: pa.Table, path: Path) -> LogFormatError:
     shown = ", ".join(repr(safe(n)) for n in table.column_names[:10])
     more = ", …" if table.num_columns > 10 else ""
     hint = (f"; {safe(likely[0])!r} looks like one: --map {safe(likely[0])}=step" if likely
-            else "; name it with --map COLUMN=step")
+            else "; name it with --map COLUMN=step, or, if each row is one log point in order "
+                 "(Keras's history.history saved as a table: one row per epoch), number the "
+                 "rows with --step-from row")
     return LogFormatError(
         f"no step column (looked for {', '.join(map(repr, STEP_COLUMNS[:8]))}, …, 'epoch'); columns "
         f"present: {shown}{more}{hint}", path=str(path), column="step",

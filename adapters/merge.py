@@ -56,6 +56,8 @@ class ReadOptions:
     #: ``--step-scale N|cadence``: every step times N, or each run whose step column counts
     #: log events times the cadence its config declares (:mod:`.cadence`)
     step_scale: int | str | None = None
+    #: ``--step-from row``: a table with no step column has its rows numbered as its steps
+    step_from: str | None = None
 
 
 # ------------------------------------------------------------------------------------------

@@ -518,6 +518,32 @@ def _find_step(names: list[str], *, lists: bool = False) -> str | None:
     return None
 
 
+#: The step column ``--step-from row`` adds to a file that has none.
+ROW_STEP = "step"
+
+
+def _rows_as_steps(table: pa.Table, step: str | None, path: Path, run_key: str | None
+                   ) -> tuple[pa.Table, str]:
+    """``table`` with a step column numbering its rows 0, 1, 2, … in file order (each run's
+    own, where ``run_key`` names a run column): ``--step-from row``, for a log whose rows are
+    its log points in order and that names no step (Keras's ``history.history`` saved as a
+    table). A file that has a step column, or a column already called ``step``, is refused:
+    the option would say something the file contradicts."""
+    if step is not None or ROW_STEP in table.column_names:
+        name = step if step is not None else ROW_STEP
+        raise LogFormatError(
+            f"--step-from row numbers the rows of a file with no step column, but this one has "
+            f"the step column {safe(name)!r}; leave --step-from out to read its steps",
+            path=str(path), column=name, code=ErrorCode.INVALID_OPTION)
+    n = table.num_rows
+    if run_key is not None and run_key in table.column_names:
+        runs = table.column(run_key).to_pandas()
+        rows = runs.groupby(runs, sort=False, dropna=False).cumcount().to_numpy(np.int64)
+    else:
+        rows = np.arange(n, dtype=np.int64)
+    return table.append_column(ROW_STEP, pa.array(rows, type=pa.int64())), ROW_STEP
+
+
 def flatten(table: pa.Table, path: Path | None = None) -> pa.Table:
     """Nested objects (struct columns) as dotted columns (``_meta.wd``), however deep. An
     object with a ``_type`` field (a W&B media or table reference: an image's path, size,
@@ -554,14 +580,17 @@ def _typed(t: pa.DataType) -> bool:
 
 
 def load(path: Path, rename: Mapping[str, str] | None = None,
-         sidecars: Sequence[Sidecar] = (), *, run_key: str | None = "run") -> Loaded:
+         sidecars: Sequence[Sidecar] = (), *, run_key: str | None = "run",
+         step_from: str | None = None) -> Loaded:
     """Read one tabular file as its step rows and its other contents (module docstring).
 
     ``rename`` renames columns before the step is looked for (``--map iteration=step``).
     ``sidecars`` (farthest first) are config files beside the log: their scalars are run
     values too, overridden by the file's own (with a note). ``run_key`` is the column naming
-    runs (records without a step that name their run give values to it only). Raises
-    :class:`LogFormatError` naming the file."""
+    runs (records without a step that name their run give values to it only).
+    ``step_from="row"`` (``--step-from row``): a file with no step column has its rows
+    numbered 0, 1, 2, … in file order (each run's own, with a run column) as its steps.
+    Raises :class:`LogFormatError` naming the file."""
     raw = read_arrow_file(path, rename)
     meta = (raw.schema.metadata or {}).get(b"grokaudit.json")
     extras = json.loads(meta) if meta else {}
@@ -627,6 +656,11 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
             table = table.rename_columns([n.split(".", 1)[1] for n in table.column_names])
             loaded.table = table
             loaded.step = step = _find_step(table.column_names, lists=True)
+    if step_from == "row" and table.num_columns:
+        loaded.table, loaded.step = table, step = _rows_as_steps(table, step, path, run_key)
+        loaded.notes.append(f"{safe(path.name)}: no step column; --step-from row numbered its "
+                            f"{table.num_rows} row(s) 0, 1, 2, … in file order as the steps"
+                            + (" (each run's own)" if run_key in table.column_names else ""))
     loaded.scalars_only = table.num_columns == 0 and bool(extras.get("scalars"))
     if step is not None and table.num_rows:
         _set_aside(loaded, path, run_key)

@@ -46,7 +46,7 @@ _WALL = ("_timestamp", "wall_time", "timestamp")
 
 def layout_options(layout: Mapping[str, Any] | None) -> dict[str, Any]:
     """The shape options (``--long``, ``--columns``, ``--conditions-from``, ``--on``,
-    ``--step-scale``) as :class:`~.merge.ReadOptions` fields; ``--long`` parsed and checked
+    ``--step-scale``, ``--step-from``) as :class:`~.merge.ReadOptions` fields; ``--long`` parsed and checked
     (:func:`parse_long`), ``--step-scale`` too (:func:`.cadence.parse_step_scale`)."""
     if not layout:
         return {}
@@ -70,6 +70,14 @@ def layout_options(layout: Mapping[str, Any] | None) -> dict[str, Any]:
                           code=ErrorCode.INVALID_OPTION)
     if layout.get("step_scale") is not None:
         out["step_scale"] = parse_step_scale(layout["step_scale"])
+    if layout.get("step_from") is not None:
+        value = str(layout["step_from"]).strip()
+        if value != "row":
+            raise ConfigError(f"--step-from {safe(value)!r}: the one value is row (each row of "
+                              "a file with no step column is one step, numbered 0, 1, 2, …); "
+                              "name a step column with --map COLUMN=step",
+                              option="--step-from", code=ErrorCode.INVALID_OPTION)
+        out["step_from"] = value
     return out
 
 

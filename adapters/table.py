@@ -188,7 +188,8 @@ def _load_log(f: Path, path: Path, known: dict[Path, Sidecar], rename: dict[str,
     sidecars = [*partitions, *_sidecars_of(f, path, known)]
     run_key = (options.run_from if options.run_from not in (None, "path", "column")
                else "run")
-    return partitions, sidecars, load(f, rename, sidecars, run_key=run_key)
+    return partitions, sidecars, load(f, rename, sidecars, run_key=run_key,
+                                      step_from=options.step_from)
 
 
 def _set_aside_summaries(points: Points, path: Path, logs: list[Path],

@@ -150,6 +150,10 @@ def input_options(f: F) -> F:
                      help="multiply the steps by N, or by each run's declared cadence where "
                           "its step column counts log events (STEP_CADENCE_MISMATCH) [default: "
                           "as logged; valid a positive integer or cadence]"),
+        click.option("--step-from", "step_from", default=None, metavar="row",
+                     help="number the rows of a table with no step column 0, 1, 2, … in "
+                          "file order as its steps (each run's own): Keras's history.history "
+                          "saved as a CSV or JSON file, one row per epoch"),
         config_option("acc_scale", metavar="auto|N|COL=N,…"),
         config_option("on_duplicate"),
         config_option("max_rows", metavar="N"),
@@ -159,11 +163,12 @@ def input_options(f: F) -> F:
 
 #: The parsed options of :func:`input_options` that say a log's shape (the readers'
 #: ``layout``), and how its steps are read (``--step-scale``).
-LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on", "step_scale")
+LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on", "step_scale", "step_from")
 
 
 def layout_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``--long``, ``--columns``, ``--conditions-from``, ``--on``, ``--step-scale`` as the
+    """``--long``, ``--columns``, ``--conditions-from``, ``--on``, ``--step-scale``,
+    ``--step-from`` as the
     readers' ``layout`` (None when none is given). ``--columns`` is checked here: a blank name
     is refused; ``--step-scale`` by the readers (``grokaudit.adapters.cadence``)."""
     if params.get("step_scale") is not None and not str(params["step_scale"]).strip():
