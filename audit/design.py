@@ -13,6 +13,7 @@ value leaves a table.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,28 @@ from .text import format_value, safe
 def is_replicate_id(name: str) -> bool:
     """A seed-like condition (``seed``, ``data_seed``): it names a replicate, not a setting."""
     return name in SEED_COLUMNS or "seed" in name.lower()
+
+
+#: Last words of a column name that make it an identifier (``model_id``, ``run_id``,
+#: ``trial_idx``): it names runs or models, it is no setting to order runs along.
+_ID_WORDS = frozenset({"id", "ids", "idx", "index", "uid", "uuid"})
+
+
+def is_id_name(name: str) -> bool:
+    """A condition named as an identifier (``model_id``, ``run_id``, ``trial_idx``, ``id``):
+    it names runs or models, it is no setting to order runs along (never inferred as the
+    axis; ``--by`` still orders along it when asked)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    return bool(words) and words[-1] in _ID_WORDS
+
+
+def run_identities(conditions: pd.DataFrame) -> list[str]:
+    """The identifier conditions (:func:`is_id_name`) that differ in (nearly) every run (a
+    ``run_id`` column beside the run names): the runs' identities, no arm of the design, so
+    that no cell is refused for pooling runs that differ in them and none is taken as an
+    axis."""
+    return [str(c) for c in conditions.columns
+            if is_id_name(str(c)) and nearly_unique(conditions[c].tolist())]
 
 
 def design_columns(conditions: pd.DataFrame, outcomes: Iterable[str] = ()) -> list[str]:
@@ -52,14 +75,22 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
     and ``exclude``); None when no design condition varies (every run was trained under the
     same conditions: replicates, or one run). Several candidates: ``AMBIGUOUS_AXIS``; only
     non-numeric ones: ``NO_AXIS`` (both with ``param="by"``)."""
-    skip = set(exclude)
+    skip = set(exclude) | set(run_identities(conditions))  # each run its own id: replicates
     design = [c for c in design_columns(conditions, outcomes) if c not in skip]
     varying = [c for c in design if conditions[c].nunique(dropna=True) > 1]
-    cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c])]
+    ids = [c for c in varying if is_id_name(c)]
+    cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c]) and c not in ids]
     if len(cands) == 1:
         return str(cands[0])
     if not varying:
         return None
+    if not cands and ids:
+        raise LogFormatError(
+            f"no axis: the condition(s) {sorted(ids)} that vary across runs are identifiers "
+            "(they name runs or models), not a setting to order them along; audit each value "
+            f"as its own study with {param_value('cell', ','.join(sorted(ids)))}, or order "
+            f"along one anyway with {param_value('by', sorted(ids)[0])}", path=source,
+            param="by", code=ErrorCode.NO_AXIS)
     if not cands:
         raise LogFormatError(
             f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
@@ -154,7 +185,9 @@ class Design:
         if self.pooled or not self.axes:  # no axis: no cell is taken along one
             return
         keys = [*self.cell, *self.axes]
-        others = [c for c in self.design if c not in keys and c in conditions.columns]
+        ids = set(run_identities(conditions))  # each run its own: no arm to pool
+        others = [c for c in self.design if c not in keys and c in conditions.columns
+                  and c not in ids]
         if not others or conditions.empty:
             return
         nun = conditions.groupby(keys, dropna=False, sort=True)[others].nunique(dropna=False)

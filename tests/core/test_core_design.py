@@ -163,3 +163,41 @@ def test_blocks_on_the_thread_pool_see_the_callers_flag_spelling(monkeypatch) ->
         seen = blocks.map_blocks(lambda b: param_name("by"), parts)
     assert seen == ["--by"] * 9
     assert blocks.map_blocks(lambda b: param_name("by"), parts) == ["by="] * 9
+
+
+def test_an_identifier_is_never_inferred_as_the_axis() -> None:
+    """A ``model_id`` numbering three models (two runs each) was taken as the axis, and an
+    ordering printed along an id (found on a public log, SatriaPriambada/darts). It is refused
+    (NO_AXIS) with a fix that works (``cell=``), and ``by=`` still orders along it."""
+    runs = _runs()
+    runs = runs[runs.arch == "a"].drop(columns=["arch"]).assign(wd=1.0)
+    runs["model_id"] = np.arange(len(runs)) % 3
+    log = _log(runs)
+    with pytest.raises(LogFormatError) as e:
+        audit_table(log)
+    assert e.value.code is ErrorCode.NO_AXIS and e.value.param == "by"
+    split = audit_table(log, cell=["model_id"])
+    assert sorted(s.study["model_id"] for s in split.studies) == [0, 1, 2]
+    assert all(s.axis is None for s in split.studies)
+    assert audit_table(log, by="model_id").studies[0].axis == "model_id"
+
+
+def test_a_per_run_identifier_is_neither_an_axis_nor_an_arm() -> None:
+    """A ``run_id`` column that differs in every run, beside the wd sweep: it made the axis
+    ambiguous (AMBIGUOUS_AXIS), and with ``by="wd"`` the cells were refused for pooling runs
+    of different ids (DUPLICATE_AXIS_VALUES, proposing to order along the id). It is the runs'
+    identity: wd is the axis, the runs of a cell its replicates. A grouping id still splits."""
+    runs = _runs()
+    runs = runs[runs.arch == "a"].drop(columns=["arch"])
+    runs["run_id"] = 1000 + np.arange(len(runs))
+    log = _log(runs)
+    inferred = audit_table(log)
+    assert inferred.studies[0].axis == "wd"
+    named = audit_table(log, by="wd")
+    assert [s.to_dict() for s in inferred.studies] == [s.to_dict() for s in named.studies]
+    assert [c.n_runs for c in inferred.studies[0].cells] == [3] * len(WDS)
+    # an identifier shared by runs of different arms is no identity of a run: still refused
+    runs["model_id"] = np.arange(len(runs)) % 2
+    with pytest.raises(LogFormatError) as e:
+        audit_table(_log(runs), by="wd")
+    assert e.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and e.value.param == "cell"
