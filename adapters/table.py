@@ -233,7 +233,7 @@ def _set_aside_summaries(points: Points, path: Path, logs: list[Path],
     return kept
 
 
-def _note_other_files(points: Points, path: Path, files: list[Path]) -> None:
+def note_other_files(points: Points, path: Path, files: list[Path]) -> None:
     """The files of the folder that are no table (images, PDFs, HTML pages, other data) named
     with why, one note each (at most 20, then a count)."""
     others = other_files(path, files)
@@ -371,7 +371,7 @@ def read(path: Path, options: ReadOptions) -> Points:
                   options)
     refuse_partition_conflicts(contradicted, path)
     if path.is_dir():
-        _note_other_files(points, path, files)
+        note_other_files(points, path, files)
     if not points.chunks and empty:
         raise LogFormatError(f"every log file has a header and no rows ({empty[0]}, …); there "
                              "is nothing to read", path=str(path), code=ErrorCode.NO_ROWS)

@@ -167,10 +167,12 @@ def _check_tail(path: Path, points: Points) -> None:
 
 def read(path: Path, options: ReadOptions) -> Points:
     """Read one header-less numeric text file, or a folder of them (one run per file)."""
-    from .table import run_ids_from_paths
+    from .table import note_other_files, run_ids_from_paths
 
     files = [path] if path.is_file() else _text_files(path)
     points = Points()
+    if path.is_dir():  # images, PDFs… beside the text logs: named, never dropped in silence
+        note_other_files(points, path, files)
     for f, rid in zip(files, run_ids_from_paths(files, path)):
         loaded = _table(f, options)
         points.files.append(str(f))

@@ -142,3 +142,16 @@ def test_an_integer_of_thousands_of_digits_is_a_float_not_a_crash(tmp_path: Path
     t = read_log(p, layout={"columns": ("step", "test_acc", "big")})
     assert str(t.schema.field("big").type) == "double"
     assert str(t.schema.field("step").type) == "int64"
+
+
+def test_other_files_of_a_folder_of_text_logs_are_named_not_dropped(tmp_path: Path,
+                                                                    prov) -> None:  # type: ignore[no-untyped-def]
+    """A folder of header-less logs beside their plots: the table reader names such files, the
+    text reader dropped them without a word (found on a public log,
+    LeoDreamer2004/Modular-Addition, whose result folder holds a PNG beside each run)."""
+    for r in ("a", "b"):
+        (tmp_path / f"{r}.txt").write_text("0 0.1 0.1\n10 0.9 0.2\n20 1.0 0.95\n")
+    (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n")
+    t = read_log(tmp_path, layout={"columns": "step,train_acc,test_acc"})
+    assert sorted(set(t.to_pandas().run)) == ["a", "b"]
+    assert set(prov(t)["files_set_aside"]) == {"a.png"}
