@@ -26,6 +26,7 @@ from grokaudit import progress
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.limits import COLUMN_CAP, DEFAULT_LIMITS, Limits, check_declared, column_cap
 from grokaudit.shards import refuse_unreadable_entries
+from grokaudit.text import safe
 
 from .cadence import check_cadence
 from .merge import ReadOptions, apply_options, build_table
@@ -55,6 +56,36 @@ __all__ = [
     "readers",
     "register",
 ]
+
+
+#: The shape options one reader alone reads: (its format, the flag, what the flag is for).
+_READER_OPTIONS = {
+    "columns": ("text", "--columns", "names the columns of a header-less numeric text file"),
+    "long": ("table", "--long", "pivots a long table (one row per step and metric)"),
+    "step_from": ("table", "--step-from", "numbers the rows of a table with no step column"),
+}
+
+
+def _detect(p: Path, shape: Mapping[str, Any]) -> str:
+    """The format of ``p``; with ``--columns`` and no format recognised, the header-less text
+    reader, whose refusal says why the file is none (a header line, a word on some line)."""
+    try:
+        return detect_format(p)
+    except LogFormatError as exc:
+        if shape.get("columns") and exc.code is ErrorCode.UNKNOWN_FORMAT:
+            return "text"
+        raise
+
+
+def _refuse_unread_layout(shape: Mapping[str, Any], name: str, p: Path) -> None:
+    """A shape option that the reader of ``p`` does not read is refused (``INVALID_OPTION``),
+    never ignored: ``--columns`` on a CSV with a header would have changed nothing."""
+    for key, (fmt, flag, what) in _READER_OPTIONS.items():
+        if shape.get(key) is not None and name != fmt:
+            raise ConfigError(f"{flag} {what}, but {safe(str(p))} is read as {safe(name)} "
+                              f"(`grokaudit formats`): leave {flag} out, or give --format "
+                              f"{fmt} if it is such a file", option=flag,
+                              code=ErrorCode.INVALID_OPTION)
 
 
 def read_log(path: str | Path, format: str | None = None, *,
@@ -87,13 +118,15 @@ def read_log(path: str | Path, format: str | None = None, *,
     if p.is_dir():  # (here, not in check_input: detect_format checks the input again)
         refuse_unreadable_entries(p)
     check_declared(p, limits)  # what its Parquet metadata declares, before reading it
-    name = format or detect_format(p)
+    shape = layout_options(layout)
+    name = format or _detect(p, shape)
     reader = get_reader(name)
     if on_duplicate not in ("error", "first", "last"):
         raise ConfigError(f"on_duplicate must be error, first or last, got {on_duplicate!r}",
                           option="on_duplicate", code=ErrorCode.INVALID_OPTION)
+    _refuse_unread_layout(shape, name, p)
     options = ReadOptions(mapping=mapping, run_from=run_from, cond=cond,
-                          on_duplicate=on_duplicate, **layout_options(layout))
+                          on_duplicate=on_duplicate, **shape)
     try:
         with progress.reading(str(p)), \
                 column_cap(limits.max_columns if limits is not None else COLUMN_CAP.get()):

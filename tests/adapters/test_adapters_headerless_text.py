@@ -155,3 +155,31 @@ def test_other_files_of_a_folder_of_text_logs_are_named_not_dropped(tmp_path: Pa
     t = read_log(tmp_path, layout={"columns": "step,train_acc,test_acc"})
     assert sorted(set(t.to_pandas().run)) == ["a", "b"]
     assert set(prov(t)["files_set_aside"]) == {"a.png"}
+
+
+def test_a_shape_option_the_reader_does_not_read_is_refused_not_ignored(
+        tmp_path: Path, sweep: pd.DataFrame) -> None:
+    """``--columns`` on a CSV with a header changed nothing and passed silently; ``--step-from``
+    on a format other than a table the same. Each is INVALID_OPTION. And ``--columns`` on a
+    file no reader recognises gives the text reader's reason (its header line), where it gave
+    the generic UNKNOWN_FORMAT."""
+    csv_path = tmp_path / "log.csv"
+    sweep.to_csv(csv_path, index=False)
+    r = CliRunner().invoke(cli, ["check", str(csv_path), "--columns", "a,b,c"])
+    assert r.exit_code == 2 and r.stderr.rstrip().endswith("[INVALID_OPTION]"), r.stderr
+    with pytest.raises(ConfigError) as e:
+        read_log(csv_path, layout={"columns": "a,b,c"})
+    assert e.value.code is ErrorCode.INVALID_OPTION and e.value.option == "--columns"
+    txt = tmp_path / "curve.txt"
+    txt.write_text("0 0.1 0.1\n10 0.9 0.95\n")
+    with pytest.raises(ConfigError) as e:
+        read_log(txt, layout={"columns": "step,train_acc,test_acc", "step_from": "row"})
+    assert e.value.option == "--step-from"
+    headed = tmp_path / "headed.txt"
+    headed.write_text("Epoch Loss Acc\n0 1.0 0.1\n1 0.5 0.9\n")
+    with pytest.raises(LogFormatError) as e2:
+        read_log(headed, layout={"columns": "step,loss,test_acc"})
+    assert e2.value.code is ErrorCode.UNKNOWN_FORMAT
+    with pytest.raises(LogFormatError) as e3:
+        read_log(headed, format="text", layout={"columns": "step,loss,test_acc"})
+    assert str(e2.value) == str(e3.value)  # the text reader's own reason, not the generic one
