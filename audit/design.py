@@ -80,6 +80,7 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
     varying = [c for c in design if conditions[c].nunique(dropna=True) > 1]
     ids = [c for c in varying if is_id_name(c)]
     cands = [c for c in varying if pd.api.types.is_numeric_dtype(conditions[c]) and c not in ids]
+    cands = _one_of_each(conditions, cands)
     if len(cands) == 1:
         return str(cands[0])
     if not varying:
@@ -101,6 +102,25 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
         f"several condition columns vary across runs: {sorted(cands)}; choose the axis with "
         f"{param_value('by', 'COLUMN')} and split the others with {param_name('cell')}",
         path=source, param="by", code=ErrorCode.AMBIGUOUS_AXIS)
+
+
+def _one_of_each(conditions: pd.DataFrame, cands: list[str]) -> list[str]:
+    """``cands`` (sorted by name) less each one that holds the value of an earlier one in every
+    run: one setting written twice (a W&B run's ``learning_rate`` logged as a metric, and its
+    config's beside it as ``learning_rate_cond``) is one axis, not an ambiguity."""
+    def same(x: str, y: str) -> bool:
+        a, b = conditions[x], conditions[y]
+        if pd.api.types.is_integer_dtype(a) or pd.api.types.is_integer_dtype(b):
+            return bool(a.equals(b))  # integers compared as integers (beyond 2**53 too)
+        return bool(np.array_equal(a.to_numpy(dtype=np.float64, na_value=np.nan),
+                                   b.to_numpy(dtype=np.float64, na_value=np.nan),
+                                   equal_nan=True))
+
+    kept: list[str] = []
+    for c in sorted(cands):
+        if not any(same(c, k) for k in kept):
+            kept.append(c)
+    return kept
 
 
 @dataclass(frozen=True)

@@ -201,3 +201,24 @@ def test_a_per_run_identifier_is_neither_an_axis_nor_an_arm() -> None:
     with pytest.raises(LogFormatError) as e:
         audit_table(_log(runs), by="wd")
     assert e.value.code is ErrorCode.DUPLICATE_AXIS_VALUES and e.value.param == "cell"
+
+
+def test_one_setting_written_twice_is_one_axis() -> None:
+    """A W&B run's ``learning_rate`` logged as a (constant) metric beside its config's, read as
+    ``learning_rate_cond``: AMBIGUOUS_AXIS listed one setting twice (public log
+    ADL-Group-10/lab0). Columns equal in every run are one axis, the first by name; columns
+    that differ in any run are still two."""
+    runs = _runs()
+    runs = runs[runs.arch == "a"].drop(columns=["arch"])
+    runs["wd_cond"] = runs["wd"]
+    assert audit_table(_log(runs)).studies[0].axis == "wd"
+    runs["wd_cond"] = runs["wd"].where(runs["seed"] != 2, runs["wd"] * 2)
+    with pytest.raises(LogFormatError) as e:
+        audit_table(_log(runs))
+    assert e.value.code is ErrorCode.AMBIGUOUS_AXIS
+    # integers compared exactly: two columns one apart beyond 2**53 are two
+    runs["wd_cond"] = 2**60 + (runs["wd"] * 4).astype(np.int64)
+    runs["wd_copy"] = 2**60 + (runs["wd"] * 4).astype(np.int64) + (runs["seed"] == 1)
+    with pytest.raises(LogFormatError) as e:
+        audit_table(_log(runs.drop(columns=["wd"])))
+    assert e.value.code is ErrorCode.AMBIGUOUS_AXIS
