@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from .config import AuditConfig
 from .errors import GrokauditError
-from .roles import is_epoch_name, name_tokens, nearly_unique
+from .roles import STEP_NAMES, is_epoch_name, name_tokens, nearly_unique
 from .schema import ACCURACY_COLUMNS, SEED_COLUMNS, LogTable, _provenance_of
 from .text import format_value, safe
 from .trail import Trail
@@ -287,7 +287,9 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
             out.append(ColumnRole(name, "metric", why, n))
         else:
             absent = summary.not_logged.get(name)
-            why = "per-step values: audited only with --metric" + (
+            why = ("a second step counter (its name is a step's): per-step values, no "
+                   "representation metric" if name in STEP_NAMES else
+                   "per-step values: audited only with --metric") + (
                 f"; {absent} run(s) never logged it" if absent else "")
             out.append(ColumnRole(name, "series", why, n))
     cond = log.conditions
@@ -381,8 +383,8 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
                 and not nearly_unique(log.conditions[c.name].tolist()):
             out.append((f"--by {c.name}", f"if {c.name} is a setting, not a result: audit "
                         f"along it ({c.values} values)"))
-    for c in columns:
-        if c.role == "series":
+    for c in columns:  # (a second step counter, an epoch beside the step, is no metric)
+        if c.role == "series" and c.name not in STEP_NAMES:
             out.append((f"--metric {c.name}", f"audit {c.name} as the representation metric"))
     runs = [str(r) for r in log.run_ids] if log is not None else []
     for t in name_tokens(runs):

@@ -304,3 +304,20 @@ def test_which_bare_accuracy_is_the_train_one(tmp_path: Path, columns: list[str]
     df.to_csv(tmp_path / "log.csv", index=False)
     chosen = prov(read_log(tmp_path / "log.csv")).get("accuracy_columns") or {}
     assert (chosen.get("train_acc") or {}).get("column") == train, chosen
+
+
+def test_inspect_offers_no_step_counter_as_the_metric(tmp_path: Path) -> None:
+    """A W&B history with ``_step`` and an ``epoch`` column beside it: inspect proposed
+    ``--metric epoch`` (public log 49-22/ANN). A column with a step's name is a second step
+    counter, not a representation metric; a loss still is offered."""
+    from click.testing import CliRunner
+    from grokaudit.cli import cli
+
+    p = tmp_path / "history.csv"
+    pd.DataFrame({"_step": range(0, 100, 10), "epoch": range(10), "val_acc": 0.5, "acc": 0.9,
+                  "loss": np.linspace(2, 1, 10)}).to_csv(p, index=False)
+    r = CliRunner().invoke(cli, ["inspect", str(p), "--json", "-"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    flags = [x["flag"] for x in doc["flags"]]
+    assert "--metric loss" in flags and "--metric epoch" not in flags
