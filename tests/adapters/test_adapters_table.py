@@ -310,6 +310,8 @@ def test_inspect_offers_no_step_counter_as_the_metric(tmp_path: Path) -> None:
     """A W&B history with ``_step`` and an ``epoch`` column beside it: inspect proposed
     ``--metric epoch`` (public log 49-22/ANN). A column with a step's name is a second step
     counter, not a representation metric; a loss still is offered."""
+    import json
+
     from click.testing import CliRunner
     from grokaudit.cli import cli
 
