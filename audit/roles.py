@@ -48,8 +48,16 @@ _NEUTRAL = {"epoch", "step", "batch", "full", "overall", "mean", "avg", "top1"}
 BARE_RANK = 900
 
 
+#: ``acc1``, ``accuracy5``: an accuracy word with its top-k written on (``acc1`` is top-1).
+_ACC_TOP_K = re.compile(r"(acc|accuracy)([0-9]+)")
+
+
 def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[/._\-\s]+", name.lower()) if t]
+    out = []
+    for t in re.split(r"[/._\-\s]+", name.lower()):
+        m = _ACC_TOP_K.fullmatch(t)
+        out += [m.group(1), f"top{m.group(2)}"] if m else [t] if t else []
+    return out
 
 
 def accuracy_rank(name: str, target: str) -> int | None:

@@ -323,3 +323,21 @@ def test_inspect_offers_no_step_counter_as_the_metric(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     flags = [x["flag"] for x in doc["flags"]]
     assert "--metric loss" in flags and "--metric epoch" not in flags
+
+
+def test_a_top_k_accuracy_written_on_its_word_is_an_accuracy(tmp_path: Path) -> None:
+    """``acc1`` (top-1) was no accuracy name: a DARTS log whose only accuracy is ``acc1`` was
+    refused for a missing test_acc (public log SatriaPriambada/darts). The top-k is read as a
+    word: top-1 says nothing more than ``accuracy``, any other k ranks after it."""
+    p = tmp_path / "acc_loss_log.csv"
+    pd.DataFrame({"epoch": range(5), "acc5": [0.5, 0.6, 0.7, 0.8, 0.9],
+                  "acc1": [0.1, 0.2, 0.3, 0.4, 0.5], "loss": 1.0}).to_csv(p, index=False)
+    df = read_log(p).to_pandas()
+    np.testing.assert_array_equal(df["test_acc"], [0.1, 0.2, 0.3, 0.4, 0.5])
+    assert "acc5" in df
+    q = tmp_path / "split.csv"
+    pd.DataFrame({"epoch": range(3), "train_acc1": [0.5, 0.9, 1.0], "val_acc1": [0.1, 0.2, 0.9],
+                  "val_acc5": [0.4, 0.6, 1.0]}).to_csv(q, index=False)
+    df = read_log(q).to_pandas()
+    np.testing.assert_array_equal(df["test_acc"], [0.1, 0.2, 0.9])
+    np.testing.assert_array_equal(df["train_acc"], [0.5, 0.9, 1.0])
