@@ -60,9 +60,11 @@ __all__ = [
 
 #: The shape options one reader alone reads: (its format, the flag, what the flag is for).
 _READER_OPTIONS = {
-    "columns": ("text", "--columns", "names the columns of a header-less numeric text file"),
-    "long": ("table", "--long", "pivots a long table (one row per step and metric)"),
-    "step_from": ("table", "--step-from", "numbers the rows of a table with no step column"),
+    "columns": (("text",), "--columns", "names the columns of a header-less numeric text file"),
+    "long": (("table",), "--long", "pivots a long table (one row per step and metric)"),
+    "step_from": (("table", "text"), "--step-from",
+                  "numbers the rows of a table (or the lines of a header-less text file) with "
+                  "no step column"),
 }
 
 
@@ -80,11 +82,11 @@ def _detect(p: Path, shape: Mapping[str, Any]) -> str:
 def _refuse_unread_layout(shape: Mapping[str, Any], name: str, p: Path) -> None:
     """A shape option that the reader of ``p`` does not read is refused (``INVALID_OPTION``),
     never ignored: ``--columns`` on a CSV with a header would have changed nothing."""
-    for key, (fmt, flag, what) in _READER_OPTIONS.items():
-        if shape.get(key) is not None and name != fmt:
+    for key, (fmts, flag, what) in _READER_OPTIONS.items():
+        if shape.get(key) is not None and name not in fmts:
             raise ConfigError(f"{flag} {what}, but {safe(str(p))} is read as {safe(name)} "
                               f"(`grokaudit formats`): leave {flag} out, or give --format "
-                              f"{fmt} if it is such a file", option=flag,
+                              f"{fmts[0]} if it is such a file", option=flag,
                               code=ErrorCode.INVALID_OPTION)
 
 

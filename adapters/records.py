@@ -75,6 +75,8 @@ class Loaded:
     #: integer columns holding one value written with a leading zero (``007``) in a file
     #: without a run column: column -> text (:mod:`grokaudit.csvread`)
     labels: dict[str, str] = field(default_factory=dict)
+    #: ``--step-from row`` numbered this file's rows (it had no step column)
+    rows_numbered: bool = False
 
 
 # ------------------------------------------------------------------------------------------
@@ -522,26 +524,38 @@ def _find_step(names: list[str], *, lists: bool = False) -> str | None:
 ROW_STEP = "step"
 
 
-def _rows_as_steps(table: pa.Table, step: str | None, path: Path, run_key: str | None
-                   ) -> tuple[pa.Table, str]:
-    """``table`` with a step column numbering its rows 0, 1, 2, … in file order (each run's
-    own, where ``run_key`` names a run column): ``--step-from row``, for a log whose rows are
-    its log points in order and that names no step (Keras's ``history.history`` saved as a
-    table). A file that has a step column, or a column already called ``step``, is refused:
-    the option would say something the file contradicts."""
-    if step is not None or ROW_STEP in table.column_names:
-        name = step if step is not None else ROW_STEP
-        raise LogFormatError(
-            f"--step-from row numbers the rows of a file with no step column, but this one has "
-            f"the step column {safe(name)!r}; leave --step-from out to read its steps",
-            path=str(path), column=name, code=ErrorCode.INVALID_OPTION)
-    n = table.num_rows
-    if run_key is not None and run_key in table.column_names:
-        runs = table.column(run_key).to_pandas()
-        rows = runs.groupby(runs, sort=False, dropna=False).cumcount().to_numpy(np.int64)
-    else:
-        rows = np.arange(n, dtype=np.int64)
-    return table.append_column(ROW_STEP, pa.array(rows, type=pa.int64())), ROW_STEP
+def rows_as_steps(table: pa.Table, path: Path, runs: str | None) -> pa.Table:
+    """``table`` with a step column numbering its rows of per-step values 0, 1, 2, … in file
+    order (each run's own, where ``runs`` names a run column): ``--step-from row``, for a log
+    whose rows are its log points in order and that names no step (Keras's
+    ``history.history`` saved as a table). A row holding no value of a column that other rows
+    hold too (a config record ``{"lr": 0.1}`` before the epochs) gets no step: it is read as
+    run values, as a record without a step always is. Refused (``INVALID_OPTION``) where the
+    rows' positions are no shared steps: rows holding different columns (a list of train
+    records, then a list of test records), or a column already called ``step``."""
+    def refuse(why: str) -> LogFormatError:
+        return LogFormatError(f"--step-from row: {why}; name its step column with --map "
+                              "COLUMN=step, or read it without --step-from", path=str(path),
+                              column=ROW_STEP, code=ErrorCode.INVALID_OPTION)
+
+    if ROW_STEP in table.column_names:
+        raise refuse(f"the file already has a column {ROW_STEP!r}")
+    names = [n for n in table.column_names if n != runs]
+    present = {n: np.asarray(table.column(n).is_valid().to_numpy(zero_copy_only=False),
+                             dtype=bool) for n in names}
+    series = [n for n in names if int(present[n].sum()) >= 2]  # logged at several rows
+    has = np.zeros(table.num_rows, dtype=bool)
+    for n in series:
+        has |= present[n]
+    if has.any() and not any(present[n][has].all() for n in series):
+        raise refuse("its rows hold different columns (a list of train records, then one of "
+                     "test records?): their positions are no shared steps")
+    key = (table.column(runs).to_pandas() if runs is not None and runs in table.column_names
+           else pd.Series(np.zeros(table.num_rows, dtype=np.int64)))
+    numbered = key[has].groupby(key[has], sort=False, dropna=False).cumcount()
+    rows = np.full(table.num_rows, -1, dtype=np.int64)
+    rows[has] = numbered.to_numpy(np.int64)
+    return table.append_column(ROW_STEP, pa.array(rows, type=pa.int64(), mask=~has))
 
 
 def flatten(table: pa.Table, path: Path | None = None) -> pa.Table:
@@ -581,7 +595,7 @@ def _typed(t: pa.DataType) -> bool:
 
 def load(path: Path, rename: Mapping[str, str] | None = None,
          sidecars: Sequence[Sidecar] = (), *, run_key: str | None = "run",
-         step_from: str | None = None) -> Loaded:
+         step_from: str | None = None, row_runs: str | None = "run") -> Loaded:
     """Read one tabular file as its step rows and its other contents (module docstring).
 
     ``rename`` renames columns before the step is looked for (``--map iteration=step``).
@@ -589,7 +603,8 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
     values too, overridden by the file's own (with a note). ``run_key`` is the column naming
     runs (records without a step that name their run give values to it only).
     ``step_from="row"`` (``--step-from row``): a file with no step column has its rows
-    numbered 0, 1, 2, … in file order (each run's own, with a run column) as its steps.
+    numbered 0, 1, 2, … in file order as its steps (:func:`rows_as_steps`; each run's own,
+    where ``row_runs`` names a run column); a file with one reads its steps.
     Raises :class:`LogFormatError` naming the file."""
     raw = read_arrow_file(path, rename)
     meta = (raw.schema.metadata or {}).get(b"grokaudit.json")
@@ -656,11 +671,15 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
             table = table.rename_columns([n.split(".", 1)[1] for n in table.column_names])
             loaded.table = table
             loaded.step = step = _find_step(table.column_names, lists=True)
-    if step_from == "row" and table.num_columns:
-        loaded.table, loaded.step = table, step = _rows_as_steps(table, step, path, run_key)
+    if step_from == "row" and step is None and table.num_columns:
+        loaded.table = table = rows_as_steps(table, path, row_runs)
+        loaded.step = step = ROW_STEP
+        loaded.rows_numbered = True
+        n = int(table.num_rows - table.column(step).null_count)
         loaded.notes.append(f"{safe(path.name)}: no step column; --step-from row numbered its "
-                            f"{table.num_rows} row(s) 0, 1, 2, … in file order as the steps"
-                            + (" (each run's own)" if run_key in table.column_names else ""))
+                            f"{n} row(s) of per-step values 0, 1, 2, … in file order as the "
+                            "steps" + (" (each run's own)" if row_runs in table.column_names
+                                       else ""))
     loaded.scalars_only = table.num_columns == 0 and bool(extras.get("scalars"))
     if step is not None and table.num_rows:
         _set_aside(loaded, path, run_key)

@@ -188,8 +188,11 @@ def _load_log(f: Path, path: Path, known: dict[Path, Sidecar], rename: dict[str,
     sidecars = [*partitions, *_sidecars_of(f, path, known)]
     run_key = (options.run_from if options.run_from not in (None, "path", "column")
                else "run")
+    # --run-from path: one run per file, its rows numbered as one run's whatever a run
+    # column says
     return partitions, sidecars, load(f, rename, sidecars, run_key=run_key,
-                                      step_from=options.step_from)
+                                      step_from=options.step_from,
+                                      row_runs=None if options.run_from == "path" else run_key)
 
 
 def _set_aside_summaries(points: Points, path: Path, logs: list[Path],
@@ -256,6 +259,12 @@ def _pivot_if_long(points: Points, loaded: Loaded, f: Path, run_column: str | No
     shape = options.long or detect_long(loaded.table, loaded.step, run_column)
     if shape is None:
         return long_hint(loaded.table)
+    if loaded.rows_numbered:  # a long table's rows are (step, metric) pairs, no steps
+        raise LogFormatError(
+            "--step-from row: this is a long table (one row per step and metric, columns "
+            f"{safe(shape['name'])!r} and {safe(shape['value'])!r}): its rows are no steps; "
+            "name its step column with --map COLUMN=step", path=str(f), column="step",
+            code=ErrorCode.INVALID_OPTION)
     done = pivot_long(loaded, shape, run_column, str(f), forced=options.long is not None)
     info = points.extra.setdefault("long_table", {
         "name": done["name"], "value": done["value"], "keys": [], "files": 0, "series": 0,
@@ -336,11 +345,16 @@ def read(path: Path, options: ReadOptions) -> Points:
     empty: list[str] = []
     contradicted: list[tuple[str, str, Any, Any]] = []
     path_ids = True
+    numbered: list[bool] = []  # per file: --step-from row numbered its rows
+    stepped: str | None = None  # a step column a file has
     for f, rid in zip(logs, ids):
         got = (cache or {}).get(f)
         partitions, sidecars, loaded = got or _load_log(f, path, known, rename, options)
         if cache:
             cache.pop(f, None)
+        numbered.append(loaded.rows_numbered)
+        if not loaded.rows_numbered and loaded.step is not None:
+            stepped = stepped or loaded.step
         table = loaded.table
         contradicted += _contradicted(f, path, partitions, table)
         points.files.append(str(f))
@@ -370,6 +384,12 @@ def read(path: Path, options: ReadOptions) -> Points:
         _melt_log(points, loaded, f, rid if path.is_dir() else str(f), rid, run_column,
                   options)
     refuse_partition_conflicts(contradicted, path)
+    if options.step_from == "row" and not any(numbered):  # an option that changed nothing
+        raise LogFormatError(
+            f"--step-from row numbers the rows of a table with no step column, but "
+            f"{'every file here has' if len(numbered) > 1 else 'this file has'} one "
+            f"({safe(stepped or 'step')!r}); leave --step-from out to read the steps",
+            path=str(path), column=stepped, code=ErrorCode.INVALID_OPTION)
     if path.is_dir():
         note_other_files(points, path, files)
     if not points.chunks and empty:

@@ -24,7 +24,7 @@ from grokaudit.text import DECIMAL, safe
 from .files import find_step_column, melt_wide, table_files
 from .merge import ReadOptions
 from .points import Points
-from .records import Loaded
+from .records import ROW_STEP, Loaded, rows_as_steps
 from .registry import Reader
 
 SUFFIXES = (".txt", ".dat", ".log")
@@ -151,7 +151,11 @@ def _table(path: Path, options: ReadOptions) -> Loaded:
               and float(np.max(np.abs(data[:, i]), initial=0.0)) <= 2.0 ** 53
               else pa.array(data[:, i]) for i in range(width)]
     table = pa.table(dict(zip(names, arrays)))
-    return Loaded(table=table, step=find_step_column(names))
+    step = find_step_column(names)
+    if options.step_from == "row" and step is None:  # each line one log point, in order
+        return Loaded(table=rows_as_steps(table, path, None), step=ROW_STEP,
+                      rows_numbered=True)
+    return Loaded(table=table, step=step)
 
 
 def _check_tail(path: Path, points: Points) -> None:
@@ -173,13 +177,19 @@ def read(path: Path, options: ReadOptions) -> Points:
     points = Points()
     if path.is_dir():  # images, PDFs… beside the text logs: named, never dropped in silence
         note_other_files(points, path, files)
+    numbered = False
     for f, rid in zip(files, run_ids_from_paths(files, path)):
         loaded = _table(f, options)
+        numbered |= loaded.rows_numbered
         points.files.append(str(f))
         _check_tail(f, points)
         melt_wide(points, loaded, path=f, origin=rid if path.is_dir() else str(f), run=rid,
                   run_column=None)
     points.extra["columns_named"] = list(options.columns or ())
+    if options.step_from == "row" and not numbered:  # an option that changed nothing
+        raise LogFormatError("--step-from row numbers the lines of a file with no step "
+                             "column, but --columns names one; leave --step-from out",
+                             path=str(path), column="step", code=ErrorCode.INVALID_OPTION)
     return points
 
 

@@ -45,13 +45,20 @@ def is_id_name(name: str) -> bool:
     return bool(words) and words[-1] in _ID_WORDS
 
 
+#: A column that names runs themselves (``run_id``, ``trial_number``, ``uuid``, ``id``), not
+#: a model or a dataset (``model_id``, ``dataset_id``: arms, even one run per value).
+_RUN_IDENTITY = re.compile(r"(run|trial|job|experiment|exp|replicate|rep)?[ _./-]?"
+                           r"(id|ids|idx|index|uid|uuid|no|num|number)", re.IGNORECASE)
+
+
 def run_identities(conditions: pd.DataFrame) -> list[str]:
-    """The identifier conditions (:func:`is_id_name`) that differ in (nearly) every run (a
-    ``run_id`` column beside the run names): the runs' identities, no arm of the design, so
-    that no cell is refused for pooling runs that differ in them and none is taken as an
-    axis."""
+    """The conditions that name the runs themselves (``run_id``, ``trial_id``, ``uuid``) and
+    differ in (nearly) every run: the runs' identities, no arm of the design, so that no cell
+    is refused for pooling runs that differ in them and none is taken as an axis. An id of
+    something else (``model_id``, ``dataset_id``) is an arm, never an identity."""
     return [str(c) for c in conditions.columns
-            if is_id_name(str(c)) and nearly_unique(conditions[c].tolist())]
+            if _RUN_IDENTITY.fullmatch(str(c).rsplit(".", 1)[-1])
+            and nearly_unique(conditions[c].tolist())]
 
 
 def design_columns(conditions: pd.DataFrame, outcomes: Iterable[str] = ()) -> list[str]:
@@ -86,12 +93,14 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
     if not varying:
         return None
     if not cands and ids:
+        numeric = sorted(c for c in ids if pd.api.types.is_numeric_dtype(conditions[c]))
+        anyway = (f", or order along one anyway with {param_value('by', numeric[0])}"
+                  if numeric else "")
         raise LogFormatError(
             f"no axis: the condition(s) {sorted(ids)} that vary across runs are identifiers "
-            "(they name runs or models), not a setting to order them along; audit each value "
-            f"as its own study with {param_value('cell', ','.join(sorted(ids)))}, or order "
-            f"along one anyway with {param_value('by', sorted(ids)[0])}", path=source,
-            param="by", code=ErrorCode.NO_AXIS)
+            "(they name models, datasets or runs), not a setting to order them along; audit "
+            f"each value as its own study with {param_value('cell', ','.join(sorted(ids)))}"
+            f"{anyway}", path=source, param="by", code=ErrorCode.NO_AXIS)
     if not cands:
         raise LogFormatError(
             f"no axis: no numeric condition varies across runs, but {sorted(varying)} do; audit "
@@ -104,21 +113,37 @@ def infer_axis(conditions: pd.DataFrame, exclude: Iterable[str], source: str | N
         path=source, param="by", code=ErrorCode.AMBIGUOUS_AXIS)
 
 
+#: The name a setting's second copy gets beside the first: the config's ``lr`` beside a logged
+#: ``lr`` is read as ``lr_cond`` (``lr_cond2``…).
+_SECOND_COPY = re.compile(r"_cond[0-9]*$")
+
+
+def _setting(name: str) -> str:
+    """The setting a condition column holds: its name less a second copy's suffix and any
+    object prefix (``config.lr``, ``lr_cond``: ``lr``)."""
+    return _SECOND_COPY.sub("", name.rsplit(".", 1)[-1])
+
+
 def _one_of_each(conditions: pd.DataFrame, cands: list[str]) -> list[str]:
-    """``cands`` (sorted by name) less each one that holds the value of an earlier one in every
-    run: one setting written twice (a W&B run's ``learning_rate`` logged as a metric, and its
-    config's beside it as ``learning_rate_cond``) is one axis, not an ambiguity."""
+    """``cands`` (sorted by name) less each copy of an earlier one: the same setting by its
+    name (:func:`_setting`: a W&B run's ``learning_rate`` logged as a metric, and its
+    config's beside it as ``learning_rate_cond``) holding the same value in every run. Two
+    settings that merely agree in every run (``width`` = ``depth``) stay two: the log cannot
+    tell which one the orderings follow."""
     def same(x: str, y: str) -> bool:
         a, b = conditions[x], conditions[y]
-        if pd.api.types.is_integer_dtype(a) or pd.api.types.is_integer_dtype(b):
-            return bool(a.equals(b))  # integers compared as integers (beyond 2**53 too)
+        if pd.api.types.is_integer_dtype(a) and pd.api.types.is_integer_dtype(b):
+            # as integers (beyond 2**53 too), int32 beside int64 alike, missing where missing
+            na_a, na_b = a.isna().to_numpy(dtype=bool), b.isna().to_numpy(dtype=bool)
+            return bool(np.array_equal(na_a, na_b)) and \
+                [int(v) for v in a[~na_a]] == [int(v) for v in b[~na_b]]
         return bool(np.array_equal(a.to_numpy(dtype=np.float64, na_value=np.nan),
                                    b.to_numpy(dtype=np.float64, na_value=np.nan),
                                    equal_nan=True))
 
     kept: list[str] = []
     for c in sorted(cands):
-        if not any(same(c, k) for k in kept):
+        if not any(_setting(c) == _setting(k) and same(c, k) for k in kept):
             kept.append(c)
     return kept
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from .config import AuditConfig
 from .errors import GrokauditError
-from .roles import STEP_NAMES, is_epoch_name, name_tokens, nearly_unique
+from .roles import STEP_NAMES, accuracy_rank, is_epoch_name, name_tokens, nearly_unique
 from .schema import ACCURACY_COLUMNS, SEED_COLUMNS, LogTable, _provenance_of
 from .text import format_value, safe
 from .trail import Trail
@@ -107,6 +107,11 @@ class Inspection:
     def json_chunks(self, indent: int | None = 2) -> Iterator[str]:
         """:meth:`to_json` as the command line writes a result (a description is small)."""
         yield self.to_json(indent)
+
+
+def _accuracy_named(name: str) -> bool:
+    """A column named as an accuracy (``train_acc_step``, ``test_acc_logged``)."""
+    return any(accuracy_rank(name, t) is not None for t in ("test_acc", "train_acc"))
 
 
 def _as_stored(x: Any) -> Any:
@@ -383,8 +388,9 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
                 and not nearly_unique(log.conditions[c.name].tolist()):
             out.append((f"--by {c.name}", f"if {c.name} is a setting, not a result: audit "
                         f"along it ({c.values} values)"))
-    for c in columns:  # (a second step counter, an epoch beside the step, is no metric)
-        if c.role == "series" and c.name not in STEP_NAMES:
+    for c in columns:  # (a second step counter, an epoch beside the step, is no metric; nor
+        # is an accuracy not read as one: --map offers it as that accuracy)
+        if c.role == "series" and c.name not in STEP_NAMES and not _accuracy_named(c.name):
             out.append((f"--metric {c.name}", f"audit {c.name} as the representation metric"))
     runs = [str(r) for r in log.run_ids] if log is not None else []
     for t in name_tokens(runs):

@@ -78,7 +78,9 @@ def accuracy_rank(name: str, target: str) -> int | None:
     trains = [_TRAIN_SPLITS[t] for t in toks if t in _TRAIN_SPLITS]
     other = [t for t in toks if t not in _ACC_WORDS and t not in _TEST_SPLITS
              and t not in _TRAIN_SPLITS and t not in _NEUTRAL]
-    suffix = 1 if any(t in ("epoch", "step") for t in toks[1:]) else 0
+    # Lightning's on_epoch aggregate before its per-batch value (``train_acc_epoch`` before
+    # ``train_acc_step``, which would otherwise tie and leave no train accuracy read)
+    suffix = 2 if "step" in toks[1:] else 1 if "epoch" in toks[1:] else 0
     if target == "test_acc":
         if trains:
             return None

@@ -556,7 +556,8 @@ def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None 
             accs["test_acc"] = np.full(g.n_read, np.nan)
         forced = (*metrics, grok_on) if grok_on != "test_acc" else tuple(metrics)
         series, cond = _classify_columns(names, forced, g, path, named=forced, part=part,
-                                         grok_on=grok_on, growing=growing)
+                                         grok_on=grok_on, growing=growing,
+                                         outcomes={str(o) for o in prov.get("outcomes") or []})
         criterion = accs["test_acc"] if grok_on == "test_acc" else series.get(grok_on)
         keep, set_aside, too_short, no_acc = _rows_to_keep(g, accs, series, on_duplicate, path,
                                                            criterion,
@@ -1235,10 +1236,12 @@ def _count_above(raw: np.ndarray, t: float, kernel: Kernel = NUMPY) -> int:
 def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                       path: str | None, *, named: Sequence[str] = (),
                       part: LogPart | None = None, grok_on: str = "test_acc",
-                      growing: bool = False
+                      growing: bool = False, outcomes: Collection[str] = ()
                       ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Stage 4: every other column is a per-step series or a condition (constant within each
-    run). Known metrics and series are series whatever they do; a text column or ``seed`` that
+    run). Known metrics and series are series whatever they do, except a per-run result the
+    reader declared (``outcomes``: a ``test_loss`` logged once, at the final test, written in
+    every row of its run), which is tested as any condition; a text column or ``seed`` that
     changes within a run is an error. In a ``part`` of a log, the columns another part reads
     as series are series here too, and whether a ``--metric`` column changes is recorded
     (judged over the whole log), not refused."""
@@ -1250,7 +1253,8 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             continue
         c = g.columns.column(name)
         if _numeric(c):
-            known = name in metrics or is_known_metric(name) or name in KNOWN_SERIES or (
+            known = name in metrics or (name not in outcomes and (
+                is_known_metric(name) or name in KNOWN_SERIES)) or (
                 part is not None and name in part.series)
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None

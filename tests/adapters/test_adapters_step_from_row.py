@@ -74,3 +74,79 @@ def test_a_file_that_has_steps_or_a_wrong_value_is_refused(tmp_path: Path,
     expect_error(cli(["convert", history, "--step-from", "index", "-o",
                       tmp_path / "o.parquet"]), "INVALID_OPTION")
     assert not (tmp_path / "o.parquet").exists()
+
+
+def _epochs(n: int = EPOCHS) -> list[dict[str, float]]:
+    h = _history()
+    return [{k: h[k][e] for k in ("accuracy", "val_accuracy")} for e in range(n)]
+
+
+def _t_grok(args: list[object]) -> list[object]:
+    out = cli(["check", *args, "--json", "-"])
+    assert out.exit_code in (0, 1), out
+    return [r["t_grok"]["value"] for s in json.loads(out.stdout)["studies"] for r in s["runs"]]
+
+
+def test_a_config_record_before_the_epochs_is_no_step(tmp_path: Path) -> None:
+    """A JSON-lines log whose first record is its config (``{"lr": 0.1}``): the record was
+    numbered step 0, every epoch moved one step later, and ``lr`` became a per-step column
+    (the runs pooled as replicates). Only rows of per-step values are numbered; the config
+    record gives its run its value, as a record without a step always does."""
+    for lr in (0.1, 1.0):
+        d = tmp_path / f"lr{lr}"
+        d.mkdir()
+        (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in [{"lr": lr},
+                                                                         *_epochs()]) + "\n")
+    out = cli(["check", tmp_path, "--step-from", "row", "--json", "-"])
+    assert out.exit_code in (0, 1), out
+    (study,) = json.loads(out.stdout)["studies"]
+    assert study["axis"] == "lr"
+    assert [r["t_grok"]["value"] for r in study["runs"]] == [GROK, GROK]
+
+
+@pytest.mark.parametrize("shape", ["train_then_test", "long"])
+def test_rows_that_are_no_shared_steps_are_refused(tmp_path: Path, shape: str) -> None:
+    """Rows whose positions are not one step of every series: a JSON of a list of train
+    records then a list of test records (numbered train first, test from step 40: t_grok 65
+    instead of 25), and a long table (one row per step and metric: each metric on alternate
+    steps). Refused, never numbered."""
+    if shape == "train_then_test":
+        p = tmp_path / "hist.json"
+        h = _history()
+        p.write_text(json.dumps({"train": [{"acc": a} for a in h["accuracy"]],
+                                 "test": [{"acc": a} for a in h["val_accuracy"]]}))
+    else:
+        p = tmp_path / "long.csv"
+        pd.DataFrame([{"metric": k, "value": r[v]} for r in _epochs()
+                      for k, v in (("train_acc", "accuracy"), ("test_acc", "val_accuracy"))]
+                     ).to_csv(p, index=False)
+    expect_error(cli(["check", p, "--step-from", "row"]), "INVALID_OPTION")
+
+
+def test_header_less_text_lines_numbered_and_run_from_path_one_run(tmp_path: Path) -> None:
+    """The header-less text reader's refusal named ``--step-from row``, which it then refused
+    (a table's option); a table's rows under ``--run-from path`` were numbered per value of
+    its ``run`` column (the path's one run stepping back to 0)."""
+    txt = tmp_path / "curve.txt"
+    h = _history()
+    txt.write_text("".join(f"{a} {v}\n" for a, v in zip(h["accuracy"], h["val_accuracy"])))
+    _, message = expect_error(cli(["check", txt, "--columns", "train_acc,test_acc"]),
+                              "MISSING_COLUMN")
+    assert "--step-from row" in message
+    assert _t_grok([txt, "--columns", "train_acc,test_acc", "--step-from", "row"]) == [GROK]
+    p = tmp_path / "tagged.csv"
+    pd.DataFrame([{"run": "ab"[e % 2], **r} for e, r in enumerate(_epochs())]
+                 ).to_csv(p, index=False)
+    assert _t_grok([p, "--step-from", "row", "--run-from", "path"]) == [GROK]
+
+
+def test_a_folder_mixing_files_with_and_without_steps(tmp_path: Path) -> None:
+    """Each file without a step column is numbered, each with one keeps its steps: one command
+    reads the folder. A folder whose every file has steps is refused with the option (it
+    would change nothing)."""
+    pd.DataFrame(_history()).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"epoch": range(0, 2 * EPOCHS, 2), **_history()}).to_csv(tmp_path / "b.csv",
+                                                                            index=False)
+    assert sorted(_t_grok([tmp_path, "--step-from", "row"])) == [GROK, 2 * GROK]
+    (tmp_path / "a.csv").unlink()
+    expect_error(cli(["check", tmp_path, "--step-from", "row"]), "INVALID_OPTION")

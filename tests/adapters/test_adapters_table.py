@@ -341,3 +341,55 @@ def test_a_top_k_accuracy_written_on_its_word_is_an_accuracy(tmp_path: Path) -> 
     df = read_log(q).to_pandas()
     np.testing.assert_array_equal(df["test_acc"], [0.1, 0.2, 0.9])
     np.testing.assert_array_equal(df["train_acc"], [0.5, 0.9, 1.0])
+
+
+def _lightning_metrics(path: Path, epochs: int = 8, per_epoch: int = 3) -> Path:
+    """A Lightning ``CSVLogger`` ``metrics.csv`` (its writer is a ``csv.DictWriter`` of every
+    key seen): per-step train rows (``on_step``), per-epoch rows (``on_epoch`` aggregates and
+    validation), and the final ``trainer.test`` row, each key in the rows it was logged in."""
+    import csv
+
+    keys = ["epoch", "step", "train_acc_step", "train_loss_step", "train_acc_epoch",
+            "train_loss_epoch", "val_acc", "val_loss", "test_acc", "test_loss"]
+    rows: list[dict[str, object]] = []
+    step = 0
+    for e in range(epochs):
+        for _ in range(per_epoch):
+            step += 1
+            rows.append({"epoch": e, "step": step, "train_acc_step": min(1.0, 0.3 + 0.1 * e),
+                         "train_loss_step": 1.0 / (e + 1)})
+        rows.append({"epoch": e, "step": step, "val_acc": 0.1 if e < 5 else 0.95,
+                     "val_loss": 2.0 / (e + 1)})
+        rows.append({"epoch": e, "step": step, "train_acc_epoch": min(1.0, 0.3 + 0.1 * e),
+                     "train_loss_epoch": 1.0 / (e + 1)})
+    rows.append({"epoch": epochs - 1, "step": step + 1, "test_acc": 0.94, "test_loss": 0.25})
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def test_a_lightning_final_test_row_and_its_step_and_epoch_accuracies(tmp_path: Path) -> None:
+    """Found on public Lightning logs (MostafaKhaled2017/fashion-mnist,
+    prithsha/erav2-session13): ``test_loss``, logged once by ``trainer.test``, was written in
+    every row of its run and read back as a 76-point series (its name is a known series), and
+    inspect offered it as ``--metric``, which check then refused; ``train_acc_step`` and
+    ``train_acc_epoch`` tied, so no train accuracy was read (t_mem missing, no note). The
+    final test loss is a result of the run (an outcome); the epoch aggregate is the train
+    accuracy; no accuracy or outcome is offered as the representation metric."""
+    import json
+
+    from click.testing import CliRunner
+    from grokaudit.cli import cli
+    from grokaudit.schema import build_log_table
+
+    p = _lightning_metrics(tmp_path / "metrics.csv", per_epoch=2)
+    log = build_log_table(read_log(p))
+    assert "test_loss" not in log.series and "test_loss" in log.summary.outcomes
+    assert np.count_nonzero(~np.isnan(log.train_acc)) == 8  # the 8 epoch aggregates
+    r = CliRunner().invoke(cli, ["inspect", str(p), "--json", "-"])
+    assert r.exit_code == 0, r.stderr
+    flags = [x["flag"] for x in json.loads(r.stdout)["flags"]]
+    assert "--metric train_loss_epoch" in flags
+    assert not [f for f in flags if f.startswith("--metric ") and ("acc" in f or "test_" in f)]

@@ -180,6 +180,19 @@ def test_an_identifier_is_never_inferred_as_the_axis() -> None:
     assert sorted(s.study["model_id"] for s in split.studies) == [0, 1, 2]
     assert all(s.axis is None for s in split.studies)
     assert audit_table(log, by="model_id").studies[0].axis == "model_id"
+    # an id of something else than a run is an arm even with one run per value (5 datasets):
+    # refused, not pooled as replicates, whatever the run count
+    one_each = runs.drop(columns=["model_id"]).iloc[:5].assign(dataset_id=range(5))
+    with pytest.raises(LogFormatError) as e:
+        audit_table(_log(one_each))
+    assert e.value.code is ErrorCode.NO_AXIS
+    # a text id: the fix offered is the cell (an axis must be numeric), and it works
+    named = runs.assign(model_id=runs["model_id"].map({0: "a", 1: "b", 2: "c"}))
+    with pytest.raises(LogFormatError) as e:
+        audit_table(_log(named))
+    assert e.value.code is ErrorCode.NO_AXIS and "--by" not in str(e.value) \
+        and "by=" not in str(e.value)
+    assert len(audit_table(_log(named), cell=["model_id"]).studies) == 3
 
 
 def test_a_per_run_identifier_is_neither_an_axis_nor_an_arm() -> None:
@@ -206,19 +219,27 @@ def test_a_per_run_identifier_is_neither_an_axis_nor_an_arm() -> None:
 def test_one_setting_written_twice_is_one_axis() -> None:
     """A W&B run's ``learning_rate`` logged as a (constant) metric beside its config's, read as
     ``learning_rate_cond``: AMBIGUOUS_AXIS listed one setting twice (public log
-    ADL-Group-10/lab0). Columns equal in every run are one axis, the first by name; columns
-    that differ in any run are still two."""
+    ADL-Group-10/lab0). A setting and its second copy (``wd``, ``wd_cond``) equal in every run
+    are one axis; two settings that merely agree in every run (``width`` = ``depth``) stay
+    two (the log cannot tell which one the orderings follow), and so do copies that differ in
+    any run, integers compared as integers."""
     runs = _runs()
     runs = runs[runs.arch == "a"].drop(columns=["arch"])
     runs["wd_cond"] = runs["wd"]
     assert audit_table(_log(runs)).studies[0].axis == "wd"
-    runs["wd_cond"] = runs["wd"].where(runs["seed"] != 2, runs["wd"] * 2)
+    for other in (runs.drop(columns=["wd_cond"]).assign(width=runs["wd"]),  # two settings
+                  runs.assign(wd_cond=runs["wd"].where(runs["seed"] != 2, runs["wd"] * 2))):
+        with pytest.raises(LogFormatError) as e:
+            audit_table(_log(other))
+        assert e.value.code is ErrorCode.AMBIGUOUS_AXIS
+    # integers: int32 beside int64 alike; one apart beyond 2**53 (one float) two
+    big = runs.drop(columns=["wd", "wd_cond"]).assign(
+        wd=2**60 + (runs["wd"] * 4).astype(np.int64))
+    assert audit_table(_log(big.assign(
+        wd_cond=big["wd"]))).studies[0].axis == "wd"
+    small = runs.drop(columns=["wd_cond"]).assign(wd=(runs["wd"] * 4).astype(np.int64))
+    assert audit_table(_log(small.assign(
+        wd_cond=small["wd"].astype(np.int32)))).studies[0].axis == "wd"
     with pytest.raises(LogFormatError) as e:
-        audit_table(_log(runs))
-    assert e.value.code is ErrorCode.AMBIGUOUS_AXIS
-    # integers compared exactly: two columns one apart beyond 2**53 are two
-    runs["wd_cond"] = 2**60 + (runs["wd"] * 4).astype(np.int64)
-    runs["wd_copy"] = 2**60 + (runs["wd"] * 4).astype(np.int64) + (runs["seed"] == 1)
-    with pytest.raises(LogFormatError) as e:
-        audit_table(_log(runs.drop(columns=["wd"])))
+        audit_table(_log(big.assign(wd_cond=big["wd"] + (big["seed"] == 1))))
     assert e.value.code is ErrorCode.AMBIGUOUS_AXIS
