@@ -574,7 +574,10 @@ def _per_run_value(name: str, a: np.ndarray, groups: list[np.ndarray]) -> str | 
     parents = name.split(".")[:-1]
     if one_value and any(is_config_parent(p) for p in parents):
         return "condition"
-    if max(counts) == 1 and is_outcome_name(name, in_log=True) and not (
+    # logged once in a run that logged other rows (a final test); a run of one row (cut
+    # after its first evaluation) logged everything once: its values are no results
+    once = max(counts) == 1 and all(g.size > 1 for g, k in zip(groups, counts) if k)
+    if once and is_outcome_name(name, in_log=True) and not (
             accuracy_rank(name, "test_acc") is not None
             or accuracy_rank(name, "train_acc") is not None):
         return "outcome"

@@ -54,7 +54,7 @@ from .results import (
     format_number,
     sort_findings,
 )
-from .roles import name_tokens, nearly_unique
+from .roles import PERCENT_MIN, PERCENT_MIN_POINTS, name_tokens, nearly_unique
 from .runtable import RunTable
 from .schema import InputSummary, LogTable, Owned
 from .study import (
@@ -961,7 +961,11 @@ def _accuracy_read_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Fi
     for col, d in sorted(s.accuracy_scale.items()):
         low = int(d.get("n_runs_at_most_1") or 0)
         sibling = d.get("why") == "like_sibling"
-        why = ("never above 1.5, but logged beside a percent accuracy of the same log"
+        top = d.get("max")
+        few = isinstance(top, (int, float)) and top > PERCENT_MIN  # 1 or 2 values above it
+        why = ((f"max {format_number(top)} at fewer than {PERCENT_MIN_POINTS} values above "
+                f"{PERCENT_MIN:g}" if few else "never above 1.5")
+               + ", but logged beside a percent accuracy of the same log"
                if sibling else "as --acc-scale says" if d.get("why") == "option"
                else f"max {format_number(d.get('max'))}: a fraction cannot exceed 1")
         tail = ""

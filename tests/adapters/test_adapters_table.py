@@ -393,3 +393,36 @@ def test_a_lightning_final_test_row_and_its_step_and_epoch_accuracies(tmp_path: 
     flags = [x["flag"] for x in json.loads(r.stdout)["flags"]]
     assert "--metric train_loss_epoch" in flags
     assert not [f for f in flags if f.startswith("--metric ") and ("acc" in f or "test_" in f)]
+
+
+def test_a_one_row_run_beside_others_keeps_its_values_as_values(tmp_path: Path) -> None:
+    """A Lightning run cut after its first validation (one row) beside a full run: its
+    ``val_loss``, logged once, was read as a result of the run (an outcome), which clashed
+    with the other run's per-step ``val_loss`` and was renamed ``val_loss_cond`` (public log
+    ayman-fatich/grok_in_context). A value is a result when it is logged once in a run that
+    logged other rows; a one-row run is a short run. And the percent finding of a train
+    accuracy read as percent beside a percent validation accuracy no longer says it "never"
+    passed 1.5 when it did (max 28.1, one value)."""
+    from grokaudit.reasons import Reason
+    from grokaudit.schema import build_log_table
+
+    for v, rows in (("version_0", [{"epoch": 0, "step": 9, "val_accuracy": 40.3,
+                                    "val_loss": 3.17}]),
+                    ("version_1", [{"epoch": e, "step": 9 + 10 * e,
+                                    "val_accuracy": 2.9 + 10 * e, "val_loss": 3.2 - 0.1 * e,
+                                    "train_accuracy": 28.125 if e == 3 else 0.5}
+                                   for e in range(8)])):
+        (tmp_path / v).mkdir()
+        pd.DataFrame(rows).to_csv(tmp_path / v / "metrics.csv", index=False)
+    t = read_log(tmp_path)
+    assert "val_loss_cond" not in t.column_names
+    df = t.to_pandas()
+    assert df.loc[df.run == "version_0", "val_loss"].tolist() == [3.17]
+    import grokaudit
+
+    res = grokaudit.audit_table(t)
+    percent = [f for f in res.findings if f.code is Reason.ACCURACY_IN_PERCENT
+               and f.evidence["column"] == "train_acc"]
+    assert percent and percent[0].evidence["max"] > 1.5
+    assert "never above" not in percent[0].message
+    assert build_log_table(t).summary.runs_too_short == ("version_0",)
