@@ -50,9 +50,10 @@ def _head(d: dict[Any, tuple[np.ndarray, np.ndarray]]) -> tuple[object, ...] | N
 
 
 def _starts(a: dict[Any, tuple[np.ndarray, np.ndarray]],
-            b: dict[Any, tuple[np.ndarray, np.ndarray]]) -> bool:
+            b: dict[Any, tuple[np.ndarray, np.ndarray]], *, equal: bool = False) -> bool:
     """Whether ``a`` is exactly the start of ``b``: every metric of ``a`` is one of ``b``'s with
-    ``a``'s steps and values (NaN equal to NaN) as ``b``'s first points, and ``b`` goes on."""
+    ``a``'s steps and values (NaN equal to NaN) as ``b``'s first points, and ``b`` goes on
+    (``equal``: or holds exactly ``a``'s points)."""
     longer = False
     for m, (st, v) in a.items():
         if m not in b:
@@ -63,15 +64,20 @@ def _starts(a: dict[Any, tuple[np.ndarray, np.ndarray]],
                 not np.array_equal(vb[:n], v, equal_nan=True):
             return False
         longer |= sb.size > n
-    return longer
+    return longer or (equal and a.keys() == b.keys())
 
 
-def continued_runs(per_run: Series, conditions: Sequence[object] | None = None
+def continued_runs(per_run: Series, conditions: Sequence[object] | None = None,
+                   saved_at: Sequence[int | None] | None = None
                    ) -> tuple[list[tuple[int, int]], list[int]]:
     """``(shorter, longer)`` index pairs of runs whose rows are the start of another run's,
     each shorter run paired with the longest run it starts (chains are followed: 500 ⊂ 1000 ⊂
     1200 gives 500 → 1200 and 1000 → 1200); and the runs not compared (groups larger than
-    :data:`MAX_GROUP` sharing their first rows)."""
+    :data:`MAX_GROUP` sharing their first rows). ``saved_at``: per run, the ``global_step`` of
+    the Hugging Face checkpoint it was read from (None: no checkpoint). A checkpoint whose
+    history equals a later checkpoint's (saved after the last logging step) is that
+    checkpoint's start too; two logs that are merely equal are not (``DUPLICATE_RUN`` says
+    so)."""
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, d in enumerate(per_run):
         key = _head(d)
@@ -90,12 +96,24 @@ def continued_runs(per_run: Series, conditions: Sequence[object] | None = None
             continue
         length = {i: max(st.size for st, _ in per_run[i].values()) for i in members}
         by_len = sorted(members, key=lambda i: (-length[i], i))
+        at = saved_at or [None] * len(per_run)
         for a in members:
             target = next((b for b in by_len if b != a and length[b] > length[a]
                            and _starts(per_run[a], per_run[b])), None)
+            if target is None and at[a] is not None:  # a checkpoint saved later, same rows
+                target = next((b for b in by_len if b != a and length[b] == length[a]
+                               and at[b] is not None and at[b] > at[a]  # type: ignore[operator]
+                               and _starts(per_run[a], per_run[b], equal=True)), None)
             if target is not None:
                 pairs.append((a, target))
-    return sorted(pairs), sorted(skipped)
+    # chains followed to their end (a checkpoint equal to a later one hands its runs on)
+    to = dict(pairs)
+    for a in list(to):
+        seen = {a}
+        while to[a] in to and to[a] not in seen:
+            seen.add(to[a])
+            to[a] = to[to[a]]
+    return sorted(to.items()), sorted(skipped)
 
 
 def merge_continued(points: Points, runs: Sequence[str],
@@ -106,7 +124,11 @@ def merge_continued(points: Points, runs: Sequence[str],
     conds = [tuple(sorted((str(k), repr(v)) for k, v in points.conditions.get(r, {}).items()
                           if k not in points.outcomes and str(k) not in TRAINER_STATE))
              for r in runs]
-    pairs, skipped = continued_runs(per_run, conds)
+    def saved_at(r: str) -> int | None:  # a Hugging Face checkpoint's global_step
+        v = points.conditions.get(r, {}).get("global_step")
+        return int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else None
+
+    pairs, skipped = continued_runs(per_run, conds, [saved_at(r) for r in runs])
     for a, b in pairs:
         ra, rb = runs[a], runs[b]
         end_a = max(int(st[-1]) for st, _ in per_run[a].values())

@@ -106,3 +106,38 @@ def test_runs_set_apart_by_a_condition_are_never_one_run(tmp_path: Path) -> None
     doc = json.loads(r.stdout)
     assert doc["runs"]["ids"] == ["wd0.1", "wd1.0"]
     assert "RUN_CONTINUED" not in {f["code"] for f in doc["findings"]}
+
+
+def test_a_checkpoint_saved_after_its_last_logging_step_is_the_later_ones_start(
+        tmp_path: Path) -> None:
+    """A Hugging Face run saved at step 1200 and again at its end, 1234, with no logging step
+    between: the two ``trainer_state.json`` hold the same ``log_history`` and differ only in
+    ``global_step``. They were read as two runs (two replicates of one condition; public log
+    GulbeycanCagri/IS-584). The earlier checkpoint is the later one's start; chains are
+    followed to the end (500 ⊂ 1000 ⊂ 1200 = 1234: each named with 1234). Two plain logs that
+    are merely equal stay two runs (DUPLICATE_RUN says they are copies)."""
+    import shutil
+
+    src = HERE / "corpus" / "AguLeon_LoRA_RoBERTa_AGNews"
+    root = tmp_path / "hf"
+    shutil.copytree(src, root, ignore=shutil.ignore_patterns("ORIGIN.md", "*.md"))
+    (last,) = [p for p in root.rglob("trainer_state.json") if p.parent.name == "checkpoint-1200"]
+    state = json.loads(last.read_text())
+    state["global_step"] = 1234
+    later = last.parent.parent / "checkpoint-1234"
+    later.mkdir()
+    (later / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+    r = CliRunner().invoke(cli, ["check", str(root), "--metric", "grad_norm", "--json", "-"])
+    doc = json.loads(r.stdout)
+    assert _runs(doc) == ["results/checkpoint-1234"]
+    found = sorted(tuple(sorted(f["runs"])) for f in doc["findings"]
+                   if f["code"] == "RUN_CONTINUED")
+    assert found == sorted(tuple(sorted(("results/checkpoint-1234", f"results/checkpoint-{n}")))
+                           for n in (500, 1000, 1200))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("a.csv", "b.csv"):
+        _run(0, 3000).to_csv(plain / name, index=False)
+    doc = _check(plain)
+    assert _runs(doc) == ["a", "b"]
+    assert "DUPLICATE_RUN" in {f["code"] for f in doc["findings"]}
