@@ -281,7 +281,8 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     _check_metric_names(points, metric_names, require_test_acc, path)
     ordered: list[str] = [m for m in ("test_acc", "train_acc") if m in metric_names]
     ordered += [m for m in metric_names if m not in ordered]
-    per_run, n_read, n_replaced = _last_writer_wins(points, runs, ordered, on_duplicate)
+    per_run, n_read, n_replaced, n_repeated = _last_writer_wins(points, runs, ordered,
+                                                                on_duplicate)
     merge_continued(points, runs, per_run)  # a run and its own continuation: one run
     _check_step_range(per_run, path)
     row_step, row_run, columns = _join_on_steps(per_run, ordered)
@@ -292,7 +293,8 @@ def build_table(points: Points, *, adapter: str, adapter_version: str, path: str
     run_offsets = np.searchsorted(row_run, np.arange(len(runs) + 1))
     present = [r for r in range(len(runs)) if run_offsets[r + 1] > run_offsets[r]]
     provenance = _provenance(points, adapter=adapter, adapter_version=adapter_version,
-                             n_read=n_read, n_replaced=n_replaced, n_runs=len(present))
+                             n_read=n_read, n_replaced=n_replaced, n_repeated=n_repeated,
+                             n_runs=len(present))
     meta = {PROVENANCE_KEY: json.dumps(provenance, sort_keys=True, default=str).encode()}
     return table.replace_schema_metadata(meta)
 
@@ -381,12 +383,13 @@ _Series = list[dict[int, tuple[np.ndarray, np.ndarray]]]
 
 
 def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
-                      on_duplicate: str | None = None) -> tuple[_Series, int, int]:
+                      on_duplicate: str | None = None) -> tuple[_Series, int, int, int]:
     """Each (run, metric)'s points, one per step: the last written (by wall time, then read
     order) wins, and each run that repeated a step is a ``RESUMED_DUPLICATES`` finding.
     With ``on_duplicate`` ``first``/``last`` (table files, which hold no write times) a step
     given two values is a duplicate, as ``check`` reads two inputs: the one read first/last is
-    kept and counted. Returns the series, the points read and the points replaced."""
+    kept and counted. Returns the series, the points read, the points replaced and the points
+    that repeated a step with the value kept there (read once, replacing nothing)."""
     run_code = {r: i for i, r in enumerate(runs)}
     metric_code = {m: i for i, m in enumerate(ordered)}
     groups: dict[tuple[int, int], list[int]] = {}
@@ -395,6 +398,7 @@ def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
     per_run: _Series = [{} for _ in runs]
     n_read = 0
     n_replaced = np.zeros(len(runs), dtype=np.int64)
+    n_repeated = 0
     for (r, m), ks in groups.items():
         cs = [points.chunks[k] for k in ks]
         n_read += sum(c.step.size for c in cs)
@@ -413,7 +417,13 @@ def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
             keep = _duplicates(st, val, on_duplicate, points)
             per_run[r][m] = (st[last], val[last]) if keep is None else (st[keep], val[keep])
             continue
-        n_replaced[r] += int(st.size - last.sum())
+        # a point repeated with the value kept (Lightning writes its ``epoch`` tag twice at
+        # one step) replaces nothing: only a different value says the run was resumed
+        idx_kept = np.searchsorted(st[last], st)  # each point's step among the kept ones
+        kv = val[last][idx_kept]
+        same = (val == kv) | (np.isnan(val) & np.isnan(kv))
+        n_replaced[r] += int(np.count_nonzero(~last & ~same))
+        n_repeated += int(np.count_nonzero(~last & same))
         per_run[r][m] = (st[last], val[last])
     for r in np.flatnonzero(n_replaced).tolist():
         n = int(n_replaced[r])
@@ -421,7 +431,7 @@ def _last_writer_wins(points: Points, runs: list[str], ordered: list[str],
             "RESUMED_DUPLICATES",
             f"{n} logged point(s) repeated an earlier (step, metric) of this run (a resumed or "
             "rewound run); the last written value was kept", run=runs[r], count=n))
-    return per_run, n_read, int(n_replaced.sum())
+    return per_run, n_read, int(n_replaced.sum()), n_repeated
 
 
 def _duplicates(st: np.ndarray, val: np.ndarray, on_duplicate: str, points: Points
@@ -532,7 +542,7 @@ def _assemble(points: Points, runs: list[str], row_run: np.ndarray, row_step: np
 
 
 def _provenance(points: Points, *, adapter: str, adapter_version: str, n_read: int,
-                n_replaced: int, n_runs: int) -> dict[str, Any]:
+                n_replaced: int, n_runs: int, n_repeated: int = 0) -> dict[str, Any]:
     """The table's provenance: the reader, its sources, warnings and findings, the points read
     and replaced, the runs present, what the reader noted (``points.extra``)."""
     provenance: dict[str, Any] = {
@@ -546,6 +556,8 @@ def _provenance(points: Points, *, adapter: str, adapter_version: str, n_read: i
         "points_read": n_read,
         "points_replaced": n_replaced,
         "runs": n_runs,
+        # points that repeated a step with the value kept there: read once, nothing replaced
+        **({"points_repeated": n_repeated} if n_repeated else {}),
         **points.extra,
     }
     if points.outcomes:

@@ -97,6 +97,24 @@ def test_rewind_within_one_file_is_reported(tmp_path: Path, codes) -> None:
     assert t.to_pandas().set_index("step").loc[7, "test_acc"] == 1.0
 
 
+def test_a_tag_written_twice_with_one_value_is_no_resume(tmp_path: Path, codes, prov) -> None:
+    """Lightning writes its ``epoch`` tag twice at some steps, with one value: each was a
+    ``RESUMED_DUPLICATES`` finding ("a resumed or rewound run"; 47 on the public log
+    AnAccount/DLGN, none true). A repeat with the value kept replaces nothing: it is read once
+    and counted (``points_repeated``); a repeat with another value is still a resume."""
+    steps = np.arange(0, 100, 10)
+    w = torch_tb.SummaryWriter(str(tmp_path / "run"))
+    for s in steps.tolist():
+        w.add_scalar("test_acc", s / 100, s)
+        w.add_scalar("epoch", s // 10, s)
+        w.add_scalar("epoch", s // 10, s)  # Lightning: once per step end, once per epoch end
+    w.close()
+    t = read_log(tmp_path / "run")
+    assert t.num_rows == 10 and codes(t) == []
+    assert prov(t)["points_repeated"] == 10 and prov(t)["points_replaced"] == 0
+    assert prov(t)["points_read"] == 30
+
+
 def test_nan_values_kept_as_missing(tmp_path: Path) -> None:
     vals = np.linspace(0, 1, 10)
     vals[4] = np.nan
