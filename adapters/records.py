@@ -911,6 +911,9 @@ def _plain_yaml(path: Path) -> tuple[dict[str, Any], list[str]]:
     stack: list[tuple[int, str]] = []
     skip_below: int | None = None  # inside a list, a block scalar: lines indented past this
     text = _text(path)
+    body = [ln.split(" #", 1)[0].strip() for ln in text.splitlines()]
+    if [ln for ln in body if ln and not ln.startswith("#") and ln != "---"] == ["{}"]:
+        return values, skipped  # an empty mapping (Lightning's hparams.yaml of no hparams)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split(" #", 1)[0].rstrip()
         if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":

@@ -426,3 +426,16 @@ def test_a_one_row_run_beside_others_keeps_its_values_as_values(tmp_path: Path) 
     assert percent and percent[0].evidence["max"] > 1.5
     assert "never above" not in percent[0].message
     assert build_log_table(t).summary.runs_too_short == ("version_0",)
+
+
+def test_an_empty_lightning_hparams_file_is_an_empty_config(tmp_path: Path, prov) -> None:
+    """Lightning writes ``{}`` (``yaml.dump({})``) to ``hparams.yaml`` when a module has no
+    hyperparameters; the file was noted as unreadable ("line 1 is not 'key: value'")
+    (public log MostafaKhaled2017/fashion-mnist). It is an empty mapping: no values, no note."""
+    run = tmp_path / "version_0"
+    run.mkdir()
+    (run / "hparams.yaml").write_text("{}\n")
+    _lightning_metrics(run / "metrics.csv")
+    t = read_log(tmp_path)
+    assert not [n for n in prov(t).get("notes", []) if "hparams" in n]
+    assert str(run / "hparams.yaml") in prov(t)["config_files"]
