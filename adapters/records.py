@@ -949,8 +949,10 @@ def _plain_yaml(path: Path) -> tuple[dict[str, Any], list[str]]:
         parsed = _yaml_scalar(value)
         if parsed is _SKIP:
             skipped.append(key)
-            if value.strip()[:1] in ("|", ">"):
-                skip_below = indent  # a block scalar's lines
+            # a block scalar's lines, and what a tagged object or a flow collection holds
+            # below it (``criterion: !!python/object:…`` and its attributes): never read as
+            # values of the mapping around it
+            skip_below = indent
         else:
             values[key] = parsed
     return values, [k for k in skipped if k not in values]

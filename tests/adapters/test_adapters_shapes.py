@@ -359,3 +359,30 @@ def test_inspect_names_the_runs_the_audit_sets_aside(tmp_path: Path) -> None:
     out = json.loads(r.stdout)
     assert out["runs_set_aside"] == {"run_without_accuracy": ["b"]}
     assert out["set_aside"]["run_without_accuracy"] == 10
+
+
+class _Criterion:  # what yaml.dump writes for a module's loss object (its attributes below it)
+    def __init__(self) -> None:
+        self.reduction = "mean"
+        self.training = True
+        self.ignore_index = -100
+
+
+def test_a_tagged_object_in_hparams_keeps_its_attributes_to_itself(tmp_path: Path) -> None:
+    """Lightning's ``save_hyperparameters()`` of a module holding a loss object: ``yaml.dump``
+    writes ``criterion: !!python/object:…`` with the object's attributes indented below it.
+    The tag was skipped but its attributes were read as bare conditions (``reduction``,
+    ``training``, ``ignore_index``), which ``--by`` then asked to split with ``--cell``
+    (public log AnAccount/DLGN). What a tagged value holds is skipped with it."""
+    import yaml
+
+    for wd in (1.0, 2.0):
+        d = tmp_path / f"version_{int(wd)}"
+        write_csv_run(d / "metrics.csv", 2000.0 / wd)
+        (d / "hparams.yaml").write_text(yaml.dump({"weight_decay": wd, "criterion": _Criterion(),
+                                                   "lr": 0.003}))
+    assert "  reduction: mean" in (tmp_path / "version_1" / "hparams.yaml").read_text()
+    doc = check(tmp_path)
+    conds = set(doc["input"]["conditions"])
+    assert {"weight_decay", "lr"} <= conds
+    assert not conds & {"reduction", "training", "ignore_index", "criterion"}
