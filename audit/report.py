@@ -113,7 +113,7 @@ def study_lines(s: StudyResult) -> list[str]:
 
 
 _ACC_HEAD = ("cell", "runs", "grok", "full", "t_grok", "gate")
-_ACC_RUN_HEAD = ("run", "t_mem", "t_grok", "sustained", "final_acc", "full")
+_ACC_RUN_HEAD = ("run", "t_mem", "t_grok", "sustained", "final_med", "full")
 
 
 def _accuracy_study_lines(s: StudyResult) -> list[str]:
