@@ -419,3 +419,17 @@ def test_every_source_has_its_licence_and_origin(folder: str) -> None:
     assert (d / "LICENSE").is_file() and (d / "ORIGIN.md").is_file()
     readme = (HERE / "README.md").read_text()
     assert folder in readme, f"{folder} is not listed in tests/corpus/README.md"
+
+
+def test_hhkblogi_final_train_loss_is_a_result_not_a_series_nor_an_axis() -> None:
+    """hhkblogi/grok's Lightning logs end each run with one ``train_loss`` (the run's mean):
+    it was written in every row and read back as a 361-point series; then, read as a result,
+    inspect proposed ``--by train_loss``. A loss logged once is an outcome, never an axis."""
+    root = HERE / "hhkblogi_grok"
+    doc = audit(root)
+    assert "train_loss" in doc["input"]["outcomes"]
+    ins = inspect(root)
+    roles = {c["name"]: c["role"] for c in ins["columns"]}
+    assert roles["train_loss"] == "outcome" and roles["full_train_loss"] == "series"
+    assert not [x for x in ins["flags"] if x["flag"] in ("--by train_loss",
+                                                         "--metric train_loss")]
