@@ -32,7 +32,7 @@ from grokaudit.text import safe
 
 from .merge import ReadOptions
 from .points import Points
-from .records import Loaded, read_arrow_file
+from .records import Loaded, header_only_table, read_arrow_file
 
 #: A table without a step column and at most this many rows is a summary, not a log.
 SUMMARY_ROWS = 16
@@ -68,7 +68,9 @@ def other_files(path: Path, tables: list[Path]) -> dict[str, str]:
             continue
         if "tfevents" in q.name or suffix == ".wandb":
             continue  # another log format: the folder's detection refuses two formats
-        out[rel.as_posix()] = _WHY.get(suffix, "not a table file")
+        out[rel.as_posix()] = ("a table's header with no rows (a run stopped before its "
+                               "first epoch ended?): nothing to read" if header_only_table(q)
+                               else _WHY.get(suffix, "not a table file"))
     return out
 
 

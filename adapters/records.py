@@ -116,6 +116,22 @@ def delimited_text(path: Path) -> str | None:
     return None
 
 
+def header_only_table(path: Path) -> bool:
+    """A ``.log``, ``.txt`` or ``.dat`` file that is a table's header line and nothing else (a
+    Keras ``CSVLogger`` whose run stopped before its first epoch ended)."""
+    if path.suffix.lower() not in TEXT_TABLE_SUFFIXES or not path.is_file():
+        return False
+    try:
+        with path.open("r", encoding="utf-8-sig", newline="") as fh:
+            head, rest = fh.readline(65536).rstrip("\r\n"), fh.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    if rest.strip():
+        return False
+    return any(len(names := head.split(sep)) >= 2
+               and all(_NAME.fullmatch(n.strip()) for n in names) for sep in (",", "\t"))
+
+
 def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
     """The file as Arrow, by its suffix (JSON and JSON lines flattened)."""
     kind = TABLE_SUFFIXES.get(path.suffix.lower()) or delimited_text(path)

@@ -40,6 +40,7 @@ from .records import (
     Sidecar,
     config_like,
     delimited_text,
+    header_only_table,
     load,
     read_sidecar,
 )
@@ -49,7 +50,8 @@ from .shapes import detect_long, long_hint, pivot_long
 
 def _detect(path: Path) -> bool:
     if path.is_file():  # a .log with a header line is a table (Keras's CSVLogger)
-        return path.suffix.lower() in TABLE_SUFFIXES or delimited_text(path) is not None
+        return path.suffix.lower() in TABLE_SUFFIXES or delimited_text(path) is not None \
+            or header_only_table(path)
     return any(True for _ in table_files(path)) or bool(text_log_tables(path))
 
 
@@ -311,6 +313,9 @@ def read(path: Path, options: ReadOptions) -> Points:
     scalars become the conditions of the runs whose logs sit beside or below them. A file of
     a folder with a header and no rows is left out with a warning (alone, it is refused)."""
     files = _files(path)
+    if path.is_file() and header_only_table(path):  # a Keras log of a run that never logged
+        raise LogFormatError("table has a header but no rows; there is nothing to read",
+                             path=str(path), code=ErrorCode.NO_ROWS)
     if not files:
         raise LogFormatError("directory holds no .parquet, .csv, .tsv or .jsonl files; check "
                              "the path or the --format", path=str(path),

@@ -439,3 +439,20 @@ def test_an_empty_lightning_hparams_file_is_an_empty_config(tmp_path: Path, prov
     t = read_log(tmp_path)
     assert not [n for n in prov(t).get("notes", []) if "hparams" in n]
     assert str(run / "hparams.yaml") in prov(t)["config_files"]
+
+
+def test_a_keras_log_of_a_run_that_never_finished_an_epoch(tmp_path: Path, prov) -> None:
+    """Keras's CSVLogger writes its header when the first epoch ends... or its header alone, for
+    a run stopped before: alone it was UNKNOWN_FORMAT; beside other runs, its note said to give
+    it as its own path to read it as a table, which then failed. Alone it is NO_ROWS; in a
+    folder its note says it holds no rows."""
+    from helpers.hostile import cli, expect_error
+
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    _keras_csvlogger(tmp_path / "a" / "training.log")
+    (tmp_path / "b" / "training.log").write_text("epoch,accuracy,loss,val_accuracy,val_loss\n")
+    expect_error(cli(["check", tmp_path / "b" / "training.log"]), "NO_ROWS")
+    t = read_log(tmp_path)
+    assert set(t.to_pandas().run) == {"a"}
+    assert "no rows" in prov(t)["files_set_aside"]["b/training.log"]
