@@ -1272,7 +1272,8 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
                     # a --grok-on loss may be flat (a run that never learned), and so may a
                     # metric of a log still growing (logged as a constant so far), but not
                     # set per run and different between runs: that is a condition (wd, seed)
-                    raise metric_not_a_series(name, path, grok_on=name == grok_on)
+                    raise metric_not_a_series(name, path, grok_on=name == grok_on,
+                                              outcome=name in outcomes)
                 change = -1
             elif (known or name in metrics) and name not in SEED_COLUMNS:
                 change = -1
@@ -1549,13 +1550,16 @@ def _differ(extremes: tuple[float, float]) -> bool:
     return bool(hi > lo)
 
 
-def metric_not_a_series(name: str, path: str | None, grok_on: bool = False
-                        ) -> LogFormatError:
+def metric_not_a_series(name: str, path: str | None, grok_on: bool = False,
+                        outcome: bool = False) -> LogFormatError:
     """The refusal of a ``--metric`` column (or, with ``grok_on``, the ``--grok-on`` column)
-    constant within every run (``NOT_A_SERIES``)."""
+    constant within every run (``NOT_A_SERIES``); ``outcome``: the reader read it as a result
+    logged once per run (a final ``test_loss``), written in every row of its run."""
     what = ("--grok-on", "held-out loss") if grok_on else ("--metric", "metric")
+    kind = ("a result logged once per run (an outcome)" if outcome
+            else "a condition (set per run)")
     return LogFormatError(
-        f"{what[0]} {safe(name)!r} is constant within every run: a condition (set per run), "
+        f"{what[0]} {safe(name)!r} is constant within every run: {kind}, "
         f"not a per-step {what[1]}; name a column that changes over steps", path=path,
         column=name, code=ErrorCode.NOT_A_SERIES)
 
