@@ -84,6 +84,10 @@ def accuracy_rank(name: str, target: str) -> int | None:
     if target == "test_acc":
         if trains:
             return None
+        if tests and toks[-1] == "step":
+            # Lightning's ``test_acc_step``: one value per batch of an evaluation loop, stepped
+            # by the batch's index (the test loop's restart at 0 after training): no curve
+            return None
         base = 10 * min(tests) if tests else BARE_RANK
     else:
         if tests or not trains:
@@ -120,6 +124,21 @@ def _bare_with_twin(name: str, counts: Mapping[str, int]) -> bool:
     return any(counts.get(p + name, 0) > 0 for p in _TWIN_PREFIXES)
 
 
+def _training_loop(name: str, counts: Mapping[str, int]) -> bool:
+    """Whether ``name`` is a bare accuracy (no split word) that Lightning logged from its
+    training loop: ``acc_step`` (``on_step``: one value per batch, which only the training
+    loop writes) or ``acc_epoch`` beside it (the same value's epoch aggregate). A training
+    accuracy, never a test one (a per-batch train accuracy read as the test curve passed a run
+    as fully generalized)."""
+    toks = _tokens(name)
+    if not any(t in _ACC_WORDS for t in toks) or any(
+            t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks) or len(toks) < 2:
+        return False
+    if toks[-1] == "step":
+        return True
+    return toks[-1] == "epoch" and counts.get(name[:-len("epoch")] + "step", 0) > 0
+
+
 def accuracy_candidates(counts: Mapping[str, int], target: str,
                         exclude: Sequence[str] = (), beside: Mapping[str, int] | None = None
                         ) -> list[tuple[str, int, int]]:
@@ -132,7 +151,8 @@ def accuracy_candidates(counts: Mapping[str, int], target: str,
     for n, c in counts.items():
         if n in exclude or c <= 0:
             continue
-        twin = _bare_with_twin(n, counts if beside is None else beside)
+        twin = _bare_with_twin(n, counts if beside is None else beside) or \
+            _training_loop(n, counts if beside is None else beside)
         # other words rank a twin lower, as they rank any name (``top_k_categorical_accuracy``
         # after ``accuracy``)
         other = sum(t not in _ACC_WORDS and t not in _NEUTRAL for t in _tokens(n))

@@ -456,3 +456,35 @@ def test_a_keras_log_of_a_run_that_never_finished_an_epoch(tmp_path: Path, prov)
     t = read_log(tmp_path)
     assert set(t.to_pandas().run) == {"a"}
     assert "no rows" in prov(t)["files_set_aside"]["b/training.log"]
+
+
+def test_lightning_training_loop_and_test_loop_accuracies_are_no_test_curve(
+        tmp_path: Path) -> None:
+    """Public Lightning logs: ``self.log("acc", acc, on_epoch=True)`` in ``training_step``
+    writes ``acc_step`` (one value per batch, which only the training loop writes) and
+    ``acc_epoch``; the bare ``acc_step`` was read as the TEST accuracy and the run passed as
+    fully generalized, exit 0 (Awritrojit/AIOPS). ``trainer.test`` writes ``test_acc_step``
+    with the test batch's index as its step, restarting at 0 after training; it was read as
+    the test curve, merged onto the training steps (NicoGrassetto/nsMNIST). The first pair is
+    the train accuracy; the second is no curve: the test accuracy is then the epoch value."""
+    import csv
+
+    p = tmp_path / "metrics.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["acc_epoch", "acc_step", "epoch", "step",
+                                           "test_acc_step", "test_acc_epoch"])
+        w.writeheader()
+        step = 0
+        for e in range(5):
+            for _ in range(4):
+                step += 10
+                w.writerow({"acc_step": 0.95, "epoch": e, "step": step})
+            w.writerow({"acc_epoch": 0.95, "epoch": e, "step": step})
+        for b in range(6):  # the test loop: its batch index as the step
+            w.writerow({"test_acc_step": 0.9 if b % 2 else 0.1, "step": b})
+        w.writerow({"test_acc_epoch": 0.5, "epoch": 4, "step": step + 1})
+    df = read_log(p).to_pandas()
+    assert df["train_acc"].max() == 0.95 and "acc_step" not in df
+    # the test accuracy, if any, is the one epoch value, never the batches nor the train loop
+    tested = df["test_acc"].dropna()
+    assert tested.tolist() == [0.5]
