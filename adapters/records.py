@@ -94,11 +94,20 @@ _CELL = re.compile(rf"\s*(?:{DECIMAL}|[+-]?(?:nan|inf)|NaN|NA|N/A|n/a|null|NULL|
 _NUMBER_CELL = re.compile(rf"\s*{DECIMAL}\s*", re.ASCII)
 
 
+def _json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def delimited_text(path: Path) -> str | None:
     """``"csv"`` or ``"tsv"`` for a ``.log``/``.txt``/``.dat`` file that is a table with a
     header line: a first line of at least two names split by commas (or tabs), every one a
-    name, and a second line of as many numbers (a cell may be empty); None otherwise (a
-    header-less numeric file is the text reader's, a free-text log nobody's)."""
+    name, and a second line of as many numbers (a cell may be empty); ``"jsonl"`` for one whose
+    first two lines are JSON objects (the ``log.txt`` of DeiT, MAE and ConvNeXt: one
+    ``json.dumps`` of the epoch's stats per line); None otherwise (a header-less numeric file
+    is the text reader's, a free-text log nobody's)."""
     if path.suffix.lower() not in TEXT_TABLE_SUFFIXES or not path.is_file():
         return None
     try:
@@ -106,6 +115,9 @@ def delimited_text(path: Path) -> str | None:
             head, row = fh.readline(65536).rstrip("\r\n"), fh.readline(65536).rstrip("\r\n")
     except (OSError, UnicodeDecodeError):
         return None
+    if head.lstrip().startswith("{") and _json_object(head) and (
+            not row.strip() or _json_object(row)):
+        return "jsonl"
     for sep, kind in ((",", "csv"), ("\t", "tsv")):
         names, cells = head.split(sep), row.split(sep)
         if (len(names) >= 2 and len(cells) == len(names)

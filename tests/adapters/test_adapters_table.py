@@ -488,3 +488,28 @@ def test_lightning_training_loop_and_test_loop_accuracies_are_no_test_curve(
     # the test accuracy, if any, is the one epoch value, never the batches nor the train loop
     tested = df["test_acc"].dropna()
     assert tested.tolist() == [0.5]
+
+
+def test_a_deit_style_log_txt_of_json_lines_is_read(tmp_path: Path) -> None:
+    """DeiT, MAE and ConvNeXt write ``log.txt``: ``f.write(json.dumps(log_stats) + "\\n")``
+    each epoch. It was UNKNOWN_FORMAT, and no ``--format`` read it (public log samxu29/mae); the
+    same bytes named ``.jsonl`` read. A ``.txt``/``.log`` file whose first lines are JSON
+    objects is read as JSON lines, alone or one per run folder."""
+    import json
+
+    for run, grok in (("lr1e-3", 9), ("lr1e-4", 14)):
+        d = tmp_path / run
+        d.mkdir()
+        with (d / "log.txt").open("w") as f:
+            for e in range(20):
+                f.write(json.dumps({"train_lr": 0.001, "train_loss": 1.0 / (e + 1),
+                                    "test_loss": 2.0 / (e + 1),
+                                    "test_acc1": 91.0 if e >= grok else 40.0 + e,
+                                    "test_acc5": 99.0, "epoch": e,
+                                    "n_parameters": 5717416}) + "\n")
+    df = read_log(tmp_path / "lr1e-3" / "log.txt").to_pandas()
+    assert df["step"].tolist() == list(range(20)) and df["test_acc"].iloc[9] == 91.0
+    df = read_log(tmp_path).to_pandas()
+    assert sorted(set(df.run)) == ["lr1e-3", "lr1e-4"]
+    assert df.groupby("run")["test_acc"].apply(lambda a: int((a >= 90).values.argmax())
+                                               ).to_dict() == {"lr1e-3": 9, "lr1e-4": 14}
