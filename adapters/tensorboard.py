@@ -562,6 +562,13 @@ def read(path: Path, options: ReadOptions) -> Points:
         for c in points.chunks[first:]:  # train/epoch_accuracy, validation/epoch_accuracy
             c.metric = prefix + c.metric
     _read_configs(points, {r: d for r, d in run_dirs.items()}, root)
+    logged = {c.run for c in points.chunks if c.step.size}
+    empty = sorted(r for r in run_dirs if r not in logged)
+    for r in empty[:20]:  # a run that crashed before its first scalar: named, never dropped
+        points.warnings.append(f"{safe(r)}: its event file(s) hold no scalar value: no run read "
+                               "from it")
+    if len(empty) > 20:
+        points.warnings.append(f"and {len(empty) - 20} more run folder(s) with no scalar value")
     if any(p for _, p in splits.values()):
         points.extra["split_folders"] = sorted({p.rstrip("/") for _, p in splits.values()})
     if stats["tensor"]:

@@ -242,3 +242,14 @@ def test_logs_beside_the_event_files_are_named_not_dropped(tmp_path: Path, prov)
     t = read_log(root)
     notes = [w for w in prov(t)["warnings"] if "not read" in w]
     assert len(notes) == 1 and notes[0].startswith("training.log"), prov(t)["warnings"]
+
+
+def test_a_run_whose_event_file_holds_no_scalar_is_named(tmp_path: Path, prov) -> None:
+    """A run that crashed before its first ``add_scalar`` leaves an event file holding only
+    the file-version record: its run vanished from the folder without a note (public log
+    reddyn12/Sb3Test, PPO_7 and PPO_8). It is named in the notes."""
+    write_scalars(tmp_path / "a", {"test_acc": (np.arange(0, 50, 10), np.full(5, 0.5))})
+    torch_tb.SummaryWriter(str(tmp_path / "crashed")).close()
+    t = read_log(tmp_path)
+    assert set(t.to_pandas().run) == {"a"}
+    assert [n for n in prov(t)["notes"] if n.startswith("crashed:")]
