@@ -137,7 +137,15 @@ def no_step(table: pa.Table, path: Path) -> LogFormatError:
             likely.append(name)
     shown = ", ".join(repr(safe(n)) for n in table.column_names[:10])
     more = ", …" if table.num_columns > 10 else ""
+    names_rows = [n for n in table.column_names
+                  if (pa.types.is_string(table.column(n).type)
+                      or pa.types.is_large_string(table.column(n).type))
+                  and table.num_rows >= 2 and not table.column(n).null_count
+                  and pc.count_distinct(table.column(n)).as_py() == table.num_rows]
     hint = (f"; {safe(likely[0])!r} looks like one: --map {safe(likely[0])}=step" if likely
+            else f"; its column {safe(names_rows[0])!r} names every row: a table of one row "
+                 "per run (a summary or a sweep's results), not one run's log points: give "
+                 "the runs' own logs" if names_rows
             else "; name it with --map COLUMN=step, or, if each row is one log point in order "
                  "(Keras's history.history saved as a table: one row per epoch), number the "
                  "rows with --step-from row")

@@ -150,3 +150,15 @@ def test_a_folder_mixing_files_with_and_without_steps(tmp_path: Path) -> None:
     assert sorted(_t_grok([tmp_path, "--step-from", "row"])) == [GROK, 2 * GROK]
     (tmp_path / "a.csv").unlink()
     expect_error(cli(["check", tmp_path, "--step-from", "row"]), "INVALID_OPTION")
+
+
+def test_a_table_of_one_row_per_run_is_not_offered_row_steps(tmp_path: Path) -> None:
+    """A W&B runs-table export (one row per run, a ``Name`` column naming each; public log
+    Bowen-n/GNN): the refusal offered ``--step-from row`` as if its rows were epochs. A table
+    whose text column names every row is said to be a table of runs; a history still gets
+    the offer."""
+    p = tmp_path / "wandb_export.csv"
+    pd.DataFrame({"Name": ["a_max", "a_mean", "b_max"], "hidden": [256, 256, 128],
+                  "best_test_acc": [0.75, 0.76, 0.70]}).to_csv(p, index=False)
+    _, message = expect_error(cli(["check", p]), "MISSING_COLUMN")
+    assert "--step-from" not in message
