@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from .records import (
     delimited_text,
     flatten,
     read_arrow_file,
+    row_naming_column,
 )
 
 #: Step columns, in order of preference; ``epoch`` only when no step column exists.
@@ -53,13 +55,19 @@ IGNORED_COLUMNS = frozenset({"_runtime", "_timestamp", "_wandb", "wall_time", "t
                              "Unnamed: 0"})
 
 
+def files_under(path: Path, suffixes: Collection[str]) -> list[Path]:
+    """The files under the folder ``path`` whose suffix (lower-cased) is one of ``suffixes``,
+    sorted, recursive; hidden files, and files in hidden folders, left out."""
+    return sorted(q for q in path.rglob("*")
+                  if q.is_file() and q.suffix.lower() in suffixes
+                  and not any(part.startswith(".") for part in q.relative_to(path).parts))
+
+
 def table_files(path: Path) -> list[Path]:
     """``path`` itself, or the tabular files under the directory ``path`` (sorted, recursive)."""
     if path.is_file():
         return [path]
-    return sorted(q for q in path.rglob("*")
-                  if q.is_file() and q.suffix.lower() in TABLE_SUFFIXES
-                  and not any(part.startswith(".") for part in q.relative_to(path).parts))
+    return files_under(path, TABLE_SUFFIXES)
 
 
 def text_log_tables(path: Path) -> list[Path]:
@@ -69,10 +77,7 @@ def text_log_tables(path: Path) -> list[Path]:
     suffix (a folder of one Keras run per subfolder)."""
     if not path.is_dir():
         return []
-    return sorted(q for q in path.rglob("*")
-                  if q.is_file() and q.suffix.lower() in TEXT_TABLE_SUFFIXES
-                  and not any(part.startswith(".") for part in q.relative_to(path).parts)
-                  and delimited_text(q) is not None)
+    return [q for q in files_under(path, TEXT_TABLE_SUFFIXES) if delimited_text(q) is not None]
 
 
 def read_file(path: Path) -> pa.Table:
@@ -137,15 +142,11 @@ def no_step(table: pa.Table, path: Path) -> LogFormatError:
             likely.append(name)
     shown = ", ".join(repr(safe(n)) for n in table.column_names[:10])
     more = ", …" if table.num_columns > 10 else ""
-    names_rows = [n for n in table.column_names
-                  if (pa.types.is_string(table.column(n).type)
-                      or pa.types.is_large_string(table.column(n).type))
-                  and table.num_rows >= 2 and not table.column(n).null_count
-                  and pc.count_distinct(table.column(n)).as_py() == table.num_rows]
+    names_rows = row_naming_column(table) if table.num_rows >= 2 else None
     hint = (f"; {safe(likely[0])!r} looks like one: --map {safe(likely[0])}=step" if likely
-            else f"; its column {safe(names_rows[0])!r} names every row: a table of one row "
+            else f"; its column {safe(names_rows)!r} names every row: a table of one row "
                  "per run (a summary or a sweep's results), not one run's log points: give "
-                 "the runs' own logs" if names_rows
+                 "the runs' own logs" if names_rows is not None
             else "; name it with --map COLUMN=step, or, if each row is one log point in order "
                  "(Keras's history.history saved as a table: one row per epoch), number the "
                  "rows with --step-from row")

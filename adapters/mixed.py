@@ -32,7 +32,7 @@ from grokaudit.text import safe
 
 from .merge import ReadOptions
 from .points import Points
-from .records import Loaded, header_only_table, read_arrow_file
+from .records import Loaded, header_only_table, read_arrow_file, row_naming_column
 
 #: A table without a step column and at most this many rows is a summary, not a log.
 SUMMARY_ROWS = 16
@@ -96,14 +96,6 @@ def _step_like(table: pa.Table) -> bool:
     return False
 
 
-def _names_each_row(t: pa.Table) -> bool:
-    """Whether a text column of ``t`` holds a different value in every row (a manifest's run
-    names): a table of one row per run, not one run's rows."""
-    return any((pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
-               and not c.null_count and pa.compute.count_distinct(c).as_py() == t.num_rows
-               for c in t.columns)
-
-
 def summary_reason(loaded: Loaded) -> str | None:
     """Why a table of a folder is no run log (no step column, and no column could be one or
     it holds at most :data:`SUMMARY_ROWS` rows; or a step column holding one value in every
@@ -112,7 +104,7 @@ def summary_reason(loaded: Loaded) -> str | None:
     if loaded.step is not None:
         col = t.column(loaded.step) if loaded.step in t.column_names else None
         if col is None or t.num_rows < 2 or col.null_count or \
-                pa.compute.count_distinct(col).as_py() != 1 or not _names_each_row(t):
+                pa.compute.count_distinct(col).as_py() != 1 or row_naming_column(t) is None:
             return None  # (a run cut short: its rows at one step, and no column naming rows)
         # every row at one step (a manifest's total `steps`, one row per run): no log
         return (f"its step column {safe(loaded.step)!r} holds one value in all {t.num_rows} "

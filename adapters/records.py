@@ -89,8 +89,6 @@ TEXT_TABLE_SUFFIXES = (".log", ".txt", ".dat")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:\-]*")
 _CELL = re.compile(rf"\s*(?:{DECIMAL}|[+-]?(?:nan|inf)|NaN|NA|N/A|n/a|null|NULL|None|)\s*",
                    re.ASCII)  # Keras 3 writes NA
-
-
 _NUMBER_CELL = re.compile(rf"\s*{DECIMAL}\s*", re.ASCII)
 
 
@@ -118,14 +116,27 @@ def delimited_text(path: Path) -> str | None:
     if head.lstrip().startswith("{") and _json_object(head) and (
             not row.strip() or _json_object(row)):
         return "jsonl"
-    for sep, kind in ((",", "csv"), ("\t", "tsv")):
-        names, cells = head.split(sep), row.split(sep)
-        if (len(names) >= 2 and len(cells) == len(names)
-                and all(_NAME.fullmatch(n.strip()) for n in names)
-                and all(_CELL.fullmatch(c) for c in cells)
+    for sep, names in _header_names(head):
+        cells = row.split(sep)
+        if (len(cells) == len(names) and all(_CELL.fullmatch(c) for c in cells)
                 and any(_NUMBER_CELL.fullmatch(c) for c in cells)):
-            return kind
+            return "tsv" if sep == "\t" else "csv"
     return None
+
+
+def row_naming_column(t: pa.Table) -> str | None:
+    """A text column of ``t`` holding a different value in every row (a manifest's run
+    names, a runs table's ``Name``): the table is one row per run, not one run's rows."""
+    return next((n for n, c in zip(t.column_names, t.columns)
+                 if (pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
+                 and not c.null_count and pc.count_distinct(c).as_py() == t.num_rows), None)
+
+
+def _header_names(head: str) -> list[tuple[str, list[str]]]:
+    """``(separator, names)`` for each of a comma and a tab that splits the line ``head``
+    into at least two column names."""
+    return [(sep, names) for sep in (",", "\t") if len(names := head.split(sep)) >= 2
+            and all(_NAME.fullmatch(n.strip()) for n in names)]
 
 
 def header_only_table(path: Path) -> bool:
@@ -138,10 +149,7 @@ def header_only_table(path: Path) -> bool:
             head, rest = fh.readline(65536).rstrip("\r\n"), fh.read(4096)
     except (OSError, UnicodeDecodeError):
         return False
-    if rest.strip():
-        return False
-    return any(len(names := head.split(sep)) >= 2
-               and all(_NAME.fullmatch(n.strip()) for n in names) for sep in (",", "\t"))
+    return not rest.strip() and bool(_header_names(head))
 
 
 def read_arrow_file(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
@@ -938,11 +946,11 @@ def _plain_yaml(path: Path) -> tuple[dict[str, Any], list[str]]:
     skipped: list[str] = []
     stack: list[tuple[int, str]] = []
     skip_below: int | None = None  # inside a list, a block scalar: lines indented past this
-    text = _text(path)
-    body = [ln.split(" #", 1)[0].strip() for ln in text.splitlines()]
+    lines = _text(path).splitlines()
+    body = [ln.split(" #", 1)[0].strip() for ln in lines]
     if [ln for ln in body if ln and not ln.startswith("#") and ln != "---"] == ["{}"]:
         return values, skipped  # an empty mapping (Lightning's hparams.yaml of no hparams)
-    for no, raw in enumerate(text.splitlines(), 1):
+    for no, raw in enumerate(lines, 1):
         line = raw.split(" #", 1)[0].rstrip()
         if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":
             continue

@@ -350,14 +350,14 @@ def read(path: Path, options: ReadOptions) -> Points:
     empty: list[str] = []
     contradicted: list[tuple[str, str, Any, Any]] = []
     path_ids = True
-    numbered: list[bool] = []  # per file: --step-from row numbered its rows
+    numbered = False  # --step-from row numbered some file's rows
     stepped: str | None = None  # a step column a file has
     for f, rid in zip(logs, ids):
         got = (cache or {}).get(f)
         partitions, sidecars, loaded = got or _load_log(f, path, known, rename, options)
         if cache:
             cache.pop(f, None)
-        numbered.append(loaded.rows_numbered)
+        numbered |= loaded.rows_numbered
         if not loaded.rows_numbered and loaded.step is not None:
             stepped = stepped or loaded.step
         table = loaded.table
@@ -389,10 +389,10 @@ def read(path: Path, options: ReadOptions) -> Points:
         _melt_log(points, loaded, f, rid if path.is_dir() else str(f), rid, run_column,
                   options)
     refuse_partition_conflicts(contradicted, path)
-    if options.step_from == "row" and not any(numbered):  # an option that changed nothing
+    if options.step_from == "row" and not numbered:  # an option that changed nothing
         raise LogFormatError(
             f"--step-from row numbers the rows of a table with no step column, but "
-            f"{'every file here has' if len(numbered) > 1 else 'this file has'} one "
+            f"{'every file here has' if len(logs) > 1 else 'this file has'} one "
             f"({safe(stepped or 'step')!r}); leave --step-from out to read the steps",
             path=str(path), column=stepped, code=ErrorCode.INVALID_OPTION)
     if path.is_dir():

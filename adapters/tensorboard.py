@@ -31,6 +31,7 @@ from grokaudit.text import safe
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .crc32c import crc32c_many, crc32c_words, masked
+from .files import files_under
 from .merge import ReadOptions
 from .points import Points
 from .registry import Reader, import_extra
@@ -589,9 +590,7 @@ _OTHER_LOGS = (".log", ".txt", ".dat", ".csv", ".tsv", ".jsonl", ".ndjson")
 def _note_unread_logs(points: Points, root: Path) -> None:
     """One note per text or table file under ``root`` that the event files' reading leaves
     out (at most 20, then a count): a log beside the events is never dropped in silence."""
-    unread = sorted(q.relative_to(root).as_posix() for q in root.rglob("*")
-                    if q.is_file() and q.suffix.lower() in _OTHER_LOGS
-                    and not any(p.startswith(".") for p in q.relative_to(root).parts))
+    unread = sorted(q.relative_to(root).as_posix() for q in files_under(root, _OTHER_LOGS))
     for rel in unread[:20]:
         points.warnings.append(f"{safe(rel)}: not read (only the TensorBoard event files of "
                                "this folder are; give the file as its own path to read it)")

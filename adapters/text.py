@@ -21,7 +21,7 @@ import pyarrow as pa
 from grokaudit.errors import ConfigError, ErrorCode, LogFormatError
 from grokaudit.text import DECIMAL, safe
 
-from .files import find_step_column, melt_wide, table_files
+from .files import files_under, find_step_column, melt_wide, table_files
 from .merge import ReadOptions
 from .points import Points
 from .records import ROW_STEP, Loaded, rows_as_steps
@@ -81,8 +81,7 @@ def _probe(path: Path) -> int | None:
 
 
 def _text_files(path: Path) -> list[Path]:
-    return sorted(q for q in path.rglob("*") if q.is_file() and q.suffix.lower() in SUFFIXES
-                  and not any(p.startswith(".") for p in q.relative_to(path).parts))
+    return files_under(path, SUFFIXES)
 
 
 def _detect(path: Path) -> bool:

@@ -261,13 +261,13 @@ def run_table_parts(run_ids: Sequence[str], cell_values: Sequence[Any], cell_ind
     gathers a dozen columns of a million values into the study's order); the costliest come
     first."""
     idx = np.asarray(idx, dtype=np.int64)
+    grokked = ~mc.grok.censored[idx]  # read by two parts: gathered once, here
 
     def reasons() -> dict[str, Any]:
         sets, which = reason_codes(acc, mc, idx)
         return {"reason_sets": sets, "reasons": which}
 
     def intervals(names: tuple[str, ...]) -> dict[str, Any]:
-        grokked = ~mc.grok.censored[idx]
         out: dict[str, Any] = {}
         for name in names:
             if name == "t_mem":
@@ -293,7 +293,6 @@ def run_table_parts(run_ids: Sequence[str], cell_values: Sequence[Any], cell_ind
         return {"floats": {k: _f64(v) for k, v in values.items()}}
 
     def words() -> dict[str, Any]:
-        grokked = ~mc.grok.censored[idx]
         floor, drop = mc.floor[idx], mc.drop[idx]
         transient, converged = mc.transient[idx], mc.converged[idx]
         # a metric that never turned down did not compress (its plateau is no floor: NaN)

@@ -68,11 +68,7 @@ def read_csv_arrow(path: Path, *, tsv: bool = False) -> pa.Table:
     ints = _conditions(table, ints)
     if not ints:  # steps, metrics, counters: no second parse
         return table
-    as_text = pacsv.ConvertOptions(column_types=dict.fromkeys(ints, pa.string()),
-                                   include_columns=ints, null_values=NULL_CELLS,
-                                   strings_can_be_null=True)
-    texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
-                           convert_options=as_text)
+    texts = _as_text(data, block, opts, ints)
     del data
     padded = {}
     for name in ints:
@@ -96,13 +92,20 @@ def _padded_constants(table: pa.Table, ints: list[str], data: pa.Buffer,
              and (ext := pc.min_max(table.column(c)))["min"] == ext["max"]]
     if not const:
         return table
-    texts = pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
-                           convert_options=pacsv.ConvertOptions(
-                               column_types=dict.fromkeys(const, pa.string()),
-                               include_columns=const, null_values=NULL_CELLS,
-                               strings_can_be_null=True))
+    texts = _as_text(data, block, opts, const)
     return _with_labels(table, {c: t for c in const
                                 if (t := _one_padded_text(texts.column(c))) is not None})
+
+
+def _as_text(data: pa.Buffer, block: pacsv.ReadOptions, opts: pacsv.ParseOptions,
+             columns: list[str]) -> pa.Table:
+    """The second parse of the file's bytes: ``columns`` as the text of their cells (the
+    same cells missing as in the first parse)."""
+    return pacsv.read_csv(pa.BufferReader(data), read_options=block, parse_options=opts,
+                          convert_options=pacsv.ConvertOptions(
+                              column_types=dict.fromkeys(columns, pa.string()),
+                              include_columns=columns, null_values=NULL_CELLS,
+                              strings_can_be_null=True))
 
 
 def _one_padded_text(text: pa.ChunkedArray) -> str | None:

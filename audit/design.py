@@ -47,9 +47,10 @@ def is_id_name(name: str) -> bool:
 
 #: A column that names runs themselves (``run_id``, ``trial_number``, ``uuid``, ``id``), not
 #: a model or a dataset (``model_id``, ``dataset_id``: arms, even one run per value).
-_RUN_IDENTITY = re.compile(r"(run|trial|job|experiment|exp|replicate|rep)[ _./-]?"
-                           r"(id|ids|idx|index|uid|uuid|no|num|number)"
-                           r"|id|ids|idx|index|uid|uuid", re.IGNORECASE)
+_ID_ALTERNATIVES = "|".join(sorted(_ID_WORDS))
+_RUN_IDENTITY = re.compile(rf"(run|trial|job|experiment|exp|replicate|rep)[ _./-]?"
+                           rf"({_ID_ALTERNATIVES}|no|num|number)|{_ID_ALTERNATIVES}",
+                           re.IGNORECASE)
 
 
 def run_identities(conditions: pd.DataFrame) -> list[str]:

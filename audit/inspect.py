@@ -24,11 +24,10 @@ from .errors import GrokauditError
 from .roles import STEP_NAMES, accuracy_rank, is_epoch_name, name_tokens, nearly_unique
 from .schema import (
     ACCURACY_COLUMNS,
-    KNOWN_SERIES,
     SEED_COLUMNS,
     LogTable,
     _provenance_of,
-    is_known_metric,
+    is_known_series,
 )
 from .text import format_value, safe
 from .trail import Trail
@@ -119,12 +118,6 @@ class Inspection:
 def _accuracy_named(name: str) -> bool:
     """A column named as an accuracy (``train_acc_step``, ``test_acc_logged``)."""
     return any(accuracy_rank(name, t) is not None for t in ("test_acc", "train_acc"))
-
-
-def _series_named(name: str) -> bool:
-    """A column named as a per-step quantity (a loss, a known metric): a result logged once
-    under such a name (a final ``train_loss``) is never a setting to audit along."""
-    return is_known_metric(name) or name in KNOWN_SERIES
 
 
 def _as_stored(x: Any) -> Any:
@@ -399,7 +392,8 @@ def _flags(columns: Sequence[ColumnRole], prov: Mapping[str, Any], log: LogTable
         if c.role == "outcome" and (c.values or 0) > 1 and log is not None \
                 and _numeric(log, c.name) and _known_for_every_run(log, c.name) \
                 and not nearly_unique(log.conditions[c.name].tolist()) \
-                and not _accuracy_named(c.name) and not _series_named(c.name):
+                and not _accuracy_named(c.name) and not is_known_series(c.name):
+            # (a result logged under a per-step name, a final train_loss, is no setting)
             out.append((f"--by {c.name}", f"if {c.name} is a setting, not a result: audit "
                         f"along it ({c.values} values)"))
     for c in columns:  # (a second step counter, an epoch beside the step, is no metric; nor

@@ -113,15 +113,19 @@ TWIN_TRAIN_RANK = 100
 _TWIN_PREFIXES = ("val_", "validation_", "val/", "validation/")
 
 
+def _bare_accuracy(toks: Sequence[str]) -> bool:
+    """Whether a name's words make an accuracy with no split word (``accuracy``, ``acc_step``,
+    ``sparse_categorical_accuracy``)."""
+    return any(t in _ACC_WORDS for t in toks) and not any(
+        t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks)
+
+
 def _bare_with_twin(name: str, counts: Mapping[str, int]) -> bool:
     """Whether ``name`` is an accuracy with no split word (``accuracy``, ``acc``,
     ``sparse_categorical_accuracy``) logged beside its held-out twin (``val_accuracy``): the
     training accuracy, as Keras names it."""
-    toks = _tokens(name)
-    if not any(t in _ACC_WORDS for t in toks) or any(
-            t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks):
-        return False
-    return any(counts.get(p + name, 0) > 0 for p in _TWIN_PREFIXES)
+    return _bare_accuracy(_tokens(name)) and any(counts.get(p + name, 0) > 0
+                                                 for p in _TWIN_PREFIXES)
 
 
 def _training_loop(name: str, counts: Mapping[str, int]) -> bool:
@@ -131,8 +135,7 @@ def _training_loop(name: str, counts: Mapping[str, int]) -> bool:
     accuracy, never a test one (a per-batch train accuracy read as the test curve passed a run
     as fully generalized)."""
     toks = _tokens(name)
-    if not any(t in _ACC_WORDS for t in toks) or any(
-            t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks) or len(toks) < 2:
+    if not _bare_accuracy(toks) or len(toks) < 2:
         return False
     if toks[-1] == "step":
         return True

@@ -96,6 +96,12 @@ def is_known_metric(name: str) -> bool:
     return bool(KNOWN_METRIC_PATTERN.search(name))
 
 
+def is_known_series(name: str) -> bool:
+    """True when ``name`` is a per-step quantity by its name: a representation metric or a
+    known series (a loss, a learning rate)."""
+    return is_known_metric(name) or name in KNOWN_SERIES
+
+
 # ------------------------------------------------------------------------------------------
 # reading and writing files
 # ------------------------------------------------------------------------------------------
@@ -1253,8 +1259,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             continue
         c = g.columns.column(name)
         if _numeric(c):
-            known = name in metrics or (name not in outcomes and (
-                is_known_metric(name) or name in KNOWN_SERIES)) or (
+            known = name in metrics or (name not in outcomes and is_known_series(name)) or (
                 part is not None and name in part.series)
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
@@ -1320,8 +1325,7 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             change = g.first_change(idx, False)
             if change >= 0:
                 _refuse_text_among_numbers(name, enc_c.dictionary, idx, g, path,
-                                           known=name in metrics or is_known_metric(name)
-                                           or name in KNOWN_SERIES)
+                                           known=name in metrics or is_known_series(name))
                 raise LogFormatError(
                     f"condition column {safe(name)!r} is not constant within run "
                     f"{safe(g.run_at(change))!r}; split the run or drop the column", path=path,
