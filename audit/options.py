@@ -166,16 +166,30 @@ def input_options(f: F) -> F:
 LAYOUT_PARAMS = ("long", "columns", "conditions_from", "on", "step_scale", "step_from")
 
 
+#: What each shape option takes, and what leaving it out does (the refusal of a blank value).
+_BLANK_HINTS = {
+    "long": ("name=COL,value=COL", "to have a long table detected"),
+    "columns": ("the names of the file's columns, in order", "for a file with a header"),
+    "conditions_from": ("a table of one row per run", "to read no conditions from one"),
+    "on": ("the column of --conditions-from holding the run ids",
+           "when no --conditions-from is given"),
+    "step_scale": ("a positive integer or cadence", "to read the steps as logged"),
+    "step_from": ("row", "to read a step column"),
+}
+
+
 def layout_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
     """``--long``, ``--columns``, ``--conditions-from``, ``--on``, ``--step-scale``,
     ``--step-from`` as the
     readers' ``layout`` (None when none is given). ``--columns`` is checked here: a blank name
     is refused; ``--step-scale`` by the readers (``grokaudit.adapters.cadence``)."""
-    if params.get("step_scale") is not None and not str(params["step_scale"]).strip():
-        raise ConfigError("--step-scale '' is blank; give a positive integer or cadence, or "
-                          "leave --step-scale out to read the steps as logged",
-                          option="--step-scale", code=ErrorCode.INVALID_OPTION)
-    out = {k: params.get(k) for k in LAYOUT_PARAMS if params.get(k) not in (None, "")}
+    for k in LAYOUT_PARAMS:  # a blank value is refused, never read as the option left out
+        if params.get(k) is not None and not str(params[k]).strip():
+            flag = f"--{k.replace('_', '-')}"
+            give, unless = _BLANK_HINTS[k]
+            raise ConfigError(f"{flag} '' is blank; give {give}, or leave {flag} out {unless}",
+                              option=flag, code=ErrorCode.INVALID_OPTION)
+    out = {k: params.get(k) for k in LAYOUT_PARAMS if params.get(k) is not None}
     if "columns" in out:
         cols = [c.strip() for c in str(out["columns"]).split(",")]
         if not all(cols):

@@ -258,6 +258,18 @@ def test_blank_column_option_is_an_error_not_its_default(failing_log: Path, clea
     expect_error(out, ErrorCode.INVALID_OPTION)
 
 
+@pytest.mark.parametrize("flag", ["--step-from", "--columns", "--long", "--conditions-from",
+                                  "--on", "--step-scale"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_a_blank_shape_option_is_an_error_not_the_option_left_out(
+        failing_log: Path, clean_dir: Path, flag: str, value: str) -> None:
+    """``--step-from "$MODE"`` with the variable unset was read as the option left out (only
+    ``--step-scale`` refused a blank): on a log with steps the audit ran as if nothing had
+    been asked. Every shape option refuses a blank value."""
+    out = cli(["check", failing_log, *FAILING_ARGS, flag, value], cwd=clean_dir)
+    expect_error(out, ErrorCode.INVALID_OPTION)
+
+
 def test_a_trailing_comma_in_a_column_list_is_still_the_list(failing_log: Path,
                                                              clean_dir: Path) -> None:
     """Only a value that names no column at all is refused: ``--cell arch,`` is ``--cell
