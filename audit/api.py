@@ -498,7 +498,7 @@ def _audit_study(study_key: Mapping[str, Any], metric: str, axis: str | None,
     sr = _study_runs(axis, sframe, run_ids, acc, mc, cfg, horizon)
     cells_t = sr.cells
     passing = [c for c in cells_t if c.passes]
-    findings = _cell_findings(sr, axis, base, mc, horizon)
+    findings = _cell_findings(sr, axis, base, mc, horizon, acc.grok_late)
     missing = _metric_missing(sr.cell_rows, mc, base, sr.run_names)
     if missing is not None:
         findings.append(missing)
@@ -535,7 +535,7 @@ def _accuracy_study(study_key: Mapping[str, Any], axis: str | None, sframe: pd.D
     sr = _study_runs(axis, sframe, run_ids, acc, None, cfg, None)
     cells_t = sr.cells
     passing = [c for c in cells_t if c.passes]
-    findings = _accuracy_cell_findings(sr, axis, base, acc.t_grok)
+    findings = _accuracy_cell_findings(sr, axis, base, acc.t_grok, acc.grok_late)
     orderings = {"t_grok": ordering(passing, "t_grok", cfg)} if axis is not None else {}
     evidence: dict[str, Any] = {"passing_cells": [c.axis_value for c in passing],
                                 "gated_cells": [c.axis_value for c in cells_t if not c.passes],
@@ -585,7 +585,7 @@ def _run_code_finding(code: Reason, runs: Sequence[str], c: CellSummary, axis: s
 
 
 def _accuracy_cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
-                            grok: Event) -> list[Finding]:
+                            grok: Event, grok_late: np.ndarray | None) -> list[Finding]:
     """Per cell of an accuracy-only study: one finding per run-scoped code, the gates, the
     runs that grokked before logging began (``LEFT_CENSORED``) and a censored median
     ``t_grok`` (``MEDIAN_CENSORED``)."""
@@ -603,7 +603,8 @@ def _accuracy_cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str,
         rows = sr.cell_rows[k_c]
         left = rows[grok.left_censored[rows]]
         if left.size:
-            findings.append(_grok_before_logging(c, left, axis, base, grok, sr.run_names))
+            findings.append(_grok_before_logging(c, left, axis, base, grok, sr.run_names,
+                                                 grok_late))
         findings += [make_finding(
             note, "cell", base, cell=c.axis_value, runs=c.runs, evidence={"t_grok": c.t_grok},
             message=(f"cell {label}: half or more runs censored; only a lower bound of the "
@@ -612,24 +613,56 @@ def _accuracy_cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str,
 
 
 def _grok_before_logging(c: CellSummary, rows: np.ndarray, axis: str | None,
-                         base: Mapping[str, Any], grok: Event, names: np.ndarray) -> Finding:
+                         base: Mapping[str, Any], grok: Event, names: np.ndarray,
+                         grok_late: np.ndarray | None) -> Finding:
     """``LEFT_CENSORED`` of an accuracy-only cell: runs ``rows`` whose test accuracy is at the
-    grok threshold at their first logged step, after step 0 -- t_grok is known only by its
-    bounds, before logging began."""
+    grok threshold at its first logged point, after step 0 -- t_grok is known only by its
+    bounds: before logging began, or before the test accuracy was first logged where the
+    run's log began earlier (:func:`_logged_late`)."""
     runs = [str(names[int(r)]) for r in rows.tolist()]
     first = sorted({float(v) for v in grok.upper[rows].tolist()})
-    return make_finding(
-        Reason.LEFT_CENSORED, "run", base, cell=c.axis_value, runs=sorted(runs),
-        evidence={"n_runs": len(runs), "of": c.n_runs, "t_grok_runs": runs,
-                  "first_logged_steps": first},
-        message=(f"{len(runs)}/{c.n_runs} runs of cell {cell_label(axis, c.axis_value)} start "
-                 f"after the grok, at step {', '.join(format_number(v) for v in first[:3])}: "
-                 "test accuracy already at the grok threshold (t_grok before logging began, "
-                 "known only by its bounds); an ordering that depends on them is undefined"))
+    late = _logged_late(rows, grok_late, names)
+    evidence: dict[str, Any] = {"n_runs": len(runs), "of": c.n_runs, "t_grok_runs": runs,
+                                "first_logged_steps": first}
+    steps = ", ".join(format_number(v) for v in first[:3])
+    label = cell_label(axis, c.axis_value)
+    if not late:
+        message = (f"{len(runs)}/{c.n_runs} runs of cell {label} start after the grok, at step "
+                   f"{steps}: test accuracy already at the grok threshold (t_grok before "
+                   "logging began, known only by its bounds); an ordering that depends on "
+                   "them is undefined")
+    else:
+        evidence["logged_late"] = late
+        message = (f"{len(runs)}/{c.n_runs} runs of cell {label} have test accuracy already "
+                   f"at the grok threshold at its first logged point, step {steps}: t_grok is "
+                   f"known only by its bounds; {_late_words(late)}; an ordering that depends "
+                   "on them is undefined")
+    return make_finding(Reason.LEFT_CENSORED, "run", base, cell=c.axis_value,
+                        runs=sorted(runs), evidence=evidence, message=message)
+
+
+def _logged_late(rows: np.ndarray, late: np.ndarray | None, names: np.ndarray) -> list[str]:
+    """The runs of ``rows`` whose clock's column was first logged after the run's log began
+    (``late``, per run: :attr:`AccuracyClocks.grok_late`, :attr:`MetricClocks.late`): a test
+    set evaluated only at the end of training (Lightning's ``trainer.test``), or a metric
+    computed from some step on. A left-censored event of theirs happened before that
+    column's first point, not before logging began."""
+    if late is None:
+        return []
+    return [str(names[int(r)]) for r in rows[late[rows]].tolist()]
+
+
+def _late_words(late: Sequence[str]) -> str:
+    """How :func:`_logged_late`'s runs read in a message."""
+    shown = ", ".join(safe(n) for n in late[:3]) + (", …" if len(late) > 3 else "")
+    return (f"in {len(late)} ({shown}) that column was first logged after the run's log "
+            "began, so the event happened before its first point, not necessarily before "
+            "logging began (log it during training to time it)")
 
 
 def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
-                   mc: MetricClocks, horizon: HorizonCheck | None) -> list[Finding]:
+                   mc: MetricClocks, horizon: HorizonCheck | None,
+                   grok_late: np.ndarray | None) -> list[Finding]:
     """Per cell: one finding per run-scoped code, unstable floors, gates, censored clocks and
     short horizons, and the notes (a censored median)."""
     findings: list[Finding] = []
@@ -657,7 +690,7 @@ def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],
                 message=f"cell {cell_label(axis, c.axis_value)} is gated out of every ordering"))
         if c.short_horizon_runs or left_any[sr.cell_rows[k_c]].any():
             findings.extend(_cell_evidence_findings(c, sr.cell_rows[k_c], axis, base, mc,
-                                                    horizon, sr.run_names))
+                                                    horizon, sr.run_names, grok_late))
         for note in c.notes:
             findings.append(make_finding(
                 note, "cell", base, cell=c.axis_value, runs=c.runs,
@@ -788,9 +821,10 @@ def log_rows(mc: MetricClocks) -> int:
 
 def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
                             base: Mapping[str, Any], mc: MetricClocks,
-                            horizon: HorizonCheck | None, names: np.ndarray
-                            ) -> list[Finding]:
-    """``LEFT_CENSORED`` (runs already past t_grok or compression at their first logged step)
+                            horizon: HorizonCheck | None, names: np.ndarray,
+                            grok_late: np.ndarray | None) -> list[Finding]:
+    """``LEFT_CENSORED`` (runs already past t_grok or compression at their first logged step;
+    :func:`_logged_late` names those whose column was first logged after the run's log began)
     and ``HORIZON_MISMATCH`` (runs that stop before the floor window of the cell's longest
     run) for one cell, with the runs and steps behind them."""
     out: list[Finding] = []
@@ -803,23 +837,34 @@ def _cell_evidence_findings(c: CellSummary, rows: np.ndarray, axis: str | None,
         both = rows[lg | lc]
         first = sorted({format_number(float(v)) for v in np.concatenate(
             [mc.grok.upper[rows[lg]], mc.t_compress.upper[rows[lc]]]).tolist()})
+        g_late = _logged_late(rows[lg], grok_late, names)
+        c_late = _logged_late(rows[lc], mc.late, names)
+        late = sorted({*g_late, *c_late})
+        # "before logging began" only where no such run's column was logged late
+        g_when = "its first logged point" if g_late else "logging began"
+        c_when = "its first logged point" if c_late else "logging began"
         parts = []
         if g_runs:
             parts.append(f"test accuracy already at the grok threshold in {len(g_runs)} "
-                         "(t_grok before logging began: no value at grok, no frac_pre)")
+                         f"(t_grok before {g_when}: no value at grok, no frac_pre)")
         if c_runs:
             parts.append(f"the metric already on its floor in {len(c_runs)} (compressed "
-                         "before logging began, or never: not NO_COMPRESSION)")
+                         f"before {c_when}, or never: not NO_COMPRESSION)")
+        evidence: dict[str, Any] = {
+            "n_runs": int(both.size), "of": c.n_runs, "t_grok_runs": g_runs,
+            "t_compress_runs": c_runs, "first_logged_steps": [float(x) for x in first]}
+        if late:
+            evidence["logged_late"] = late
+            parts.append(_late_words(late))
+        lead = (f"start after an event, at step {', '.join(first[:3])}" if not late else
+                f"were past an event at its column's first logged point, step "
+                f"{', '.join(first[:3])}")
         out.append(make_finding(
             Reason.LEFT_CENSORED, "run", base, cell=c.axis_value,
-            runs=sorted({names[int(r)] for r in both.tolist()}),
-            evidence={"n_runs": int(both.size), "of": c.n_runs, "t_grok_runs": g_runs,
-                      "t_compress_runs": c_runs,
-                      "first_logged_steps": [float(x) for x in first]},
-            message=(f"{int(both.size)}/{c.n_runs} runs of cell {label} start after an event, "
-                     f"at step {', '.join(first[:3])}: " + "; ".join(parts)
-                     + "; the lag and rel_lag are only bounds, and an ordering that depends on "
-                     "them is undefined")))
+            runs=sorted({names[int(r)] for r in both.tolist()}), evidence=evidence,
+            message=(f"{int(both.size)}/{c.n_runs} runs of cell {label} {lead}: "
+                     + "; ".join(parts) + "; the lag and rel_lag are only bounds, and an "
+                     "ordering that depends on them is undefined")))
     if c.short_horizon_runs and horizon is not None:
         short_rows = rows[horizon.short[rows]]
         k = int(horizon.longest[short_rows[0]])

@@ -265,6 +265,14 @@ def _last_true(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def _first_after(P: Packed, first: np.ndarray) -> np.ndarray:
+    """Per run: its first point in ``P`` comes after ``first`` (the run's first logged step,
+    any column); False for a run without a point."""
+    with np.errstate(invalid="ignore"):
+        out: np.ndarray = _take(P.steps, np.zeros(P.counts.shape, dtype=np.intp)) > first
+    return out
+
+
 def mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``0.5·(a + b)`` without overflow: where the sum of two finite values overflows (values
     near ±1.8e308), ``a/2 + b/2`` instead. Elsewhere the result is ``0.5·(a + b)`` bit for bit
@@ -435,6 +443,10 @@ class AccuracyClocks:
     #: per run, its study's best accuracy is still rising at the end of the log (no ceiling to
     #: read thresholds against: only a lower bound of where it settles); ``grok_relative`` only
     ceiling_unsettled: np.ndarray | None = None
+    #: per run, its grok criterion's column was first logged after the run's first logged
+    #: step (a test set evaluated only at the end of training): a t_grok left-censored there
+    #: happened before that point, not before logging began
+    grok_late: np.ndarray | None = None
 
 
 def study_ceilings(best: np.ndarray, studies: np.ndarray | None) -> np.ndarray:
@@ -531,12 +543,12 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
     joined = _map_runs(engine, flat, A.shape)
     tg = Event(*joined[:4])
     tm = None if M is None else Event(*joined[4:8])
-    sustained, fell_at, final = joined[-3:]
+    sustained, fell_at, final, late = joined[-4:]
     with np.errstate(invalid="ignore"):
         fully = ~np.isnan(final) & (final >= f_level)
     # reported in the criterion's own units: the final median accuracy, or loss
     return AccuracyClocks(tm, tg, sustained, fell_at, sign * final, fully, span_first,
-                          span_last, best, levels, unsettled)
+                          span_last, best, levels, unsettled, late)
 
 
 def _ceiling_unsettled(A: Packed, best: np.ndarray, studies: np.ndarray | None,
@@ -599,9 +611,11 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
                     span_first: np.ndarray, span_last: np.ndarray,
                     grok_level: float | np.ndarray,
                     cfg: AuditConfig
-                    ) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
+                    ) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray,
+                               np.ndarray]:
     """:func:`accuracy_clocks` for one block of runs (row-wise): t_grok, t_mem, sustained,
-    the step it fell, the final median."""
+    the step it fell, the final median, and whether the criterion was first logged after the
+    run's first step (:attr:`AccuracyClocks.grok_late`)."""
     tg = first_passage(A, grok_level, cfg.interval_censoring, widen)
     tm = None
     if M is not None:
@@ -634,7 +648,7 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
     start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
                      np.maximum(A.counts - cfg.min_floor_points, 0))
     final = _nanmedian(_window(A.values, start, A.counts))
-    return tg, tm, sustained, fell_at, final
+    return tg, tm, sustained, fell_at, final, _first_after(A, span_first)
 
 
 # ------------------------------------------------------------------------------------------
@@ -809,6 +823,9 @@ class MetricClocks:
     #: this log (NaN: no floor, or it ends outside the band). The live audit's stop rule
     #: reads it; no verdict does
     settled_at: np.ndarray
+    #: per run, the metric was first logged after the run's first logged step (any column):
+    #: a compression left-censored there happened before that point, not before logging began
+    late: np.ndarray
 
     @functools.cached_property
     def tc_censored(self) -> np.ndarray:
@@ -1439,7 +1456,7 @@ def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
         lag=lg.lag, rel_lag_low=lg.rel_low, rel_lag_high=lg.rel_high, before_grok=lg.before,
         concurrent=lg.concurrent, frac_pre=snap.frac_pre, inflation=snap.inflation,
         inflation_lower_bound=snap.inflation_lb, transient=snap.transient,
-        converged=snap.converged, settled_at=c.settled_at,
+        converged=snap.converged, settled_at=c.settled_at, late=_first_after(P, span.first),
     )
 
 

@@ -94,7 +94,7 @@ def study_lines(s: StudyResult) -> list[str]:
     bounds_only = any(iv is not None and iv.value is None and not iv.censored
                       for c in s.cells for iv in (c.t_grok, c.t_compress, c.lag))
     if any(c.n_left_censored for c in s.cells):
-        lines.append("  (≤N: before the first logged step N, when logging began: LEFT_CENSORED; "
+        lines.append("  (≤N: at or before N, its column's first logged point: LEFT_CENSORED; "
                      "a–b: only bounds are known)")
     elif bounds_only:
         lines.append("  (a–b: only bounds are known: censored runs could move the median "
@@ -129,7 +129,7 @@ def _accuracy_study_lines(s: StudyResult) -> list[str]:
     lines.append("  (compression not assessed: no metric was audited, so no floor, m_grok, "
                  "t_compress, lag, rel_lag, frac_pre or inflation; --metric COLUMN audits one)")
     if any(c.n_left_censored for c in s.cells):
-        lines.append("  (≤N: before the first logged step N, when logging began: LEFT_CENSORED; "
+        lines.append("  (≤N: at or before N, its column's first logged point: LEFT_CENSORED; "
                      "a–b: only bounds are known)")
     if s.axis is None:
         lines.append("runs:")

@@ -113,6 +113,53 @@ def test_a_log_from_step_0_has_no_left_censoring() -> None:
     assert _run(res, "rho1.0_s0").t_grok.value == 1000
 
 
+def _tested_at_the_end(df: pd.DataFrame, runs: tuple[str, ...]) -> pd.DataFrame:
+    """``runs`` with test accuracy logged only at their last step (a test set evaluated once,
+    after training: Lightning's ``trainer.test``); every other column from step 0."""
+    df = df.copy()
+    last = df.groupby("run")["step"].transform("max")
+    df.loc[df["run"].isin(runs) & (df["step"] < last), "test_acc"] = np.nan
+    return df
+
+
+def test_a_test_accuracy_logged_only_at_the_end_is_not_said_to_be_before_logging() -> None:
+    # the runs' log (train accuracy, the metric) starts at step 0: the grok happened before
+    # the test accuracy's one point, not before logging began
+    res = grokaudit.audit_table(_tested_at_the_end(cells_from(LEFT), ("rho1.0_s0",)),
+                                by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    last = float(cells_from(LEFT).query("run == 'rho1.0_s0'")["step"].max())
+    assert r.t_grok.left_censored and (r.t_grok.lower, r.t_grok.upper) == (0, last)
+    f = next(f for f in res.findings if f.code is R.LEFT_CENSORED and f.cell == 1.0)
+    assert f.evidence["logged_late"] == ["rho1.0_s0"]
+    # a log trimmed at its start: every column starts late, none was logged late
+    trimmed = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"])
+    g = next(f for f in trimmed.findings if f.code is R.LEFT_CENSORED and f.cell == 1.0)
+    assert "logged_late" not in g.evidence and g.evidence["t_grok_runs"]
+
+
+def test_an_accuracy_only_audit_names_a_test_accuracy_logged_late() -> None:
+    df = _tested_at_the_end(cells_from(LEFT).drop(columns=["emb_erank"]), ("rho2.0_s0",))
+    res = grokaudit.audit_table(df, by="rho")
+    f = next(f for f in res.findings if f.code is R.LEFT_CENSORED and f.cell == 2.0)
+    assert f.evidence["logged_late"] == ["rho2.0_s0"] and f.runs == ("rho2.0_s0",)
+
+
+def test_a_metric_first_logged_after_the_run_began_is_named() -> None:
+    # rho 1's metric only from step 2500 (computed from some step on): settled before its
+    # first point, while test accuracy was logged from step 0
+    df = cells_from([(1.0, 1000, 1500), (2.0, 3000, 7000), (3.0, 4000, 8000)])
+    late = (df["run"] == "rho1.0_s0") & (df["step"] < TRIM)
+    df.loc[late, "emb_erank"] = np.nan
+    res = grokaudit.audit_table(df, by="rho", metrics=["emb_erank"])
+    r = _run(res, "rho1.0_s0")
+    assert r.t_compress is not None and r.t_compress.left_censored
+    assert r.t_grok.value == 1000 and not r.t_grok.left_censored
+    f = next(f for f in res.findings if f.code is R.LEFT_CENSORED and f.cell == 1.0)
+    assert f.evidence["logged_late"] == ["rho1.0_s0"]
+    assert f.evidence["t_compress_runs"] == ["rho1.0_s0"] and f.evidence["t_grok_runs"] == []
+
+
 def test_the_reference_profile_reads_the_first_logged_step_as_v15_does() -> None:
     res = grokaudit.audit_table(_trimmed(), by="rho", metrics=["emb_erank"],
                                 profile="reference")
