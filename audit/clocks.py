@@ -529,7 +529,8 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
             f = np.where(use, full_level * np.where(use, c, 1.0), full_level)
             levels, g_level, f_level = (g, f), g, f
 
-    def block(sl: slice) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray]:
+    def block(sl: slice) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray,
+                                  np.ndarray]:
         lvl = g_level if isinstance(g_level, float) else g_level[sl][:, None]
         a = A.rows(sl)
         return _accuracy_block(a, None if M is None else M.rows(sl, like=a),
