@@ -26,6 +26,7 @@ from grokaudit.roles import (
     is_config_parent,
     is_epoch_name,
     is_outcome_name,
+    is_split_word,
 )
 from grokaudit.schema import (
     ACCURACY_COLUMNS,
@@ -172,6 +173,61 @@ def _step_column(sc: pa.ChunkedArray, name: str, path: Path) -> np.ndarray:
                          path=str(path), column=name, code=ErrorCode.BAD_COLUMN_TYPE)
 
 
+def _refuse_two_step_units(table: pa.Table, step: np.ndarray, step_col: str,
+                           run_names: list[str], groups: list[np.ndarray], path: Path) -> None:
+    """``STEP_UNITS_MIXED``: one step column counting iterations in some rows and epochs in
+    others. MMEngine's epoch-based loops write a training row's ``step`` as its iteration
+    (beside ``epoch`` and ``iter``) and a validation row's as the epoch it ends, without an
+    ``epoch`` key: validation at epoch 25 lands on step 25, among iterations, and t_grok
+    would be read in epochs against clocks in iterations. Told from the rows without an
+    epoch: at least two distinct steps, every one an integer within the epochs the other
+    rows count (≤ their last epoch + 1), while those rows' steps run past twice that, and
+    each one sits, in the file, between training rows of epochs at most and at least its step
+    (the validation of epoch e comes after epoch e's training rows and before epoch e + 1's).
+    A test loop stepped by batch index after training (Lightning's ``test_acc_step``: 0, 1,
+    … after the last epoch) is no epoch: it is left to the readers' other rules."""
+    epoch_col = next((n for n in table.column_names if n.lower() == "epoch" and n != step_col
+                      and _numeric(table.column(n).type)), None)
+    if epoch_col is None:
+        return
+    epoch = _floats(table.column(epoch_col))
+    for name, rows in zip(run_names, groups):
+        e, st = epoch[rows], step[rows].astype(np.float64)
+        has = ~np.isnan(e)
+        if has.sum() < 2 or (~has).sum() < 2:
+            continue
+        last_epoch = float(np.max(e[has]))
+        other = st[~has]
+        if not (np.unique(other).size >= 2 and np.all(other >= 0)
+                and np.all(other <= last_epoch + 1)
+                and float(np.max(st[has])) > 2 * (last_epoch + 1)):
+            continue
+        # the epochs of the training rows before and after each such row, in file order
+        before = pd.Series(e).ffill().to_numpy()[~has]
+        after = pd.Series(e).bfill().to_numpy()[~has]
+        with np.errstate(invalid="ignore"):
+            placed = (before <= other) & ~(after < other)  # none after (NaN): placed
+        if not placed.all():
+            continue
+        held = [n for n in table.column_names if n not in (step_col, epoch_col)
+                and table.column(n).take(pa.array(rows[~has])).null_count < int((~has).sum())]
+        shown = ", ".join(repr(safe(n)) for n in held[:3]) + (", …" if len(held) > 3 else "")
+        raise LogFormatError(
+            f"column {safe(step_col)!r} counts two units in run {safe(name)!r}: the "
+            f"{int((~has).sum())} rows without {safe(epoch_col)!r} (they hold {shown}) are "
+            f"stepped {_fmt(other.min())} … {_fmt(other.max())}, within the epochs the other "
+            f"rows count (to {_fmt(last_epoch)}), while those rows are stepped to "
+            f"{_fmt(float(np.max(st[has])))}: epochs and iterations on one axis (MMEngine "
+            "writes a validation row's step as its epoch); give those rows the iteration that "
+            "ends their epoch (epoch × iterations per epoch), or audit on epochs: step every "
+            f"row by its epoch and drop {safe(step_col)!r}", path=str(path), column=step_col,
+            code=ErrorCode.STEP_UNITS_MIXED)
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
                 or pa.types.is_decimal(t))
@@ -224,6 +280,7 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
     wall_col = next((c for c in WALL_COLUMNS if c in names and _numeric(table.column(c).type)),
                     None)
     run_names, groups = _run_groups(table, run, run_column, path)
+    _refuse_two_step_units(table, step, step_col, run_names, groups, path)
     m = _Melt(points=points, path=path, run_names=run_names, groups=groups,
               step=step,
               wall=_floats(table.column(wall_col)) if wall_col else None,
@@ -452,6 +509,15 @@ def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path) -> None:
             f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): a per-step value is "
             "a number; fix the logger (or quote nothing)", path=str(path),
             column=name, code=ErrorCode.BAD_COLUMN_TYPE)
+    if all(isinstance(v, str) and is_split_word(v) for v in seen):
+        # mmcv's {"mode": "train"} / {"mode": "val"} rows: one run's two loops, not two runs
+        raise LogFormatError(
+            f"text column {safe(name)!r} names the split of each row of run {safe(r)!r} "
+            f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}): the train and validation rows "
+            "of one run, which --run-from would read as two runs; grokaudit tells the splits "
+            "apart by column name, so write each split's values in columns of their own "
+            "(val_accuracy beside accuracy), one row per step", path=str(path),
+            column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
     raise LogFormatError(
         f"text column {safe(name)!r} changes within run {safe(r)!r} "
         f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "

@@ -254,10 +254,10 @@ def _flat(obj: Mapping[str, Any], path: Path, where: str, prefix: str = "",
     return out
 
 
-def _jsonl(path: Path) -> pa.Table:
+def _jsonl(path: Path, text: str | None = None) -> pa.Table:
     """JSON lines: each line one object (a line that is not is refused, naming it)."""
     records: list[dict[str, Any]] = []
-    for no, line in enumerate(_text(path).splitlines(), 1):
+    for no, line in enumerate((_text(path) if text is None else text).splitlines(), 1):
         if not line.strip():
             continue
         where = f"line {no}: "
@@ -367,10 +367,23 @@ def _walk(obj: Mapping[str, Any], prefix: str, out: _Walk, path: Path, depth: in
             out.scalars[name] = v
 
 
+def _json_lines(text: str) -> bool:
+    """Whether ``text`` is JSON lines rather than one JSON document: its first line is a whole
+    JSON object and another line follows (a document on one line has no second line; a
+    pretty-printed one's first line is no whole object)."""
+    head, _, rest = text.lstrip().partition("\n")
+    return bool(rest.strip()) and head.lstrip().startswith("{") and _json_object(head)
+
+
 def _json_document(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:
     """A ``.json`` file as a table of step rows. Its other contents (scalars, lists set aside)
     are kept for :func:`load` in the table's metadata."""
-    data = _loads(_text(path), path)
+    text = _text(path)
+    if _json_lines(text):
+        # JSON lines under a .json name, as MMEngine (scalars.json), mmcv (*.log.json) and
+        # detectron2 (metrics.json) write them: read as what they are
+        return _jsonl(path, text)
+    data = _loads(text, path)
     if isinstance(data, list):
         if not all(isinstance(x, dict) for x in data):
             raise LogFormatError("a JSON list whose items are not all objects; a log is a list "

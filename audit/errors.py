@@ -47,6 +47,8 @@ class ErrorCode(str, Enum):
     NEGATIVE_STEP = "NEGATIVE_STEP"
     STEP_OUT_OF_RANGE = "STEP_OUT_OF_RANGE"
     NON_INTEGER_STEP = "NON_INTEGER_STEP"
+    #: one step column counts iterations in some rows and epochs in others
+    STEP_UNITS_MIXED = "STEP_UNITS_MIXED"
     INFINITE_VALUE = "INFINITE_VALUE"
     ACCURACY_OUT_OF_RANGE = "ACCURACY_OUT_OF_RANGE"
     NOT_CONSTANT_IN_RUN = "NOT_CONSTANT_IN_RUN"

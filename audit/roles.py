@@ -40,6 +40,12 @@ def is_epoch_name(name: str) -> bool:
 _TEST_SPLITS = {"test": 0, "val": 1, "valid": 2, "validation": 3, "eval": 4, "evaluation": 4,
                 "heldout": 5, "holdout": 5, "dev": 6}
 _TRAIN_SPLITS = {"train": 0, "training": 1}
+
+
+def is_split_word(value: str) -> bool:
+    """Whether ``value`` names a data split (``train``, ``val``, ``test``…): a column of them
+    tells a run's train rows from its validation rows, never one run from another."""
+    return value.strip().lower() in _TEST_SPLITS or value.strip().lower() in _TRAIN_SPLITS
 _ACC_WORDS = {"acc", "accuracy"}
 #: Words that say nothing about which accuracy a name is (Keras' ``epoch_accuracy``,
 #: Lightning's ``val_acc_epoch``, ``full_train_acc``).

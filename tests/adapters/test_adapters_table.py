@@ -513,3 +513,77 @@ def test_a_deit_style_log_txt_of_json_lines_is_read(tmp_path: Path) -> None:
     assert sorted(set(df.run)) == ["lr1e-3", "lr1e-4"]
     assert df.groupby("run")["test_acc"].apply(lambda a: int((a >= 90).values.argmax())
                                                ).to_dict() == {"lr1e-3": 9, "lr1e-4": 14}
+
+
+def _mmengine_scalars(path: Path, *, iters_per_epoch: int = 7, epochs: int = 12,
+                      val_step_is_epoch: bool = True) -> None:
+    """MMEngine's ``LocalVisBackend`` ``scalars.json`` of an epoch-based loop: JSON lines
+    under a ``.json`` name; a train row per logging interval (``epoch``, ``iter``, ``step`` =
+    the iteration), a validation row after each epoch without ``epoch`` or ``iter``, whose
+    ``step`` MMEngine writes as the epoch (``val_step_is_epoch``; False: the iteration)."""
+    import json
+
+    with path.open("w") as f:
+        for e in range(1, epochs + 1):
+            for i in range((e - 1) * iters_per_epoch + 1, e * iters_per_epoch + 1):
+                if i % 5 == 0:
+                    f.write(json.dumps({"lr": 0.01, "loss": 2.0 / i, "data_time": 0.1,
+                                        "epoch": e, "iter": i, "step": i}) + "\n")
+            f.write(json.dumps({"accuracy/top1": 95.0 if e >= 6 else 10.0 * e,
+                                "data_time": 0.2,
+                                "step": e if val_step_is_epoch else e * iters_per_epoch})
+                    + "\n")
+
+
+def test_json_lines_under_a_json_name_are_read(tmp_path: Path) -> None:
+    """MMEngine (``scalars.json``), mmcv (``*.log.json``) and detectron2 (``metrics.json``)
+    write JSON lines under a ``.json`` name. They were FILE_UNREADABLE ("not JSON (Extra
+    data…); fix the file"), and no option read them (public logs, hunt 9)."""
+    p = tmp_path / "scalars.json"
+    _mmengine_scalars(p, val_step_is_epoch=False)
+    df = read_log(p).to_pandas()
+    assert len(df) == len({*df["step"]}) and df["test_acc"].notna().sum() == 12
+    assert df.loc[df["test_acc"].notna(), "step"].tolist() == [7 * e for e in range(1, 13)]
+    # a JSON document on several lines is still one document (pandas' records layout)
+    doc = tmp_path / "doc.json"
+    doc.write_text('[\n{"step": 1, "test_acc": 0.5},\n{"step": 2, "test_acc": 0.9}\n]\n')
+    assert read_log(doc).to_pandas()["step"].tolist() == [1, 2]
+
+
+def test_validation_rows_stepped_by_epoch_among_iterations_are_refused(tmp_path: Path) -> None:
+    """MMEngine's epoch-based loop steps a validation row by its epoch and a training row by
+    its iteration: validation at epoch 6 landed on step 6, among iterations 5…84, and t_grok
+    was read in epochs against a lag in iterations (public MMEngine and MMPose logs)."""
+    p = tmp_path / "scalars.json"
+    _mmengine_scalars(p)
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is ErrorCode.STEP_UNITS_MIXED and e.value.column == "step"
+
+
+def test_validation_rows_stepped_by_iteration_are_read(tmp_path: Path) -> None:
+    # the same log with the validation rows on the iteration clock: one unit, read
+    p = tmp_path / "scalars.json"
+    _mmengine_scalars(p, val_step_is_epoch=False)
+    df = read_log(p).to_pandas()
+    assert df["test_acc"].notna().sum() == 12 and df["step"].max() == 84
+
+
+def test_a_split_column_is_not_offered_as_the_runs(tmp_path: Path) -> None:
+    """mmcv 1.x ``*.log.json``: ``{"mode": "train", ...}`` and ``{"mode": "val", ...}`` rows of
+    one run. The refusal offered ``--run-from mode``, which reads train and val as two runs
+    (and, with ``--on-duplicate``, kept 250 of 5 000 records)."""
+    import json
+
+    p = tmp_path / "20220925_081819.log.json"
+    with p.open("w") as f:
+        for e in range(1, 5):
+            for i in (10, 20, 30):
+                f.write(json.dumps({"mode": "train", "epoch": e, "iter": i, "loss": 1.0 / e})
+                        + "\n")
+            f.write(json.dumps({"mode": "val", "epoch": e, "iter": 625,
+                                "accuracy_top-1": 20.0 * e}) + "\n")
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is ErrorCode.NOT_CONSTANT_IN_RUN and e.value.column == "mode"
+    assert "--run-from mode" not in str(e.value)  # the fix offered was that
