@@ -466,7 +466,8 @@ def _melt_text(m: _Melt, name: str, col: pa.ChunkedArray) -> bool:
     if varies is not None:
         _refuse_text_among_numbers(m, name, vals)
     for r, g in zip(m.run_names, m.groups):
-        _refuse_varying_text(name, r, {_key(x) for x in vals[g]} - {None}, m.path)
+        _refuse_varying_text(name, r, {_key(x) for x in vals[g]} - {None}, m.path,
+                             rows=sum(_key(x) is not None for x in vals[g]))
     for r, g in zip(m.run_names, m.groups):
         logged = [x for x in vals[g] if _key(x) is not None]
         m.points.add_condition(r, name, logged[0] if logged else None)
@@ -497,9 +498,13 @@ def _refuse_text_among_numbers(m: _Melt, name: str, vals: np.ndarray) -> None:
             code=ErrorCode.BAD_COLUMN_TYPE)
 
 
-def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path) -> None:
+def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path,
+                         rows: int = 0) -> None:
     """Text that changes within a run is neither a metric nor a condition: refused, as a
-    number written as text (``BAD_COLUMN_TYPE``) or as a changing text (``NOT_CONSTANT_IN_RUN``)."""
+    number written as text (``BAD_COLUMN_TYPE``) or as a changing text (``NOT_CONSTANT_IN_RUN``).
+    ``--run-from`` is offered only for a column that could name runs: not one of split names
+    (one run's loops), nor one different in nearly every one of the run's ``rows`` (a
+    timestamp, a message: one run per row)."""
     if len(seen) <= 1:
         return
     two = sorted(map(str, seen))[:2]
@@ -518,12 +523,15 @@ def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path) -> None:
             "apart by column name, so write each split's values in columns of their own "
             "(val_accuracy beside accuracy), one row per step", path=str(path),
             column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
+    per_row = rows > 3 and len(seen) >= 0.9 * rows
     raise LogFormatError(
         f"text column {safe(name)!r} changes within run {safe(r)!r} "
         f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
         "metric (numbers) nor a condition (constant in a run), and grokaudit "
-        "drops nothing silently; remove the column from the file, or name the "
-        f"runs by it with --run-from {safe(name)}", path=str(path),
+        "drops nothing silently; remove the column from the file" + (
+            f" (it differs in {len(seen)} of its {rows} rows: a time or a message, not a "
+            "run's name)" if per_row else
+            f", or name the runs by it with --run-from {safe(name)}"), path=str(path),
         column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
 
 

@@ -367,6 +367,50 @@ def _walk(obj: Mapping[str, Any], prefix: str, out: _Walk, path: Path, depth: in
             out.scalars[name] = v
 
 
+#: The keys of one series written as parallel lists (Sacred's ``metrics.json``).
+_SERIES_KEYS = frozenset({"steps", "values", "timestamps"})
+
+
+def _steps_values(data: Mapping[str, Any], path: Path) -> pa.Table | None:
+    """``{name: {"steps": [...], "values": [...], "timestamps": [...]}}`` (Sacred's
+    ``FileStorageObserver`` ``metrics.json``, one object per series) as a table of one row per
+    point: the step, and the series' value under its own name. Each series keeps its own
+    steps (rows of one step are joined by the reader, a step a series repeats is read as a
+    resumed run's); the wall-clock timestamps are named in the notes, not read. None for any
+    other document."""
+    if not data or not all(isinstance(v, dict) and {"steps", "values"} <= set(v) <= _SERIES_KEYS
+                           for v in data.values()):
+        return None
+    steps: list[Any] = []
+    cols: dict[str, list[Any]] = {name: [] for name in data}
+    for name, series in data.items():
+        st, vals = series["steps"], series["values"]
+        if not (isinstance(st, list) and isinstance(vals, list)) or len(st) != len(vals):
+            raise LogFormatError(
+                f"series {safe(name)!r} has {_length(st)} steps and {_length(vals)} values; "
+                "each step needs its value: fix the file", path=str(path), column=name,
+                code=ErrorCode.FILE_UNREADABLE)
+        steps += st
+        for other, out in cols.items():
+            out += vals if other == name else [None] * len(vals)
+    table = _records_table([{"step": st} for st in steps]) if steps else pa.table({})
+    for name, vals in cols.items():
+        if "step" == name:
+            raise LogFormatError("a series named 'step' beside the steps of every series; "
+                                 "rename it", path=str(path), column=name,
+                                 code=ErrorCode.DUPLICATE_COLUMN)
+        if steps:
+            table = table.append_column(name, _records_table([{name: v} for v in vals])
+                                        .column(0))
+    timed = [f"{n}.timestamps" for n, v in data.items() if "timestamps" in v]
+    return _with_info(table, {"scalars": {}, "other": timed, "outcomes": [],
+                              "why": " (wall-clock times)"})
+
+
+def _length(x: Any) -> str:
+    return str(len(x)) if isinstance(x, list) else "no list of"
+
+
 def _json_lines(text: str) -> bool:
     """Whether ``text`` is JSON lines rather than one JSON document: its first line is a whole
     JSON object and another line follows (a document on one line has no second line; a
@@ -397,6 +441,9 @@ def _json_document(path: Path, rename: Mapping[str, str] | None = None) -> pa.Ta
                     for v in data.values()):
         # pandas' default layout (df.to_json()): {"column": {"row": value}}
         return pa.Table.from_pandas(pd.DataFrame(data), preserve_index=False)
+    pairs = _steps_values(data, path)
+    if pairs is not None:
+        return pairs
     if set(data) >= {"columns", "data"} and isinstance(data["columns"], list):
         return pa.Table.from_pandas(pd.DataFrame(data["data"], columns=data["columns"]),
                                     preserve_index=False)
@@ -707,8 +754,8 @@ def load(path: Path, rename: Mapping[str, str] | None = None,
         shown = ", ".join(repr(safe(n)) for n in extras["other"][:5])
         more = ", …" if len(extras["other"]) > 5 else ""
         lengths = extras.get("lengths") or {}
-        why = (" (lists that no step list steps)" if lengths else
-               " (lists of lists or of mixed values)")
+        why = extras.get("why") or (" (lists that no step list steps)" if lengths else
+                                    " (lists of lists or of mixed values)")
         loaded.notes.append(f"{safe(path.name)}: {len(extras['other'])} entr"
                             f"{'y' if len(extras['other']) == 1 else 'ies'} not read{why}: "
                             f"{shown}{more}")

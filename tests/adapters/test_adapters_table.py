@@ -587,3 +587,68 @@ def test_a_split_column_is_not_offered_as_the_runs(tmp_path: Path) -> None:
         read_log(p)
     assert e.value.code is ErrorCode.NOT_CONSTANT_IN_RUN and e.value.column == "mode"
     assert "--run-from mode" not in str(e.value)  # the fix offered was that
+
+
+def test_sacred_metrics_json_series_of_steps_and_values_are_read(tmp_path: Path) -> None:
+    """Sacred's ``FileStorageObserver`` writes ``<run>/metrics.json`` as ``{name: {"steps":
+    [...], "values": [...], "timestamps": [...]}}`` beside ``config.json``. It was refused with
+    ``--run-from training.loss.timestamps`` offered, which made one run per point (public
+    Sacred runs, hunt 9). Each series keeps its own steps; the timestamps are named, not read."""
+    import json
+
+    for run, grok, lr in (("1", 40, 0.001), ("2", 70, 0.01)):
+        d = tmp_path / run
+        d.mkdir()
+        acc_steps = list(range(0, 100, 10))
+        loss_steps = list(range(100))
+        (d / "metrics.json").write_text(json.dumps({
+            "training.loss": {"steps": loss_steps, "values": [1.0 / (s + 1) for s in loss_steps],
+                              "timestamps": [f"2024-02-08T23:02:{s % 60:02d}.0"
+                                             for s in loss_steps]},
+            "test.accuracy": {"steps": acc_steps,
+                              "values": [0.95 if s >= grok else 0.1 for s in acc_steps],
+                              "timestamps": ["2024-02-08T23:02:17.0"] * len(acc_steps)},
+            "train.accuracy": {"steps": acc_steps, "values": [1.0] * len(acc_steps),
+                               "timestamps": ["2024-02-08T23:02:17.0"] * len(acc_steps)}},
+            indent=2))
+        (d / "config.json").write_text(json.dumps({"lr": lr, "seed": 0}))
+    t = read_log(tmp_path)
+    df = t.to_pandas()
+    assert sorted(set(df.run)) == ["1", "2"] and "training.loss" in df
+    one = df[df.run == "1"].set_index("step")
+    assert len(one) == 100 and one["training.loss"].notna().sum() == 100
+    assert one["test_acc"].dropna().index.tolist() == list(range(0, 100, 10))
+    assert one.loc[40, "test_acc"] == 0.95 and one.loc[30, "test_acc"] == 0.1
+    assert set(df.loc[df.run == "2", "lr"]) == {0.01}
+    assert not any("timestamps" in c for c in df.columns)
+
+
+def test_a_sacred_series_whose_steps_and_values_differ_in_length_is_refused(
+        tmp_path: Path) -> None:
+    import json
+
+    p = tmp_path / "metrics.json"
+    p.write_text(json.dumps({"test.accuracy": {"steps": [0, 1, 2], "values": [0.1, 0.2]}}))
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is ErrorCode.FILE_UNREADABLE and e.value.column == "test.accuracy"
+
+
+def test_a_text_column_different_in_every_row_is_not_offered_as_the_runs(
+        tmp_path: Path) -> None:
+    # --run-from on a per-row text (a time, a message) would make one run of each row
+    p = tmp_path / "log.csv"
+    pd.DataFrame({"step": range(10), "test_acc": np.linspace(0.1, 1.0, 10),
+                  "logged_at": [f"2024-02-08T23:02:{s:02d}" for s in range(10)]}
+                 ).to_csv(p, index=False)
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is ErrorCode.NOT_CONSTANT_IN_RUN and e.value.column == "logged_at"
+    assert "--run-from" not in str(e.value)
+    # a text that names a few groups of rows is still offered as the runs' names
+    q = tmp_path / "two.csv"
+    pd.DataFrame({"step": range(10), "test_acc": np.linspace(0.1, 1.0, 10),
+                  "name": ["a"] * 5 + ["b"] * 5}).to_csv(q, index=False)
+    with pytest.raises(LogFormatError) as e:
+        read_log(q)
+    assert "--run-from name" in str(e.value)
