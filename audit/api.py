@@ -54,7 +54,13 @@ from .results import (
     format_number,
     sort_findings,
 )
-from .roles import PERCENT_MIN, PERCENT_MIN_POINTS, name_tokens, nearly_unique
+from .roles import (
+    PERCENT_MIN,
+    PERCENT_MIN_POINTS,
+    is_bare_accuracy,
+    name_tokens,
+    nearly_unique,
+)
 from .runtable import RunTable
 from .schema import InputSummary, LogTable, Owned
 from .study import (
@@ -1030,10 +1036,18 @@ def _accuracy_read_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Fi
         alts = d.get("alternatives") or []
         also = ("; also a candidate: " + ", ".join(f"{safe(a)} ({n} points)" for a, n in alts[:3])
                 if alts else "")
+        # a bare accuracy read as the test accuracy: often the training batches' (detectron2's
+        # metrics.json, MMPose's acc_pose, Keras without validation): said as a warning
+        bare = target == "test_acc" and is_bare_accuracy(str(d.get("column") or ""))
         out.append(make_finding(
-            Reason.ACCURACY_COLUMN_CHOSEN, "input", base, evidence={"target": target, **d},
+            Reason.ACCURACY_COLUMN_CHOSEN, "input", base,
+            evidence={"target": target, **d, "no_split_word": bare},
+            severity=Severity.WARNING if bare else None,
             message=(f"{target} read from the column {safe(d.get('column'))!r} "
-                     f"({d.get('points')} points){also}; choose with --map NAME={target}")))
+                     f"({d.get('points')} points){also}"
+                     + ("; its name holds no held-out split word (test, val…): if the logger "
+                        "measures it on training batches, t_grok is no generalization time"
+                        if bare else "") + f"; choose with --map NAME={target}")))
     return out
 
 

@@ -126,6 +126,13 @@ def _bare_accuracy(toks: Sequence[str]) -> bool:
         t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks)
 
 
+def is_bare_accuracy(name: str) -> bool:
+    """Whether column ``name`` is an accuracy whose name holds no split word (``accuracy``,
+    ``mask_rcnn/accuracy``, ``acc_pose``): read as the test accuracy only as a last resort,
+    since a logger's bare accuracy is often measured on its training batches."""
+    return _bare_accuracy(_tokens(name))
+
+
 def _bare_with_twin(name: str, counts: Mapping[str, int]) -> bool:
     """Whether ``name`` is an accuracy with no split word (``accuracy``, ``acc``,
     ``sparse_categorical_accuracy``) logged beside its held-out twin (``val_accuracy``): the

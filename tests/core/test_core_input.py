@@ -63,6 +63,22 @@ def test_accuracy_under_another_name_is_read_and_named(tmp_path):
     chosen = [f for f in doc["findings"] if f["code"] == "ACCURACY_COLUMN_CHOSEN"]
     assert [f["evidence"]["column"] for f in chosen] == ["val_acc"]
     assert chosen[0]["evidence"]["target"] == "test_acc"
+    assert chosen[0]["severity"] == "info" and chosen[0]["evidence"]["no_split_word"] is False
+
+
+@pytest.mark.parametrize("name", ["accuracy", "mask_rcnn/accuracy", "acc_pose"])
+def test_a_bare_accuracy_read_as_the_test_accuracy_is_a_warning(tmp_path, name):
+    """A log whose only accuracy names no split (detectron2's metrics.json, MMPose's acc_pose,
+    Keras without validation) has it read as the test accuracy, as a last resort: often the
+    training batches' accuracy, whose t_grok is no generalization time. That was an info line;
+    it is a warning, its evidence saying why."""
+    p = write(good().rename(columns={"test_acc": name}).drop(columns=["train_acc"]),
+              tmp_path / "x.csv", "csv")
+    doc = json.loads(run_cli("check", p, "--by", "rho", "--json", "-").output)
+    chosen = [f for f in doc["findings"] if f["code"] == "ACCURACY_COLUMN_CHOSEN"
+              and f["evidence"]["target"] == "test_acc"]
+    assert [f["evidence"]["column"] for f in chosen] == [name]
+    assert chosen[0]["severity"] == "warning" and chosen[0]["evidence"]["no_split_word"] is True
 
 
 def test_unknown_metric(tmp_path):
