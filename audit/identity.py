@@ -181,6 +181,14 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
     ``weighted`` adds each column's sum weighted by the position in the run, so that runs
     whose sums agree by chance rarely agree in both: for runs not in memory together, whose
     comparison means reading them again."""
+    return fingerprints(offsets, step, columns, weighted)[0]
+
+
+def fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray],
+                 weighted: bool = False, prefix: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`run_fingerprints`, and beside it the fingerprint of the runs' length, steps
+    and first ``prefix`` columns alone (≤ 4: the accuracies, for :func:`accuracy_twins`),
+    taken from the same sums on the way."""
     R = int(offsets.size - 1)
     counts = np.diff(offsets)
     n = int(offsets[-1]) if R else 0
@@ -204,12 +212,48 @@ def run_fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.nda
     keys = [counts.astype(np.float64),
             *map_blocks(sums, [slice(i, i + 1) for i in range(len(summed))])]
     h = np.zeros(R, dtype=np.uint64)
+    head = h
     with np.errstate(over="ignore"):
-        for k in keys:
+        for i, k in enumerate(keys):
             # + 0.0: a sum of -0.0 is the sum of 0.0 (equal logs, as array_equal compares)
             h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ np.ascontiguousarray(
                 k + 0.0).view(np.uint64)
-    return h
+            if i == 1 + min(prefix, 4):  # the length, the steps and the first columns
+                head = h
+    return h, head
+
+
+def accuracy_twins(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
+                   accuracies: list[np.ndarray], prints: np.ndarray | None,
+                   duplicates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Groups of runs whose accuracies (``accuracies``: the test accuracy, and the train
+    accuracy when logged) are identical at every logged step, where the test accuracy takes
+    at least :data:`TWIN_MIN_VALUES` values -- no two trainings give one such curve -- and
+    that are not :func:`duplicate_runs` (``duplicates``) already: one run read twice (its
+    files read as runs, a copy holding another column), which would count as replicates.
+    ``prints``: the runs' fingerprint of their steps and accuracies (:func:`fingerprints`
+    with ``prefix``), or None."""
+    if prints is None:
+        prints = fingerprints(offsets, step, accuracies, prefix=len(accuracies))[1]
+    groups = duplicate_runs(run_ids, offsets, step, accuracies, prints)
+    whole = [set(g) for g in duplicates]
+    groups = [g for g in groups if not any(set(g) <= d for d in whole)]
+    if not groups:
+        return []
+    first = {g[0] for g in groups}
+    at = {str(r): i for i, r in enumerate(run_ids.tolist()) if str(r) in first}
+    out = []
+    for g in groups:
+        i = at[g[0]]
+        a = accuracies[0][int(offsets[i]):int(offsets[i + 1])]
+        if np.unique(a[np.isfinite(a)]).size >= TWIN_MIN_VALUES:
+            out.append(g)
+    return out
+
+
+#: Distinct test accuracies a run's curve needs before an identical curve in another run
+#: says it is the same run (:func:`accuracy_twins`): a flat or two-valued curve may repeat.
+TWIN_MIN_VALUES = 5
 
 
 def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,

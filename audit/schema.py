@@ -29,11 +29,12 @@ import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
 from .identity import (
+    accuracy_twins,
     canonical_values,
     check_run_ids,
     duplicate_runs,
+    fingerprints,
     refuse_missing_run_ids,
-    run_fingerprints,
     runs_of,
 )
 from .kernels import NUMPY, Kernel
@@ -256,11 +257,16 @@ class InputSummary:
     runs_without_accuracy: tuple[str, ...] = ()
     #: groups of runs identical at every logged step in every column (DUPLICATE_RUN)
     duplicate_runs: tuple[tuple[str, ...], ...] = ()
+    #: groups of runs identical in their accuracies at every logged step, not in every
+    #: column (DUPLICATE_RUN: one run read twice; :func:`~grokaudit.identity.accuracy_twins`)
+    accuracy_twins: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if self.duplicate_runs:
             extra["duplicate_runs"] = [list(g) for g in self.duplicate_runs]
+        if self.accuracy_twins:
+            extra["accuracy_twins"] = [list(g) for g in self.accuracy_twins]
         if self.outcomes:
             extra["outcomes"] = list(self.outcomes)
         if self.not_logged:
@@ -507,6 +513,8 @@ class LogPart:
     #: the whole log's columns at once) and their fingerprints (duplicates across parts)
     conditions: dict[str, np.ndarray] = field(default_factory=dict)
     fingerprints: np.ndarray | None = None
+    #: their fingerprints of the steps and accuracies alone (accuracy twins across parts)
+    accuracy_prints: np.ndarray | None = None
 
 
 def build_log_table(table: pa.Table | pd.DataFrame | Owned, *, path: str | None = None,
@@ -1613,10 +1621,14 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     cond = {k: canonical_values(v) for k, v in cond.items()}
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
     per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
-    prints = None
-    if part is not None:  # also the candidates among runs of different parts: one pass
-        prints = part.fingerprints = run_fingerprints(offsets, step, per_step, weighted=True)
+    n_acc = 1 + (train_acc is not None)
+    # a part's are weighted: the candidates among runs of different parts, one pass
+    prints, acc_prints = fingerprints(offsets, step, per_step, weighted=part is not None,
+                                      prefix=n_acc)
+    if part is not None:
+        part.fingerprints, part.accuracy_prints = prints, acc_prints
     dups = duplicate_runs(run_ids, offsets, step, per_step, prints)
+    twins = accuracy_twins(run_ids, offsets, step, per_step[:n_acc], acc_prints, dups)
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}
@@ -1638,7 +1650,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         conditions=tuple(sorted(cond)), provenance=prov, outcomes=outcomes,
         not_logged=not_logged, runs_without_accuracy=no_accuracy,
         accuracy_scale=dict(prov.get("accuracy_scale") or {}) | dict(scales or {}),
-        duplicate_runs=tuple(dups),
+        duplicate_runs=tuple(dups), accuracy_twins=tuple(twins),
     )
     log = LogTable(run_ids=run_ids, offsets=offsets, step=step, test_acc=test_acc,
                    train_acc=train_acc, series=series, conditions=conditions, summary=summary)

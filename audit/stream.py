@@ -61,7 +61,7 @@ from .dataset import ParquetDataset, open_dataset
 from .engine import THREADS, Engine
 from .errors import ConfigError, ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
-from .identity import canonical_values, check_run_ids, duplicate_runs
+from .identity import accuracy_twins, canonical_values, check_run_ids, duplicate_runs
 from .results import AuditResult
 from .roles import FRACTION_MAX, PERCENT_MIN
 from .schema import (
@@ -101,6 +101,7 @@ class _Part:
     best: np.ndarray | None = None  #: ``grok_relative = study``: each run's best sustained
     clocks: dict[str, MetricClocks] = field(default_factory=dict)
     duplicates: list[tuple[str, ...]] = field(default_factory=list)
+    twins: list[tuple[str, ...]] = field(default_factory=list)  #: its accuracy twins
 
 
 def audit_stream(path: str | Path, config: AuditConfig | None = None, *,
@@ -427,6 +428,7 @@ class _Stream:
             p.clocks = {m: metric_clocks(log, p.acc, m, self.cfg, engine=self.engine)
                         for m in metrics}
         p.duplicates = list(log.summary.duplicate_runs)
+        p.twins = list(log.summary.accuracy_twins)
         del log
         return p
 
@@ -547,7 +549,8 @@ class _Stream:
         cond = {n: canonical_values(np.concatenate([p.record.conditions[n] for p in parts]))
                 for n in names}
         conditions = pd.DataFrame(cond, index=pd.Index(self.run_ids, name="run"))
-        summary = self._summary(self._duplicates())
+        dups = self._duplicates()
+        summary = self._summary(dups, self._twins(dups))
         empty = np.zeros(0)
         first = parts[0].summary
         return LogTable(run_ids=self.run_ids, offsets=np.zeros(self.run_ids.size + 1,
@@ -557,7 +560,8 @@ class _Stream:
                         series={n: empty for n in parts[0].series}, conditions=conditions,
                         summary=summary)
 
-    def _summary(self, duplicates: tuple[tuple[str, ...], ...]) -> InputSummary:
+    def _summary(self, duplicates: tuple[tuple[str, ...], ...],
+                 twins: tuple[tuple[str, ...], ...] = ()) -> InputSummary:
         parts = [p.summary for p in self.parts]
         first = parts[0]
         joined = int(first.provenance.get("rows_joined") or 0)
@@ -601,7 +605,7 @@ class _Stream:
             not_logged=total("not_logged"), accuracy_scale=scales,
             runs_without_accuracy=tuple(sorted(r for s in parts
                                                for r in s.runs_without_accuracy)),
-            duplicate_runs=duplicates)
+            duplicate_runs=duplicates, accuracy_twins=twins)
 
     def drop_records(self) -> None:
         """The parts' records (conditions, fingerprints), dropped once merged and checked."""
@@ -666,9 +670,31 @@ class _Stream:
         """``DUPLICATE_RUN`` over the whole log: each part's own, and the runs of different
         parts with one fingerprint (:func:`~grokaudit.identity.run_fingerprints`, weighted),
         read again and compared exactly."""
-        prints = [p.record.fingerprints for p in self.parts]
+        return self._across([p.record.fingerprints for p in self.parts],
+                            {g for p in self.parts for g in p.duplicates},
+                            lambda log: duplicate_runs(log.run_ids, log.offsets, log.step,
+                                                       _per_step(log)))
+
+    def _twins(self, duplicates: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        """The accuracy twins over the whole log (:func:`~grokaudit.identity.accuracy_twins`),
+        as :meth:`_duplicates` finds the duplicates; none that the duplicates hold."""
+        whole = [set(g) for g in duplicates]
+
+        def find(log: LogTable) -> list[tuple[str, ...]]:
+            accs = _per_step(log)[:1 + (log.train_acc is not None)]
+            return accuracy_twins(log.run_ids, log.offsets, log.step, accs, None, duplicates)
+
+        found = self._across([p.record.accuracy_prints for p in self.parts],
+                             {g for p in self.parts for g in p.twins}, find)
+        return tuple(g for g in found if not any(set(g) <= d for d in whole))
+
+    def _across(self, prints: list[np.ndarray | None], own: set[tuple[str, ...]],
+                find: Callable[[LogTable], list[tuple[str, ...]]]
+                ) -> tuple[tuple[str, ...], ...]:
+        """Groups over the whole log: each part's own (``own``), and ``find`` on the runs of
+        different parts that share a fingerprint (``prints``, per part), read again."""
         if not all(f is not None for f in prints) or self.run_ids.size < 2:
-            return tuple(sorted({g for p in self.parts for g in p.duplicates}))
+            return tuple(sorted(own))
         h = np.concatenate([f for f in prints if f is not None])
         _, inv, cnt = np.unique(h, return_inverse=True, return_counts=True)
         inv = inv.ravel()
@@ -681,12 +707,11 @@ class _Stream:
             if np.unique(self._run_part[members]).size > 1:
                 across += members.tolist()
         if not across:
-            return tuple(sorted({g for p in self.parts for g in p.duplicates}))
+            return tuple(sorted(own))
         log, _ = self.fetch(np.asarray(across))
-        found = duplicate_runs(log.run_ids, log.offsets, log.step, [log.test_acc] + (
-            [log.train_acc] if log.train_acc is not None else []) + list(log.series.values()))
+        found = find(log)
         again = {str(r) for r in self.run_ids[np.asarray(across)]}
-        own = {g for p in self.parts for g in p.duplicates if not again & set(g)}
+        own = {g for g in own if not again & set(g)}
         self.say(f"{len(set(across))} run(s) of different parts with one fingerprint "
                  "compared exactly")
         return tuple(sorted(own | set(found)))
@@ -822,6 +847,13 @@ def _consume(objs: list[_T]) -> _T:
         del vals, v0
         _trim()  # the parts' arrays of this field, freed: their pages back to the OS
     return kind(**out)
+
+
+def _per_step(log: LogTable) -> list[np.ndarray]:
+    """A log's per-step columns as the duplicate search reads them: the test accuracy, the
+    train accuracy when logged, the series."""
+    return [log.test_acc] + ([log.train_acc] if log.train_acc is not None else []) + list(
+        log.series.values())
 
 
 #: Per-run arrays the clocks and the horizon check work with and no reduction reads

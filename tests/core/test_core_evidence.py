@@ -370,6 +370,30 @@ def test_identical_runs_under_two_ids_are_flagged() -> None:
     assert R.DUPLICATE_RUN not in _codes(res2) and "duplicate_runs" not in res2.input
 
 
+def test_accuracy_twins_need_a_curve_and_are_not_duplicates() -> None:
+    """Runs identical in their accuracies at every step, not in every column: one run read
+    twice (a TransGrokking run's ``accuracy_curve.csv`` beside its ``scalars.jsonl`` was two
+    replicates, exit 0). A flat or two-valued curve may repeat in two trainings: no twin."""
+    from grokaudit.identity import accuracy_twins
+
+    steps = np.arange(6, dtype=np.int64)
+    offsets = np.array([0, 6, 12, 18, 24])
+    step = np.tile(steps, 4)
+    curve = [0.1, 0.2, 0.4, 0.7, 0.9, 0.95]
+    acc = np.array(curve * 3 + [0.1, 0.2, 0.4, 0.7, 0.9, 0.96])
+    metric = np.array([5.0] * 6 + [6.0] * 6 + [6.0] * 6 + [5.0] * 6)
+    ids = np.array(["a", "b", "c", "d"], dtype=object)
+    dups = duplicate_runs(ids, offsets, step, [acc, metric])
+    assert dups == [("b", "c")]
+    # a, b and c share the curve; b = c already in every column, so the group a, b, c stands
+    assert accuracy_twins(ids, offsets, step, [acc], None, dups) == [("a", "b", "c")]
+    # b and c alone are no twins beside their duplicate; a flat curve makes no twins
+    assert accuracy_twins(ids[1:3], np.array([0, 6, 12]), step[:12], [acc[6:18]], None,
+                          [("b", "c")]) == []
+    flat = np.array([0.1, 0.1, 0.1, 0.9, 0.9, 0.9] * 4)
+    assert accuracy_twins(ids, offsets, step, [flat], None, []) == []
+
+
 def test_duplicate_runs_compares_nan_as_equal_and_every_column() -> None:
     steps = np.arange(5, dtype=np.int64)
     offsets = np.array([0, 5, 10, 15])

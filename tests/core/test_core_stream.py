@@ -696,3 +696,32 @@ def test_a_log_that_changes_between_its_parts_is_refused(tmp_path: Path, layout:
     assert err.value.code is ErrorCode.INPUT_CHANGED
     assert Path(err.value.path or "") == target
     assert len(lines) >= 2  # it was under way: the parts read before were not the refusal
+
+
+def _twin_log() -> pd.DataFrame:
+    """Runs whose test accuracy climbs through many values; ``also_s1`` holds ``wd0.3_s1``'s
+    accuracies at every step beside another metric (one run's files read as two runs)."""
+    rng = np.random.default_rng(3)
+    frames = []
+    for wd in (0.1, 0.3, 1.0):
+        for seed in range(3):
+            f = _run(f"wd{wd}_s{seed}", wd, seed, 20_000, grok=2000, floor=5.0, rng=rng)
+            f["test_acc"] = np.clip(np.linspace(0.05, 1.0, len(f)) + rng.normal(0, 0.01, len(f)),
+                                    0, 1)
+            frames.append(f)
+    twin = frames[4].copy()
+    twin["run"] = "also_s1"
+    twin["emb_erank"] = twin["emb_erank"] + 1.0
+    frames.append(twin)
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("part_rows", [1, 10**9])
+def test_accuracy_twins_are_found_across_parts(tmp_path: Path, part_rows: int) -> None:
+    path = _write(_twin_log(), tmp_path / "log.parquet", row_group=333)
+    whole = grokaudit.audit_path(path, by="wd", metrics=["emb_erank"])
+    _same(whole, audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=part_rows))
+    inp = whole.to_dict()["input"]
+    assert inp["accuracy_twins"] == [["also_s1", "wd0.3_s1"]] and "duplicate_runs" not in inp
+    f = next(f for f in whole.findings if f.code is grokaudit.Reason.DUPLICATE_RUN)
+    assert f.evidence["identical_in"] == "accuracy" and f.runs == ("also_s1", "wd0.3_s1")
