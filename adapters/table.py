@@ -415,10 +415,21 @@ def read(path: Path, options: ReadOptions) -> Points:
     if used:
         points.extra["config_files"] = sorted(str(q) for q in used)
     unused = sorted(q for q in known if q not in used)
-    if unused:
-        shown = ", ".join(repr(q.name) for q in unused[:3])
-        points.warnings.append(f"{len(unused)} config file(s) with no log beside or below "
-                               f"them not read: {shown}{', …' if len(unused) > 3 else ''}")
+    # a file of scalars beside a log but with a name no config file has (a run's events.json,
+    # results.json): not the log's config, and not "with no log beside it"
+    beside = [q for q in unused if any(f.parent == q.parent or q.parent in f.parents
+                                       for f in logs)]
+    alone = [q for q in unused if q not in beside]
+    if alone:
+        shown = ", ".join(repr(q.name) for q in alone[:3])
+        points.warnings.append(f"{len(alone)} config file(s) with no log beside or below "
+                               f"them not read: {shown}{', …' if len(alone) > 3 else ''}")
+    if beside:
+        shown = ", ".join(repr(q.name) for q in beside[:3])
+        points.warnings.append(
+            f"{len(beside)} JSON file(s) of scalars beside the logs not read as their config "
+            f"(only a config file's name, {', '.join(SIDECAR_NAMES[:3])}…, or a log's own "
+            f"name with .json is): {shown}{', …' if len(beside) > 3 else ''}")
     return points
 
 

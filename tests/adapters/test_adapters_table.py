@@ -652,3 +652,23 @@ def test_a_text_column_different_in_every_row_is_not_offered_as_the_runs(
     with pytest.raises(LogFormatError) as e:
         read_log(q)
     assert "--run-from name" in str(e.value)
+
+
+def test_a_json_of_results_beside_a_log_is_not_said_to_have_no_log(tmp_path: Path,
+                                                                    prov) -> None:
+    """A run folder's ``events.json`` (scalars: the run's own event steps) beside its log is
+    not its config (the name is no config file's), and was noted as a config file "with no
+    log beside or below" it (TransGrokking, hunt 9)."""
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame({"step": range(10), "test_acc": np.linspace(0.1, 1.0, 10)}).to_csv(
+        run / "accuracy_curve.csv", index=False)
+    (run / "events.json").write_text(json.dumps({"run_id": "x", "t_grok": 7}))
+    (tmp_path / "orphan").mkdir()
+    (tmp_path / "orphan" / "config.json").write_text(json.dumps({"lr": 0.1}))
+    notes = prov(read_log(tmp_path)).get("notes", [])
+    beside = [n for n in notes if "'events.json'" in n]
+    assert len(beside) == 1 and "no log beside" not in beside[0]
+    assert [n for n in notes if "'config.json'" in n and "no log beside" in n]
