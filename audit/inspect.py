@@ -120,6 +120,12 @@ def _accuracy_named(name: str) -> bool:
     return any(accuracy_rank(name, t) is not None for t in ("test_acc", "train_acc"))
 
 
+def _acc_target(name: str) -> str:
+    """The accuracy an accuracy-named column could be read as: the test accuracy unless its
+    name says train."""
+    return "test_acc" if accuracy_rank(name, "test_acc") is not None else "train_acc"
+
+
 def _as_stored(x: Any) -> Any:
     """A value read from the log as JSON, as stored: unlike :func:`grokaudit.results.plain`
     a whole float stays a float (``1.0``: the column is float), so that ``inspect`` shows what
@@ -300,6 +306,10 @@ def _roles(table: pa.Table, log: LogTable | None, prov: Mapping[str, Any], cfg: 
             absent = summary.not_logged.get(name)
             why = ("a second step counter (its name is a step's): per-step values, no "
                    "representation metric" if name in STEP_NAMES else
+                   "another accuracy: per-step values, no representation metric (--map "
+                   f"{safe(name)}={_acc_target(name)} reads it as the "
+                   f"{_acc_target(name).split('_')[0]} accuracy)"
+                   if _accuracy_named(name) else
                    "per-step values: audited only with --metric") + (
                 f"; {absent} run(s) never logged it" if absent else "")
             out.append(ColumnRole(name, "series", why, n))

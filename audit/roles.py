@@ -126,6 +126,22 @@ def _bare_accuracy(toks: Sequence[str]) -> bool:
         t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks)
 
 
+def is_measured_accuracy(name: str) -> bool:
+    """Whether column ``name`` is an accuracy measured on a split or at a top-k
+    (``val_acc``, ``metrics/accuracy_top5``, ``test_acc1``): a per-step value whatever it
+    does, never a setting -- unlike ``acc_grok`` or ``target_acc``, thresholds a config
+    names, or ``final_test_acc``, a run's result."""
+    toks = _tokens(name)
+    return (any(t in _ACC_WORDS for t in toks) and not is_outcome_name(name)
+            and any(t in _TEST_SPLITS or t in _TRAIN_SPLITS or re.fullmatch(r"top[0-9]+", t)
+                    for t in toks)
+            and not any(t in _SETTING_WORDS for t in toks))
+
+
+#: Words that make an accuracy-named value a setting (a threshold, a target).
+_SETTING_WORDS = frozenset({"threshold", "thresh", "target", "min", "max", "tol", "goal"})
+
+
 def is_bare_accuracy(name: str) -> bool:
     """Whether column ``name`` is an accuracy whose name holds no split word (``accuracy``,
     ``mask_rcnn/accuracy``, ``acc_pose``): read as the test accuracy only as a last resort,

@@ -1267,7 +1267,8 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             continue
         c = g.columns.column(name)
         if _numeric(c):
-            known = name in metrics or (name not in outcomes and is_known_series(name)) or (
+            known = name in metrics or (name not in outcomes and (
+                is_known_series(name) or _accuracy_series(name))) or (
                 part is not None and name in part.series)
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
@@ -1349,6 +1350,17 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             del cond[m]
         g.columns.done(m)
     return series, cond
+
+
+def _accuracy_series(name: str) -> bool:
+    """Whether ``name`` is an accuracy measured per step (``metrics/accuracy_top5``,
+    ``val_acc``: :func:`~grokaudit.roles.is_measured_accuracy`), a series even where it
+    holds one value in every run (a top-5 accuracy at 1.0 throughout): never a condition,
+    which could become the audit's axis. A threshold (``acc_grok``) or a run's result
+    (``final_test_acc``) is not one."""
+    from .roles import is_measured_accuracy
+
+    return is_measured_accuracy(name)
 
 
 def _condition_values(a: pa.Array) -> np.ndarray:

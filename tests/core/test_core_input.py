@@ -275,3 +275,24 @@ def test_an_empty_run_id_in_a_csv_is_a_missing_value_as_in_parquet(tmp_path):
         r = CliRunner().invoke(cli, ["check", str(tmp_path / name), "-q"])
         assert r.exit_code == 2, r.output
         assert r.stderr.rstrip().endswith("[MISSING_VALUES]"), r.stderr
+
+
+def test_an_accuracy_constant_in_every_run_is_a_series_not_a_condition(tmp_path):
+    """Ultralytics writes ``metrics/accuracy_top5``, which sits at 1.0 through a short run: it
+    was read as a condition (listed among the settings, and a candidate axis where runs held
+    two values) while inspect offered it as the test accuracy. An accuracy is a per-step
+    value; a per-run result (``final_test_acc``) stays an outcome."""
+    from grokaudit.schema import build_log_table
+
+    df = good()
+    df["metrics/accuracy_top5"] = np.where(df["rho"] == df["rho"].min(), 0.99, 1.0)
+    df["final_test_acc"] = df.groupby("run")["test_acc"].transform("last")
+    df["acc_grok"] = 0.9  # a threshold a config names: a setting
+    log = build_log_table(df)
+    assert "metrics/accuracy_top5" in log.series
+    assert "metrics/accuracy_top5" not in log.conditions.columns
+    assert "final_test_acc" in log.summary.outcomes
+    assert "acc_grok" in log.conditions.columns
+    p = write(df, tmp_path / "x.csv", "csv")
+    res = run_cli("check", p, "--json", "-")  # one condition varies: rho, not the accuracy
+    assert json.loads(res.output)["config"]["axis"] == "rho"
