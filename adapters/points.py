@@ -21,7 +21,7 @@ from grokaudit.text import safe
 
 #: Finding codes an adapter may raise (the core has a ``Reason`` for each).
 FINDING_CODES = ("SOURCE_DOWNSAMPLED", "RESUMED_DUPLICATES", "SOURCE_TRUNCATED",
-                 "POSSIBLY_SAMPLED", "RUN_CONTINUED", "STEP_CADENCE_MISMATCH")
+                 "POSSIBLY_SAMPLED", "RUN_CONTINUED", "STEP_CADENCE_MISMATCH", "RUN_SEGMENTS")
 
 
 def as_steps(step: Any, *, what: str = "a step", path: str | None = None,

@@ -95,6 +95,8 @@ class Reason(str, Enum):
     RUN_CONTINUED = "RUN_CONTINUED"  #: a run's file repeats another's rows and goes on
     #: a step column that counts log events against the cadence its config declares
     STEP_CADENCE_MISMATCH = "STEP_CADENCE_MISMATCH"
+    #: runs of one setting whose steps tile one axis back to back: pieces of one run
+    RUN_SEGMENTS = "RUN_SEGMENTS"
     # -- claims (issue 6) -----------------------------------------------------------------
     SURVIVORSHIP_BIAS = "SURVIVORSHIP_BIAS"
     THRESHOLD_SENSITIVE = "THRESHOLD_SENSITIVE"

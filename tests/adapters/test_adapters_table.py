@@ -672,3 +672,31 @@ def test_a_json_of_results_beside_a_log_is_not_said_to_have_no_log(tmp_path: Pat
     beside = [n for n in notes if "'events.json'" in n]
     assert len(beside) == 1 and "no log beside" not in beside[0]
     assert [n for n in notes if "'config.json'" in n and "no log beside" in n]
+
+
+def test_run_ids_that_tile_the_steps_are_named_as_pieces_of_one_run(tmp_path: Path,
+                                                                     codes) -> None:
+    """TransGrokking's ``function_metrics.csv``: a ``run_id`` that changes at each resume
+    (steps 0–5000, 5050–20000, 20050–50000). Read with ``--run-from run_id`` (the fix the
+    refusal offered), the pieces were pooled as three replicates: one never grokked, one
+    started after the grok (public log, hunt 10). Replicates, which share their steps, are
+    never named."""
+    steps = np.arange(0, 50_001, 50)
+    piece = np.where(steps <= 5000, "a", np.where(steps <= 20_000, "b", "c"))
+    df = pd.DataFrame({"run_id": piece, "step": steps,
+                       "test_acc": np.where(steps >= 6300, 0.99, 0.01),
+                       "train_acc": np.where(steps >= 100, 1.0, 0.1)})
+    p = tmp_path / "function_metrics.csv"
+    df.to_csv(p, index=False)
+    t = read_log(p, run_from="run_id")
+    assert codes(t) == ["RUN_SEGMENTS"]
+    # three seeds of one setting, each over the whole axis: replicates, not pieces
+    seeds = pd.concat([df.drop(columns="run_id").assign(run_id=f"s{k}") for k in range(3)])
+    q = tmp_path / "seeds.csv"
+    seeds.to_csv(q, index=False)
+    assert codes(read_log(q, run_from="run_id")) == []
+    # pieces with a gap of many cadences between them are not one axis tiled
+    gap = df[(df.step <= 5000) | (df.step >= 8000)]
+    r = tmp_path / "gap.csv"
+    gap.to_csv(r, index=False)
+    assert codes(read_log(r, run_from="run_id")) == []
