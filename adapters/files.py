@@ -191,6 +191,9 @@ def _refuse_two_step_units(table: pa.Table, step: np.ndarray, step_col: str,
     if epoch_col is None:
         return
     epoch = _floats(table.column(epoch_col))
+    missing = np.isnan(epoch)
+    if not missing.any() or missing.all():  # every row has an epoch, or none: one unit
+        return
     for name, rows in zip(run_names, groups):
         e, st = epoch[rows], step[rows].astype(np.float64)
         has = ~np.isnan(e)
@@ -209,7 +212,7 @@ def _refuse_two_step_units(table: pa.Table, step: np.ndarray, step_col: str,
             placed = (before <= other) & ~(after < other)  # none after (NaN): placed
         if not placed.all():
             continue
-        held = [n for n in table.column_names if n not in (step_col, epoch_col)
+        held = [n for n in table.column_names if n not in (step_col, epoch_col, "run")
                 and table.column(n).take(pa.array(rows[~has])).null_count < int((~has).sum())]
         shown = ", ".join(repr(safe(n)) for n in held[:3]) + (", …" if len(held) > 3 else "")
         raise LogFormatError(
@@ -466,8 +469,10 @@ def _melt_text(m: _Melt, name: str, col: pa.ChunkedArray) -> bool:
     if varies is not None:
         _refuse_text_among_numbers(m, name, vals)
     for r, g in zip(m.run_names, m.groups):
-        _refuse_varying_text(name, r, {_key(x) for x in vals[g]} - {None}, m.path,
-                             rows=sum(_key(x) is not None for x in vals[g]))
+        seen = {_key(x) for x in vals[g]} - {None}
+        if len(seen) > 1:  # refused: the run's logged rows counted for the message
+            _refuse_varying_text(name, r, seen, m.path,
+                                 rows=sum(_key(x) is not None for x in vals[g]))
     for r, g in zip(m.run_names, m.groups):
         logged = [x for x in vals[g] if _key(x) is not None]
         m.points.add_condition(r, name, logged[0] if logged else None)

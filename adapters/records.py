@@ -374,35 +374,64 @@ _SERIES_KEYS = frozenset({"steps", "values", "timestamps"})
 def _steps_values(data: Mapping[str, Any], path: Path) -> pa.Table | None:
     """``{name: {"steps": [...], "values": [...], "timestamps": [...]}}`` (Sacred's
     ``FileStorageObserver`` ``metrics.json``, one object per series) as a table of one row per
-    point: the step, and the series' value under its own name. Each series keeps its own
-    steps (rows of one step are joined by the reader, a step a series repeats is read as a
-    resumed run's); the wall-clock timestamps are named in the notes, not read. None for any
-    other document."""
+    step any series logged: the step, and each series' value there under its own name. The
+    wall-clock timestamps are named in the notes, not read. Refused: a step that is no
+    integer, a series logging one step twice with two values, a series named ``step``, and
+    series numbered by Sacred's own counters (``log_scalar`` without ``step=``: each series
+    0, 1, 2, … by its own calls) that differ in length -- an accuracy per epoch and a loss per
+    iteration would share one axis. None for any other document."""
     if not data or not all(isinstance(v, dict) and {"steps", "values"} <= set(v) <= _SERIES_KEYS
                            for v in data.values()):
         return None
-    steps: list[Any] = []
-    cols: dict[str, list[Any]] = {name: [] for name in data}
-    for name, series in data.items():
-        st, vals = series["steps"], series["values"]
+    series: dict[str, dict[int, Any]] = {}
+    for name, one in data.items():
+        st, vals = one["steps"], one["values"]
         if not (isinstance(st, list) and isinstance(vals, list)) or len(st) != len(vals):
             raise LogFormatError(
                 f"series {safe(name)!r} has {_length(st)} steps and {_length(vals)} values; "
                 "each step needs its value: fix the file", path=str(path), column=name,
                 code=ErrorCode.FILE_UNREADABLE)
-        steps += st
-        for other, out in cols.items():
-            out += vals if other == name else [None] * len(vals)
-    table = _records_table([{"step": st} for st in steps]) if steps else pa.table({})
-    for name, vals in cols.items():
-        if "step" == name:
-            raise LogFormatError("a series named 'step' beside the steps of every series; "
-                                 "rename it", path=str(path), column=name,
+        if name == "step":
+            raise LogFormatError("a series named 'step' cannot be read beside the series' "
+                                 "steps; rename it in the file", path=str(path), column=name,
                                  code=ErrorCode.DUPLICATE_COLUMN)
-        if steps:
-            table = table.append_column(name, _records_table([{name: v} for v in vals])
-                                        .column(0))
+        points: dict[int, Any] = {}
+        for k, (x, v) in enumerate(zip(st, vals)):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not (
+                    math.isfinite(x) and float(x).is_integer()):
+                raise LogFormatError(
+                    f"series {safe(name)!r}: its step {k + 1} is {safe(repr(x))[:40]}, not an "
+                    "integer step; fix the file", path=str(path), column=name,
+                    code=ErrorCode.NON_INTEGER_STEP)
+            if int(x) in points and points[int(x)] != v and not (v != v and points[int(x)]
+                                                                  != points[int(x)]):
+                raise LogFormatError(
+                    f"series {safe(name)!r} logs step {int(x)} twice with two values "
+                    f"({safe(repr(points[int(x)]))[:30]}, {safe(repr(v))[:30]}); give each "
+                    "point its own step", path=str(path), column=name,
+                    code=ErrorCode.DUPLICATE_ROWS)
+            points[int(x)] = v
+        series[str(name)] = points
+    counted = {n: len(p) for n, p in series.items()
+               if len(p) >= 2 and list(p) == list(range(len(p)))}
+    if len(set(counted.values())) > 1:
+        (a, na), (b, nb) = sorted(counted.items(), key=lambda kv: kv[1])[::len(counted) - 1]
+        raise LogFormatError(
+            f"the series are numbered by their own log calls (0, 1, 2, …: Sacred's counter "
+            f"when log_scalar is given no step=), and their lengths differ: {safe(a)!r} 0 … "
+            f"{na - 1}, {safe(b)!r} 0 … {nb - 1}; one may count epochs and another "
+            "iterations, which one axis cannot hold: log with step= (the iteration)",
+            path=str(path), code=ErrorCode.STEP_UNITS_MIXED)
+    steps = sorted({x for p in series.values() for x in p})
+    cols: dict[str, pa.Array] = {"step": pa.array(steps, type=pa.int64())}
+    for name, p in series.items():
+        vals = [p.get(x) for x in steps]
+        try:
+            cols[name] = pa.array(vals, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            cols[name] = _mixed_column(name, vals)
     timed = [f"{n}.timestamps" for n, v in data.items() if "timestamps" in v]
+    table = pa.table(cols) if steps else pa.table({})
     return _with_info(table, {"scalars": {}, "other": timed, "outcomes": [],
                               "why": " (wall-clock times)"})
 
@@ -411,12 +440,18 @@ def _length(x: Any) -> str:
     return str(len(x)) if isinstance(x, list) else "no list of"
 
 
+_NON_SPACE = re.compile(r"\S")
+
+
 def _json_lines(text: str) -> bool:
     """Whether ``text`` is JSON lines rather than one JSON document: its first line is a whole
     JSON object and another line follows (a document on one line has no second line; a
     pretty-printed one's first line is no whole object)."""
-    head, _, rest = text.lstrip().partition("\n")
-    return bool(rest.strip()) and head.lstrip().startswith("{") and _json_object(head)
+    start = len(text) - len(text.lstrip()) if text[:1].isspace() else 0
+    end = text.find("\n", start)
+    if end < 0 or text[start:start + 1] != "{" or _NON_SPACE.search(text, end) is None:
+        return False
+    return _json_object(text[start:end])
 
 
 def _json_document(path: Path, rename: Mapping[str, str] | None = None) -> pa.Table:

@@ -663,7 +663,7 @@ def _late_words(late: Sequence[str]) -> str:
     shown = ", ".join(safe(n) for n in late[:3]) + (", …" if len(late) > 3 else "")
     return (f"in {len(late)} ({shown}) that column was first logged after the run's log "
             "began, so the event happened before its first point, not necessarily before "
-            "logging began (log it during training to time it)")
+            "logging began (log it from the first steps to time it)")
 
 
 def _cell_findings(sr: _StudyRuns, axis: str | None, base: Mapping[str, Any],

@@ -223,32 +223,83 @@ def fingerprints(offsets: np.ndarray, step: np.ndarray, columns: list[np.ndarray
     return h, head
 
 
+def logged_points(offsets: np.ndarray, step: np.ndarray, values: np.ndarray,
+                  has_nan: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets, step, values)`` of each run's logged points of ``values`` alone (its NaN
+    rows left out: rows where only another column was logged); the arrays themselves when
+    ``values`` holds no NaN (``has_nan`` False: the caller counted)."""
+    if not has_nan:
+        return offsets, step, values
+    keep = np.flatnonzero(~np.isnan(values))
+    return np.searchsorted(keep, offsets).astype(np.int64), step[keep], values[keep]
+
+
+def accuracy_prints(offsets: np.ndarray, step: np.ndarray, test_acc: np.ndarray,
+                    has_nan: bool, prefix: np.ndarray | None = None) -> np.ndarray:
+    """Per run, the fingerprint of its test accuracy's logged points (steps and values), for
+    :func:`accuracy_twins`: ``prefix`` (:func:`fingerprints` with ``prefix=1``, taken on the
+    way) when the column holds no NaN, else computed on the logged points."""
+    if not has_nan and prefix is not None:
+        return prefix
+    off, st, acc = logged_points(offsets, step, test_acc, has_nan)
+    return fingerprints(off, st, [acc], prefix=1)[1]
+
+
 def accuracy_twins(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
-                   accuracies: list[np.ndarray], prints: np.ndarray | None,
-                   duplicates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """Groups of runs whose accuracies (``accuracies``: the test accuracy, and the train
-    accuracy when logged) are identical at every logged step, where the test accuracy takes
-    at least :data:`TWIN_MIN_VALUES` values -- no two trainings give one such curve -- and
-    that are not :func:`duplicate_runs` (``duplicates``) already: one run read twice (its
-    files read as runs, a copy holding another column), which would count as replicates.
-    ``prints``: the runs' fingerprint of their steps and accuracies (:func:`fingerprints`
-    with ``prefix``), or None."""
+                   test_acc: np.ndarray, prints: np.ndarray | None,
+                   duplicates: Sequence[tuple[str, ...]], has_nan: bool = True
+                   ) -> list[tuple[str, ...]]:
+    """Groups of runs whose test accuracy is identical at every point it was logged (the
+    same steps, the same values), where it takes at least :data:`TWIN_MIN_VALUES` values --
+    no two trainings give one such curve -- and that :func:`duplicate_runs` (``duplicates``)
+    does not hold already: one run read twice (its files read as runs, a copy holding
+    another column, a curve exported at the evaluations beside the log of every step), which
+    would count as replicates. ``prints``: :func:`accuracy_prints`, or None."""
+    off, st, acc = logged_points(offsets, step, test_acc, has_nan)
     if prints is None:
-        prints = fingerprints(offsets, step, accuracies, prefix=len(accuracies))[1]
-    groups = duplicate_runs(run_ids, offsets, step, accuracies, prints)
-    whole = [set(g) for g in duplicates]
-    groups = [g for g in groups if not any(set(g) <= d for d in whole)]
-    if not groups:
+        prints = fingerprints(off, st, [acc], prefix=1)[1]
+    cand = np.flatnonzero(pd.Series(prints, copy=False).duplicated(keep=False).to_numpy())
+    if not cand.size:
         return []
-    first = {g[0] for g in groups}
-    at = {str(r): i for i, r in enumerate(run_ids.tolist()) if str(r) in first}
-    out = []
-    for g in groups:
-        i = at[g[0]]
-        a = accuracies[0][int(offsets[i]):int(offsets[i + 1])]
-        if np.unique(a[np.isfinite(a)]).size >= TWIN_MIN_VALUES:
-            out.append(g)
-    return out
+    # a curve of fewer than TWIN_MIN_VALUES values may repeat: such runs are no candidates
+    eligible = np.zeros(run_ids.size, dtype=bool)
+    eligible[cand[_distinct_values(off, acc, cand) >= TWIN_MIN_VALUES]] = True
+    if eligible.sum() < 2:
+        return []
+    mine = prints.copy()
+    mine[~eligible] = np.uint64(0x5A17) + np.arange(run_ids.size, dtype=np.uint64)[~eligible]
+    groups = duplicate_runs(run_ids, off, st, [acc], mine)
+    at = {str(r): i for i, r in enumerate(run_ids.tolist())
+          if eligible[i]} if groups else {}
+    groups = [g for g in groups if all(r in at for r in g)]
+    return without_duplicates(groups, duplicates)
+
+
+def without_duplicates(groups: Sequence[tuple[str, ...]],
+                       duplicates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """``groups`` but those whose runs all lie in one group of ``duplicates`` (one pass over
+    each: a run's duplicate group looked up, never every pair of groups compared)."""
+    where = {r: k for k, g in enumerate(duplicates) for r in g}
+    return [g for g in groups
+            if not (g[0] in where and all(where.get(r) == where[g[0]] for r in g))]
+
+
+def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Per run of ``runs``, how many distinct finite values it holds (one sort of their
+    points, whatever their number)."""
+    lengths = (offsets[runs + 1] - offsets[runs]).astype(np.int64)
+    total = int(lengths.sum())
+    which = np.repeat(np.arange(runs.size), lengths)
+    rows = np.repeat(offsets[runs], lengths) + (
+        np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    v = values[rows]
+    ok = np.isfinite(v)
+    which, v = which[ok], v[ok]
+    order = np.lexsort((v, which))
+    which, v = which[order], v[order]
+    new = np.r_[True, (which[1:] != which[:-1]) | (v[1:] != v[:-1])] if v.size else \
+        np.zeros(0, dtype=bool)
+    return np.bincount(which[new], minlength=runs.size)
 
 
 #: Distinct test accuracies a run's curve needs before an identical curve in another run

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from .errors import ErrorCode, LogFormatError
 from .identity import (
+    accuracy_prints,
     accuracy_twins,
     canonical_values,
     check_run_ids,
@@ -1633,14 +1634,14 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     cond = {k: canonical_values(v) for k, v in cond.items()}
     conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
     per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
-    n_acc = 1 + (train_acc is not None)
     # a part's are weighted: the candidates among runs of different parts, one pass
-    prints, acc_prints = fingerprints(offsets, step, per_step, weighted=part is not None,
-                                      prefix=n_acc)
+    prints, head = fingerprints(offsets, step, per_step, weighted=part is not None, prefix=1)
+    nan_acc = missing.get("test_acc", 0) > 0
+    acc_prints = accuracy_prints(offsets, step, test_acc, nan_acc, head)
     if part is not None:
         part.fingerprints, part.accuracy_prints = prints, acc_prints
     dups = duplicate_runs(run_ids, offsets, step, per_step, prints)
-    twins = accuracy_twins(run_ids, offsets, step, per_step[:n_acc], acc_prints, dups)
+    twins = accuracy_twins(run_ids, offsets, step, test_acc, acc_prints, dups, nan_acc)
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}

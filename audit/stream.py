@@ -61,7 +61,13 @@ from .dataset import ParquetDataset, open_dataset
 from .engine import THREADS, Engine
 from .errors import ConfigError, ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
-from .identity import accuracy_twins, canonical_values, check_run_ids, duplicate_runs
+from .identity import (
+    accuracy_twins,
+    canonical_values,
+    check_run_ids,
+    duplicate_runs,
+    without_duplicates,
+)
 from .results import AuditResult
 from .roles import FRACTION_MAX, PERCENT_MIN
 from .schema import (
@@ -678,15 +684,13 @@ class _Stream:
     def _twins(self, duplicates: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
         """The accuracy twins over the whole log (:func:`~grokaudit.identity.accuracy_twins`),
         as :meth:`_duplicates` finds the duplicates; none that the duplicates hold."""
-        whole = [set(g) for g in duplicates]
-
         def find(log: LogTable) -> list[tuple[str, ...]]:
-            accs = _per_step(log)[:1 + (log.train_acc is not None)]
-            return accuracy_twins(log.run_ids, log.offsets, log.step, accs, None, duplicates)
+            return accuracy_twins(log.run_ids, log.offsets, log.step, log.test_acc, None,
+                                  duplicates)
 
         found = self._across([p.record.accuracy_prints for p in self.parts],
                              {g for p in self.parts for g in p.twins}, find)
-        return tuple(g for g in found if not any(set(g) <= d for d in whole))
+        return tuple(without_duplicates(found, duplicates))
 
     def _across(self, prints: list[np.ndarray | None], own: set[tuple[str, ...]],
                 find: Callable[[LogTable], list[tuple[str, ...]]]

@@ -634,6 +634,38 @@ def test_a_sacred_series_whose_steps_and_values_differ_in_length_is_refused(
     assert e.value.code is ErrorCode.FILE_UNREADABLE and e.value.column == "test.accuracy"
 
 
+@pytest.mark.parametrize(("series", "code"), [
+    # log_scalar without step=: each series counts its own calls; an accuracy per epoch and a
+    # loss per iteration would share one axis
+    ({"test.accuracy": list(range(60)), "train.loss": list(range(3000))},
+     ErrorCode.STEP_UNITS_MIXED),
+    ({"test.accuracy": [0, 10, None, 30]}, ErrorCode.NON_INTEGER_STEP),
+    ({"test.accuracy": [0, 10, 10, 30]}, ErrorCode.DUPLICATE_ROWS),
+])
+def test_sacred_series_that_one_axis_cannot_hold_are_refused(tmp_path: Path, series,
+                                                              code) -> None:
+    import json
+
+    doc = {n: {"steps": st, "values": [0.1 * (k % 7) for k in range(len(st))]}
+           for n, st in series.items()}
+    p = tmp_path / "metrics.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is code
+
+
+def test_sacred_series_on_one_counter_of_equal_length_are_read(tmp_path: Path) -> None:
+    import json
+
+    doc = {n: {"steps": list(range(20)), "values": [k / 20 for k in range(20)]}
+           for n in ("test.accuracy", "train.accuracy")}
+    p = tmp_path / "metrics.json"
+    p.write_text(json.dumps(doc))
+    df = read_log(p).to_pandas()
+    assert df["step"].tolist() == list(range(20)) and df["test_acc"].notna().all()
+
+
 def test_a_text_column_different_in_every_row_is_not_offered_as_the_runs(
         tmp_path: Path) -> None:
     # --run-from on a per-row text (a time, a message) would make one run of each row
