@@ -231,6 +231,25 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+def _refuse_unread_run_names(table: pa.Table, names: list[str], skip: set[Any],
+                             path: Path) -> None:
+    """``MISSING_COLUMN``: a text column whose name says it names runs (``run_id``,
+    ``trial_name``) takes several values in a file read as one run. Said before any other
+    column is looked at: a status column that changes (``'verified'``, ``'not_applicable'``)
+    was refused first, offering itself as ``--run-from`` (TransGrokking)."""
+    for name in names:
+        col = table.column(name)
+        if name in skip or not _RUN_ID.match(name) or not (
+                pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                or pa.types.is_dictionary(col.type)):
+            continue
+        if pc.count_distinct(col).as_py() > 1:
+            raise LogFormatError(
+                f"the column {safe(name)!r} names runs and takes several values: this file "
+                f"holds several runs; read them with --run-from {safe(name)}",
+                path=str(path), column=name, code=ErrorCode.MISSING_COLUMN)
+
+
 def _numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
                 or pa.types.is_decimal(t))
@@ -291,6 +310,8 @@ def melt_wide(points: Points, loaded: Loaded | pa.Table, *, path: Path, origin: 
               strict_duplicates=strict_duplicates, labels=loaded.labels)
     _add_run_values(m, loaded, names, origin)
     skip = {step_col, run_column, "run", wall_col} | IGNORED_COLUMNS
+    if run_column is None:  # a column naming runs is named first, before any other refusal
+        _refuse_unread_run_names(table, names, skip, path)
     logged_any = np.zeros(table.num_rows, dtype=bool)
     metric_names: list[str] = []
     non_scalar: list[str] = []
@@ -472,7 +493,8 @@ def _melt_text(m: _Melt, name: str, col: pa.ChunkedArray) -> bool:
         seen = {_key(x) for x in vals[g]} - {None}
         if len(seen) > 1:  # refused: the run's logged rows counted for the message
             _refuse_varying_text(name, r, seen, m.path,
-                                 rows=sum(_key(x) is not None for x in vals[g]))
+                                 rows=sum(_key(x) is not None for x in vals[g]),
+                                 runs_named=m.run_column is not None)
     for r, g in zip(m.run_names, m.groups):
         logged = [x for x in vals[g] if _key(x) is not None]
         m.points.add_condition(r, name, logged[0] if logged else None)
@@ -504,7 +526,7 @@ def _refuse_text_among_numbers(m: _Melt, name: str, vals: np.ndarray) -> None:
 
 
 def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path,
-                         rows: int = 0) -> None:
+                         rows: int = 0, runs_named: bool = False) -> None:
     """Text that changes within a run is neither a metric nor a condition: refused, as a
     number written as text (``BAD_COLUMN_TYPE``) or as a changing text (``NOT_CONSTANT_IN_RUN``).
     ``--run-from`` is offered only for a column that could name runs: not one of split names
@@ -529,13 +551,16 @@ def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path,
             "(val_accuracy beside accuracy), one row per step", path=str(path),
             column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
     per_row = rows > 3 and len(seen) >= 0.9 * rows
+    if runs_named:  # --run-from named the runs already: another column is no second try
+        per_row = True
     raise LogFormatError(
         f"text column {safe(name)!r} changes within run {safe(r)!r} "
         f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
         "metric (numbers) nor a condition (constant in a run), and grokaudit "
         "drops nothing silently; remove the column from the file" + (
-            f" (it differs in {len(seen)} of its {rows} rows: a time or a message, not a "
-            "run's name)" if per_row else
+            (" (the runs are named by --run-from already)" if runs_named else
+             f" (it differs in {len(seen)} of its {rows} rows: a time or a message, not a "
+             "run's name)") if per_row else
             f", or name the runs by it with --run-from {safe(name)}"), path=str(path),
         column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
 

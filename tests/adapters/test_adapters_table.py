@@ -732,3 +732,21 @@ def test_run_ids_that_tile_the_steps_are_named_as_pieces_of_one_run(tmp_path: Pa
     r = tmp_path / "gap.csv"
     gap.to_csv(r, index=False)
     assert codes(read_log(r, run_from="run_id")) == []
+
+
+def test_a_column_naming_runs_is_offered_before_a_status_column(tmp_path: Path) -> None:
+    """TransGrokking's ``function_metrics.csv`` holds a text ``run_id`` and, before it, a
+    status column that changes (``not_applicable``, ``verified``): the status was refused
+    first and offered as ``--run-from``; with ``--run-from run_id`` given, the status was
+    offered again as a second ``--run-from`` (public log, hunt 10)."""
+    p = tmp_path / "function_metrics.csv"
+    pd.DataFrame({"status": ["not_applicable", "verified"] * 5, "step": range(10),
+                  "test_acc": np.linspace(0.1, 1.0, 10),
+                  "run_id": ["a"] * 5 + ["b"] * 5}).to_csv(p, index=False)
+    with pytest.raises(LogFormatError) as e:
+        read_log(p)
+    assert e.value.code is ErrorCode.MISSING_COLUMN and e.value.column == "run_id"
+    with pytest.raises(LogFormatError) as e:
+        read_log(p, run_from="run_id")
+    assert e.value.code is ErrorCode.NOT_CONSTANT_IN_RUN and e.value.column == "status"
+    assert "--run-from status" not in str(e.value)
