@@ -36,7 +36,7 @@ from .records import Loaded
 
 #: Names of a long table's name column and value column, in order of preference.
 NAME_COLUMNS = ("metric", "metric_name", "key", "tag", "name")
-VALUE_COLUMNS = ("value", "val")
+VALUE_COLUMNS = ("value", "val", "metric_value")
 #: Text columns that say which series a row belongs to: keys even where constant in a file
 #: (a file of one split still names its series ``test/accuracy``).
 KEY_COLUMNS = ("split", "input_type", "layer", "phase", "subset", "stage")
@@ -145,11 +145,23 @@ def detect_long(table: pa.Table, step: str | None, run_column: str | None
         if not _is_text(col.type):
             return None  # a numeric column beside the values: not unambiguous
         # a text column that changes within a run is a key of the series; one constant in
-        # every run (an optimizer named per run) is a condition of the run, never a key
+        # every run (an optimizer named per run) is a condition of the run, never a key; one
+        # that names each step (a checkpoint's file) is a label of the step, never a key
         if c in KEY_COLUMNS or (pc_distinct(col) > 1 and (
-                run_column is None or _varies_in_a_run(table, c, run_column))):
+                run_column is None or _varies_in_a_run(table, c, run_column))
+                and not labels_steps(table, c, step, run_column)):
             keys.append(c)
     return {"name": name_cols[0], "value": value_cols[0], "keys": ",".join(keys)}
+
+
+def labels_steps(table: pa.Table, name: str, step: str, run_column: str | None) -> bool:
+    """Whether text column ``name`` holds one value per step of a run and changes within a
+    run (``checkpoint_path``: ``checkpoint_5000.pt`` on every row of step 5000): a label of
+    the step, not the name of a series nor a setting."""
+    index = [c for c in (run_column, step) if c and c in table.column_names]
+    df = table.select([*index, name]).to_pandas()
+    per_step = df.groupby(index, sort=False, dropna=False)[name].nunique(dropna=False)
+    return bool((per_step <= 1).all()) and _varies_in_a_run(table, name, run_column)
 
 
 def _varies_in_a_run(table: pa.Table, name: str, run_column: str | None) -> bool:
@@ -216,6 +228,12 @@ def pivot_long(loaded: Loaded, shape: Mapping[str, str], run_column: str | None,
     df = df.assign(__series=series)
     wide = _pivot(df, step, run_column, value, path)
     rest = [c for c in others if c not in _WALL]
+    labels = [c for c in rest if labels_steps(table, c, step, run_column)]
+    for c in labels:  # a step's own name: said, not read as a value or a condition
+        shown = ", ".join(repr(safe(str(v))) for v in pd.unique(df[c].dropna())[:2])
+        loaded.notes.append(f"column {safe(c)!r} names each step ({shown}, …): a label of "
+                            "the step, not read")
+    rest = [c for c in rest if c not in labels]
     if rest:  # text constant in the file: one value per (run, step), kept as a condition
         firsts = df.groupby([c for c in (run_column, step) if c], sort=False)[rest].first()
         wide = wide.join(firsts)

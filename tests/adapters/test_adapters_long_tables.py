@@ -175,3 +175,25 @@ def test_a_text_condition_constant_in_each_run_is_no_key(tmp_path: Path) -> None
     t = read_log(p)
     assert {"test_acc", "emb", "optimizer"} <= set(t.column_names)
     assert sorted(t.to_pandas().groupby("run")["optimizer"].first()) == ["adam", "sgd"]
+
+
+def test_a_long_table_of_metric_value_with_a_checkpoint_per_step_is_read(
+        tmp_path: Path, prov) -> None:
+    """nokuno's ``weight_metrics.csv``: ``checkpoint_path, condition, step, layer,
+    metric_name, metric_value``. ``metric_value`` was no value column, so the table was read
+    wide and ``checkpoint_path`` refused, offering ``--run-from checkpoint_path`` (a run per
+    step). It is a long table; the checkpoint's path names each step (public log, hunt 10)."""
+    rows = []
+    for s in range(0, 5000, 500):
+        for layer in ("token_embed.weight", "output_head.weight"):
+            for metric, v in (("effective_rank", 30.0 - s / 500), ("test_acc", min(1.0, s / 3000))):
+                rows.append({"checkpoint_path": f"results/pure/checkpoint_{s}.pt",
+                             "condition": "pure", "step": s, "layer": layer,
+                             "metric_name": metric, "metric_value": v})
+    p = tmp_path / "weight_metrics.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    t = read_log(p, mapping={"token_embed.weight/test_acc": "test_acc"})
+    df = t.to_pandas()
+    assert len(df) == 10 and "token_embed.weight/effective_rank" in df
+    assert "checkpoint_path" not in df and set(df["condition"]) == {"pure"}
+    assert any("checkpoint_path" in n for n in prov(t).get("notes", []))
