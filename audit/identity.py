@@ -261,7 +261,13 @@ def accuracy_twins(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
     cand = np.flatnonzero(pd.Series(prints, copy=False).duplicated(keep=False).to_numpy())
     if not cand.size:
         return []
+    # more than MAX_TWIN_GROUP runs on one curve: a coarse curve many runs share (a step
+    # from chance to 0.99 at one of fifty evaluations), not one run read many times
+    codes = pd.factorize(prints[cand])[0]
+    cand = cand[np.bincount(codes)[codes] <= MAX_TWIN_GROUP]
     # a curve of fewer than TWIN_MIN_VALUES values may repeat: such runs are no candidates
+    # (one pass counts each run's changes, a necessary condition; the survivors are sorted)
+    cand = cand[_changes(off, acc, cand) >= TWIN_MIN_VALUES - 1]
     eligible = np.zeros(run_ids.size, dtype=bool)
     eligible[cand[_distinct_values(off, acc, cand) >= TWIN_MIN_VALUES]] = True
     if eligible.sum() < 2:
@@ -284,15 +290,31 @@ def without_duplicates(groups: Sequence[tuple[str, ...]],
             if not (g[0] in where and all(where.get(r) == where[g[0]] for r in g))]
 
 
-def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """Per run of ``runs``, how many distinct finite values it holds (one sort of their
-    points, whatever their number)."""
+def _points_of(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The points of ``runs``, one after the other, and which of ``runs`` each belongs to."""
     lengths = (offsets[runs + 1] - offsets[runs]).astype(np.int64)
     total = int(lengths.sum())
     which = np.repeat(np.arange(runs.size), lengths)
     rows = np.repeat(offsets[runs], lengths) + (
         np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths))
-    v = values[rows]
+    return values[rows], which
+
+
+def _changes(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Per run of ``runs``, how many times its value changes from one point to the next (at
+    least its distinct values less one)."""
+    if not runs.size:
+        return np.zeros(0, dtype=np.int64)
+    v, which = _points_of(offsets, values, runs)
+    moved = (v[1:] != v[:-1]) & (which[1:] == which[:-1])
+    return np.bincount(which[1:][moved], minlength=runs.size)
+
+
+def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Per run of ``runs``, how many distinct finite values it holds (one sort of their
+    points, whatever their number)."""
+    v, which = _points_of(offsets, values, runs)
     ok = np.isfinite(v)
     which, v = which[ok], v[ok]
     order = np.lexsort((v, which))
@@ -305,6 +327,9 @@ def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) 
 #: Distinct test accuracies a run's curve needs before an identical curve in another run
 #: says it is the same run (:func:`accuracy_twins`): a flat or two-valued curve may repeat.
 TWIN_MIN_VALUES = 5
+#: Runs one accuracy curve may be shared by and still be one run read several times
+#: (:func:`accuracy_twins`); more share a coarse curve.
+MAX_TWIN_GROUP = 16
 
 
 def duplicate_runs(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,

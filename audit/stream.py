@@ -62,6 +62,7 @@ from .engine import THREADS, Engine
 from .errors import ConfigError, ErrorCode, LogFormatError, param_name
 from .horizons import HorizonCheck, horizon_check, horizon_references, references_compared
 from .identity import (
+    MAX_TWIN_GROUP,
     accuracy_twins,
     canonical_values,
     check_run_ids,
@@ -689,14 +690,18 @@ class _Stream:
                                   duplicates)
 
         found = self._across([p.record.accuracy_prints for p in self.parts],
-                             {g for p in self.parts for g in p.twins}, find)
+                             {g for p in self.parts for g in p.twins}, find,
+                             max_group=MAX_TWIN_GROUP)
         return tuple(without_duplicates(found, duplicates))
 
     def _across(self, prints: list[np.ndarray | None], own: set[tuple[str, ...]],
-                find: Callable[[LogTable], list[tuple[str, ...]]]
-                ) -> tuple[tuple[str, ...], ...]:
+                find: Callable[[LogTable], list[tuple[str, ...]]],
+                max_group: int | None = None) -> tuple[tuple[str, ...], ...]:
         """Groups over the whole log: each part's own (``own``), and ``find`` on the runs of
-        different parts that share a fingerprint (``prints``, per part), read again."""
+        different parts that share a fingerprint (``prints``, per part), read again. With
+        ``max_group``, runs sharing a fingerprint with more than that many are neither read
+        again nor kept in a part's own group (as :func:`accuracy_twins` sets them aside over
+        the whole log)."""
         if not all(f is not None for f in prints) or self.run_ids.size < 2:
             return tuple(sorted(own))
         h = np.concatenate([f for f in prints if f is not None])
@@ -706,7 +711,12 @@ class _Stream:
         order = np.argsort(inv, kind="stable")
         bounds = np.r_[0, np.cumsum(cnt)]
         across: list[int] = []
+        if max_group is not None and own and (cnt > max_group).any():
+            crowded = {str(r) for r in self.run_ids[cnt[inv] > max_group].tolist()}
+            own = {g for g in own if not crowded & set(g)}
         for grp in np.flatnonzero(cnt > 1).tolist():
+            if max_group is not None and cnt[grp] > max_group:
+                continue
             members = order[bounds[grp]:bounds[grp + 1]]
             if np.unique(self._run_part[members]).size > 1:
                 across += members.tolist()

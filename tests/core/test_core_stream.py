@@ -725,3 +725,20 @@ def test_accuracy_twins_are_found_across_parts(tmp_path: Path, part_rows: int) -
     assert inp["accuracy_twins"] == [["also_s1", "wd0.3_s1"]] and "duplicate_runs" not in inp
     f = next(f for f in whole.findings if f.code is grokaudit.Reason.DUPLICATE_RUN)
     assert f.evidence["identical_in"] == "accuracy" and f.runs == ("also_s1", "wd0.3_s1")
+
+
+@pytest.mark.parametrize("part_rows", [1, 10**9])
+def test_a_curve_many_runs_share_is_no_twin_in_any_part(tmp_path: Path, part_rows: int) -> None:
+    """More than MAX_TWIN_GROUP runs on one accuracy curve share a coarse curve: no twins over
+    the whole log, and none in a part that holds fewer of them."""
+    from grokaudit.identity import MAX_TWIN_GROUP
+
+    frames = _twin_log()
+    base = frames[frames["run"] == "wd0.3_s1"]
+    extra = [base.assign(run=f"copy{k:02d}", emb_erank=base["emb_erank"] + k + 2)
+             for k in range(MAX_TWIN_GROUP)]
+    path = _write(pd.concat([frames, *extra], ignore_index=True), tmp_path / "log.parquet",
+                  row_group=333)
+    whole = grokaudit.audit_path(path, by="wd", metrics=["emb_erank"])
+    _same(whole, audit_stream(path, by="wd", metrics=["emb_erank"], part_rows=part_rows))
+    assert "accuracy_twins" not in whole.to_dict()["input"]
