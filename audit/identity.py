@@ -303,12 +303,20 @@ def _points_of(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray
 
 def _changes(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
     """Per run of ``runs``, how many times its value changes from one point to the next (at
-    least its distinct values less one)."""
+    least its distinct values less one). Few runs: their points gathered; many (an eighth of
+    the points or more): one pass over every point, no gather."""
     if not runs.size:
         return np.zeros(0, dtype=np.int64)
-    v, which = _points_of(offsets, values, runs)
-    moved = (v[1:] != v[:-1]) & (which[1:] == which[:-1])
-    return np.bincount(which[1:][moved], minlength=runs.size)
+    lo, hi = offsets[runs].astype(np.int64), offsets[runs + 1].astype(np.int64)
+    if int((hi - lo).sum()) * 8 < values.size:
+        v, which = _points_of(offsets, values, runs)
+        moved = (v[1:] != v[:-1]) & (which[1:] == which[:-1])
+        return np.bincount(which[1:][moved], minlength=runs.size)
+    # the changes between points k and k + 1, by run; those across two runs left out
+    k = np.flatnonzero(values[1:] != values[:-1])
+    run = np.searchsorted(offsets, k, side="right") - 1
+    inside = k + 1 < offsets[run + 1]
+    return np.bincount(run[inside], minlength=offsets.size - 1)[runs]
 
 
 def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:

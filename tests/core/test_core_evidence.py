@@ -646,3 +646,19 @@ def test_a_parquet_written_with_its_pandas_index_is_read_without_it(tmp_path: Pa
     assert "__index_level_0__" not in res.input["missing_values"]
     notes = next(f for f in res.findings if f.code is R.READER_NOTES).evidence["notes"]
     assert any("__index_level_0__" in n for n in notes)
+
+
+def test_a_runs_changes_are_counted_alike_by_gather_and_by_one_pass() -> None:
+    """The twin search counts each candidate's changes by gathering its points (few runs) or
+    in one pass over every point (many): both give the count a loop over the points gives."""
+    from grokaudit.identity import _changes
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        lens = rng.integers(0, 12, int(rng.integers(1, 30)))
+        off = np.r_[0, np.cumsum(lens)]
+        v = rng.integers(0, 3, int(off[-1])).astype(float)
+        runs = np.sort(rng.choice(lens.size, int(rng.integers(1, lens.size + 1)),
+                                  replace=False))
+        want = [sum(v[k] != v[k + 1] for k in range(off[r], off[r + 1] - 1)) for r in runs]
+        assert _changes(off, v, runs).tolist() == want
