@@ -316,8 +316,8 @@ def _changes(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.nd
     k = np.flatnonzero(values[1:] != values[:-1])
     run = np.searchsorted(offsets, k, side="right") - 1
     inside = k + 1 < offsets[run + 1]
-    counts: np.ndarray = np.bincount(run[inside], minlength=offsets.size - 1)
-    return counts[runs]
+    counts: np.ndarray = np.bincount(run[inside], minlength=offsets.size - 1)[runs]
+    return counts
 
 
 def _distinct_values(offsets: np.ndarray, values: np.ndarray, runs: np.ndarray) -> np.ndarray:
