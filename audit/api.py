@@ -992,11 +992,11 @@ def _set_aside_findings(s: InputSummary, base: Mapping[str, Any]) -> list[Findin
         out.append(make_finding(
             Reason.DUPLICATE_RUN, "input", base, runs=sorted(r for g in groups for r in g),
             evidence={"groups": groups, "n_runs": n, "identical_in": "accuracy"},
-            message=(f"{n} runs share their accuracy curves at every logged step, though not "
-                     f"every column ({describe_duplicates(s.accuracy_twins)}): one run read "
-                     "twice -- its files read as runs, or a copy with another column -- counts "
-                     "twice as a replicate; give each run once (one file, or a run column "
-                     "joining its files)")))
+            message=(f"{n} runs share their test accuracy at every point it was logged, "
+                     f"though not every column ({describe_duplicates(s.accuracy_twins)}): one "
+                     "run read twice -- its files read as runs, or a copy with another column "
+                     "-- counts twice as a replicate; give each run once (one file, or a run "
+                     "column joining its files)")))
     if s.set_aside.get("empty_row"):
         out.append(make_finding(
             Reason.EMPTY_ROWS, "input", base, evidence={"rows": s.set_aside["empty_row"]},
