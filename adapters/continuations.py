@@ -151,21 +151,22 @@ def merge_continued(points: Points, runs: Sequence[str],
 
 def _span(d: dict[Any, tuple[np.ndarray, np.ndarray]]) -> tuple[int, int, float] | None:
     """A run's first and last step over all its series, and its cadence (the median gap
-    between its steps); None for a run without two steps."""
+    between its steps); None for a run of fewer than three steps."""
     steps = np.unique(np.concatenate([st for st, _ in d.values()])) if d else np.zeros(0)
-    if steps.size < 2:
+    if steps.size < 3:  # two points: no cadence to tell a gap by
         return None
     return int(steps[0]), int(steps[-1]), float(np.median(np.diff(steps)))
 
 
 def _note_segments(points: Points, runs: Sequence[str], per_run: Series,
                    conds: Sequence[tuple[tuple[str, str], ...]]) -> None:
-    """``RUN_SEGMENTS``: the runs of one setting whose steps tile one axis back to back, each
-    starting where the one before ended (after at most two of their cadences), none
-    overlapping -- pieces of one run resumed under new ids (a ``run_id`` that changes at each
+    """``RUN_SEGMENTS``: the runs of one setting whose steps follow one another along one
+    axis, each starting later than the one before and no later than two cadences after it
+    ended (or inside its last steps: a resume from a checkpoint before a crash), and ending
+    later -- pieces of one run resumed under new ids (a ``run_id`` that changes at each
     resume), which the audit would pool as replicates: a run that never grokked, a run that
     starts after the grok, and the real one. Only where every run of that setting is in the
-    chain (replicates share their steps; they never tile)."""
+    chain (replicates start together; they never follow one another)."""
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, c in enumerate(conds):
         if per_run[i]:
@@ -182,17 +183,17 @@ def _note_segments(points: Points, runs: Sequence[str], per_run: Series,
         if len(spans) < len(members):
             continue
         chain = sorted(zip(members, spans), key=lambda m: (m[1][0], m[1][1]))
-        if not all(b[0] > a[1] and b[0] - a[1] <= 2 * max(a[2], b[2])
+        if not all(a[0] < b[0] <= a[1] + 2 * min(a[2], b[2]) and b[1] > a[1]
                    for (_, a), (_, b) in zip(chain[:-1], chain[1:])):
             continue
         shown = ", ".join(f"{safe(runs[i])!r} ({sp[0]}–{sp[1]})" for i, sp in chain[:4]) + (
             ", …" if len(chain) > 4 else "")
         points.findings.append(Finding(
             "RUN_SEGMENTS",
-            f"{len(chain)} runs of one setting tile one step axis back to back, each starting "
-            f"where the one before ended: {shown}; pieces of one run resumed under new ids "
-            "look so, and are audited here as replicates (a run that never grokked beside "
-            "one that starts after the grok); if they are one run, give them one run id (or "
-            "read the file without --run-from)",
+            f"{len(chain)} runs of one setting follow one another along one step axis, each "
+            f"starting where the one before ended: {shown}; pieces of one run resumed under "
+            "new ids look so, and are audited here as replicates (a run that never grokked "
+            "beside one that starts after the grok); if they are one run, give its rows one "
+            "run id in the file",
             runs=tuple(runs[i] for i, _ in chain),
             evidence=(("steps", {runs[i]: [sp[0], sp[1]] for i, sp in chain}),)))

@@ -243,7 +243,12 @@ def _refuse_unread_run_names(table: pa.Table, names: list[str], skip: set[Any],
                 pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
                 or pa.types.is_dictionary(col.type)):
             continue
-        if pc.count_distinct(col).as_py() > 1:
+        if pa.types.is_dictionary(col.type):  # a pandas category: its values, not its codes
+            col = col.cast(col.type.value_type)
+        values = {v for v in pc.unique(col).to_pylist() if v is not None}
+        if all(isinstance(v, str) and is_split_word(v) for v in values):
+            continue  # train/eval rows of one run: the split column's own refusal says so
+        if len(values) > 1:
             raise LogFormatError(
                 f"the column {safe(name)!r} names runs and takes several values: this file "
                 f"holds several runs; read them with --run-from {safe(name)}",

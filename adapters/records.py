@@ -48,6 +48,7 @@ from grokaudit.roles import (
     is_outcome_name,
     is_summary_parent,
 )
+from grokaudit.schema import STEP_MAX
 from grokaudit.shards import TABLE_SUFFIXES
 from grokaudit.text import DECIMAL, safe
 
@@ -403,6 +404,11 @@ def _steps_values(data: Mapping[str, Any], path: Path) -> pa.Table | None:
                     f"series {safe(name)!r}: its step {k + 1} is {safe(repr(x))[:40]}, not an "
                     "integer step; fix the file", path=str(path), column=name,
                     code=ErrorCode.NON_INTEGER_STEP)
+            if abs(x) > STEP_MAX:
+                raise LogFormatError(
+                    f"series {safe(name)!r}: its step {k + 1} is {safe(repr(x))[:40]}, beyond "
+                    "2**53 (steps are compared exactly up to there); fix the file",
+                    path=str(path), column=name, code=ErrorCode.STEP_OUT_OF_RANGE)
             if int(x) in points and points[int(x)] != v and not (v != v and points[int(x)]
                                                                   != points[int(x)]):
                 raise LogFormatError(

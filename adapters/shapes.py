@@ -161,7 +161,13 @@ def labels_steps(table: pa.Table, name: str, step: str, run_column: str | None) 
     index = [c for c in (run_column, step) if c and c in table.column_names]
     df = table.select([*index, name]).to_pandas()
     per_step = df.groupby(index, sort=False, dropna=False)[name].nunique(dropna=False)
-    return bool((per_step <= 1).all()) and _varies_in_a_run(table, name, run_column)
+    if not (per_step <= 1).all():
+        return False
+    # and each value at one step only: a split (train, val) logged on steps of its own
+    # repeats its values over many steps -- a key, never a label
+    runs = [run_column] if run_column and run_column in table.column_names else []
+    per_value = df.groupby([*runs, name], sort=False, dropna=False)[step].nunique()
+    return bool((per_value <= 1).all()) and _varies_in_a_run(table, name, run_column)
 
 
 def _varies_in_a_run(table: pa.Table, name: str, run_column: str | None) -> bool:

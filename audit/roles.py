@@ -132,12 +132,18 @@ def is_measured_accuracy(name: str) -> bool:
     does, never a setting -- unlike ``acc_grok`` or ``target_acc``, thresholds a config
     names, or ``final_test_acc``, a run's result."""
     toks = _tokens(name)
-    return (any(t in _ACC_WORDS for t in toks) and not is_outcome_name(name)
-            and any(t in _TEST_SPLITS or t in _TRAIN_SPLITS or re.fullmatch(r"top[0-9]+", t)
-                    for t in toks)
-            and not any(t in _SETTING_WORDS for t in toks))
+    acc = [i for i, t in enumerate(toks) if t in _ACC_WORDS]
+    if not acc or is_outcome_name(name) or any(t in _SETTING_WORDS for t in toks):
+        return False
+    # after the accuracy word only a split, a top-k or a word that says nothing (val_acc_epoch,
+    # accuracy_top5): val_acc_patience, test_acc_cutoff, train_acc_stop are settings
+    after = toks[acc[-1] + 1:]
+    return all(t in _TEST_SPLITS or t in _TRAIN_SPLITS or t in _NEUTRAL or _TOP_K.fullmatch(t)
+               for t in after) and any(
+        t in _TEST_SPLITS or t in _TRAIN_SPLITS or _TOP_K.fullmatch(t) for t in toks)
 
 
+_TOP_K = re.compile(r"top[0-9]+")
 #: Words that make an accuracy-named value a setting (a threshold, a target).
 _SETTING_WORDS = frozenset({"threshold", "thresh", "target", "min", "max", "tol", "goal"})
 

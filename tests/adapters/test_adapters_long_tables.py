@@ -197,3 +197,18 @@ def test_a_long_table_of_metric_value_with_a_checkpoint_per_step_is_read(
     assert len(df) == 10 and "token_embed.weight/effective_rank" in df
     assert "checkpoint_path" not in df and set(df["condition"]) == {"pure"}
     assert any("checkpoint_path" in n for n in prov(t).get("notes", []))
+
+
+def test_a_split_column_on_steps_of_its_own_is_a_key_not_a_label(tmp_path: Path) -> None:
+    """mmcv-style long rows: train rows every 10 steps, val rows at other steps; the split
+    column ``mode`` has one value per step but repeats it over many steps. It was taken as a
+    label of the step and dropped, so train and val ``acc`` became one test accuracy."""
+    rows = [{"step": s, "mode": "train", "metric": m, "value": min(1.0, s / 500)}
+            for s in range(0, 2000, 10) for m in ("acc", "loss")]
+    rows += [{"step": s + 5, "mode": "val", "metric": "acc", "value": 0.95 if s >= 1500 else 0.1}
+             for s in range(0, 2000, 100)]
+    p = tmp_path / "log.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    df = read_log(p).to_pandas()
+    val = df.dropna(subset=["test_acc"])
+    assert len(val) == 20 and val["step"].min() == 5 and val["test_acc"].max() == 0.95

@@ -750,3 +750,31 @@ def test_a_column_naming_runs_is_offered_before_a_status_column(tmp_path: Path) 
         read_log(p, run_from="run_id")
     assert e.value.code is ErrorCode.NOT_CONSTANT_IN_RUN and e.value.column == "status"
     assert "--run-from status" not in str(e.value)
+
+
+def test_a_resume_that_overlaps_the_crashed_tail_is_named_as_pieces(tmp_path: Path,
+                                                                    codes) -> None:
+    # the new run resumes from the checkpoint at 5000, after the crashed one logged to 5300
+    steps_a, steps_b = np.arange(0, 5301, 50), np.arange(5000, 20_001, 50)
+    df = pd.DataFrame({"run_id": ["a"] * steps_a.size + ["b"] * steps_b.size,
+                       "step": np.r_[steps_a, steps_b],
+                       "test_acc": np.r_[np.full(steps_a.size, 0.1),
+                                         np.where(steps_b >= 6300, 0.99, 0.1)]})
+    p = tmp_path / "resumed.csv"
+    df.to_csv(p, index=False)
+    assert codes(read_log(p, run_from="run_id")) == ["RUN_SEGMENTS"]
+
+
+def test_a_categorical_run_name_column_is_read(tmp_path: Path) -> None:
+    """A pandas ``category`` column named like a run id, written to Parquet as a dictionary,
+    crashed the run-name check (Arrow counts no distinct values of a dictionary)."""
+    p = tmp_path / "log.parquet"
+    pd.DataFrame({"step": range(10), "test_acc": np.linspace(0.1, 1.0, 10),
+                  "run_name": pd.Categorical(["only"] * 10)}).to_parquet(p)
+    assert read_log(p).num_rows == 10
+    q = tmp_path / "two.parquet"
+    pd.DataFrame({"step": range(10), "test_acc": np.linspace(0.1, 1.0, 10),
+                  "run_name": pd.Categorical(["a"] * 5 + ["b"] * 5)}).to_parquet(q)
+    with pytest.raises(LogFormatError) as e:
+        read_log(q, format="table")
+    assert e.value.code is ErrorCode.MISSING_COLUMN and e.value.column == "run_name"

@@ -296,3 +296,12 @@ def test_an_accuracy_constant_in_every_run_is_a_series_not_a_condition(tmp_path)
     p = write(df, tmp_path / "x.csv", "csv")
     res = run_cli("check", p, "--json", "-")  # one condition varies: rho, not the accuracy
     assert json.loads(res.output)["config"]["axis"] == "rho"
+
+
+@pytest.mark.parametrize("name", ["val_acc_patience", "test_acc_cutoff", "train_acc_stop"])
+def test_a_setting_named_after_an_accuracy_stays_the_axis(tmp_path, name):
+    from grokaudit.schema import build_log_table
+
+    df = good().rename(columns={"rho": name})
+    log = build_log_table(df)
+    assert name in log.conditions.columns and name not in log.series
