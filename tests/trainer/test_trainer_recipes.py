@@ -252,7 +252,14 @@ def test_bundled_log_is_what_its_config_trains(name: str) -> None:
     """Retraining the first 50 steps of one run of each bundled log from its sweep file (with
     the recipe the file names) gives the logged values: the bundled data, its config and the
     recipe tables agree. (``reproduce``'s seed logs too: a clamp acts from ``t_int`` ≥ 100
-    there, after these 50 steps, so they train without it.)"""
+    there, after these 50 steps, so they train without it.)
+
+    Within ``rtol = 1e-3``: the logs were trained on one CPU, and float32 kernels sum in
+    another order on another (AVX-512 against AVX2): on an AMD EPYC host the 128-wide seed
+    run's test loss differs from the Intel-trained log by 2.5e-4 at step 50, every other
+    value by less than 6e-5 (most by 1e-7 or less). Another seed differs by 8e-3 to 1.5e-2
+    in its test loss and weight norm within these 50 steps (measured on the same host), a
+    wrong recipe or config by more."""
     from grokaudit.reference_runs.sweep import expand, load_sweep
 
     bundled = pd.read_parquet(ROOT / "reference_runs" / "data" / f"{name}.parquet")
@@ -271,7 +278,7 @@ def test_bundled_log_is_what_its_config_trains(name: str) -> None:
     assert len(mine) >= 5
     theirs = bundled[bundled["run"] == spec.run_id].set_index("step").loc[mine["step"]]
     for col in ("test_loss", "emb_erank", "weight_norm"):
-        np.testing.assert_allclose(mine[col].to_numpy(), theirs[col].to_numpy(), rtol=1e-5,
+        np.testing.assert_allclose(mine[col].to_numpy(), theirs[col].to_numpy(), rtol=1e-3,
                                    err_msg=col)
 
 
