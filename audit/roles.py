@@ -40,12 +40,6 @@ def is_epoch_name(name: str) -> bool:
 _TEST_SPLITS = {"test": 0, "val": 1, "valid": 2, "validation": 3, "eval": 4, "evaluation": 4,
                 "heldout": 5, "holdout": 5, "dev": 6}
 _TRAIN_SPLITS = {"train": 0, "training": 1}
-
-
-def is_split_word(value: str) -> bool:
-    """Whether ``value`` names a data split (``train``, ``val``, ``test``…): a column of them
-    tells a run's train rows from its validation rows, never one run from another."""
-    return value.strip().lower() in _TEST_SPLITS or value.strip().lower() in _TRAIN_SPLITS
 _ACC_WORDS = {"acc", "accuracy"}
 #: Words that say nothing about which accuracy a name is (Keras' ``epoch_accuracy``,
 #: Lightning's ``val_acc_epoch``, ``full_train_acc``).
@@ -126,6 +120,18 @@ def _bare_accuracy(toks: Sequence[str]) -> bool:
         t in _TEST_SPLITS or t in _TRAIN_SPLITS for t in toks)
 
 
+def is_split_word(value: str) -> bool:
+    """Whether ``value`` names a data split (``train``, ``val``, ``test``…): a column of them
+    tells a run's train rows from its validation rows, never one run from another."""
+    return value.strip().lower() in _TEST_SPLITS or value.strip().lower() in _TRAIN_SPLITS
+
+
+#: A top-k accuracy's word (``top5``).
+_TOP_K = re.compile(r"top[0-9]+")
+#: Words that make an accuracy-named value a setting (a threshold, a target).
+_SETTING_WORDS = frozenset({"threshold", "thresh", "target", "min", "max", "tol", "goal"})
+
+
 def is_measured_accuracy(name: str) -> bool:
     """Whether column ``name`` is an accuracy measured on a split or at a top-k
     (``val_acc``, ``metrics/accuracy_top5``, ``test_acc1``): a per-step value whatever it
@@ -142,10 +148,6 @@ def is_measured_accuracy(name: str) -> bool:
                for t in after) and any(
         t in _TEST_SPLITS or t in _TRAIN_SPLITS or _TOP_K.fullmatch(t) for t in toks)
 
-
-_TOP_K = re.compile(r"top[0-9]+")
-#: Words that make an accuracy-named value a setting (a threshold, a target).
-_SETTING_WORDS = frozenset({"threshold", "thresh", "target", "min", "max", "tol", "goal"})
 
 
 def is_bare_accuracy(name: str) -> bool:

@@ -50,6 +50,7 @@ from .roles import (
     PERCENT_MIN,
     PERCENT_MIN_POINTS,
     decide_percent,
+    is_measured_accuracy,
     is_outcome_name,
 )
 from .shards import PROVENANCE_KEY as PROVENANCE_KEY
@@ -258,8 +259,8 @@ class InputSummary:
     runs_without_accuracy: tuple[str, ...] = ()
     #: groups of runs identical at every logged step in every column (DUPLICATE_RUN)
     duplicate_runs: tuple[tuple[str, ...], ...] = ()
-    #: groups of runs identical in their accuracies at every logged step, not in every
-    #: column (DUPLICATE_RUN: one run read twice; :func:`~grokaudit.identity.accuracy_twins`)
+    #: groups of runs identical in their test accuracy at every point it was logged, not in
+    #: every column (DUPLICATE_RUN: one run read twice; :func:`~grokaudit.identity.accuracy_twins`)
     accuracy_twins: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -514,7 +515,7 @@ class LogPart:
     #: the whole log's columns at once) and their fingerprints (duplicates across parts)
     conditions: dict[str, np.ndarray] = field(default_factory=dict)
     fingerprints: np.ndarray | None = None
-    #: their fingerprints of the steps and accuracies alone (accuracy twins across parts)
+    #: their fingerprints of the test accuracy's logged points (accuracy twins across parts)
     accuracy_prints: np.ndarray | None = None
 
 
@@ -1359,8 +1360,6 @@ def _accuracy_series(name: str) -> bool:
     holds one value in every run (a top-5 accuracy at 1.0 throughout): never a condition,
     which could become the audit's axis. A threshold (``acc_grok``) or a run's result
     (``final_test_acc``) is not one."""
-    from .roles import is_measured_accuracy
-
     return is_measured_accuracy(name)
 
 
