@@ -161,9 +161,8 @@ def _span(d: dict[Any, tuple[np.ndarray, np.ndarray]]) -> tuple[int, int, float]
 def _note_segments(points: Points, runs: Sequence[str], per_run: Series,
                    conds: Sequence[tuple[tuple[str, str], ...]]) -> None:
     """``RUN_SEGMENTS``: the runs of one setting whose steps follow one another along one
-    axis, each starting later than the one before and no later than two cadences after it
-    ended (or inside its last steps: a resume from a checkpoint before a crash), and ending
-    later -- pieces of one run resumed under new ids (a ``run_id`` that changes at each
+    axis, each starting in the second half of the one before (a resume from a checkpoint
+    taken before a crash) or no later than two cadences after it ended, and ending later -- pieces of one run resumed under new ids (a ``run_id`` that changes at each
     resume), which the audit would pool as replicates: a run that never grokked, a run that
     starts after the grok, and the real one. Only where every run of that setting is in the
     chain (replicates start together; they never follow one another)."""
@@ -183,8 +182,10 @@ def _note_segments(points: Points, runs: Sequence[str], per_run: Series,
         if len(spans) < len(members):
             continue
         chain = sorted(zip(members, spans), key=lambda m: (m[1][0], m[1][1]))
-        if not all(a[0] < b[0] <= a[1] + 2 * min(a[2], b[2]) and b[1] > a[1]
-                   for (_, a), (_, b) in zip(chain[:-1], chain[1:])):
+        # each starts in the second half of the one before or after it (a resume from a
+        # late checkpoint; runs that start together and overlap are replicates or arms)
+        if not all(a[0] + (a[1] - a[0]) / 2 < b[0] <= a[1] + 2 * min(a[2], b[2])
+                   and b[1] > a[1] for (_, a), (_, b) in zip(chain[:-1], chain[1:])):
             continue
         shown = ", ".join(f"{safe(runs[i])!r} ({sp[0]}–{sp[1]})" for i, sp in chain[:4]) + (
             ", …" if len(chain) > 4 else "")

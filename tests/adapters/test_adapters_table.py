@@ -763,6 +763,13 @@ def test_a_resume_that_overlaps_the_crashed_tail_is_named_as_pieces(tmp_path: Pa
     p = tmp_path / "resumed.csv"
     df.to_csv(p, index=False)
     assert codes(read_log(p, run_from="run_id")) == ["RUN_SEGMENTS"]
+    # two runs that start together (26 and 46) and overlap to the end are no pieces (public
+    # log tnediserp/MIML-grokking: two arms whose setting is in their names)
+    s1, s2 = np.arange(26, 99_100, 50), np.arange(46, 99_800, 50)
+    q = tmp_path / "arms.csv"
+    pd.DataFrame({"run_id": ["p151"] * s1.size + ["p199"] * s2.size, "step": np.r_[s1, s2],
+                  "test_acc": 0.5}).to_csv(q, index=False)
+    assert codes(read_log(q, run_from="run_id")) == []
 
 
 def test_a_categorical_run_name_column_is_read(tmp_path: Path) -> None:
