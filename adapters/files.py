@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from grokaudit.errors import ErrorCode, LogFormatError
+from grokaudit.results import format_number
 from grokaudit.roles import (
     STEP_NAMES,
     accuracy_rank,
@@ -218,37 +219,40 @@ def _refuse_two_step_units(table: pa.Table, step: np.ndarray, step_col: str,
         raise LogFormatError(
             f"column {safe(step_col)!r} counts two units in run {safe(name)!r}: the "
             f"{int((~has).sum())} rows without {safe(epoch_col)!r} (they hold {shown}) are "
-            f"stepped {_fmt(other.min())} … {_fmt(other.max())}, within the epochs the other "
-            f"rows count (to {_fmt(last_epoch)}), while those rows are stepped to "
-            f"{_fmt(float(np.max(st[has])))}: epochs and iterations on one axis (MMEngine "
-            "writes a validation row's step as its epoch); give those rows the iteration that "
-            "ends their epoch (epoch × iterations per epoch), or audit on epochs: step every "
-            f"row by its epoch and drop {safe(step_col)!r}", path=str(path), column=step_col,
+            f"stepped {format_number(other.min())} … {format_number(other.max())}, within "
+            f"the epochs the other rows count (to {format_number(last_epoch)}), while those "
+            f"rows are stepped to {format_number(float(np.max(st[has])))}: epochs and "
+            "iterations on one axis (MMEngine writes a validation row's step as its epoch); "
+            "give those rows the iteration that ends their epoch (epoch × iterations per "
+            f"epoch), or audit on epochs: step every row by its epoch and drop "
+            f"{safe(step_col)!r}", path=str(path), column=step_col,
             code=ErrorCode.STEP_UNITS_MIXED)
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def _refuse_unread_run_names(table: pa.Table, names: list[str], skip: set[Any],
                              path: Path) -> None:
-    """``MISSING_COLUMN``: a text column whose name says it names runs (``run_id``,
-    ``trial_name``) takes several values in a file read as one run. Said before any other
+    """``MISSING_COLUMN``: a column whose name says it names runs (``run_id``, ``trial``),
+    numbers or text, takes several values in a file read as one run. Said before any other
     column is looked at: a status column that changes (``'verified'``, ``'not_applicable'``)
     was refused first, offering itself as ``--run-from`` (TransGrokking)."""
     for name in names:
         col = table.column(name)
-        if name in skip or not _RUN_ID.match(name) or not (
-                pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-                or pa.types.is_dictionary(col.type)):
+        if name in skip or not _RUN_ID.match(name):
             continue
-        if pa.types.is_dictionary(col.type):  # a pandas category: its values, not its codes
-            col = col.cast(col.type.value_type)
-        values = {v for v in pc.unique(col).to_pylist() if v is not None}
-        if all(isinstance(v, str) and is_split_word(v) for v in values):
-            continue  # train/eval rows of one run: the split column's own refusal says so
-        if len(values) > 1:
+        if _numeric(col.type):
+            a = _floats(col)
+            several = np.unique(a[~np.isnan(a)]).size > 1
+        elif (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+              or pa.types.is_dictionary(col.type)):
+            if pa.types.is_dictionary(col.type):  # a pandas category: its values, not codes
+                col = col.cast(col.type.value_type)
+            values = {v for v in pc.unique(col).to_pylist() if v is not None}
+            # train/eval rows of one run: the split column's own refusal says so
+            several = len(values) > 1 and not all(
+                isinstance(v, str) and is_split_word(v) for v in values)
+        else:
+            continue
+        if several:
             raise LogFormatError(
                 f"the column {safe(name)!r} names runs and takes several values: this file "
                 f"holds several runs; read them with --run-from {safe(name)}",
@@ -465,11 +469,6 @@ def _melt_numeric(m: _Melt, name: str, col: pa.ChunkedArray) -> np.ndarray | Non
         if kind == "outcome":
             m.points.outcomes.add(name)
         return None
-    if m.run_column is None and _RUN_ID.match(name) and np.unique(a[~np.isnan(a)]).size > 1:
-        raise LogFormatError(
-            f"the column {safe(name)!r} names runs and takes several values: this file "
-            f"holds several runs; read them with --run-from {safe(name)}",
-            path=str(m.path), column=name, code=ErrorCode.MISSING_COLUMN)
     for r, g in zip(m.run_names, m.groups):
         v = a[g]
         ok = ~np.isnan(v)
@@ -555,18 +554,18 @@ def _refuse_varying_text(name: str, r: str, seen: set[Any], path: Path,
             "apart by column name, so write each split's values in columns of their own "
             "(val_accuracy beside accuracy), one row per step", path=str(path),
             column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
-    per_row = rows > 3 and len(seen) >= 0.9 * rows
     if runs_named:  # --run-from named the runs already: another column is no second try
-        per_row = True
+        fix = " (the runs are named by --run-from already)"
+    elif rows > 3 and len(seen) >= 0.9 * rows:
+        fix = (f" (it differs in {len(seen)} of its {rows} rows: a time or a message, not a "
+               "run's name)")
+    else:
+        fix = f", or name the runs by it with --run-from {safe(name)}"
     raise LogFormatError(
         f"text column {safe(name)!r} changes within run {safe(r)!r} "
         f"({safe(two[0])[:40]!r}, {safe(two[1])[:40]!r}, …): it is neither a "
         "metric (numbers) nor a condition (constant in a run), and grokaudit "
-        "drops nothing silently; remove the column from the file" + (
-            (" (the runs are named by --run-from already)" if runs_named else
-             f" (it differs in {len(seen)} of its {rows} rows: a time or a message, not a "
-             "run's name)") if per_row else
-            f", or name the runs by it with --run-from {safe(name)}"), path=str(path),
+        "drops nothing silently; remove the column from the file" + fix, path=str(path),
         column=name, code=ErrorCode.NOT_CONSTANT_IN_RUN)
 
 
