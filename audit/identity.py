@@ -234,30 +234,31 @@ def logged_points(offsets: np.ndarray, step: np.ndarray, values: np.ndarray,
     return np.searchsorted(keep, offsets).astype(np.int64), step[keep], values[keep]
 
 
-def accuracy_prints(offsets: np.ndarray, step: np.ndarray, test_acc: np.ndarray,
-                    has_nan: bool, prefix: np.ndarray | None = None) -> np.ndarray:
-    """Per run, the fingerprint of its test accuracy's logged points (steps and values), for
-    :func:`accuracy_twins`: ``prefix`` (:func:`fingerprints` with ``prefix=1``, taken on the
-    way) when the column holds no NaN, else computed on the logged points."""
+def accuracy_prints(points: tuple[np.ndarray, np.ndarray, np.ndarray], has_nan: bool,
+                    prefix: np.ndarray | None = None) -> np.ndarray:
+    """Per run, the fingerprint of its test accuracy's logged points (``points``, from
+    :func:`logged_points`), for :func:`accuracy_twins`: ``prefix`` (:func:`fingerprints`
+    with ``prefix=1``, taken on the way over the whole rows) when the column holds no NaN --
+    its logged points are then every row -- else computed on the points."""
     if not has_nan and prefix is not None:
         return prefix
-    off, st, acc = logged_points(offsets, step, test_acc, has_nan)
+    off, st, acc = points
     return fingerprints(off, st, [acc], prefix=1)[1]
 
 
-def accuracy_twins(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
-                   test_acc: np.ndarray, prints: np.ndarray | None,
-                   duplicates: Sequence[tuple[str, ...]], has_nan: bool = True
+def accuracy_twins(run_ids: np.ndarray, points: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   prints: np.ndarray | None, duplicates: Sequence[tuple[str, ...]]
                    ) -> list[tuple[str, ...]]:
-    """Groups of runs whose test accuracy is identical at every point it was logged (the
-    same steps, the same values), where it takes at least :data:`TWIN_MIN_VALUES` values --
-    no two trainings give one such curve -- and that :func:`duplicate_runs` (``duplicates``)
-    does not hold already: one run read twice (its files read as runs, a copy holding
-    another column, a curve exported at the evaluations beside the log of every step), which
-    would count as replicates. ``prints``: :func:`accuracy_prints`, or None."""
-    off, st, acc = logged_points(offsets, step, test_acc, has_nan)
+    """Groups of runs whose test accuracy is identical at every point it was logged
+    (``points``: its :func:`logged_points`; the same steps, the same values), where it takes
+    at least :data:`TWIN_MIN_VALUES` values -- no two trainings give one such curve -- and
+    that :func:`duplicate_runs` (``duplicates``) does not hold already: one run read twice
+    (its files read as runs, a copy holding another column, a curve exported at the
+    evaluations beside the log of every step), which would count as replicates. ``prints``:
+    :func:`accuracy_prints`, or None."""
+    off, st, acc = points
     if prints is None:
-        prints = fingerprints(off, st, [acc], prefix=1)[1]
+        prints = accuracy_prints(points, True)
     cand = np.flatnonzero(pd.Series(prints, copy=False).duplicated(keep=False).to_numpy())
     if not cand.size:
         return []
@@ -275,9 +276,9 @@ def accuracy_twins(run_ids: np.ndarray, offsets: np.ndarray, step: np.ndarray,
     mine = prints.copy()
     mine[~eligible] = np.uint64(0x5A17) + np.arange(run_ids.size, dtype=np.uint64)[~eligible]
     groups = duplicate_runs(run_ids, off, st, [acc], mine)
-    at = {str(r): i for i, r in enumerate(run_ids.tolist())
-          if eligible[i]} if groups else {}
-    groups = [g for g in groups if all(r in at for r in g)]
+    # a sentinel may meet a real fingerprint by chance: groups of eligible runs only
+    kept = {str(run_ids[i]) for i in np.flatnonzero(eligible).tolist()} if groups else set()
+    groups = [g for g in groups if all(r in kept for r in g)]
     return without_duplicates(groups, duplicates)
 
 

@@ -35,6 +35,7 @@ from .identity import (
     check_run_ids,
     duplicate_runs,
     fingerprints,
+    logged_points,
     refuse_missing_run_ids,
     runs_of,
 )
@@ -1269,8 +1270,10 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             continue
         c = g.columns.column(name)
         if _numeric(c):
+            # an accuracy measured on a split or at a top-k (metrics/accuracy_top5 at 1.0
+            # throughout) is a series too: never a condition, which could become the axis
             known = name in metrics or (name not in outcomes and (
-                is_known_series(name) or _accuracy_series(name))) or (
+                is_known_series(name) or is_measured_accuracy(name))) or (
                 part is not None and name in part.series)
             # a known series is a series whatever it does: skip the constancy test
             a: np.ndarray | None = None
@@ -1352,15 +1355,6 @@ def _classify_columns(names: Sequence[str], metrics: Sequence[str], g: _Rows,
             del cond[m]
         g.columns.done(m)
     return series, cond
-
-
-def _accuracy_series(name: str) -> bool:
-    """Whether ``name`` is an accuracy measured per step (``metrics/accuracy_top5``,
-    ``val_acc``: :func:`~grokaudit.roles.is_measured_accuracy`), a series even where it
-    holds one value in every run (a top-5 accuracy at 1.0 throughout): never a condition,
-    which could become the audit's axis. A threshold (``acc_grok``) or a run's result
-    (``final_test_acc``) is not one."""
-    return is_measured_accuracy(name)
 
 
 def _condition_values(a: pa.Array) -> np.ndarray:
@@ -1636,11 +1630,12 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     # a part's are weighted: the candidates among runs of different parts, one pass
     prints, head = fingerprints(offsets, step, per_step, weighted=part is not None, prefix=1)
     nan_acc = missing.get("test_acc", 0) > 0
-    acc_prints = accuracy_prints(offsets, step, test_acc, nan_acc, head)
+    logged = logged_points(offsets, step, test_acc, nan_acc)
+    acc_prints = accuracy_prints(logged, nan_acc, head)
     if part is not None:
         part.fingerprints, part.accuracy_prints = prints, acc_prints
     dups = duplicate_runs(run_ids, offsets, step, per_step, prints)
-    twins = accuracy_twins(run_ids, offsets, step, test_acc, acc_prints, dups, nan_acc)
+    twins = accuracy_twins(run_ids, logged, acc_prints, dups)
     metric_names = tuple(metrics) if metrics else tuple(sorted(n for n in series
                                                                if is_known_metric(n)))
     declared = {str(o) for o in prov.get("outcomes") or []}

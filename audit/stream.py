@@ -67,6 +67,7 @@ from .identity import (
     canonical_values,
     check_run_ids,
     duplicate_runs,
+    logged_points,
     without_duplicates,
 )
 from .results import AuditResult
@@ -686,7 +687,8 @@ class _Stream:
         """The accuracy twins over the whole log (:func:`~grokaudit.identity.accuracy_twins`),
         as :meth:`_duplicates` finds the duplicates; none that the duplicates hold."""
         def find(log: LogTable) -> list[tuple[str, ...]]:
-            return accuracy_twins(log.run_ids, log.offsets, log.step, log.test_acc, None,
+            return accuracy_twins(log.run_ids,
+                                  logged_points(log.offsets, log.step, log.test_acc), None,
                                   duplicates)
 
         found = self._across([p.record.accuracy_prints for p in self.parts],

@@ -374,7 +374,10 @@ def test_accuracy_twins_need_a_curve_and_are_not_duplicates() -> None:
     """Runs identical in their accuracies at every step, not in every column: one run read
     twice (a TransGrokking run's ``accuracy_curve.csv`` beside its ``scalars.jsonl`` was two
     replicates, exit 0). A flat or two-valued curve may repeat in two trainings: no twin."""
-    from grokaudit.identity import accuracy_twins
+    from grokaudit.identity import accuracy_twins, logged_points
+
+    def twins(ids, off, st, v, dups):
+        return accuracy_twins(ids, logged_points(off, st, v), None, dups)
 
     steps = np.arange(6, dtype=np.int64)
     offsets = np.array([0, 6, 12, 18, 24])
@@ -386,20 +389,19 @@ def test_accuracy_twins_need_a_curve_and_are_not_duplicates() -> None:
     dups = duplicate_runs(ids, offsets, step, [acc, metric])
     assert dups == [("b", "c")]
     # a, b and c share the curve; b = c already in every column, so the group a, b, c stands
-    assert accuracy_twins(ids, offsets, step, acc, None, dups) == [("a", "b", "c")]
+    assert twins(ids, offsets, step, acc, dups) == [("a", "b", "c")]
     # b and c alone are no twins beside their duplicate; a flat curve makes no twins
-    assert accuracy_twins(ids[1:3], np.array([0, 6, 12]), step[:12], acc[6:18], None,
-                          [("b", "c")]) == []
+    assert twins(ids[1:3], np.array([0, 6, 12]), step[:12], acc[6:18], [("b", "c")]) == []
     flat = np.array([0.1, 0.1, 0.1, 0.9, 0.9, 0.9] * 4)
-    assert accuracy_twins(ids, offsets, step, flat, None, []) == []
+    assert twins(ids, offsets, step, flat, []) == []
     # the curve exported at the evaluations beside the log of every step (NaN between them):
     # compared at the points the accuracy was logged
     dense_steps = np.arange(0, 12)
     dense = np.full(12, np.nan)
     dense[::2] = curve
     two = np.array(["curve", "log"], dtype=object)
-    assert accuracy_twins(two, np.array([0, 6, 18]), np.r_[dense_steps[::2], dense_steps],
-                          np.r_[curve, dense], None, []) == [("curve", "log")]
+    assert twins(two, np.array([0, 6, 18]), np.r_[dense_steps[::2], dense_steps],
+                 np.r_[curve, dense], []) == [("curve", "log")]
 
 
 def test_duplicate_runs_compares_nan_as_equal_and_every_column() -> None:
