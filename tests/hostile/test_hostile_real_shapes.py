@@ -360,3 +360,63 @@ def test_inspect_offers_as_an_axis_only_a_condition_every_run_has(tmp_path: Path
     flags = [f["flag"] for f in inspect(p)["flags"]]
     assert "--cell schema_version" in flags and "--by schema_version" not in flags, flags
     assert refused(p, "--by", "schema_version") == "CONDITION_MISSING"
+
+
+# ---- round 9: MMEngine/mmcv/detectron2 JSON lines, Sacred, run ids ------------------------
+
+def _sacred(d: Path, series: dict[str, Any]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "metrics.json").write_text(json.dumps(series))
+    return d / "metrics.json"
+
+
+@pytest.mark.parametrize(("steps", "code"), [
+    ([0, 1, 2 ** 70], "STEP_OUT_OF_RANGE"),  # an int no float64 step holds
+    ([0, 1, 1e30], "STEP_OUT_OF_RANGE"),
+    ([0, None, 2], "NON_INTEGER_STEP"),
+    ([0, "1", 2], "NON_INTEGER_STEP"),
+    ([0, 1.5, 2], "NON_INTEGER_STEP"),
+    ([0, 0, 2], "DUPLICATE_ROWS"),  # one step twice, two values
+])
+def test_a_sacred_step_no_axis_holds_is_one_line(tmp_path: Path, steps: list[Any],
+                                                 code: str) -> None:
+    from helpers.hostile import cli, expect_error
+
+    p = _sacred(tmp_path / "1", {"test.accuracy": {"steps": steps, "values": [0.1, 0.5, 0.9]}})
+    expect_error(cli(["check", p]), code)
+
+
+def test_outputs_pointed_at_a_sacred_or_json_lines_log_leave_it_whole(tmp_path: Path) -> None:
+    from helpers.hostile import assert_unchanged, cli, expect_error, snapshot
+
+    sac = _sacred(tmp_path / "1", {"test.accuracy": {"steps": list(range(20)),
+                                                     "values": [i / 20 for i in range(20)]}})
+    lines = jsonl(tmp_path / "scalars.json", curve())
+    before = snapshot(tmp_path)
+    for p in (sac, lines):
+        expect_error(cli(["convert", p, "-o", p]), "OUTPUT_IS_INPUT")
+        expect_error(cli(["check", p, "--json", p]), "OUTPUT_IS_INPUT")
+    assert_unchanged(before, tmp_path)
+
+
+def test_a_mmengine_log_with_epoch_stepped_validation_is_refused_in_one_line(
+        tmp_path: Path) -> None:
+    from helpers.hostile import cli, expect_error
+
+    recs: list[dict[str, Any]] = []
+    for e in range(1, 13):
+        recs += [{"loss": 1.0 / i, "epoch": e, "iter": i, "step": i}
+                 for i in range((e - 1) * 7 + 1, e * 7 + 1) if i % 5 == 0]
+        recs.append({"accuracy/top1": 95.0 if e >= 6 else 10.0 * e, "step": e})
+    p = jsonl(tmp_path / "scalars.json", recs)
+    expect_error(cli(["check", p]), "STEP_UNITS_MIXED")
+    expect_error(cli(["inspect", p]), "STEP_UNITS_MIXED")
+
+
+def test_a_numeric_run_id_is_named_before_a_changing_status(tmp_path: Path) -> None:
+    from helpers.hostile import cli, expect_error
+
+    rows = [{"status": "ok" if i % 2 else "retry", "step": i, "test_acc": i / 10,
+             "trial_id": i // 5} for i in range(10)]
+    # the status column comes first in the file; the run ids are what to fix first
+    expect_error(cli(["check", csvw(tmp_path / "log.csv", rows)]), "MISSING_COLUMN")
