@@ -117,7 +117,7 @@ def audit_path(path: str | Path, config: AuditConfig | None = None, *,
         owned = Owned(source)
         del source  # the input lives only in `owned`, which hands it to validation
         result = audit_log(validated_log(owned, cfg, str(path), kernel=kernel), cfg,
-                           engine=engine)
+                           engine=engine, kernel=kernel)
         return dataclasses.replace(result, trail=make_trail(cfg, version=__version__,
                                                             inputs=hashes,
                                                             kernel=kernel.name))
@@ -131,9 +131,11 @@ def audit_table(table: pd.DataFrame | pa.Table | LogTable, config: AuditConfig |
     cfg = _config(config, options)
     engine, kernel = _engine_and_kernel(engine, kernel)
     if isinstance(table, LogTable):
-        return audit_log(table, cfg, engine=engine)
+        return audit_log(table, cfg, engine=engine,
+                         kernel=kernel.for_rows(int(table.offsets[-1])))
     kernel = kernel.for_rows(table.num_rows if isinstance(table, pa.Table) else len(table))
-    return audit_log(validated_log(table, cfg, source, kernel=kernel), cfg, engine=engine)
+    return audit_log(validated_log(table, cfg, source, kernel=kernel), cfg, engine=engine,
+                     kernel=kernel)
 
 
 def _engine_and_kernel(engine: Engine | str, kernel: Kernel | str) -> tuple[Engine, Kernel]:
@@ -162,25 +164,27 @@ def _config(config: AuditConfig | None, options: Mapping[str, Any]) -> AuditConf
     return config
 
 
-def audit_log(log: LogTable, cfg: AuditConfig, *, engine: Engine = THREADS) -> AuditResult:
+def audit_log(log: LogTable, cfg: AuditConfig, *, engine: Engine = THREADS,
+              kernel: Kernel = NUMPY) -> AuditResult:
     """Audit a validated :class:`LogTable`. Without a metric (none named, none found) the
     accuracy clocks alone are audited (``COMPRESSION_NOT_ASSESSED``). The per-run clocks are
     computed on ``engine`` (:mod:`grokaudit.engine`: threads of this process by default, or
-    Ray tasks); the rest of the audit runs here."""
+    Ray tasks), their passes over the points by ``kernel`` (:mod:`grokaudit.clockloops` with
+    numba; the same result on either); the rest of the audit runs here."""
     plan = audit_plan(log, cfg)
-    acc = accuracy_clocks(log, cfg, plan.study_ids, engine=engine)
+    acc = accuracy_clocks(log, cfg, plan.study_ids, engine=engine, kernel=kernel)
     # the runs of a cell share its step grid (v1.5)
     groups = plan.cell_ids if cfg.floor_window == "grid" else None
     mclocks: dict[str, MetricClocks] = {}
     horizons: dict[str, HorizonCheck | None] = {}
     for m in plan.metrics:
-        mc = metric_clocks(log, acc, m, cfg, groups=groups, engine=engine)
+        mc = metric_clocks(log, acc, m, cfg, groups=groups, engine=engine, kernel=kernel)
         hc = horizon_check(log, mc, plan.cell_ids, cfg)
         if hc is not None and hc.not_converged.any():
             # a sibling shows the metric still moving after these runs stopped: their floors
             # are indeterminate, and every stage after the floor follows
             mc = metric_clocks(log, acc, m, cfg, groups=groups, not_converged=hc.not_converged,
-                               engine=engine)
+                               engine=engine, kernel=kernel)
         mclocks[m], horizons[m] = mc, hc
     return reduce_audit(log, cfg, plan, acc, mclocks, horizons)
 

@@ -454,10 +454,10 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
                    "`ray`). The output is the same")
 @click.option("--kernel", "kernel_name", type=click.Choice(["auto", "numpy", "numba"]),
               default="auto", show_default=True,
-              help="what runs the validation's passes over the rows: numpy, or numba's "
-                   "compiled twins (extra `fast`; compiled on first use, then cached); auto: "
-                   "numba for logs of 250,000,000 rows or more when it is installed. The "
-                   "output is the same")
+              help="what runs the validation's passes over the rows and the per-run clocks' "
+                   "passes over each run's points: numpy, or numba's compiled twins (extra "
+                   "`fast`; compiled on first use, then cached); auto: numba for logs of "
+                   "250,000,000 rows or more when it is installed. The output is the same")
 @stream_options
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,
@@ -536,10 +536,10 @@ def _check_result(paths: Sequence[str], params: dict[str, Any], cfg: Any, *,
     if sensitivity:
         from .claims.sensitivity import run_sensitivity
 
-        sens = run_sensitivity(log, cfg, source=_source(paths), engine=engine)
+        sens = run_sensitivity(log, cfg, source=_source(paths), engine=engine, kernel=kernel)
         result = sens.baseline
     else:
-        result = audit_log(log, cfg, engine=engine)
+        result = audit_log(log, cfg, engine=engine, kernel=kernel)
     say(f"audited: {result.input.get('runs_kept', 0):,} runs, {len(result.studies)} "
         "stud" + ("y" if len(result.studies) == 1 else "ies"))
     return result, sens, log, kernel
@@ -881,7 +881,7 @@ for _p in watch.params:
                    "same")
 @click.option("--kernel", "kernel_name", type=click.Choice(["auto", "numpy", "numba"]),
               default="auto", show_default=True,
-              help="what runs the validation's passes over the rows, as in `check`. The "
+              help="what runs the validation's and the clocks' passes, as in `check`. The "
                    "output is the same")
 @stream_options
 @audit_options
@@ -930,7 +930,7 @@ def report(paths: tuple[str, ...], output: str, png_dir: str | None, log_steps: 
         kern = kern.for_rows(table.num_rows)
         log = validated_log(table, cfg, _source(paths), kernel=kern)
         del table
-        result = audit_log(log, cfg, engine=eng)
+        result = audit_log(log, cfg, engine=eng, kernel=kern)
     result = dataclasses.replace(result, trail=_trail(cfg, paths, params, config_file, hashes,
                                                       kernel=kern.name))
     out = write_report(result, log, outs["html"], png, log_steps=log_steps, jobs=jobs,

@@ -22,8 +22,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .blocks import map_rows, quiet_runtime_warnings, row_blocks
+from .clockloops import GE, LE, LT
+from .clockloops import count as nb_count
+from .clockloops import drift as nb_drift
+from .clockloops import first_ge as nb_first_ge
+from .clockloops import last_outside as nb_last_outside
+from .clockloops import median3 as nb_median3
+from .clockloops import peak as nb_peak
+from .clockloops import prefix_fmax as nb_prefix_fmax
+from .clockloops import sustain_end as nb_sustain_end
+from .clockloops import window_mad as nb_window_mad
+from .clockloops import window_median as nb_window_median
 from .config import RELATIVE_MIN_CEILING, AuditConfig, grok_levels
 from .engine import THREADS, Engine, ThreadEngine
+from .kernels import NUMPY, Kernel
 from .schema import LogTable
 
 INF = np.inf
@@ -273,6 +285,30 @@ def _first_after(P: Packed, first: np.ndarray) -> np.ndarray:
     return out
 
 
+def _count(S: np.ndarray, t: np.ndarray, op: int, kernel: Kernel = NUMPY) -> np.ndarray:
+    """``row_count(S >= t[:, None])`` (``op`` :data:`.clockloops.GE`; ``LT``: ``<``, ``LE``:
+    ``<=``), by one compiled pass with ``kernel`` numba."""
+    if kernel.numba:
+        got = nb_count(S, t, op)
+        if got is not None:
+            return got
+    with np.errstate(invalid="ignore"):
+        mask = S >= t[:, None] if op == GE else S < t[:, None] if op == LT \
+            else S <= t[:, None]
+    return row_count(mask)
+
+
+def _window_median(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, kernel: Kernel = NUMPY
+                   ) -> np.ndarray:
+    """``_nanmedian(_window(V, lo, hi))``: each row's median over its columns ``lo ≤ k < hi``
+    (by selection in one compiled pass with ``kernel`` numba)."""
+    if kernel.numba:
+        got = nb_window_median(V, lo, hi)
+        if got is not None:
+            return got
+    return _nanmedian(_window(V, lo, hi))
+
+
 def mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``0.5·(a + b)`` without overflow: where the sum of two finite values overflows (values
     near ±1.8e308), ``a/2 + b/2`` instead. Elsewhere the result is ``0.5·(a + b)`` bit for bit
@@ -286,9 +322,14 @@ def mean2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def trailing_median(P: Packed, width: int) -> np.ndarray:
-    """Trailing rolling median of ``width`` points (fewer at the start of a run)."""
+def trailing_median(P: Packed, width: int, kernel: Kernel = NUMPY) -> np.ndarray:
+    """Trailing rolling median of ``width`` points (fewer at the start of a run); of three
+    points in one compiled pass with ``kernel`` numba."""
     V = P.values
+    if width == 3 and kernel.numba:
+        got = nb_median3(V, P.counts)
+        if got is not None:
+            return got
     if width <= 1:
         copy: np.ndarray = V.copy()
         return copy
@@ -369,7 +410,8 @@ class Event:
 
 
 def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = True,
-                  widen: np.ndarray | None = None, empty_missing: bool = False) -> Event:
+                  widen: np.ndarray | None = None, empty_missing: bool = False,
+                  kernel: Kernel = NUMPY) -> Event:
     """First logged step with value ≥ threshold, interval-censored by the cadence.
 
     ``widen`` marks downsampled runs (a bucketed export): their intervals grow by one logged
@@ -377,10 +419,12 @@ def first_passage(P: Packed, threshold: float | np.ndarray, interval: bool = Tru
     With ``interval``, an event seen at the run's first logged point after step 0 is
     left-censored: it happened in ``(0, first step]``, before logging began, and has no value
     (:attr:`Event.left_censored`). With ``empty_missing``, a run without a point of the column
-    (never logged) has no event at all rather than one censored at step 0.
+    (never logged) has no event at all rather than one censored at step 0. ``kernel``: numba
+    finds the first point in one compiled pass.
     """
-    hit = P.values >= threshold  # NaN beyond a run's points compares False: no validity mask
-    k = _first_true(hit)
+    got = nb_first_ge(P.values, np.ravel(threshold)) if kernel.numba else None
+    # NaN beyond a run's points compares False: no validity mask
+    k = got if got is not None else _first_true(P.values >= threshold)
     has = k >= 0
     value = np.where(has, _take(P.steps, k), np.nan)
     prev = np.where(k > 0, _take(P.steps, k - 1), 0.0)
@@ -492,15 +536,16 @@ def relative_use(c: Ceilings) -> np.ndarray:
 
 def accuracy_clocks(table: LogTable, cfg: AuditConfig,
                     studies: np.ndarray | None = None, *,
-                    ceilings: Ceilings | None = None, engine: Engine = THREADS
-                    ) -> AccuracyClocks:
+                    ceilings: Ceilings | None = None, engine: Engine = THREADS,
+                    kernel: Kernel = NUMPY) -> AccuracyClocks:
     """Compute ``t_mem``, ``t_grok``, sustain and full generalization for every run.
 
     With ``grok_relative = study`` the thresholds of a run are read relative to its study's
     ceiling (:func:`study_ceilings`; ``studies`` numbers each run's study, None: one study;
     ``ceilings``: taken over a whole log of which ``table`` is a part). ``engine`` cuts the
     runs into blocks and computes them (:mod:`grokaudit.engine`: threads of this process, or
-    Ray tasks); the result is the same on any."""
+    Ray tasks); the result is the same on any. ``kernel``: what makes each block's passes
+    over the points (:mod:`.clockloops` with numba); the result is the same on either."""
     ri = None if table.equal_lengths else table.run_index
     span_first = table.step[table.offsets[:-1]].astype(float)
     span_last = table.step[table.offsets[1:] - 1].astype(float)
@@ -535,7 +580,7 @@ def accuracy_clocks(table: LogTable, cfg: AuditConfig,
         a = A.rows(sl)
         return _accuracy_block(a, None if M is None else M.rows(sl, like=a),
                                None if widen is None else widen[sl], span_first[sl],
-                               span_last[sl], lvl, cfg)
+                               span_last[sl], lvl, cfg, kernel)
 
     def flat(sl: slice) -> list[np.ndarray]:
         tg, tm, *rest = block(sl)
@@ -611,17 +656,18 @@ def best_sustained(A: Packed, w: int) -> np.ndarray:
 def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
                     span_first: np.ndarray, span_last: np.ndarray,
                     grok_level: float | np.ndarray,
-                    cfg: AuditConfig
+                    cfg: AuditConfig, kernel: Kernel = NUMPY
                     ) -> tuple[Event, Event | None, np.ndarray, np.ndarray, np.ndarray,
                                np.ndarray]:
     """:func:`accuracy_clocks` for one block of runs (row-wise): t_grok, t_mem, sustained,
     the step it fell, the final median, and whether the criterion was first logged after the
-    run's first step (:attr:`AccuracyClocks.grok_late`)."""
-    tg = first_passage(A, grok_level, cfg.interval_censoring, widen)
+    run's first step (:attr:`AccuracyClocks.grok_late`). ``kernel``: what makes the passes
+    over the points (numba: one compiled pass each, :mod:`.clockloops`)."""
+    tg = first_passage(A, grok_level, cfg.interval_censoring, widen, kernel=kernel)
     tm = None
     if M is not None:
         tm = first_passage(M, cfg.mem_threshold, cfg.interval_censoring, widen,
-                           empty_missing=True)
+                           empty_missing=True, kernel=kernel)
 
     # sustained: no run of `sustain` consecutive points below threshold after t_grok
     # (NaN padding compares False: no validity mask needed)
@@ -629,26 +675,30 @@ def _accuracy_block(A: Packed, M: Packed | None, widen: np.ndarray | None,
     cols = np.arange(K)[None, :]
     # the columns after the grok (none for a run that never grokked)
     after = np.where(tg.index >= 0, tg.index, K)[:, None]
-    below = (A.values < grok_level) & (cols > after)
     w = cfg.sustain
-    end = np.full(A.values.shape[0], -1)
-    rows = np.flatnonzero(row_any(below))  # only runs that ever dip after grok
-    if rows.size:
-        c: np.ndarray = np.cumsum(below[rows], axis=1)
-        c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[:, : c.shape[1]] \
-            if c.shape[1] > w else np.zeros_like(c)
-        end[rows] = _first_true((c - c0) >= w)  # first window of w points all below
+    got = nb_sustain_end(A.values, np.ravel(grok_level), after[:, 0], w) if kernel.numba \
+        else None
+    if got is not None:
+        end = got
+    else:
+        below = (A.values < grok_level) & (cols > after)
+        end = np.full(A.values.shape[0], -1)
+        rows = np.flatnonzero(row_any(below))  # only runs that ever dip after grok
+        if rows.size:
+            c: np.ndarray = np.cumsum(below[rows], axis=1)
+            c0 = np.concatenate((np.zeros((c.shape[0], w)), c[:, :-w]), axis=1)[
+                :, : c.shape[1]] if c.shape[1] > w else np.zeros_like(c)
+            end[rows] = _first_true((c - c0) >= w)  # first window of w points all below
     sustained = end < 0
     fell_at = np.where(sustained, np.nan, _take(A.steps, end - w + 1))
 
     # final window of accuracy: last floor_frac of the run's span, at least min_floor_points
     span = span_last - span_first
     lo_step = span_last - cfg.floor_frac * span
-    in_w = A.steps >= lo_step[:, None]  # NaN steps beyond a run's points compare False
-    n_in = row_count(in_w)
+    n_in = _count(A.steps, lo_step, GE, kernel)  # NaN steps beyond a run's points: no
     start = np.where(n_in >= cfg.min_floor_points, A.counts - n_in,
                      np.maximum(A.counts - cfg.min_floor_points, 0))
-    final = _nanmedian(_window(A.values, start, A.counts))
+    final = _window_median(A.values, start, A.counts, kernel)
     return tg, tm, sustained, fell_at, final, _first_after(A, span_first)
 
 
@@ -674,6 +724,15 @@ def _pairs_made(n: int) -> tuple[np.ndarray, np.ndarray]:
     j = i + np.concatenate([np.full(n - k, k) for k in range(1, n)]) if n > 1 else i.copy()
     i.flags.writeable = j.flags.writeable = False
     return i, j
+
+
+def _sen_ranks(nt: Any, ny: Any, z: float) -> tuple[int, int, int, int]:
+    """The ranks, among a row's ``nt`` sorted slopes (``ny`` values), of the two middle
+    slopes and of Sen's lower and upper bounds at the normal quantile ``z`` (negative)."""
+    sigma = float(np.sqrt(ny * (ny - 1) * (2 * ny + 5) / 18.0))
+    ru = min(int(np.round((nt - z * sigma) / 2.0)), nt - 1)
+    rl = max(int(np.round((nt + z * sigma) / 2.0)) - 1, 0)
+    return (nt - 1) // 2, nt // 2, rl, ru
 
 
 def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray,
@@ -709,10 +768,7 @@ def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, n
         groups = np.unique(np.stack([nt, ny], axis=1)[nt > 0], axis=0)
     for ntv, nyv in groups:
         rows = np.flatnonzero((nt == ntv) & (ny == nyv))
-        sigma = float(np.sqrt(nyv * (nyv - 1) * (2 * nyv + 5) / 18.0))
-        ru = min(int(np.round((ntv - z * sigma) / 2.0)), ntv - 1)
-        rl = max(int(np.round((ntv + z * sigma) / 2.0)) - 1, 0)
-        m_lo, m_hi = (ntv - 1) // 2, ntv // 2
+        m_lo, m_hi, rl, ru = _sen_ranks(ntv, nyv, z)
         # a full sort (NaN last) is faster than a partition at four ranks (vectorized sort);
         # in place when every row is in this group (the common case: no copy of the slopes)
         if rows.size == R:
@@ -897,8 +953,9 @@ class _Window(NamedTuple):
     i0: np.ndarray  #: first column of W2 (``n`` when there is no floor)
     has_floor: np.ndarray
     w2_lo: np.ndarray  #: first step of W2 (NaN when no floor)
-    W2v: np.ndarray  #: W2's values, (R, W) NaN-padded
-    W2s: np.ndarray  #: W2's steps
+    #: W2's values, (R, W) NaN-padded; None when the compiled passes read the points in place
+    W2v: np.ndarray | None
+    W2s: np.ndarray | None  #: W2's steps (None with W2v)
     floor: np.ndarray
     delta: np.ndarray
     w2_points: np.ndarray
@@ -938,14 +995,27 @@ class _Peak(NamedTuple):
     #: than δ after its top: a norm that only grows, or grows to a plateau. Its end is no
     #: floor: it did not compress (NO_COMPRESSION), whatever the plateau's stability
     rising: np.ndarray
+    #: the smallest smoothed value of each run (NaN ignored), when the compiled pass that
+    #: found the top read it too (the rebound's test reads it; None: the rebound takes it)
+    low: np.ndarray | None = None
 
 
-def _peak(P: Packed, sm: np.ndarray, w: _Window) -> _Peak:
+def _peak(P: Packed, sm: np.ndarray, w: _Window, kernel: Kernel = NUMPY) -> _Peak:
     """The smoothed metric's peak (:class:`_Peak`). Undershoot and rebound are measured after
-    it: values logged before a metric rose are not below its floor in any sense that matters."""
+    it: values logged before a metric rose are not below its floor in any sense that matters.
+    ``kernel`` numba: the top, its column, the fall after it and the lowest value in one
+    compiled pass over each run's points."""
     R, K = sm.shape
     if not K:
         return _Peak(np.zeros(R, dtype=np.int64), np.zeros(R, dtype=bool))
+    if kernel.numba:
+        got = nb_peak(sm, w.delta)
+        if got is not None:
+            top, at, fell_any, low = got
+            with np.errstate(invalid="ignore"):
+                first = np.where(P.counts > 0, P.values[:, 0], np.nan)
+                rising = w.has_floor & ~np.isnan(top) & (first < top - w.delta) & ~fell_any
+            return _Peak(at, rising, low)
     # the first point at the row's largest value (NaN only beyond a run's points: a row's
     # first NaN-free maximum is its first point equal to the NaN-ignoring maximum; a row of
     # NaN has none, peaks at 0, as an argmax over -inf for NaN reads it, and tops at NaN)
@@ -1012,14 +1082,16 @@ class _Snapshot(NamedTuple):
     converged: np.ndarray
 
 
-def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | None) -> _Window:
+def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | None,
+                  kernel: Kernel = NUMPY) -> _Window:
     """W2 (``floor_window``: the step span's last ``floor_frac``, the run's last points, or
     the cell grid's last positions ``g0``), the floor F (median of W2) and its band
-    half-width δ."""
+    half-width δ. With ``kernel`` numba W2's matrices are not made: the stages after read
+    the runs' points between ``i0`` and their counts."""
     V, S, n = P.values, P.steps, P.counts
     if cfg.floor_window == "grid":
         assert g0 is not None
-        n_in = row_count(S >= g0[:, None])
+        n_in = _count(S, g0, GE, kernel)
         i0 = n - n_in
         has_floor = n_in > 0
         w2_lo = np.where(has_floor, g0, np.nan)
@@ -1031,7 +1103,7 @@ def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | Non
     else:
         width = span.last - span.first
         target = span.last - cfg.floor_frac * width
-        n_in = row_count(S >= target[:, None])
+        n_in = _count(S, target, GE, kernel)
         i0 = n - n_in
         few = n_in < cfg.min_floor_points
         i0_fb = n - cfg.min_floor_points
@@ -1043,37 +1115,54 @@ def _final_window(P: Packed, span: _Span, cfg: AuditConfig, g0: np.ndarray | Non
         w2_lo = np.where(few, _take(S, np.maximum(i0_fb, 0)), target)
         w2_lo = np.where(has_floor, w2_lo, np.nan)
     i0 = np.where(has_floor, i0, n)
-    W2v = _window(V, i0, n)
-    W2s = _window(S, i0, n)
-    floor = np.where(has_floor, _nanmedian(W2v), np.nan)
+    W2v: np.ndarray | None = None
+    W2s: np.ndarray | None = None
+    med = nb_window_median(V, i0, n) if kernel.numba else None
+    if med is None:
+        W2v, W2s = _window(V, i0, n), _window(S, i0, n)
+        med = _nanmedian(W2v)
+    floor = np.where(has_floor, med, np.nan)
     delta = np.maximum(cfg.abs_tol, cfg.rel_tol * np.abs(floor))
     w2_points = np.where(has_floor, n - i0, 0)
     return _Window(i0, has_floor, w2_lo, W2v, W2s, floor, delta, w2_points)
 
 
 def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig,
-               not_converged: np.ndarray | None = None) -> _Stability:
+               not_converged: np.ndarray | None = None, kernel: Kernel = NUMPY
+               ) -> _Stability:
     """The floor's stability: the window W1 before W2, the Theil–Sen drift over W2 and the
     noise around F; every floor is taken as converged (``unchecked``) without the check.
     ``not_converged`` marks runs whose siblings show the metric still moving after their
-    horizon (:mod:`.horizons`): a floor stable over their own window is indeterminate."""
+    horizon (:mod:`.horizons`): a floor stable over their own window is indeterminate.
+    ``kernel`` numba: W1's median, the binned drift and the noise by one compiled pass each
+    over the runs' points (:mod:`.clockloops`)."""
     V, S, n = P.values, P.steps, P.counts
     # W2's own step length: to the metric's last logged point (a metric that stops before
     # the run's last step, NaN in its last rows, has a shorter W2: W1 and the drift follow it)
     last_v = np.where(n > 0, _take(S, np.maximum(n - 1, 0)), span.last)
     L = np.minimum(span.last, last_v) - w.w2_lo
     w1_from = w.w2_lo - L
-    i1 = row_count(S < w1_from[:, None])
+    i1 = _count(S, w1_from, LT, kernel)
     i1 = np.minimum(i1, w.i0)
     w1_points = np.where(w.has_floor, w.i0 - i1, 0)
-    w1_median = np.where(w1_points > 0, _nanmedian(_window(V, i1, w.i0)), np.nan)
-    if w.W2v.shape[1] > cfg.max_slope_bins:
-        bx, by = _bin_medians(w.W2s, w.W2v, w.w2_points, cfg.max_slope_bins)
+    w1_median = np.where(w1_points > 0, _window_median(V, i1, w.i0, kernel), np.nan)
+    sen = mad = None
+    if kernel.numba:
+        z = NormalDist().inv_cdf((1.0 - cfg.drift_level) / 2.0)
+        sen = nb_drift(S, V, w.i0, n, cfg.max_slope_bins, z)
+        mad = nb_window_mad(V, w.i0, n, w.floor)
+    if sen is not None and mad is not None:
+        slope, s_lo, s_hi = sen
     else:
-        bx, by = w.W2s, w.W2v
-    slope, s_lo, s_hi = theil_sen(bx, by, cfg.drift_level)
+        W2v, W2s = (w.W2v, w.W2s) if w.W2v is not None and w.W2s is not None \
+            else (_window(V, w.i0, n), _window(S, w.i0, n))
+        if W2v.shape[1] > cfg.max_slope_bins:
+            bx, by = _bin_medians(W2s, W2v, w.w2_points, cfg.max_slope_bins)
+        else:
+            bx, by = W2s, W2v
+        slope, s_lo, s_hi = theil_sen(bx, by, cfg.drift_level)
+        mad = _nanmedian(np.abs(W2v - w.floor[:, None]))
     drift, drift_lo, drift_hi = slope * L, s_lo * L, s_hi * L
-    mad = _nanmedian(np.abs(w.W2v - w.floor[:, None]))
     noisy = w.has_floor & (mad > w.delta / 2)
     if cfg.stability_check:
         delta, has_floor = w.delta, w.has_floor
@@ -1094,15 +1183,17 @@ def _stability(P: Packed, span: _Span, w: _Window, cfg: AuditConfig,
                       stable_mask)
 
 
-def _at_grok(P: Packed, sm: np.ndarray, tg: Event, left_censoring: bool = True) -> _AtGrok:
+def _at_grok(P: Packed, sm: np.ndarray, tg: Event, left_censoring: bool = True,
+             kernel: Kernel = NUMPY) -> _AtGrok:
     """The metric at t_grok (the last point at or before it, within one local cadence) and the
-    peak of the smoothed metric up to it."""
+    peak of the smoothed metric up to it (``kernel`` numba: each run's points read once, up to
+    that point)."""
     V, S = P.values, P.steps
     grokked = ~tg.censored
     # a grok before logging began has no step to read the metric at: no value at grok
     left = grokked & tg.left_censored
     tgv = np.where(grokked & ~left, tg.value, -INF)
-    j = row_count(S <= tgv[:, None]) - 1
+    j = _count(S, tgv, LE, kernel) - 1
     sj = _take(S, j)
     nxt = _take(S, j + 1)
     prv = _take(S, j - 1)
@@ -1115,10 +1206,13 @@ def _at_grok(P: Packed, sm: np.ndarray, tg: Event, left_censoring: bool = True) 
     metric_not_at_grok = grokked & ~near & ~left
     # the running maximum read at column j: the largest smoothed value up to t_grok (only the
     # columns up to the last j are read: the accumulation's prefix is the same)
-    jmax = int(j.max(initial=-1))
-    with np.errstate(invalid="ignore"):
-        running_max = np.fmax.accumulate(sm[:, :max(jmax + 1, 1)], axis=1)
-    m_peak = np.where(grokked & (j >= 0), _take(running_max, j), np.nan)
+    top = nb_prefix_fmax(sm, j) if kernel.numba else None
+    if top is None:
+        jmax = int(j.max(initial=-1))
+        with np.errstate(invalid="ignore"):
+            running_max = np.fmax.accumulate(sm[:, :max(jmax + 1, 1)], axis=1)
+        top = _take(running_max, j)
+    m_peak = np.where(grokked & (j >= 0), top, np.nan)
     peak_left = np.zeros(grokked.shape, dtype=bool)
     if left_censoring and S.shape[1]:
         with np.errstate(invalid="ignore"):
@@ -1163,12 +1257,15 @@ def _amount(g: _AtGrok, w: _Window, st: _Stability, cfg: AuditConfig,
                    judged & small & g.left & ~rose)
 
 
-def _settle_rule(P: Packed, sm: np.ndarray, w: _Window) -> _Rule:
+def _settle_rule(P: Packed, sm: np.ndarray, w: _Window, kernel: Kernel = NUMPY) -> _Rule:
     """Rule ``settle``: the logged point after the smoothed metric's last exit from the band
-    ``F ± δ``; never settled when it ends outside, flagged when it settles inside W2."""
+    ``F ± δ``; never settled when it ends outside, flagged when it settles inside W2
+    (``kernel`` numba: each run read backwards from its end to that exit)."""
     S, n = P.steps, P.counts
-    outside = (sm < (w.floor - w.delta)[:, None]) | (sm > (w.floor + w.delta)[:, None])
-    last_out = _last_true(outside)
+    lo_band, hi_band = w.floor - w.delta, w.floor + w.delta
+    got = nb_last_outside(sm, lo_band, hi_band) if kernel.numba else None
+    last_out = got if got is not None else _last_true((sm < lo_band[:, None])
+                                                      | (sm > hi_band[:, None]))
     k = last_out + 1
     never = w.has_floor & (last_out == n - 1) & (n > 0)
     tc_val = np.where(never, np.nan, _take(S, k))
@@ -1195,11 +1292,12 @@ def _crossing_rule(P: Packed, g: _AtGrok, w: _Window, cfg: AuditConfig) -> _Rule
 
 
 def _t_compress(P: Packed, widen: np.ndarray | None, sm: np.ndarray, g: _AtGrok, w: _Window,
-                st: _Stability, a: _Amount, cfg: AuditConfig) -> _Compress:
+                st: _Stability, a: _Amount, cfg: AuditConfig, kernel: Kernel = NUMPY
+                ) -> _Compress:
     """t_compress by the configured rule, its status (a missing floor, grok or compression,
     an unstable floor…) and its interval; the metric there."""
     V, S, n = P.values, P.steps, P.counts
-    settle = _settle_rule(P, sm, w)
+    settle = _settle_rule(P, sm, w, kernel)
     rule = settle if cfg.rule == "settle" else _crossing_rule(P, g, w, cfg)
     k, tc_val, tc_lower = rule.k, rule.tc_val, rule.tc_lower
     tc_status = rule.tc_status
@@ -1260,8 +1358,11 @@ def _rebound(sm: np.ndarray, w: _Window, pk: _Peak) -> tuple[np.ndarray, np.ndar
     R, K = sm.shape
     lo_band = w.floor - w.delta
     # only runs whose smoothed minimum dips below the band can rebound: test just those rows
-    with np.errstate(invalid="ignore"):
-        sm_min = np.fmin.reduce(sm, axis=1)
+    if pk.low is not None:
+        sm_min = pk.low
+    else:
+        with np.errstate(invalid="ignore"):
+            sm_min = np.fmin.reduce(sm, axis=1)
     cand = np.flatnonzero(w.has_floor & (sm_min < lo_band))
     rebound = np.zeros(R, dtype=bool)
     undershoot = np.full(R, np.nan)
@@ -1371,8 +1472,8 @@ def _snapshot(m_start: np.ndarray, g: _AtGrok, w: _Window, st: _Stability,
 def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditConfig,
                   run_index: np.ndarray | None = None, groups: np.ndarray | None = None,
                   not_converged: np.ndarray | None = None,
-                  grid_start: np.ndarray | None = None, *, engine: Engine = THREADS
-                  ) -> MetricClocks:
+                  grid_start: np.ndarray | None = None, *, engine: Engine = THREADS,
+                  kernel: Kernel = NUMPY) -> MetricClocks:
     """Compute every per-run quantity of AUDIT_SPEC §1 for metric column ``metric``.
 
     ``groups`` (one id per run) names the runs that share a step grid, a cell: only
@@ -1380,8 +1481,8 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
     ``not_converged`` (one bool per run) marks floors a longer sibling shows still moving
     (:func:`.horizons.horizon_check`): stable over their own window, indeterminate here.
     ``grid_start``: each run's :func:`grid_window_start`, taken over a whole log of which
-    ``table`` is a part. ``engine`` cuts the runs into blocks and computes them, as in
-    :func:`accuracy_clocks`.
+    ``table`` is a part. ``engine`` cuts the runs into blocks and computes them, and
+    ``kernel`` makes their passes over the points, as in :func:`accuracy_clocks`.
 
     The stages, each a function of the earlier ones: the final window and floor, its
     stability, the at-grok value, the compression amount, t_compress by its rule, the
@@ -1400,7 +1501,7 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
         return _metric_block(P.rows(sl), tg.rows(sl), _Span(span.first[sl], span.last[sl]),
                              None if g0 is None else g0[sl],
                              None if widen is None else widen[sl], cfg,
-                             None if not_converged is None else not_converged[sl])
+                             None if not_converged is None else not_converged[sl], kernel)
 
     def flat(sl: slice) -> list[np.ndarray]:
         d = block(sl)
@@ -1415,21 +1516,23 @@ def metric_clocks(table: LogTable, acc: AccuracyClocks, metric: str, cfg: AuditC
 
 def _metric_block(P: Packed, tg: Event, span: _Span, g0: np.ndarray | None,
                   widen: np.ndarray | None, cfg: AuditConfig,
-                  not_converged: np.ndarray | None = None) -> dict[str, Any]:
-    """The stages of :func:`metric_clocks` for one block of runs (row-wise throughout)."""
-    sm = trailing_median(P, cfg.smooth)
+                  not_converged: np.ndarray | None = None, kernel: Kernel = NUMPY
+                  ) -> dict[str, Any]:
+    """The stages of :func:`metric_clocks` for one block of runs (row-wise throughout);
+    ``kernel`` makes their passes over the points."""
+    sm = trailing_median(P, cfg.smooth, kernel)
     m_start = P.values[:, 0].copy()
     # metric values near ±1.8e308 make differences, bands and ratios leave the float range:
     # they become ±inf or NaN, which every stage already reads as "not finite", silently
     with np.errstate(over="ignore", invalid="ignore"):
-        w = _final_window(P, span, cfg, g0)
-        st = _stability(P, span, w, cfg, not_converged)
-        g = _at_grok(P, sm, tg, cfg.interval_censoring)
-        pk = _peak(P, sm, w)
+        w = _final_window(P, span, cfg, g0, kernel)
+        st = _stability(P, span, w, cfg, not_converged, kernel)
+        g = _at_grok(P, sm, tg, cfg.interval_censoring, kernel)
+        pk = _peak(P, sm, w, kernel)
         if cfg.rel_drop != "run":  # v1.5's rules (the reference profile) judge cells, not runs
             pk = pk._replace(rising=np.zeros_like(pk.rising))
         a = _amount(g, w, st, cfg, sm, pk)
-        c = _t_compress(P, widen, sm, g, w, st, a, cfg)
+        c = _t_compress(P, widen, sm, g, w, st, a, cfg, kernel)
         rebound, undershoot = _rebound(sm, w, pk)
         lg = _lag(g, c, cfg)
         # a grokked run whose metric never turned down ends on a plateau, not a floor: no F,

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..config import AuditConfig, replace
 from ..engine import THREADS, Engine
 from ..errors import GrokauditError
+from ..kernels import NUMPY, Kernel
 from ..reasons import Reason
 from ..results import AuditResult, Finding, Result, sort_findings
 from ..text import format_value, safe
@@ -115,15 +116,16 @@ class SensitivityResult(Result):
 
 def run_sensitivity(table: pa.Table | pd.DataFrame, config: AuditConfig,
                     grid: Sequence[tuple[str, Sequence[Any]]] = GRID, *,
-                    source: str | None = None, engine: Engine = THREADS
-                    ) -> SensitivityResult:
+                    source: str | None = None, engine: Engine = THREADS,
+                    kernel: Kernel = NUMPY) -> SensitivityResult:
     """Re-run ``grokaudit.audit_table`` over ``grid`` one parameter at a time and report which
     verdicts move. Input errors of the baseline audit propagate (exit 2 in the CLI); a variant
     the config validation refuses is recorded with its error and skipped. Every audit runs
-    its clocks on ``engine`` (:mod:`grokaudit.engine`)."""
+    its clocks on ``engine`` (:mod:`grokaudit.engine`), their passes over the points by
+    ``kernel`` (:mod:`grokaudit.kernels`)."""
     from ..api import audit_table
 
-    base = audit_table(table, config, source=source, engine=engine)
+    base = audit_table(table, config, source=source, engine=engine, kernel=kernel)
     base_state = _state(base)
     variants: list[Variant] = []
     moves: list[dict[str, Any]] = []
@@ -136,7 +138,7 @@ def run_sensitivity(table: pa.Table | pd.DataFrame, config: AuditConfig,
                 changes["max_floor_frac"] = min(0.99, max(config.max_floor_frac, float(v)))
             try:
                 res = audit_table(table, replace(config, **changes), source=source,
-                                  engine=engine)
+                                  engine=engine, kernel=kernel)
             except GrokauditError as exc:
                 variants.append(Variant(param, v, str(exc), {}))
                 continue

@@ -398,3 +398,10 @@ def test_no_writable_numba_cache_compiles_without_one(monkeypatch: pytest.Monkey
     monkeypatch.setattr(caching.FunctionCache, "__init__", no_locator)
     compiled = getattr(kernels._compiled, "__wrapped__", kernels._compiled)()  # not cached
     assert sorted(vars(compiled)) == sorted(kernels._LOOPS)
+    from grokaudit import clockloops  # the clocks' loops, and the helpers they call
+
+    loops = getattr(clockloops._compiled, "__wrapped__", clockloops._compiled)()
+    assert sorted(vars(loops)) == sorted(clockloops._LOOPS)
+    V = np.array([[3.0, 1.0, 2.0, 5.0]])
+    assert loops.window_median(V, np.array([0]), np.array([4]), out := np.empty(1))
+    assert out[0] == 2.5
