@@ -457,7 +457,7 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
               help="what runs the validation's passes over the rows and the per-run clocks' "
                    "passes over each run's points: numpy, or numba's compiled twins (extra "
                    "`fast`; compiled on first use, then cached); auto: numba for logs of "
-                   "250,000,000 rows or more when it is installed. The output is the same")
+                   "100,000,000 rows or more when it is installed. The output is the same")
 @stream_options
 def check(paths: tuple[str, ...], json_out: str | None, report_out: str | None,
           sensitivity: bool, verbose: bool, quiet: bool, profile: str | None,

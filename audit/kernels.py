@@ -1,10 +1,13 @@
-"""Which kernel runs the validation's array passes: numpy (the reference and the default) or
-numba (the optional extra ``fast``), passed to the work as a parameter, never process state.
+"""Which kernel runs the validation's array passes and the per-run clocks' passes over each
+run's points: numpy (the reference and the default) or numba (the optional extra ``fast``),
+passed to the work as a parameter, never process state.
 
 A :class:`Kernel` travels as a keyword argument from ``grokaudit check --kernel NAME`` (built
 by :func:`kernel_named`) through :func:`grokaudit.refusals.validated_log` to
-:func:`grokaudit.schema.build_log_table` and the passes it makes. The numpy path is what the
-audit means; each numba kernel below is a twin of one numpy pass that returns exactly its
+:func:`grokaudit.schema.build_log_table` and the passes it makes, and through
+:func:`grokaudit.api.audit_log` to the clocks' blocks, whose compiled loops are
+:mod:`grokaudit.clockloops`. The numpy path is what the audit means; each numba kernel below
+(and each loop there) is a twin of one numpy pass that returns exactly its
 answer (same values, same dtype, same first index, NaN and ±0.0 compared as numpy compares
 them), or ``None`` where it cannot promise that (an empty run, a dtype numba does not take, a
 zero whose sign numpy would pick): the caller then runs the numpy pass. Only
@@ -20,8 +23,8 @@ lets LLVM vectorize them.
 
 ``auto`` (the command line's default) picks numba only for a log of at least
 :data:`AUTO_MIN_ROWS` rows with numba importable: importing numba and loading the cached
-kernels costs more than the passes save on smaller logs (``docs/performance.md``, "The
-``fast`` extra").
+kernels costs more than the compiled passes save on smaller logs (``docs/performance.md``,
+"The ``fast`` extra").
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from .errors import ConfigError, ErrorCode, MissingExtraError
 #: The names ``--kernel`` takes.
 KERNELS = ("auto", "numpy", "numba")
 #: Rows from which ``auto`` picks numba (when it is importable): below, importing numba and
-#: loading its cached kernels (about 0.45 s) costs more than the validation's passes save
-#: (about 2 ms per million rows; measured: ``docs/performance.md``, "The ``fast`` extra").
-AUTO_MIN_ROWS = 250_000_000
+#: loading its cached kernels (about 0.7 s) costs more than the compiled passes save (13 ms
+#: per million rows of 5 000-step runs, 6–20 ms of 50-step runs; measured:
+#: ``docs/performance.md``, "The ``fast`` extra").
+AUTO_MIN_ROWS = 100_000_000
 #: What a missing ``fast`` extra says (``MISSING_EXTRA``).
 NUMBA_MISSING = "--kernel numba needs numba: pip install 'grokaudit[fast]'"
 #: Rows per block of the compiled loops.

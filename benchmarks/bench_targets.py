@@ -3,6 +3,7 @@
     python benchmarks/bench_targets.py                    # the four rows below, best of 3
     python benchmarks/bench_targets.py --big-runs 200000  # a smaller "many short runs" log
     python benchmarks/bench_targets.py --kernel numba     # the audit with the `fast` extra
+    python benchmarks/bench_targets.py --kernel both      # both kernels, side by side
     python benchmarks/bench_targets.py --prefault 3       # steady numbers on a VM (below)
 
 Three canonical Parquet logs from ``bench_side_by_side.write_log`` (float32 metric and
@@ -25,6 +26,9 @@ per-seed rules on ``A`` (``bench_side_by_side.floor`` / ``v15``), ``grokaudit.au
 | audit ÷ the read+scan floor, A | audit(A) / floor(A) | (≤ 2 with `fast`) |
 | many short runs ÷ the 10 M-row log | audit(B) / audit(A) | ≤ 1.0 |
 | 1 M runs × 50 steps ÷ its read floor | audit(C) / floor(C) | ≤ 3.0 |
+
+With ``--kernel both`` the audits run on numpy and on numba (``audit A numba``…) in the same
+rotation, and the ratios are printed for each kernel: the two kernels compared within one run.
 
 Absolute times move with the machine's load; only the ratios, read within this one process,
 are compared. The machine, its load average and the command are printed with the table,
@@ -128,7 +132,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big-runs", type=int, default=1_000_000,
                     help="runs of the 50-step log C (default 1 000 000)")
-    ap.add_argument("--kernel", default=None, help="passed to audit_path (the `fast` extra)")
+    ap.add_argument("--kernel", default=None,
+                    help="passed to audit_path (the `fast` extra); `both`: numpy and numba "
+                         "side by side")
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", "/tmp/grokaudit-bench"))
     ap.add_argument("--prefault", type=float, default=0.0, metavar="GIB",
                     help="touch GIB of fresh memory before each job (outside its time): on a "
@@ -140,11 +146,15 @@ def main() -> int:
     A = str(sbs.write_log(d / "r2000_t5000.parquet", 2000, 5000, 1))
     B = str(sbs.write_log(d / "r200000_t3.parquet", 200_000, 3, 1))
     C = str(sbs.write_log(d / f"r{a.big_runs}_t50.parquet", a.big_runs, 50, 1))
-    audit = _audit(a.kernel)
-    jobs = {"floor A": (lambda p: sbs.floor(p, METRICS), A),
-            "v1.5 A": (lambda p: sbs.v15(p, METRICS), A),
-            "audit A": (audit, A), "audit B": (audit, B),
-            "floor C": (floor4, C), "audit C": (audit, C)}
+    # (suffix of the audits' names, kernel): one, or numpy and numba side by side
+    kinds = [("", "numpy"), (" numba", "numba")] if a.kernel == "both" else [("", a.kernel)]
+    jobs: dict[str, tuple[Callable[[str], int], str]] = {
+        "floor A": (lambda p: sbs.floor(p, METRICS), A),
+        "v1.5 A": (lambda p: sbs.v15(p, METRICS), A), "floor C": (floor4, C)}
+    for suffix, kernel in kinds:
+        audit = _audit(kernel)
+        jobs.update({f"audit A{suffix}": (audit, A), f"audit B{suffix}": (audit, B),
+                     f"audit C{suffix}": (audit, C)})
     times = measure(jobs, a.repeat, int(a.prefault * 2**30))
     best = {k: min(v) for k, v in times.items()}
     median = {k: statistics.median(v) for k, v in times.items()}
@@ -158,11 +168,20 @@ def main() -> int:
     for k, v in times.items():
         print(f"| {k} | {best[k]:.2f} | {median[k]:.2f} | {max(v):.2f} |")
     print()
-    pairs = [("audit ÷ the v1.5 rules (A: 2 000 × 5 000)", "audit A", "v1.5 A", "≤ 1.0"),
-             ("audit ÷ the read+scan floor (A)", "audit A", "floor A", "≤ 2 with `fast`"),
-             ("200 000 runs × 3 steps ÷ the 10 M-row log", "audit B", "audit A", "≤ 1.0"),
-             (f"{a.big_runs:,} runs × 50 steps ÷ its read floor", "audit C", "floor C",
-              "≤ 3.0")]
+    pairs = []
+    for suffix, kernel in kinds:
+        on = f", {kernel}" if suffix else ""
+        pairs += [(f"audit ÷ the v1.5 rules (A: 2 000 × 5 000{on})", f"audit A{suffix}",
+                   "v1.5 A", "≤ 0.5 with `fast`" if kernel == "numba" else "≤ 1.0"),
+                  (f"audit ÷ the read+scan floor (A{on})", f"audit A{suffix}", "floor A",
+                   "≤ 2 with `fast`"),
+                  (f"200 000 runs × 3 steps ÷ the 10 M-row log{on}", f"audit B{suffix}",
+                   f"audit A{suffix}", "≤ 1.0"),
+                  (f"{a.big_runs:,} runs × 50 steps ÷ its read floor{on}", f"audit C{suffix}",
+                   "floor C", "≤ 3.0")]
+    if len(kinds) == 2:
+        pairs += [(f"numba ÷ numpy, audit {x}", f"audit {x} numba", f"audit {x}", "—")
+                  for x in "ABC"]
     # the targets read the best times; the medians' ratio shows how far the noise moves it
     print("| ratio | measured (best ÷ best) | medians' ratio | target |")
     print("|---|---|---|---|")

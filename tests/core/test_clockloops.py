@@ -147,6 +147,29 @@ def test_window_median_selects_above_the_sort_size() -> None:
             _same(got, np.median(vals, axis=1))
 
 
+@pytest.mark.parametrize("budget", [0, 40, -1])
+def test_selection_places_every_rank(budget: int) -> None:
+    """The selection puts the value of rank k at k, the smaller before and the larger after,
+    on inputs that defeat pivots (sorted, reversed, organ pipe, all equal, two values); with
+    its budget spent at once (0) or early (40) it sorts what is left, with the same answer.
+    Compiled and as plain Python."""
+    cl._compiled()
+    rng = np.random.default_rng(4)
+    n = 301
+    inputs = [np.arange(n, dtype=float), np.arange(n, 0, -1, dtype=float),
+              np.r_[np.arange(150), np.arange(151, 0, -1)].astype(float), np.ones(n),
+              rng.integers(0, 2, n).astype(float), rng.standard_cauchy(n)]
+    for vals in inputs:
+        want = np.sort(vals)
+        for k in (0, 1, 17, 150, 299, 300):
+            for kth in (cl._kth, cl._kth_py):
+                a = vals.copy()
+                kth(a, 0, n - 1, k, budget)
+                assert a[k] == want[k]
+                assert (a[:k] <= a[k]).all() and (a[k + 1:] >= a[k]).all()
+                assert np.array_equal(np.sort(a), want)
+
+
 def test_window_median_leaves_what_it_cannot_promise_to_numpy() -> None:
     V = np.array([[0.0, -0.0, 1.0, 2.0]])
     lo, hi = np.array([0]), np.array([2])
