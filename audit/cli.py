@@ -559,11 +559,11 @@ def _owned_input(paths: Sequence[str], params: dict[str, Any], cfg: Any, kernel:
 
 
 def _stream_kernel(kernel: Kernel) -> None:
-    """``--stream`` validates its parts on numpy: ``--kernel numba`` is refused with it
-    (ConfigError, exit 2), never ignored; ``auto`` runs numpy there."""
+    """``--stream`` validates and audits its parts on numpy: ``--kernel numba`` is refused
+    with it (ConfigError, exit 2), never ignored; ``auto`` runs numpy there."""
     if kernel.numba:
-        raise ConfigError("--kernel numba validates a log read whole: with --stream the parts "
-                          "are validated on numpy; drop --kernel numba or --stream",
+        raise ConfigError("--kernel numba audits a log read whole: with --stream the parts "
+                          "are validated and audited on numpy; drop --kernel numba or --stream",
                           option="--kernel", code=ErrorCode.INVALID_OPTION)
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -96,20 +97,29 @@ def _kth_py(a: np.ndarray, lo: int, hi: int, k: int, budget: int = -1) -> None:
     the pivot are set apart in a second pass (many ties: a metric on a grid of values). Read
     ``a[k]`` before the next selection: it may move values at the range's ends.
 
-    A quickselect is linear on average but quadratic on inputs made to defeat its pivots:
-    once its passes have read ``budget`` values (8× the range when negative), what is left
-    of the range is sorted (a merge sort, ``n log n`` whatever the input) instead."""
+    The pivot is the median of three values at pseudo-random positions (a fixed sequence: the
+    answer is a value, the same whichever pivots lead to it): the first, middle and last
+    values are poor pivots on a run's slopes, which lie in order of lag (a smooth curve's
+    slopes: 10 passes and more). A quickselect is linear on average but quadratic on inputs
+    made to defeat its pivots: once its passes have read ``budget`` values (8× the range when
+    negative), what is left of the range is sorted (a merge sort, ``n log n`` whatever the
+    input) instead."""
     if budget < 0:
         budget = 8 * (hi - lo + 1)
+    seed = 12345  # a linear congruential sequence below 2**31: no product overflows int64
     while hi - lo > 16:
-        budget -= hi - lo + 1
+        n = hi - lo + 1
+        budget -= n
         if budget < 0:
             seg = a[lo:hi + 1].copy()
             a[lo:hi + 1] = seg[seg.argsort(kind="mergesort")]
             return
-        p = a[lo]
-        q = a[(lo + hi) // 2]
-        u = a[hi]
+        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+        p = a[lo + (seed >> 4) % n]
+        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+        q = a[lo + (seed >> 4) % n]
+        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+        u = a[lo + (seed >> 4) % n]
         lo_pq = p if p < q else q
         hi_pq = q if p < q else p
         top = hi_pq if hi_pq < u else u
@@ -511,8 +521,18 @@ _LOOPS = {"median3": _median3_loop, "count": _count_loop,
           "sustain_end": _sustain_end_loop}
 
 
-@functools.cache
+_COMPILE_LOCK = threading.Lock()
+
+
 def _compiled() -> SimpleNamespace:
+    """:func:`_compile_once` under a lock: the clocks' blocks call their loops from the
+    thread pool at once, and the first calls of a process must bind the helpers once."""
+    with _COMPILE_LOCK:
+        return _compile_once()
+
+
+@functools.cache
+def _compile_once() -> SimpleNamespace:
     """The loops compiled by numba (imported here, once), cached as in
     :func:`grokaudit.kernels._compiled`. A loop calls its helpers by their names among this
     module's globals, bound here to their compiled forms before any loop is compiled (on its

@@ -11,6 +11,7 @@ array by array."""
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable
 from statistics import NormalDist
 from typing import Any
@@ -342,32 +343,35 @@ def test_whole_clocks_are_the_same_on_both_kernels(options: dict[str, Any]) -> N
                 _same(x[k], y[k])
 
 
+def _as_python(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a loop or a helper of ``clockloops``) as plain Python calling the helpers'
+    plain Python forms: a copy of the function over its own globals, the module untouched."""
+    scope = dict(vars(cl))
+    scope.update({name: types.FunctionType(h.__code__, scope, h.__name__, h.__defaults__)
+                  for name, h in cl._HELPERS.items()})
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
+
+
 def test_the_loops_run_uncompiled_as_they_run_compiled() -> None:
-    """The loops are plain Python that numba compiles: run as Python (the helpers bound to
-    their Python forms), they give the compiled answers -- what the loops say is what they
-    mean, not what a compiler made of them."""
+    """The loops are plain Python that numba compiles: run as Python, they give the compiled
+    answers -- what the loops say is what they mean, not what a compiler made of them."""
     rng = np.random.default_rng(2)
-    V, S, n = _packed(rng, 4, 9, "ties")
+    V, S, n = _packed(rng, 4, 90, "ties")
     lo, hi = np.zeros(4, dtype=np.int64), n
     compiled = [cl.median3(V, n), cl.window_median(V, lo, hi),
-                cl.drift(S, V, lo, hi, 3, -1.96)]
-    saved = {name: getattr(cl, name) for name in cl._HELPERS}
-    try:
-        for name, fn in cl._HELPERS.items():
-            setattr(cl, name, fn)
-        py: list[Callable[..., Any]] = [cl._median3_loop, cl._window_median_loop,
-                                        cl._drift_loop]
-        out3 = np.empty(V.shape)
-        assert py[0](V, n, out3)
-        out1 = np.empty(4)
-        assert py[1](V, lo, hi, out1)
+                cl.drift(S, V, lo, hi, 3, -1.96), cl.drift(S, V, lo, hi, 64, -1.96)]
+    out3 = np.empty(V.shape)
+    assert _as_python(cl._median3_loop)(V, n, out3)
+    out1 = np.empty(4)
+    assert _as_python(cl._window_median_loop)(V, lo, hi, out1)
+    drifts = []
+    for nbins in (3, 64):
         outd = np.empty((4, 3))
-        assert py[2](S, V, lo, hi, 3, -1.96, outd)
-    finally:
-        for name, fn in saved.items():
-            setattr(cl, name, fn)
-    assert compiled[0] is not None and compiled[1] is not None and compiled[2] is not None
+        assert _as_python(cl._drift_loop)(S, V, lo, hi, nbins, -1.96, outd)
+        drifts.append(outd)
+    assert all(c is not None for c in compiled)
     _same(out3, compiled[0])
     _same(out1, compiled[1])
-    for i in range(3):
-        _same(outd[:, i], compiled[2][i])
+    for outd, got in zip(drifts, compiled[2:]):
+        for i in range(3):
+            _same(outd[:, i], got[i])
