@@ -234,8 +234,8 @@ def _rebound_from_start(mp: Any) -> None:
 def _plateau_as_floor(mp: Any) -> None:
     orig = clocks._peak
 
-    def mutant(P: Any, sm: np.ndarray, w: Any) -> Any:
-        out = orig(P, sm, w)
+    def mutant(P: Any, sm: np.ndarray, w: Any, *args: Any, **kw: Any) -> Any:
+        out = orig(P, sm, w, *args, **kw)  # the kernel passed on: the core's own signature
         return out._replace(rising=np.zeros_like(out.rising))
 
     mp.setattr(clocks, "_peak", mutant)
