@@ -43,7 +43,7 @@ from .errors import ConfigError, ErrorCode, MissingExtraError
 KERNELS = ("auto", "numpy", "numba")
 #: Rows from which ``auto`` picks numba (when it is importable): below, importing numba and
 #: loading its cached kernels (about 0.7 s) costs more than the compiled passes save (13 ms
-#: per million rows of 5 000-step runs, 6–20 ms of 50-step runs; measured:
+#: per million rows of 5 000-step runs, 4–15 ms of 50-step runs; measured:
 #: ``docs/performance.md``, "The ``fast`` extra").
 AUTO_MIN_ROWS = 100_000_000
 #: What a missing ``fast`` extra says (``MISSING_EXTRA``).
