@@ -20,8 +20,10 @@ promise that; the caller then runs the numpy expression. What a loop cannot prom
 
 Everything else is order-free: comparisons, counts, first and last indices, and the order
 statistics of a run's values (a median is the value at a rank, whichever algorithm finds it;
-the loops find it by selection where numpy sorts). No floating-point sum is compiled but
-``a + b`` of two values (:func:`_mean2_py`, the same two operations as ``clocks.mean2``).
+the loops find it by selection where numpy sorts). No reduction that adds is compiled (a sum
+over many values depends on its order); the loops' arithmetic is element by element, the
+operations numpy does in the same order: a difference, a quotient (the slopes), an absolute
+value, ``0.5·(a + b)`` of two values (:func:`_mean2_py`, as ``clocks.mean2``).
 
 The loops are plain Python compiled on first use with ``numba.njit(cache=True, nogil=True)``
 (:func:`_compiled`; numba is imported only there); the blocks of runs run them on the
