@@ -440,13 +440,16 @@ def _prefix_fmax_loop(sm: np.ndarray, j: np.ndarray, out: np.ndarray) -> bool:
             continue
         if jr >= K:
             return False
-        if _mixed_zeros(sm[r], jr + 1):
-            return False
-        top = np.nan
-        for k in range(jr + 1):
+        top = -np.inf
+        c = 0
+        for k in range(jr + 1):  # NaN compares False: ignored, and counted out
             x = sm[r, k]
-            if x > top or top != top:
-                top = x if x == x else top
+            top = x if x > top else top
+            c += x == x
+        if c == 0:
+            top = np.nan
+        elif top == 0 and _mixed_zeros(sm[r], jr + 1):
+            return False  # only a tie at the top can differ, and only a zero's sign
         out[r] = top
     return True
 

@@ -277,6 +277,17 @@ def test_peak_prefix_and_exits(R: int, K: int, kind: str, seed: int) -> None:
         _same(last, C._last_true((sm < lo_b[:, None]) | (sm > hi_b[:, None])))
 
 
+def test_running_peak_leaves_a_zero_top_of_both_signs_to_numpy() -> None:
+    """A prefix whose largest value is zero, held as +0.0 and -0.0: which one ``fmax`` keeps
+    is its choice, and the loop hands it back; a nonzero top among zeros of both signs, or a
+    zero top of one sign, is answered."""
+    sm = np.array([[-0.0, 0.0, -1.0], [0.0, -0.0, 1.0], [-0.0, -0.0, -2.0]])
+    assert cl.prefix_fmax(sm[:1], np.array([2])) is None
+    got = cl.prefix_fmax(sm[1:], np.array([2, 2]))
+    assert got is not None
+    _same(got, np.fmax.accumulate(sm[1:], axis=1)[:, 2])  # 1.0, and -0.0 bit for bit
+
+
 @pytest.mark.parametrize(("R", "K", "kind", "seed"), _cases())
 def test_first_passage_and_sustain(R: int, K: int, kind: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
