@@ -35,7 +35,6 @@ numba`` every audit of the identity benchmark against the numpy audit, byte for 
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import threading
 from types import SimpleNamespace
@@ -43,8 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MissingExtraError
-from .kernels import NUMBA_MISSING
+from .kernels import with_numba
 
 #: Comparisons :func:`count` takes: ``S >= t``, ``S < t``, ``S <= t``.
 GE, LT, LE = 0, 1, 2
@@ -266,35 +264,14 @@ def _count_loop(S: np.ndarray, t: np.ndarray, op: int, out: np.ndarray) -> None:
         out[r] = c
 
 
-def _window_median_loop(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray
-                        ) -> bool:
+def _window_median_loop(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, f: np.ndarray,
+                        around: bool, out: np.ndarray) -> bool:
     """``clocks._nanmedian(clocks._window(V, lo, hi))``: per row the median of its columns
-    ``lo ≤ k < hi`` that are not NaN (NaN when none). False at both signs of zero or a window
-    ``_window`` would read differently (starting before column 0, ending beyond the last)."""
-    R, K = V.shape
-    buf = np.empty(K)
-    tmp = np.empty(_SMALL)
-    for r in range(R):
-        a = lo[r]
-        b = hi[r]
-        if a < 0 or b > K:
-            return False
-        m = 0
-        for k in range(a, b):
-            x = V[r, k]
-            if x == x:
-                buf[m] = x
-                m += 1
-        if _mixed_zeros(buf, m):
-            return False
-        out[r] = _median(buf, m, tmp)
-    return True
-
-
-def _window_mad_loop(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, f: np.ndarray,
-                     out: np.ndarray) -> bool:
-    """``_nanmedian(np.abs(_window(V, lo, hi) − f[:, None]))``: the median absolute
-    deviation of each row's window around ``f[r]`` (absolute values: no sign of zero)."""
+    ``lo ≤ k < hi`` that are not NaN (NaN when none); with ``around``, of their absolute
+    deviations from ``f[r]`` (``_nanmedian(np.abs(_window(V, lo, hi) − f[:, None]))``, the
+    noise around the floor: absolute values hold no sign of zero). False at both signs of
+    zero or a window ``_window`` would read differently (starting before column 0, ending
+    beyond the last)."""
     R, K = V.shape
     buf = np.empty(K)
     tmp = np.empty(_SMALL)
@@ -306,10 +283,12 @@ def _window_mad_loop(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, f: np.ndarra
         m = 0
         fr = f[r]
         for k in range(a, b):
-            x = abs(V[r, k] - fr)
+            x = abs(V[r, k] - fr) if around else V[r, k]
             if x == x:
                 buf[m] = x
                 m += 1
+        if _mixed_zeros(buf, m):
+            return False
         out[r] = _median(buf, m, tmp)
     return True
 
@@ -531,7 +510,7 @@ def _sustain_end_loop(V: np.ndarray, level: np.ndarray, after: np.ndarray, w: in
 
 
 _LOOPS = {"median3": _median3_loop, "count": _count_loop,
-          "window_median": _window_median_loop, "window_mad": _window_mad_loop,
+          "window_median": _window_median_loop,
           "drift": _drift_loop, "prefix_fmax": _prefix_fmax_loop, "peak": _peak_loop,
           "last_outside": _last_outside_loop, "first_ge": _first_ge_loop,
           "sustain_end": _sustain_end_loop}
@@ -549,18 +528,11 @@ def _compiled() -> SimpleNamespace:
 
 @functools.cache
 def _compile_once() -> SimpleNamespace:
-    """The loops compiled by numba (imported here, once), cached as in
-    :func:`grokaudit.kernels._compiled`. A loop calls its helpers by their names among this
-    module's globals, bound here to their compiled forms before any loop is compiled (on its
-    first call)."""
-    try:
-        numba: Any = importlib.import_module("numba")
-    except ImportError:
-        raise MissingExtraError(NUMBA_MISSING) from None
-    try:
-        return _jitted(numba.njit(cache=True, nogil=True))
-    except RuntimeError:  # no writable cache folder: compiled anew in each process
-        return _jitted(numba.njit(nogil=True))
+    """The loops compiled by numba (:func:`grokaudit.kernels.with_numba`, cached as the
+    validation's loops are). A loop calls its helpers by their names among this module's
+    globals, bound here to their compiled forms before any loop is compiled (on its first
+    call)."""
+    return with_numba(_jitted)
 
 
 def _jitted(jit: Any) -> SimpleNamespace:
@@ -603,21 +575,22 @@ def count(S: np.ndarray, t: np.ndarray | float, op: int) -> np.ndarray | None:
 
 def window_median(V: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
     """``clocks._nanmedian(clocks._window(V, lo, hi))`` (see :func:`_window_median_loop`)."""
-    if not _f64(V):
-        return None
-    out = np.empty(V.shape[0])
-    ok = _compiled().window_median(V, _runs(lo, V, np.intp), _runs(hi, V, np.intp), out)
-    return out if ok else None
+    return _window_median(V, lo, hi, 0.0, False)
 
 
 def window_mad(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, f: np.ndarray
                ) -> np.ndarray | None:
     """``_nanmedian(np.abs(_window(V, lo, hi) − f[:, None]))``."""
+    return _window_median(V, lo, hi, f, True)
+
+
+def _window_median(V: np.ndarray, lo: np.ndarray, hi: np.ndarray, f: np.ndarray | float,
+                   around: bool) -> np.ndarray | None:
     if not _f64(V):
         return None
     out = np.empty(V.shape[0])
-    ok = _compiled().window_mad(V, _runs(lo, V, np.intp), _runs(hi, V, np.intp),
-                                _runs(f, V, np.float64), out)
+    ok = _compiled().window_median(V, _runs(lo, V, np.intp), _runs(hi, V, np.intp),
+                                   _runs(f, V, np.float64), around, out)
     return out if ok else None
 
 

@@ -31,13 +31,16 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .errors import ConfigError, ErrorCode, MissingExtraError
+
+T = TypeVar("T")
 
 #: The names ``--kernel`` takes.
 KERNELS = ("auto", "numpy", "numba")
@@ -230,20 +233,28 @@ _LOOPS = {"first_change": _first_change_loop, "group_steps": _group_steps_loop,
 
 @functools.cache
 def _compiled() -> SimpleNamespace:
-    """The loops compiled by numba (imported here, once): ``cache=True`` keeps the machine
-    code in numba's cache (beside this file, or ``NUMBA_CACHE_DIR``), ``nogil=True`` lets
-    other threads run meanwhile. Compiled lazily, per dtype, on first call."""
+    """The loops compiled by numba (:func:`with_numba`). Compiled lazily, per dtype, on
+    first call."""
+    return with_numba(lambda jit: SimpleNamespace(**{name: jit(fn)
+                                                     for name, fn in _LOOPS.items()}))
+
+
+def with_numba(build: Callable[[Any], T]) -> T:
+    """``build(jit)``, ``jit`` numba's ``njit(cache=True, nogil=True)`` (numba imported here,
+    the one place a kernel imports it): ``cache=True`` keeps the machine code in numba's
+    cache (beside the loops' file, or ``NUMBA_CACHE_DIR``), ``nogil=True`` lets other threads
+    run meanwhile. Where numba has no writable cache folder (a read-only install, no
+    ``NUMBA_CACHE_DIR``: ``RuntimeError`` as the loops are decorated) ``build`` runs again
+    with ``njit(nogil=True)``: compiled anew in each process, the same machine code, never an
+    error. :class:`MissingExtraError` without numba."""
     try:
         numba: Any = importlib.import_module("numba")
     except ImportError:
         raise MissingExtraError(NUMBA_MISSING) from None
     try:
-        jit = numba.njit(cache=True, nogil=True)
-        return SimpleNamespace(**{name: jit(fn) for name, fn in _LOOPS.items()})
-    except RuntimeError:  # no writable cache folder (a read-only install, no NUMBA_CACHE_DIR):
-        # compiled anew in each process instead, the same machine code, never an error
-        jit = numba.njit(nogil=True)
-        return SimpleNamespace(**{name: jit(fn) for name, fn in _LOOPS.items()})
+        return build(numba.njit(cache=True, nogil=True))
+    except RuntimeError:
+        return build(numba.njit(nogil=True))
 
 
 # ------------------------------------------------------------------------------------------
@@ -323,4 +334,4 @@ def count_above(v: np.ndarray, t: float) -> int | None:
 
 __all__ = ["AUTO", "AUTO_MIN_ROWS", "KERNELS", "NUMBA", "NUMBA_MISSING", "NUMPY", "Kernel",
            "count_above", "first_change", "float_steps", "group_steps", "int_range",
-           "kernel_named", "missing_and_absent", "numba_importable"]
+           "kernel_named", "missing_and_absent", "numba_importable", "with_numba"]

@@ -149,7 +149,6 @@ def is_measured_accuracy(name: str) -> bool:
         t in _TEST_SPLITS or t in _TRAIN_SPLITS or _TOP_K.fullmatch(t) for t in toks)
 
 
-
 def is_bare_accuracy(name: str) -> bool:
     """Whether column ``name`` is an accuracy whose name holds no split word (``accuracy``,
     ``mask_rcnn/accuracy``, ``acc_pose``): read as the test accuracy only as a last resort,

@@ -374,7 +374,7 @@ def test_the_loops_run_uncompiled_as_they_run_compiled() -> None:
     out3 = np.empty(V.shape)
     assert _as_python(cl._median3_loop)(V, n, out3)
     out1 = np.empty(4)
-    assert _as_python(cl._window_median_loop)(V, lo, hi, out1)
+    assert _as_python(cl._window_median_loop)(V, lo, hi, np.zeros(4), False, out1)
     drifts = []
     for nbins in (3, 64):
         outd = np.empty((4, 3))

@@ -403,5 +403,6 @@ def test_no_writable_numba_cache_compiles_without_one(monkeypatch: pytest.Monkey
     loops = clockloops._compile_once.__wrapped__()  # not cached
     assert sorted(vars(loops)) == sorted(clockloops._LOOPS)
     V = np.array([[3.0, 1.0, 2.0, 5.0]])
-    assert loops.window_median(V, np.array([0]), np.array([4]), out := np.empty(1))
+    assert loops.window_median(V, np.array([0]), np.array([4]), np.zeros(1), False,
+                               out := np.empty(1))
     assert out[0] == 2.5
