@@ -447,32 +447,54 @@ def _identical_to_first(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray
                         ) -> list[tuple[str, ...]]:
     """The groups of ``runs`` equal at every point of every array, found per fingerprint
     group by comparing every other run with the group's first, then the rest with the first
-    of the rest, and so on (a group of copies: one comparison each)."""
+    of the rest, and so on (a group of copies: one comparison each). Every group takes its
+    round at once: one gather and one comparison per array for all of them (thousands of
+    groups of two, chance agreements of float32 sums: one call, not thousands)."""
     order = np.argsort(group, kind="stable")
     runs, group = runs[order], group[order]
     out: list[tuple[str, ...]] = []
-    for _, lo, hi in runs_of(group):
-        left = runs[lo:hi]
-        while left.size > 1:
-            same = _equal_to_first(left, offsets, length, arrays)
-            if same.any():
-                out.append(tuple(sorted(str(run_ids[i]) for i in
-                                        (left[0], *left[1:][same].tolist()))))
-            left = left[1:][~same]
+    while runs.size > 1:
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        sizes = np.diff(np.r_[starts, runs.size])
+        firsts = np.repeat(runs[starts], sizes)
+        same = _equal_rows(runs, firsts, offsets, length, arrays)
+        same[starts] = True  # a run is itself (and each round leaves at least its first)
+        matched = np.add.reduceat(same, starts)  # each group's runs like its first, itself too
+        for s, n in zip(starts[matched > 1].tolist(), sizes[matched > 1].tolist()):
+            members = runs[s:s + n][same[s:s + n]]
+            out.append(tuple(sorted(str(run_ids[i]) for i in members.tolist())))
+        rest = ~same  # the next round: each group's runs unlike its first
+        runs, group = runs[rest], group[rest]
+        if runs.size:  # a group left with one run has nothing to compare
+            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            sizes = np.diff(np.r_[starts, runs.size])
+            keep = np.repeat(sizes > 1, sizes)
+            runs, group = runs[keep], group[keep]
     return out
 
 
-def _equal_to_first(runs: np.ndarray, offsets: np.ndarray, length: int,
-                    arrays: list[np.ndarray]) -> np.ndarray:
-    """For each of ``runs[1:]``: equal to ``runs[0]`` at every point of every array
-    (``np.array_equal``, NaN equal to NaN, on views of the runs: no copy; a run this long
-    repays one call per pair)."""
-    first = slice(int(offsets[runs[0]]), int(offsets[runs[0]]) + length)
-    out = np.zeros(runs.size - 1, dtype=bool)
-    for k, r in enumerate(runs[1:].tolist()):
-        other = slice(int(offsets[r]), int(offsets[r]) + length)
-        out[k] = all(np.array_equal(a[first], a[other], equal_nan=a.dtype.kind in "fc")
-                     for a in arrays)
+def _equal_rows(runs: np.ndarray, firsts: np.ndarray, offsets: np.ndarray, length: int,
+                arrays: list[np.ndarray]) -> np.ndarray:
+    """For each ``k``: run ``runs[k]`` equal to run ``firsts[k]`` at every point of every array
+    (as ``np.array_equal(..., equal_nan=True)`` compares floats: NaN equal to NaN, ``-0.0`` to
+    ``0.0``), compared :data:`_KEY_ELEMENTS` values of each array at a time."""
+    out = np.ones(runs.size, dtype=bool)
+    per = max(1, _KEY_ELEMENTS // max(length, 1))
+    cols = np.arange(length, dtype=np.int64)[None, :]
+    for lo in range(0, runs.size, per):
+        r, f = runs[lo:lo + per], firsts[lo:lo + per]
+        ra = offsets[r][:, None] + cols
+        fa = offsets[f][:, None] + cols
+        eq = out[lo:lo + per]
+        for a in arrays:
+            live = np.flatnonzero(eq)
+            if not live.size:
+                break
+            x, y = a[ra[live]], a[fa[live]]
+            same = x == y
+            if a.dtype.kind in "fc":
+                same |= np.isnan(x) & np.isnan(y)
+            eq[live] = same.all(axis=1)
     return out
 
 

@@ -919,6 +919,8 @@ class _Rows:
     strictly: bool  #: steps strictly increase within each run (no duplicate (run, step))
     #: the kernel of the validation's passes over these rows (:mod:`grokaudit.kernels`)
     kernel: Kernel = NUMPY
+    #: ``run_ids`` as an Arrow string array (the conditions' index is made from it)
+    run_texts: pa.Array | None = None
 
     @property
     def n_runs(self) -> int:
@@ -1159,11 +1161,14 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         counts = np.bincount(codes, minlength=R)[run_order]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     check_run_ids(dictionary, path, texts)  # one run under two spellings: refused
+    in_order = run_order.size == 0 or bool(
+        run_order[0] == 0 and (np.diff(run_order) == 1).all())
+    run_texts = texts if in_order else texts.take(pa.array(run_order))
     del texts
     return _Rows(columns=table, n_read=n_read, step=step, order=order,
                  run_ids=dictionary[run_order], counts=counts, offsets=offsets,
                  same_run=same_run, sorted_input=sorted_input, strictly=strictly,
-                 kernel=kernel)
+                 kernel=kernel, run_texts=run_texts)
 
 
 def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None,
@@ -1595,7 +1600,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
               scales: Mapping[str, Any] | None = None,
               no_accuracy: tuple[str, ...] = (), part: LogPart | None = None) -> LogTable:
     """The kept rows as a :class:`LogTable`, with the input accounting."""
-    step, run_ids, offsets = g.step, g.run_ids, g.offsets
+    step, run_ids, offsets, run_texts = g.step, g.run_ids, g.offsets, g.run_texts
     test_acc = accs["test_acc"]
     train_acc = accs.get("train_acc")
     if not keep.all():
@@ -1606,6 +1611,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         new_counts = np.bincount(g.row_run[keep], minlength=g.n_runs)
         live = new_counts > 0
         run_ids = run_ids[live]
+        run_texts = None if run_texts is None else run_texts.filter(pa.array(live))
         cond = {k: v[live] for k, v in cond.items()}
         offsets = np.concatenate(([0], np.cumsum(new_counts[live]))).astype(np.int64)
     # a log audited on a loss may have no test_acc: nothing of it is then "missing"
@@ -1625,7 +1631,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         part.conditions = dict(cond)
     # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
     cond = {k: canonical_values(v) for k, v in cond.items()}
-    conditions = pd.DataFrame(cond, index=pd.Index(run_ids, name="run"))
+    conditions = pd.DataFrame(cond, index=run_index(run_ids, run_texts))
     per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
     # a part's are weighted: the candidates among runs of different parts, one pass
     prints, head = fingerprints(offsets, step, per_step, weighted=part is not None, prefix=1)
@@ -1663,6 +1669,26 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
                    train_acc=train_acc, series=series, conditions=conditions, summary=summary)
     object.__setattr__(log, "nan_free", nan_free)  # what this validation checked, by array
     return log
+
+
+@functools.cache
+def _inferred_text_dtype() -> Any:
+    """The dtype pandas gives an index of Python strings: its Arrow-backed ``str`` (pandas
+    3), or ``object`` (pandas 2)."""
+    return pd.Index(np.array(["x"], dtype=object)).dtype
+
+
+def run_index(run_ids: np.ndarray, texts: pa.Array | None = None) -> pd.Index:
+    """The index ``run`` of the runs' conditions: ``pd.Index(run_ids)``, the dtype pandas
+    infers for them. ``texts``: the same ids as an Arrow string array; where pandas stores
+    text in Arrow, the index is made from it (a million ids: 1 ms, where pandas reading the
+    Python strings takes 75-110 ms), the same index."""
+    dtype = _inferred_text_dtype()
+    if (texts is not None and len(texts) == run_ids.size and isinstance(dtype, pd.StringDtype)
+            and dtype.storage == "pyarrow" and texts.null_count == 0
+            and (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type))):
+        return pd.Index(pd.array(texts, dtype=dtype), name="run")
+    return pd.Index(run_ids, name="run")
 
 
 def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUMPY

@@ -3,7 +3,8 @@ exactly the groups of runs equal at every step in every column — checked again
 definition itself (every pair compared with ``np.array_equal(..., equal_nan=True)``) on random
 logs built to hold duplicates, near-duplicates (one value, one step, one NaN, the sign of a
 zero), float32 and float64 columns, unequal lengths, batches cut small, and both ways of
-comparing (short runs' key rows sorted together, long runs against their group's first)."""
+comparing (short runs' key rows sorted together, long runs against their group's first: every
+group's round in one comparison, or cut into pieces of one run)."""
 
 from __future__ import annotations
 
@@ -67,14 +68,17 @@ def _log(rng: np.random.Generator, dtype: type) -> tuple[np.ndarray, np.ndarray,
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("way", ["sorted rows", "small batches", "against the first",
+                                 "against the first, one run at a time",
                                  "colliding fingerprints"])
 def test_duplicate_runs_are_the_groups_of_the_definition(dtype: type, way: str,
                                                          monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     if way == "small batches":  # a batch of at most two runs' keys: groups never split
         monkeypatch.setattr(identity, "_KEY_ELEMENTS", 1)
-    if way == "against the first":  # the way of long runs: each group against its first
+    if way.startswith("against the first"):  # long runs' way: each group against its first
         monkeypatch.setattr(identity, "_SHORT_WIDTH", 0)
+    if way == "against the first, one run at a time":  # every group's round in pieces
+        monkeypatch.setattr(identity, "_KEY_ELEMENTS", 1)
     rng = np.random.default_rng(7)
     found_any = 0
     for _ in range(150):

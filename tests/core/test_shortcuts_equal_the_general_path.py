@@ -291,3 +291,36 @@ def test_integer_steps_packed_as_stored_widen_per_block_to_the_float64_copy() ->
         block = P.rows(sl)
         assert block.steps.dtype == np.float64
         assert np.array_equal(block.steps.ravel(), log.step_f64.reshape(R, T)[sl].ravel())
+
+
+@pytest.mark.parametrize("shape", ["in order", "interleaved", "a run set aside", "unicode",
+                                   "categorical"])
+def test_the_conditions_index_made_from_arrow_is_pandas_own_index_of_the_ids(
+        shape: str, tmp_path: pytest.TempPathFactory) -> None:
+    """The runs' conditions are indexed by their ids as ``pd.Index(run_ids)`` would index them
+    (pandas' own dtype for text, the same values in the same order), whether the index was
+    made from the Arrow ids (runs in the file's order, reordered, some set aside) or not."""
+    import pyarrow.parquet as pq
+
+    ids = ["b", "a", "c", "d"] if shape != "unicode" else ["é", "a b", "ü", "日本"]
+    rows = []
+    for k, r in enumerate(ids):
+        n = 2 if shape == "a run set aside" and k == 2 else 8  # too short: set aside
+        rows += [{"run": r, "step": s, "test_acc": 0.5, "emb_erank": 1.0 + s % 3, "wd": k}
+                 for s in range(n)]
+    df = pd.DataFrame(rows)
+    if shape == "interleaved":  # rows not grouped by run: sorted by the general path
+        df = df.sort_values(["step", "run"], kind="stable")
+    if shape == "categorical":  # stored as a dictionary in sorted order, not the rows' order
+        df["run"] = df["run"].astype(pd.CategoricalDtype(sorted(ids)))
+    path = tmp_path / "log.parquet"  # type: ignore[operator]
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+    log = build_log_table(pq.read_table(path), path=str(path))
+    want = pd.Index(np.asarray(log.run_ids, dtype=object), name="run")
+    got = log.conditions.index
+    assert got.dtype == want.dtype
+    assert got.equals(want) and list(got) == [str(r) for r in log.run_ids]
+    if shape == "a run set aside":
+        assert ids[2] not in list(got) and len(got) == 3
+    pd.testing.assert_frame_equal(log.conditions, pd.DataFrame(
+        {c: log.conditions[c].to_numpy() for c in log.conditions}, index=want))
