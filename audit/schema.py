@@ -1687,8 +1687,10 @@ def run_index(run_ids: np.ndarray, texts: pa.Array | None = None) -> pd.Index:
     if (texts is not None and len(texts) == run_ids.size and isinstance(dtype, pd.StringDtype)
             and dtype.storage == "pyarrow" and texts.null_count == 0
             and (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type))):
-        return pd.Index(pd.array(texts, dtype=dtype), name="run")
-    return pd.Index(run_ids, name="run")
+        index: pd.Index = pd.Index(pd.array(texts, dtype=dtype), name="run")
+        return index
+    plain: pd.Index = pd.Index(run_ids, name="run")
+    return plain
 
 
 def _missing_and_absent(v: np.ndarray, offsets: np.ndarray, kernel: Kernel = NUMPY
