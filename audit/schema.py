@@ -1079,9 +1079,9 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
         raise LogFormatError(f"column 'step' has {step_col.null_count} missing values; every row "
                              "needs a step (drop those rows or fill them)", path=path,
                              column="step", code=ErrorCode.MISSING_VALUES)
-    # integer steps on numpy: their range is checked below from the runs' first and last
-    # steps once the runs are known to be sorted (two passes over the steps saved)
-    deferred = not kernel.numba and pa.types.is_integer(step_col.type)
+    # integer steps: their range is checked below from the runs' first and last steps once
+    # the runs are known to be sorted (a pass over the steps saved on either kernel)
+    deferred = pa.types.is_integer(step_col.type)
     step, lowest = _step_array(step_col, path, kernel, int_range=not deferred)
     del step_col
     table.done("step")
@@ -1145,7 +1145,8 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
             lowest = int(step[block_first].min())
             highest = int(step[np.append(block_first[1:] - 1, n_read - 1)].max())
         else:
-            lowest, highest = int(step.min()), int(step.max())
+            both = nb_int_range(step) if kernel.numba else None
+            lowest, highest = (int(step.min()), int(step.max())) if both is None else both
         _refuse_int_step_range(step, lowest, highest, path)
         refuse_negative(lowest)
     order: np.ndarray | None = None

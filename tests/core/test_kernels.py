@@ -327,7 +327,7 @@ def test_random_logs_validate_the_same_on_both_kernels() -> None:
 
 
 @pytest.mark.parametrize("steps", [[0, 5, -1], [0, 1.5, 2], [0, np.nan, 2], [0, 2.0**60, 1],
-                                   [0, 2**60, 1]])
+                                   [0, 2**60, 1], [-3, 0, 5], [0, 1, 2**60]])
 def test_step_refusals_are_the_same(steps: list[Any]) -> None:
     pytest.importorskip("numba", reason=NEEDS_NUMBA)
     df = pd.DataFrame({"run": "a", "step": steps, "test_acc": [0.1, 0.2, 0.3]})
@@ -335,8 +335,11 @@ def test_step_refusals_are_the_same(steps: list[Any]) -> None:
     for k in (NUMPY, NUMBA):
         with pytest.raises(LogFormatError) as e:
             schema.build_log_table(df, kernel=k)
-        codes.append(e.value.code)
+        codes.append((e.value.code, e.value.column))
     assert codes[0] == codes[1]
+    assert codes[0][0] in (ErrorCode.NEGATIVE_STEP, ErrorCode.NON_INTEGER_STEP,  # NaN: missing
+                           ErrorCode.MISSING_VALUES,
+                           ErrorCode.STEP_OUT_OF_RANGE)
 
 
 def _check(path: Path, kernel: str, *extra: str) -> tuple[int, dict[str, Any], str]:
