@@ -1672,10 +1672,10 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
     return log
 
 
-@functools.cache
 def _inferred_text_dtype() -> Any:
-    """The dtype pandas gives an index of Python strings: its Arrow-backed ``str`` (pandas
-    3), or ``object`` (pandas 2)."""
+    """The dtype pandas now gives an index of Python strings: its Arrow-backed ``str``
+    (pandas 3), ``object`` (pandas 2), or what pandas' string options say (asked at each call:
+    a user may set them between two audits)."""
     return pd.Index(np.array(["x"], dtype=object)).dtype
 
 
@@ -1685,7 +1685,8 @@ def run_index(run_ids: np.ndarray, texts: pa.Array | None = None) -> pd.Index:
     text in Arrow, the index is made from it (a million ids: 1 ms, where pandas reading the
     Python strings takes 75-110 ms), the same index."""
     dtype = _inferred_text_dtype()
-    if (texts is not None and len(texts) == run_ids.size and isinstance(dtype, pd.StringDtype)
+    if (texts is not None and 0 < run_ids.size == len(texts)  # no id: pandas says object
+            and isinstance(dtype, pd.StringDtype)
             and dtype.storage == "pyarrow" and texts.null_count == 0
             and (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type))):
         index: pd.Index = pd.Index(pd.array(texts, dtype=dtype), name="run")

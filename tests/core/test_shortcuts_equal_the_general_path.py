@@ -324,3 +324,26 @@ def test_the_conditions_index_made_from_arrow_is_pandas_own_index_of_the_ids(
         assert ids[2] not in list(got) and len(got) == 3
     pd.testing.assert_frame_equal(log.conditions, pd.DataFrame(
         {c: log.conditions[c].to_numpy() for c in log.conditions}, index=want))
+
+
+def test_a_log_keeping_no_run_has_pandas_own_empty_index() -> None:
+    """A log still growing whose runs are all too short keeps none: its conditions' index is
+    pandas' index of no id (``object``), not an empty Arrow text index."""
+    df = pd.DataFrame({"run": ["a", "a", "b"], "step": [0, 1, 0], "test_acc": [.1, .2, .3]})
+    log = build_log_table(df, growing=True)
+    want = pd.Index(np.asarray(log.run_ids, dtype=object), name="run")
+    assert log.run_ids.size == 0
+    assert log.conditions.index.dtype == want.dtype and log.conditions.index.equals(want)
+
+
+def test_the_conditions_index_follows_pandas_string_storage_set_between_two_audits() -> None:
+    """pandas' string storage set by the user after a first audit: the next log's index is
+    what ``pd.Index`` gives under the new setting, not the first one's dtype."""
+    df = pd.DataFrame({"run": ["a"] * 8 + ["b"] * 8, "step": list(range(8)) * 2,
+                       "test_acc": np.linspace(0, 1, 16)})
+    build_log_table(df)
+    with pd.option_context("mode.string_storage", "python"):
+        log = build_log_table(df)
+        want = pd.Index(np.asarray(log.run_ids, dtype=object), name="run")
+        assert log.conditions.index.dtype == want.dtype
+        assert log.conditions.index.equals(want)
