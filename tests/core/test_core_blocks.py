@@ -60,6 +60,28 @@ def test_row_blocks_cover_every_row_once():
         assert np.array_equal(covered, np.arange(n_rows))
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "4"])
+def test_a_matrix_too_small_for_full_blocks_gives_every_thread_two(monkeypatch, threads: str):
+    """Blocks of :data:`BLOCK_ELEMENTS` where there are at least two per thread; fewer, and the
+    rows are cut into two blocks per thread (of equal size but the last), none smaller than
+    :data:`MIN_BLOCK_ELEMENTS` elements: no thread waits on another's one large block."""
+    monkeypatch.setenv("GROKAUDIT_THREADS", threads)
+    want = 2 * int(threads)
+    for n_rows, n_cols in ((200_000, 3), (1_000_000, 50), (2_000, 5_000), (30_000, 10),
+                           (90_000, 3), (100, 5_000)):
+        bl = blocks.row_blocks(n_rows, n_cols)
+        sizes = [b.stop - b.start for b in bl]
+        assert sum(sizes) == n_rows
+        full = max(1, blocks.BLOCK_ELEMENTS // n_cols)
+        if -(-n_rows // full) >= want:  # enough full blocks: they are kept
+            assert sizes[:-1] == [full] * (len(sizes) - 1)
+        else:
+            floor_rows = max(1, blocks.MIN_BLOCK_ELEMENTS // n_cols)
+            assert all(s >= floor_rows for s in sizes[:-1])
+            assert len(bl) >= want or sizes[0] == floor_rows
+            assert max(sizes) <= max(floor_rows, -(-n_rows // want))
+
+
 @pytest.mark.parametrize(("value", "expected"), [("1", 1), ("4", 4), ("0", None), ("x", None),
                                                  ("", None), ("-2", None)])
 def test_threads_from_the_environment(monkeypatch, value: str, expected: int | None):
