@@ -94,15 +94,16 @@ def threads() -> int:
 def row_blocks(n_rows: int, n_cols: int) -> list[slice]:
     """Consecutive row slices covering ``range(n_rows)``, about :data:`BLOCK_ELEMENTS`
     elements each; one slice when the matrix is small (the thread engine's blocks,
-    :class:`grokaudit.engine.ThreadEngine`). A matrix that would make fewer than two blocks
-    per thread is cut into two per thread, none under :data:`MIN_BLOCK_ELEMENTS` elements:
-    two blocks of unequal size on two threads leave one idle (200 000 runs of 3 points in
-    blocks of 2¹⁹: 1.6× the time of four blocks)."""
+    :class:`grokaudit.engine.ThreadEngine`). On several threads, a matrix that would make
+    fewer than two blocks per thread is cut into two per thread, none under
+    :data:`MIN_BLOCK_ELEMENTS` elements: two blocks of unequal size on two threads leave one
+    idle (200 000 runs of 3 points in blocks of 2¹⁹: 1.6× the time of four blocks)."""
     if n_rows * max(n_cols, 1) < MIN_BLOCKED or n_rows <= 1:
         return [slice(0, n_rows)]
     k = max(n_cols, 1)
     per = max(1, BLOCK_ELEMENTS // k)
-    want = 2 * threads()
+    n = threads()
+    want = 2 * n if n > 1 else 1
     if -(-n_rows // per) < want:
         per = max(1, MIN_BLOCK_ELEMENTS // k, -(-n_rows // want))
     return slices(n_rows, per)

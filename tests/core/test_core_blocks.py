@@ -64,9 +64,10 @@ def test_row_blocks_cover_every_row_once():
 def test_a_matrix_too_small_for_full_blocks_gives_every_thread_two(monkeypatch, threads: str):
     """Blocks of :data:`BLOCK_ELEMENTS` where there are at least two per thread; fewer, and the
     rows are cut into two blocks per thread (of equal size but the last), none smaller than
-    :data:`MIN_BLOCK_ELEMENTS` elements: no thread waits on another's one large block."""
+    :data:`MIN_BLOCK_ELEMENTS` elements: no thread waits on another's one large block. One
+    thread: the full blocks, never cut."""
     monkeypatch.setenv("GROKAUDIT_THREADS", threads)
-    want = 2 * int(threads)
+    want = 2 * int(threads) if threads != "1" else 1
     for n_rows, n_cols in ((200_000, 3), (1_000_000, 50), (2_000, 5_000), (30_000, 10),
                            (90_000, 3), (100, 5_000)):
         bl = blocks.row_blocks(n_rows, n_cols)
