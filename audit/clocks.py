@@ -735,12 +735,23 @@ def _sen_ranks(nt: Any, ny: Any, z: float) -> tuple[int, int, int, int]:
     return (nt - 1) // 2, nt // 2, rl, ru
 
 
+#: Pairs' slopes held at once by :func:`theil_sen` (64 MiB per float64 matrix): a block of
+#: runs whose windows are binned into thousands of bins is taken a few rows at a time.
+_PAIR_ELEMENTS = 1 << 23
+
+
 def theil_sen(x: np.ndarray, y: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray,
                                                                      np.ndarray]:
     """Row-wise Theil–Sen slope with Sen's (1968) confidence interval, like scipy's
     ``theilslopes`` (no tie correction; steps never tie). ``x``/``y`` are ``(R, n)`` with NaN
-    padding. Returns ``(slope, low, high)``; NaN where a row has fewer than 2 points."""
+    padding. Returns ``(slope, low, high)``; NaN where a row has fewer than 2 points. Rows
+    are taken :data:`_PAIR_ELEMENTS` pairs at a time (each row's answer is its own)."""
     R, n = x.shape
+    per = max(1, _PAIR_ELEMENTS // max(n * (n - 1) // 2, 1))
+    if R > per:
+        parts = [theil_sen(x[a:a + per], y[a:a + per], level) for a in range(0, R, per)]
+        slope_, lo_, hi_ = (np.concatenate(c) for c in zip(*parts))
+        return slope_, lo_, hi_
     # every pair i < j, grouped by lag, in one gather per matrix (a block holds few runs: one
     # call beats a call per lag)
     i, j = _pairs(n)

@@ -223,6 +223,33 @@ def test_theil_sen_matches_scipy():
         assert (lo[0], hi[0]) == pytest.approx((ref.low_slope, ref.high_slope))
 
 
+@pytest.mark.parametrize("rows_at_once", [1, 2, 5])
+def test_theil_sen_taken_a_few_rows_at_a_time_is_the_whole_block_s(monkeypatch, rows_at_once):
+    # a block whose windows hold thousands of bins is cut into rows: the same answers, and the
+    # pairs' matrices bounded (12 rows of 4 096 bins: 2.6 GiB at once)
+    import grokaudit.clocks as clocks
+
+    rng = np.random.default_rng(3)
+    n = 30
+    x = np.tile(np.arange(n, dtype=float), (7, 1))
+    y = 0.3 * x + rng.normal(size=x.shape)
+    for r, k in enumerate((30, 12, 2, 1, 30, 29, 30)):
+        x[r, k:] = y[r, k:] = np.nan
+    whole = theil_sen(x, y, 0.90)
+    monkeypatch.setattr(clocks, "_PAIR_ELEMENTS", rows_at_once * n * (n - 1) // 2)
+    calls: list[int] = []
+    real = clocks.theil_sen
+
+    def spy(a: np.ndarray, b: np.ndarray, level: float):  # type: ignore[no-untyped-def]
+        calls.append(a.shape[0])
+        return real(a, b, level)
+
+    monkeypatch.setattr(clocks, "theil_sen", spy)
+    cut = clocks.theil_sen(x, y, 0.90)
+    assert max(calls[1:]) == rows_at_once  # the rows really were taken a few at a time
+    assert all(np.array_equal(w, c, equal_nan=True) for w, c in zip(whole, cut))
+
+
 def test_theil_sen_of_a_block_is_each_rows_own():
     # rows with different point counts (NaN padding) take the grouped path, equal rows the
     # one-group path; each row's slope and interval are its own, and match scipy
