@@ -463,13 +463,8 @@ def _identical_to_first(run_ids: np.ndarray, runs: np.ndarray, group: np.ndarray
         for s, n in zip(starts[matched > 1].tolist(), sizes[matched > 1].tolist()):
             members = runs[s:s + n][same[s:s + n]]
             out.append(tuple(sorted(str(run_ids[i]) for i in members.tolist())))
-        rest = ~same  # the next round: each group's runs unlike its first
-        runs, group = runs[rest], group[rest]
-        if runs.size:  # a group left with one run has nothing to compare
-            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            sizes = np.diff(np.r_[starts, runs.size])
-            keep = np.repeat(sizes > 1, sizes)
-            runs, group = runs[keep], group[keep]
+        rest = ~same  # the next round: each group's runs unlike its first (a run left alone
+        runs, group = runs[rest], group[rest]  # is its own first there, and then done)
     return out
 
 

@@ -1632,7 +1632,7 @@ def _assemble(g: _Rows, accs: Mapping[str, np.ndarray], series: dict[str, np.nda
         part.conditions = dict(cond)
     # one identity per value: float32 and float64 spellings of one number, 0.1 and "0.10"
     cond = {k: canonical_values(v) for k, v in cond.items()}
-    conditions = pd.DataFrame(cond, index=run_index(run_ids, run_texts))
+    conditions = pd.DataFrame(cond, index=_conditions_index(run_ids, run_texts))
     per_step = [test_acc] + ([train_acc] if train_acc is not None else []) + list(series.values())
     # a part's are weighted: the candidates among runs of different parts, one pass
     prints, head = fingerprints(offsets, step, per_step, weighted=part is not None, prefix=1)
@@ -1679,7 +1679,7 @@ def _inferred_text_dtype() -> Any:
     return pd.Index(np.array(["x"], dtype=object)).dtype
 
 
-def run_index(run_ids: np.ndarray, texts: pa.Array | None = None) -> pd.Index:
+def _conditions_index(run_ids: np.ndarray, texts: pa.Array | None = None) -> pd.Index:
     """The index ``run`` of the runs' conditions: ``pd.Index(run_ids)``, the dtype pandas
     infers for them. ``texts``: the same ids as an Arrow string array; where pandas stores
     text in Arrow, the index is made from it (a million ids: 1 ms, where pandas reading the
