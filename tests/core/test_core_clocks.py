@@ -467,3 +467,77 @@ def test_a_metric_that_rose_compressed_only_if_it_fell_after_its_top(after_top):
     else:
         assert Reason.NO_COMPRESSION not in run.reasons and run.compression == "compressed"
         assert run.t_compress.value is not None and run.t_compress.value > 9000 - 2 * CAD
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("layout", ["c", "view", "empty"])
+def test_take_by_flat_position_is_the_per_row_definition(dtype, layout):
+    """``_take`` gathers by flat position in a C-ordered matrix: each row's entry
+    ``M[r, idx[r]]`` as float64, ``fill`` where the index is −1 or past the row's end, for
+    in-range and out-of-range indices, integer and float matrices, views and empty rows."""
+    from grokaudit.clocks import _take
+
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        R, K = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+        if layout == "empty":
+            K = 0
+        base = (rng.normal(size=(R, K + 3)) * 1e6).astype(dtype)
+        M = base[:, 1:K + 1] if layout == "view" else np.ascontiguousarray(base[:, :K])
+        # every third trial all in range (the one-gather path), else some out on both sides
+        lo, hi = (0, K) if trial % 3 == 0 and K else (-1, K + 2)
+        idx = rng.integers(lo, max(hi, lo + 1), size=R)
+        fill = [np.nan, 0.0, -7.5][trial % 3]
+        got = _take(M, idx, fill=fill)
+        want = np.array([float(M[r, i]) if 0 <= i < K else fill for r, i in enumerate(idx)])
+        assert got.dtype == np.float64 and got.shape == (R,)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op_name", ["GE", "LT", "LE"])
+def test_counts_on_a_shared_grid_are_the_counts_of_every_row(op_name):
+    """Where every run of a block is logged at one grid of steps, a count of the steps past a
+    threshold is a binary search in the grid: the same counts as comparing every step, for
+    thresholds on a step, between steps, outside the grid, infinite and NaN, on grids with
+    repeated float64 values (integers beyond 2**53)."""
+    from grokaudit import clockloops
+    from grokaudit.clocks import Packed, _count
+
+    op = getattr(clockloops, op_name)
+    rng = np.random.default_rng(11)
+    grids = [np.array([0.0, 10.0, 20.0, 35.0, 50.0]), np.array([3.0]),
+             np.array([2.0**53, 2.0**53, 2.0**53 + 2, 2.0**60]),
+             np.cumsum(rng.integers(1, 9, size=40)).astype(float)]
+    for g in grids:
+        R = int(rng.integers(1, 30))
+        S = np.tile(g, (R, 1))
+        P = Packed(rng.normal(size=S.shape), S, np.full(R, g.size, dtype=np.int64))
+        assert P.grid is not None
+        np.testing.assert_array_equal(P.grid, g)
+        picks = np.concatenate([g, g + 0.5, g - 0.5, [-np.inf, np.inf, np.nan, g[0] - 1e9]])
+        t = rng.choice(picks, size=R)
+        with np.errstate(invalid="ignore"):
+            want = {clockloops.GE: (S >= t[:, None]), clockloops.LT: (S < t[:, None]),
+                    clockloops.LE: (S <= t[:, None])}[op].sum(axis=1)
+        got = _count(S, t, op, grid=P.grid)
+        assert got.dtype == np.intp
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_block_has_a_grid_only_when_every_run_is_logged_at_it():
+    """No grid where one run's steps differ, where a run has fewer points (NaN past its
+    count), or where the shared row is not ascending."""
+    from grokaudit.clocks import Packed
+
+    g = np.array([0.0, 5.0, 10.0])
+    S = np.tile(g, (3, 1))
+    full = np.full(3, 3, dtype=np.int64)
+    assert Packed(np.zeros((3, 3)), S, full).grid is not None
+    moved = S.copy()
+    moved[2, 1] = 6.0
+    assert Packed(np.zeros((3, 3)), moved, full).grid is None
+    short = S.copy()
+    short[1, 2] = np.nan
+    assert Packed(np.zeros((3, 3)), short, np.array([3, 2, 3])).grid is None
+    down = np.tile(g[::-1], (3, 1))
+    assert Packed(np.zeros((3, 3)), down, full).grid is None
