@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -170,14 +171,16 @@ def test_worker_threads_leave_ctrl_c_to_the_main_thread(tmp_path: Path,
     seen: list[set[int]] = []
     import grokaudit.trail as trail
 
-    real = trail.input_files
+    real = trail._Hashing.step
 
-    def spy(*a: object, **k: object) -> object:
-        seen.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
-        return real(*a, **k)  # type: ignore[arg-type]
+    def spy(self: trail._Hashing) -> bool:
+        if threading.current_thread().name == "grokaudit-sha256":
+            seen.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        return real(self)
 
-    monkeypatch.setattr(trail, "input_files", spy)
+    monkeypatch.setattr(trail._Hashing, "step", spy)
     with HashAhead([str(LOG)]) as h:
+        h._thread.join()
         h.files()
     assert seen and signal.SIGINT in seen[0]
 

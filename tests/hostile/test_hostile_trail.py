@@ -203,10 +203,10 @@ def test_an_error_while_hashing_ahead_reaches_the_caller(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from grokaudit import trail
 
-    def broken(path: Any, stop: Any = None) -> str:
+    def broken(self: Any) -> bool:
         raise ValueError("not hashable")
 
-    monkeypatch.setattr(trail, "sha256_of", broken)
+    monkeypatch.setattr(trail._Hashing, "step", broken)
     p = tmp_path / "f.bin"
     p.write_bytes(b"x")
     with pytest.raises(ValueError):
