@@ -184,14 +184,15 @@ def _take(M: np.ndarray, idx: np.ndarray, fill: float = np.nan) -> np.ndarray:
     the rows in range: numpy's fancy indexing on two axes broadcasts both index arrays)."""
     R, K = M.shape
     ok = (idx >= 0) & (idx < K)
-    if K == 0 or idx.shape != (R,) or not M.flags.c_contiguous:
+    if K == 0 or idx.shape != (R,) or idx.dtype.kind not in "iu" or np.ndim(fill) \
+            or not M.flags.c_contiguous:
         out = np.full(idx.shape, fill, dtype=float)
         rows = np.nonzero(ok)[0]
         out[ok] = M[rows, idx[ok]]
         return out
     every = bool(ok.all())
     flat = np.arange(0, R * K, K, dtype=np.intp)
-    flat += idx.astype(np.intp, copy=False) if every else np.where(ok, idx, 0)
+    flat += (idx if every else np.where(ok, idx, 0)).astype(np.intp, copy=False)
     got: np.ndarray = M.ravel()[flat].astype(float, copy=False)
     if not every:
         got[~ok] = fill

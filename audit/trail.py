@@ -170,6 +170,11 @@ def changed_since(before: Mapping[str, tuple[int, int]], paths: Sequence[str]
     return tuple(sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p)))
 
 
+#: Seconds :meth:`HashAhead.files` waits for the hashing thread to finish the chunk it is on.
+#: A thread that gets no CPU (every core busy at normal priority) is left behind past it, and
+#: the caller hashes every file again itself: the most a starved thread costs is this wait.
+HANDOVER_WAIT = 0.1
+
 #: How much nicer than the audit the hashing thread runs (Linux: a thread's own priority),
 #: where it cannot run only on idle CPUs (:func:`run_when_idle`).
 HASH_NICENESS = 5
@@ -206,7 +211,8 @@ class HashAhead:
     0.16 s of CPU, which took 0.2 s of a 3 s audit on 2 cores when it competed). :meth:`files`
     takes over: the thread stops after its current chunk and the audit's thread hashes what
     is left at its own priority, so a machine too busy to leave idle CPU costs no more than
-    hashing after the audit. As a context manager, leaving it calls the hashing off: a
+    hashing after the audit (and :data:`HANDOVER_WAIT`, where the thread cannot even finish
+    its chunk). As a context manager, leaving it calls the hashing off: a
     command that failed needs no hashes, and its thread stops at the next chunk. The hashes
     are those of the files as they are while the audit reads them, as the trail has always
     given them."""
@@ -219,6 +225,8 @@ class HashAhead:
         self._take = threading.Event()  #: taken over by :meth:`files`: the work is kept
         self._work: _Hashing | None = None
         self._error: BaseException | None = None
+        self._result: tuple[InputFile, ...] | None = None
+        self._files_lock = threading.Lock()  #: one caller of files() at a time
         self._thread = threading.Thread(target=self._run, name="grokaudit-sha256",
                                         daemon=True)
         self._thread.start()
@@ -241,10 +249,21 @@ class HashAhead:
             work.close()
 
     def files(self) -> tuple[InputFile, ...]:
-        """The inputs with their sizes and sha256: what the thread has not hashed yet is
-        hashed here (all of it again if the hashing was called off)."""
+        """The inputs with their sizes and sha256 (the same tuple at every call): what the
+        thread has not hashed yet is hashed here -- all of it again if the hashing was
+        called off, or if the thread did not finish its chunk within :data:`HANDOVER_WAIT`
+        (it gets no CPU: it is left to stop when it does)."""
+        with self._files_lock:
+            if self._result is None:
+                self._result = self._take_over()
+            return self._result
+
+    def _take_over(self) -> tuple[InputFile, ...]:
         self._take.set()
-        self._thread.join()
+        self._thread.join(HANDOVER_WAIT)
+        if self._thread.is_alive():
+            self._stop.set()  # it closes its own file when it next runs
+            return input_files(self.paths)
         if self._error is not None:
             raise self._error
         work = self._work

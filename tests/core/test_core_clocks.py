@@ -541,3 +541,19 @@ def test_a_block_has_a_grid_only_when_every_run_is_logged_at_it():
     assert Packed(np.zeros((3, 3)), short, np.array([3, 2, 3])).grid is None
     down = np.tile(g[::-1], (3, 1))
     assert Packed(np.zeros((3, 3)), down, full).grid is None
+
+
+def test_take_keeps_the_index_rules_of_a_plain_gather():
+    """Unsigned indices with some out of range are read like signed ones; float and boolean
+    indices are refused as numpy refuses them (never truncated or read as 0/1); a per-row
+    fill is a fill per row."""
+    from grokaudit.clocks import _take
+
+    M = np.arange(12, dtype=np.float64).reshape(3, 4)
+    got = _take(M, np.array([1, 9, 3], dtype=np.uint64))
+    np.testing.assert_array_equal(got, [1.0, np.nan, 11.0])
+    for bad in (np.array([0.5, 1.0, 2.0]), np.array([True, False, True])):
+        with pytest.raises(IndexError):
+            _take(M, bad)
+    np.testing.assert_array_equal(_take(M, np.array([-1, 0, 7]), fill=np.array([5.0, 6.0, 7.0])),
+                                  [5.0, 4.0, 7.0])
