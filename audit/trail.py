@@ -208,14 +208,14 @@ class HashAhead:
     is made, so that hashing a large input overlaps the audit that reads it (hashlib and file
     reads release the GIL). The thread runs on idle CPU only (:func:`run_when_idle`): the
     audit's own threads keep both cores of a small machine (the sha256 of a 234 MB log is
-    0.16 s of CPU, which took 0.2 s of a 3 s audit on 2 cores when it competed). :meth:`files`
-    takes over: the thread stops after its current chunk and the audit's thread hashes what
-    is left at its own priority, so a machine too busy to leave idle CPU costs no more than
-    hashing after the audit (and :data:`HANDOVER_WAIT`, where the thread cannot even finish
-    its chunk). As a context manager, leaving it calls the hashing off: a
-    command that failed needs no hashes, and its thread stops at the next chunk. The hashes
-    are those of the files as they are while the audit reads them, as the trail has always
-    given them."""
+    0.16 s of CPU, which took 0.1-0.2 s of a 3 s audit on 2 cores when it competed).
+    :meth:`files` takes over: the thread stops after its current chunk and the audit's thread
+    hashes what is left at its own priority, so a machine too busy to leave idle CPU costs no
+    more than hashing after the audit (and :data:`HANDOVER_WAIT`, where the thread cannot
+    even finish its chunk). As a context manager, leaving it calls the hashing off: a command
+    that failed needs no hashes, and its thread stops at the next chunk. The hashes are those
+    of the files as they are while the audit reads them, as the trail has always given
+    them."""
 
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = tuple(str(p) for p in paths)
