@@ -36,17 +36,11 @@ from .text import safe
 _CHUNK = 1 << 20
 
 
-class _Stopped(Exception):
-    """Hashing ahead was called off (the command failed before it needed the hashes)."""
-
-
-def sha256_of(path: str | Path, stop: threading.Event | None = None) -> str:
-    """The sha256 of a file, streamed (``stop``: checked at each chunk, for hashing ahead)."""
+def sha256_of(path: str | Path) -> str:
+    """The sha256 of a file, streamed."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while True:
-            if stop is not None and stop.is_set():
-                raise _Stopped
             b = fh.read(_CHUNK)
             if not b:
                 break
@@ -134,16 +128,14 @@ class _Hashing:
             self._fh = None
 
 
-def input_files(paths: Sequence[str], stop: threading.Event | None = None
-                ) -> tuple[InputFile, ...]:
+def input_files(paths: Sequence[str]) -> tuple[InputFile, ...]:
     """Every regular file under ``paths`` (a file, or each file of a folder, recursively, in
     sorted order), with its size and sha256. A path that is not there is skipped (the reader
-    has refused it already). ``stop``: checked at each chunk."""
+    has refused it already)."""
     work = _Hashing(paths)
     try:
         while work.step():
-            if stop is not None and stop.is_set():
-                raise _Stopped
+            pass
     finally:
         work.close()
     return tuple(work.out)
