@@ -243,3 +243,27 @@ def test_a_log_written_while_it_is_audited_is_said_in_the_trail(
     assert len(t["notes"]) == 1 and str(log) in t["notes"][0]
     text = CliRunner().invoke(cli, args[:-2]).output
     assert "note: 1 input file(s) changed" in text
+
+
+def test_an_audit_whose_hashing_thread_never_runs_still_names_its_input(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine with no idle CPU never schedules the idle-class hashing thread: the audit
+    does not wait for it (HANDOVER_WAIT), and its trail still gives the file's own size and
+    sha256, hashed by the audit's thread."""
+    import threading
+    import time
+
+    import grokaudit
+    from grokaudit import trail
+
+    never = threading.Event()
+    monkeypatch.setattr(trail, "run_when_idle", lambda: never.wait(60))  # starved
+    monkeypatch.setattr(trail, "HANDOVER_WAIT", 0.05)
+    t0 = time.perf_counter()
+    try:
+        res = grokaudit.audit_path(LOG, by="wd", metrics=["emb_erank"], cell=["arch"])
+    finally:
+        never.set()
+    assert time.perf_counter() - t0 < 30  # not the 60 s the thread is held for
+    assert [(f.path, f.size, f.sha256) for f in res.trail.inputs] == [
+        (str(LOG), LOG.stat().st_size, _digest(LOG))]
