@@ -127,12 +127,18 @@ def _executor(n: int) -> ThreadPoolExecutor:
 
 
 def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
-    """``[fn(b) for b in blocks]``, on the thread pool when there are several blocks and
-    threads; results in block order. An exception in any block is raised here. Called from
-    one of the pool's own threads (a block that maps blocks), it runs them in that thread:
-    waiting there on the pool could wait for itself."""
+    """``[fn(b) for b in blocks]``, on the thread pool when there are several blocks; results
+    in block order. An exception in any block is raised here. Called from one of the pool's
+    own threads (a block that maps blocks), it runs them in that thread: waiting there on the
+    pool could wait for itself.
+
+    With one thread, the blocks run in order on the pool's one thread, not the caller's: on
+    the main thread glibc's allocator hands each block's freed temporaries back to the OS and
+    the next block faults them in again (A's metric clocks on one thread: 94 000 page faults
+    and 175 ms of system time, 428 ms against 257 ms on the pool's thread, which keeps them:
+    ``docs/performance.md``, round 13)."""
     n = threads()
-    if len(blocks) <= 1 or n <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
+    if len(blocks) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         return [fn(b) for b in blocks]
     # each block runs in a copy of the caller's context (its context variables, such as the
     # command line's flag spelling of messages), as it would in the caller's own thread
@@ -142,7 +148,7 @@ def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
 
 def run_each(calls: Sequence[Callable[[], T]]) -> list[T]:
     """``[call() for call in calls]``, on the thread pool as :func:`map_blocks` runs blocks
-    (in order on the calling thread with one thread); results in the order of ``calls``. The
+    (in order on its one thread with one thread); results in the order of ``calls``. The
     calls must not depend on each other: the first ones start first."""
     return map_blocks(lambda b: calls[b.start](), [slice(i, i + 1) for i in range(len(calls))])
 

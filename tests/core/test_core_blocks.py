@@ -206,12 +206,24 @@ def test_run_each_runs_the_calls_side_by_side_and_keeps_their_order(monkeypatch)
     assert len({name for _, name in got[:2]}) == 2
 
 
-def test_run_each_on_one_thread_runs_in_order_on_the_caller(monkeypatch):
+def test_run_each_on_one_thread_runs_in_order_on_the_pool_s_one_thread(monkeypatch):
+    """One thread: the calls run one after the other, in order, on the pool's one thread --
+    not the caller's, whose allocator would hand each call's freed memory back to the OS
+    for the next call to fault in again (docs/performance.md, round 13)."""
     monkeypatch.setenv("GROKAUDIT_THREADS", "1")
     seen: list[tuple[int, str]] = []
     calls = [lambda k=k: seen.append((k, threading.current_thread().name)) or k for k in range(4)]
     assert blocks.run_each(calls) == [0, 1, 2, 3]
-    assert seen == [(k, threading.current_thread().name) for k in range(4)]
+    assert [k for k, _ in seen] == [0, 1, 2, 3]
+    names = {name for _, name in seen}
+    assert len(names) == 1 and names.pop().startswith("grokaudit-blocks")
+
+
+def test_one_block_runs_on_the_caller(monkeypatch):
+    """A single block (a small log) is computed where it is asked for: no hand-over."""
+    monkeypatch.setenv("GROKAUDIT_THREADS", "1")
+    assert blocks.map_blocks(lambda b: threading.current_thread().name, [slice(0, 5)]) == [
+        threading.current_thread().name]
 
 
 def test_run_each_raises_a_call_s_error(monkeypatch):
