@@ -396,12 +396,27 @@ def trailing_median(P: Packed, width: int, kernel: Kernel = NUMPY) -> np.ndarray
             return out
         smoothed: np.ndarray = np.where(P.valid, out, np.nan)
         return smoothed
-    pad = np.concatenate((np.full((V.shape[0], width - 1), np.nan), V), axis=1)
-    win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
-    with quiet_runtime_warnings():
-        med = np.nanmedian(win, axis=2)
+    # a window wider than the runs holds every point before each one, as a window of the
+    # runs' width does: the same medians (the padding is NaN, which nanmedian skips), without
+    # an (R, K, width) stack of padding (--smooth 1000000 on 400-point runs: minutes). The
+    # windows are taken a few rows at a time, at most _SMOOTH_ELEMENTS values at once
+    R, K = V.shape
+    width = min(width, max(K, 1))
+    med = np.empty((R, K))
+    per = max(1, _SMOOTH_ELEMENTS // max(K * width, 1))
+    for lo in range(0, R, per):
+        rows = V[lo:lo + per]
+        pad = np.concatenate((np.full((rows.shape[0], width - 1), np.nan), rows), axis=1)
+        win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
+        with quiet_runtime_warnings():
+            med[lo:lo + per] = np.nanmedian(win, axis=2)
     res: np.ndarray = np.where(P.valid, med, np.nan)
     return res
+
+
+#: Window values :func:`trailing_median` holds at once for a width other than 3 (nanmedian
+#: copies its windows: 64 MiB of float64, a bounded memory whatever ``--smooth`` asks).
+_SMOOTH_ELEMENTS = 1 << 23
 
 
 # ------------------------------------------------------------------------------------------

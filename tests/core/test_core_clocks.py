@@ -557,3 +557,40 @@ def test_take_keeps_the_index_rules_of_a_plain_gather():
             _take(M, bad)
     np.testing.assert_array_equal(_take(M, np.array([-1, 0, 7]), fill=np.array([5.0, 6.0, 7.0])),
                                   [5.0, 4.0, 7.0])
+
+
+@pytest.mark.parametrize("width", [2, 5, 8, 9, 40, 1_000_000])
+def test_a_wide_smoothing_is_each_point_s_median_of_those_before_it(monkeypatch, width):
+    """``--smooth`` other than 3: each point the median of itself and the ``width − 1`` points
+    before it (fewer at the start of a run), NaN beyond a run's points. A width beyond the
+    runs' length is read as their length (the same points), and the windows are taken a few
+    rows at a time: no window stack wider than the runs, none over the element budget."""
+    from grokaudit import clocks
+
+    rng = np.random.default_rng(width)
+    R, K = 7, 8
+    counts = np.array([8, 8, 1, 5, 0, 8, 3])
+    V = np.full((R, K), np.nan)
+    S = np.full((R, K), np.nan)
+    for r, n in enumerate(counts):
+        V[r, :n] = rng.normal(size=n)
+        S[r, :n] = np.arange(n) * 10.0
+    shapes: list[tuple[int, ...]] = []
+    real = np.lib.stride_tricks.sliding_window_view
+
+    def spy(a, window_shape, axis):
+        got = real(a, window_shape, axis=axis)
+        shapes.append(got.shape)
+        return got
+
+    monkeypatch.setattr(np.lib.stride_tricks, "sliding_window_view", spy)
+    monkeypatch.setattr(clocks, "_SMOOTH_ELEMENTS", 2 * K * min(width, K))
+    got = clocks.trailing_median(clocks.Packed(V, S, counts), width)
+    want = np.full((R, K), np.nan)
+    for r, n in enumerate(counts):
+        for k in range(n):
+            want[r, k] = np.median(V[r, max(0, k - width + 1):k + 1])
+    np.testing.assert_array_equal(got, want)
+    assert shapes and all(w <= K and rows * k * w <= clocks._SMOOTH_ELEMENTS
+                          for rows, k, w in shapes)
+    assert sum(rows for rows, _, _ in shapes) == R
