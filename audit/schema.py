@@ -1222,13 +1222,14 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
                                                        or above[name] < PERCENT_MIN_POINTS):
                 n_above = (_count_above(raw, FRACTION_MAX, g.kernel) if whole is None
                            else whole[name][3])
-                why = (f"max {hi:g} ({n_above} value(s) above 1): not a fraction, and not "
+                # ten digits: a float32 1.0000001 prints as 1.000000119, not as "1"
+                why = (f"max {hi:.10g} ({n_above} value(s) above 1): not a fraction, and not "
                        "clearly percent; if it is percent, pass --acc-scale 100, else fix "
                        "the logger")
             else:
                 unit = ("percent (0-100)" if d.scale == 100.0 else "fractions (--acc-scale 1)"
                     if d.scale == 1.0 else f"units of {d.scale:g}")
-                why = (f"values outside [0, 1] read as {unit} (min {lo:g}, max {hi:g}); fix "
+                why = (f"values outside [0, 1] read as {unit} (min {lo:.10g}, max {hi:.10g}); fix "
                        "the logger or the --acc-scale")
             raise LogFormatError(f"column {name!r} has {why}", path=path, column=name,
                                  code=ErrorCode.ACCURACY_OUT_OF_RANGE)
