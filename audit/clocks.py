@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .blocks import map_rows, quiet_runtime_warnings, row_blocks
+from .blocks import map_rows, row_blocks
 from .clockloops import GE, LE, LT
 from .clockloops import count as nb_count
 from .clockloops import drift as nb_drift
@@ -396,26 +396,34 @@ def trailing_median(P: Packed, width: int, kernel: Kernel = NUMPY) -> np.ndarray
             return out
         smoothed: np.ndarray = np.where(P.valid, out, np.nan)
         return smoothed
-    # a window wider than the runs holds every point before each one, as a window of the
-    # runs' width does: the same medians (the padding is NaN, which nanmedian skips), without
-    # an (R, K, width) stack of padding (--smooth 1000000 on 400-point runs: minutes). The
-    # windows are taken a few rows at a time, at most _SMOOTH_ELEMENTS values at once
+    # each point's median of itself and the width − 1 points before it: the windows of the
+    # NaN-padded rows sorted (NaN last), then the middle of each window's values
+    # (_sorted_median: two middle values near ±1.8e308 averaged without overflow, as the
+    # width of 3 and the final window's median average them). A window wider than the runs
+    # holds every point before each one, as a window of the runs' width does: the same
+    # medians, without an (R, K, width) stack of padding (--smooth 1000000 on 400-point
+    # runs: minutes before). The windows are taken a few rows, or a few points of one long
+    # row, at a time: at most _SMOOTH_ELEMENTS window values per stack
     R, K = V.shape
     width = min(width, max(K, 1))
     med = np.empty((R, K))
-    per = max(1, _SMOOTH_ELEMENTS // max(K * width, 1))
-    for lo in range(0, R, per):
-        rows = V[lo:lo + per]
-        pad = np.concatenate((np.full((rows.shape[0], width - 1), np.nan), rows), axis=1)
-        win = np.lib.stride_tricks.sliding_window_view(pad, width, axis=1)
-        with quiet_runtime_warnings():
-            med[lo:lo + per] = np.nanmedian(win, axis=2)
+    pad = np.concatenate((np.full((R, width - 1), np.nan), V), axis=1)
+    rows_at = max(1, _SMOOTH_ELEMENTS // max(K * width, 1))
+    cols_at = max(K, 1) if K * width <= _SMOOTH_ELEMENTS else max(1, _SMOOTH_ELEMENTS // width)
+    for r0 in range(0, R, rows_at):
+        for k0 in range(0, K, cols_at):
+            k1 = min(K, k0 + cols_at)
+            win = np.lib.stride_tricks.sliding_window_view(
+                pad[r0:r0 + rows_at, k0:k1 + width - 1], width, axis=1)
+            srt = np.sort(win, axis=2)
+            med[r0:r0 + rows_at, k0:k1] = _sorted_median(srt, np.count_nonzero(
+                ~np.isnan(srt), axis=2))
     res: np.ndarray = np.where(P.valid, med, np.nan)
     return res
 
 
-#: Window values :func:`trailing_median` holds at once for a width other than 3 (nanmedian
-#: copies its windows: 64 MiB of float64, a bounded memory whatever ``--smooth`` asks).
+#: Window values :func:`trailing_median` sorts at once for a width other than 3 (64 MiB of
+#: float64; the sort's copy and the windows' counts beside them), whatever ``--smooth`` asks.
 _SMOOTH_ELEMENTS = 1 << 23
 
 

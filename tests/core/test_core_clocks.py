@@ -559,12 +559,31 @@ def test_take_keeps_the_index_rules_of_a_plain_gather():
                                   [5.0, 4.0, 7.0])
 
 
-@pytest.mark.parametrize("width", [2, 5, 8, 9, 40, 1_000_000])
-def test_a_wide_smoothing_is_each_point_s_median_of_those_before_it(monkeypatch, width):
+def _median_of(vals: np.ndarray) -> float:
+    """The median by its definition: the middle value, or the mean of the two middle ones
+    (``0.5·(a + b)``, ``a/2 + b/2`` where that sum leaves the float range); NaN when empty."""
+    s = np.sort(vals[~np.isnan(vals)])
+    n = s.size
+    if n == 0:
+        return np.nan
+    a, b = s[(n - 1) // 2], s[n // 2]
+    with np.errstate(over="ignore"):
+        total = a + b
+    return 0.5 * total if np.isfinite(total) or not (np.isfinite(a) and np.isfinite(b)) \
+        else a / 2 + b / 2
+
+
+@pytest.mark.parametrize("width", [2, 5, 8, 9, 40, 600, 1_000_000])
+@pytest.mark.parametrize("budget", ["rows", "points"])
+@pytest.mark.parametrize("values", ["normal", "huge"])
+def test_a_wide_smoothing_is_each_point_s_median_of_those_before_it(monkeypatch, width,
+                                                                   budget, values):
     """``--smooth`` other than 3: each point the median of itself and the ``width − 1`` points
-    before it (fewer at the start of a run), NaN beyond a run's points. A width beyond the
+    before it (fewer at the start of a run; NaN among them skipped), NaN beyond a run's
+    points; two middle values near ±1.8e308 averaged without overflow. A width beyond the
     runs' length is read as their length (the same points), and the windows are taken a few
-    rows at a time: no window stack wider than the runs, none over the element budget."""
+    rows (or a few points of a row) at a time: no window stack wider than the runs, none over
+    the element budget, every window taken once."""
     from grokaudit import clocks
 
     rng = np.random.default_rng(width)
@@ -573,8 +592,9 @@ def test_a_wide_smoothing_is_each_point_s_median_of_those_before_it(monkeypatch,
     V = np.full((R, K), np.nan)
     S = np.full((R, K), np.nan)
     for r, n in enumerate(counts):
-        V[r, :n] = rng.normal(size=n)
+        V[r, :n] = rng.normal(size=n) if values == "normal" else rng.choice([1.5e308, 1.0], n)
         S[r, :n] = np.arange(n) * 10.0
+    V[1, 3] = np.nan  # a gap inside a run's points
     shapes: list[tuple[int, ...]] = []
     real = np.lib.stride_tricks.sliding_window_view
 
@@ -584,13 +604,14 @@ def test_a_wide_smoothing_is_each_point_s_median_of_those_before_it(monkeypatch,
         return got
 
     monkeypatch.setattr(np.lib.stride_tricks, "sliding_window_view", spy)
-    monkeypatch.setattr(clocks, "_SMOOTH_ELEMENTS", 2 * K * min(width, K))
+    w = min(width, K)
+    monkeypatch.setattr(clocks, "_SMOOTH_ELEMENTS", 2 * K * w if budget == "rows" else 3 * w)
     got = clocks.trailing_median(clocks.Packed(V, S, counts), width)
     want = np.full((R, K), np.nan)
     for r, n in enumerate(counts):
         for k in range(n):
-            want[r, k] = np.median(V[r, max(0, k - width + 1):k + 1])
+            want[r, k] = _median_of(V[r, max(0, k - width + 1):k + 1])
     np.testing.assert_array_equal(got, want)
-    assert shapes and all(w <= K and rows * k * w <= clocks._SMOOTH_ELEMENTS
-                          for rows, k, w in shapes)
-    assert sum(rows for rows, _, _ in shapes) == R
+    assert shapes and all(ww <= K and rows * k * ww <= clocks._SMOOTH_ELEMENTS
+                          for rows, k, ww in shapes)
+    assert sum(rows * k for rows, k, _ in shapes) == R * K

@@ -305,3 +305,17 @@ def test_a_setting_named_after_an_accuracy_stays_the_axis(tmp_path, name):
     df = good().rename(columns={"rho": name})
     log = build_log_table(df)
     assert name in log.conditions.columns and name not in log.series
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("value", [1.0000001, 1.1, 99.9, -0.01, 150.0])
+def test_a_refused_accuracy_s_extremes_read_back_as_stored(dtype, value):
+    """The max and min an ``ACCURACY_OUT_OF_RANGE`` refusal prints read back, in the column's
+    own type, as the value it holds: a float32 1.0000001 is not printed as "1" (beside
+    "value(s) above 1"), nor a float32 1.1 as its float64 widening."""
+    from grokaudit.schema import _as_stored
+
+    stored = np.array([value]).astype(dtype)[0]
+    text = _as_stored(float(stored), np.dtype(dtype))
+    assert np.array([float(text)]).astype(dtype)[0] == stored
+    assert len(text) <= len(repr(float(value))) + 1
