@@ -135,8 +135,8 @@ def map_blocks(fn: Callable[[slice], T], blocks: Sequence[slice]) -> list[T]:
 
     With one thread, the blocks run in order on the pool's one thread, not the caller's: on
     the main thread glibc's allocator hands each block's freed temporaries back to the OS and
-    the next block faults them in again (A's metric clocks on one thread: 94 000 page faults
-    and 175 ms of system time, 428 ms against 257 ms on the pool's thread, which keeps them:
+    the next block faults them in again (A's metric clocks on one CPU: 93 727 page faults
+    and 197 ms of system time, 493 ms against 284 ms on the pool's thread, which keeps them:
     ``docs/performance.md``, round 13)."""
     n = threads()
     if len(blocks) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
