@@ -71,7 +71,7 @@ from .shards import (
     spelled_as_python,
     unreadable,
 )
-from .text import safe
+from .text import format_value, safe
 
 SCHEMA_VERSION = 1
 #: The provenance reader under its older name (loader, inspect and the tests import it here).
@@ -1172,15 +1172,6 @@ def _group_rows(table: _Columns, path: str | None, kernel: Kernel = NUMPY) -> _R
                  kernel=kernel, run_texts=run_texts)
 
 
-def _as_stored(v: float, dtype: np.dtype) -> str:
-    """``v``, a value of a column of ``dtype``, as the shortest text that its own type reads
-    back: a float32 1.0000001 as ``1.0000001`` (``:g`` printed "1", beside "value(s) above
-    1"), a float32 1.1 as ``1.1`` (not its float64 widening, 1.100000024)."""
-    if dtype.kind == "f":
-        return str(dtype.type(v))
-    return f"{v:g}"
-
-
 def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: str | None,
                 column_scales: Mapping[str, float] | None = None,
                 whole: Mapping[str, tuple[float, float, int, int]] | None = None
@@ -1231,15 +1222,18 @@ def _accuracies(names: Sequence[str], g: _Rows, acc_scale: float | None, path: s
                                                        or above[name] < PERCENT_MIN_POINTS):
                 n_above = (_count_above(raw, FRACTION_MAX, g.kernel) if whole is None
                            else whole[name][3])
-                why = (f"max {_as_stored(hi, raw.dtype)} ({n_above} value(s) above 1): not "
-                       "a fraction, and not "
+                # printed as the column's type reads it back (a float32 1.0000001 with
+                # ``:g`` read "max 1", beside "value(s) above 1")
+                why = (f"max {format_value(raw.dtype.type(hi))} ({n_above} value(s) above "
+                       "1): not a fraction, and not "
                        "clearly percent; if it is percent, pass --acc-scale 100, else fix "
                        "the logger")
             else:
                 unit = ("percent (0-100)" if d.scale == 100.0 else "fractions (--acc-scale 1)"
                     if d.scale == 1.0 else f"units of {d.scale:g}")
                 why = (f"values outside [0, 1] read as {unit} (min "
-                       f"{_as_stored(lo, raw.dtype)}, max {_as_stored(hi, raw.dtype)}); fix "
+                       f"{format_value(raw.dtype.type(lo))}, max "
+                       f"{format_value(raw.dtype.type(hi))}); fix "
                        "the logger or the --acc-scale")
             raise LogFormatError(f"column {name!r} has {why}", path=path, column=name,
                                  code=ErrorCode.ACCURACY_OUT_OF_RANGE)
