@@ -255,7 +255,12 @@ def _nanmedian_raw(W: np.ndarray) -> np.ndarray:
     # hundreds of points, and gives the same values
     if W.shape[1] == 0:
         return np.full(W.shape[0], np.nan)
-    srt = np.sort(W, axis=1)
+    return _median_of_sorted(np.sort(W, axis=1))
+
+
+def _median_of_sorted(srt: np.ndarray) -> np.ndarray:
+    """Row medians of rows sorted ascending, NaN last (``np.sort``'s order), over each row's
+    values that are not NaN (NaN for a row of none)."""
     nan = np.isnan(srt[:, -1])  # NaN sorts last: a row with any NaN ends with one
     if not nan.any():
         return _sorted_median(srt)
@@ -398,8 +403,8 @@ def trailing_median(P: Packed, width: int, kernel: Kernel = NUMPY) -> np.ndarray
         return smoothed
     # each point's median of itself and the width − 1 points before it: the windows of the
     # NaN-padded rows sorted (NaN last), then the middle of each window's values
-    # (_sorted_median: two middle values near ±1.8e308 averaged without overflow, as the
-    # width of 3 and the final window's median average them). A window wider than the runs
+    # (_median_of_sorted, as the final window's median takes it: two middle values near
+    # ±1.8e308 averaged without overflow). A window wider than the runs
     # holds every point before each one, as a window of the runs' width does: the same
     # medians, without an (R, K, width) stack of padding (--smooth 1000000 on 400-point
     # runs: minutes before). The windows are taken a few rows, or a few points of one long
@@ -415,9 +420,9 @@ def trailing_median(P: Packed, width: int, kernel: Kernel = NUMPY) -> np.ndarray
             k1 = min(K, k0 + cols_at)
             win = np.lib.stride_tricks.sliding_window_view(
                 pad[r0:r0 + rows_at, k0:k1 + width - 1], width, axis=1)
-            srt = np.sort(win, axis=2)
-            med[r0:r0 + rows_at, k0:k1] = _sorted_median(srt, np.count_nonzero(
-                ~np.isnan(srt), axis=2))
+            srt = np.sort(win, axis=2)  # a copy in C order: its windows as rows, no copy
+            med[r0:r0 + rows_at, k0:k1] = _median_of_sorted(
+                srt.reshape(-1, width)).reshape(srt.shape[:2])
     res: np.ndarray = np.where(P.valid, med, np.nan)
     return res
 
