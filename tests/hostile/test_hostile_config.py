@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import grokaudit
+import numpy as np
 import pytest
 
 # hypothesis (the `test` extra) drives some tests here and its profiles are imported: without it
@@ -520,3 +521,28 @@ def test_a_claim_axis_is_never_also_a_cell_column(tmp_path: Path, cmd: str) -> N
     args = [cmd, str(log), "--by", "wd", "--cell", "wd",
             *(["--pair", "seed"] if cmd == "compare" else [])]
     expect_error(cli(args, cwd=tmp_path), ErrorCode.INVALID_OPTION)
+
+
+def test_a_smoothing_wider_than_the_runs_is_the_smoothing_of_their_length(tmp_path: Path):
+    """``--smooth 1000000`` on runs of a few hundred points: each point's median of every
+    point so far, the audit ``--smooth`` of the runs' length gives (the width past them adds
+    only padding), in the time of that audit; and a metric near the float range's edge (two
+    middle values of 1.5e308) is not read as ``inf``."""
+    df = sweep_df()
+    m = df["emb_erank"].to_numpy()
+    df["emb_erank"] = m * (1.5e308 / np.nanmax(np.abs(m)))  # the largest value 1.5e308
+    p = write_parquet(df, tmp_path / "log.parquet")
+    longest = int(df.groupby("run").size().max())
+    outs = []
+    for width in (1_000_000, longest):
+        got = cli(["check", p, "--by", "wd", "--metric", "emb_erank", "--smooth", width,
+                   "--json", "-"])
+        assert got.exit_code in (0, 1), got.stdout + got.stderr
+        outs.append(json.loads(got.stdout))
+    for out in outs:
+        out.pop("trail")
+        out["config"].pop("smooth")
+    assert outs[0] == outs[1]
+    peaks = [r["m_peak"] for s in outs[0]["studies"] for r in s["runs"]
+             if r["m_peak"] is not None]
+    assert peaks and all(isinstance(v, float) and math.isfinite(v) for v in peaks)
