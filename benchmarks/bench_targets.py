@@ -38,6 +38,12 @@ varies about 2× between repeats on a 2-core VM). Most of that noise is the VM's
 hands its free pages back to its host pays about 2 ms per MiB to touch them again, on
 whichever job allocates first; ``--prefault GIB`` touches that much memory before each job,
 outside its time (:func:`prefault`), and the numbers become steady.
+
+Beside each best time, the CPU that run used (user + system time of every thread,
+``time.process_time``) and the cores it kept busy (CPU ÷ wall); under the ratios, each
+target's ratio as the same CPU would give it with every core of the machine busy throughout
+(CPU ÷ cores ÷ the denominator's best): where that bound is above a target, no scheduling of
+the same work reaches the target on this machine — less work is the only way there.
 """
 
 from __future__ import annotations
@@ -109,10 +115,13 @@ def prefault(n_bytes: int) -> None:
 
 
 def measure(jobs: dict[str, tuple[Callable[[str], int], str]], repeat: int,
-            prefault_bytes: int = 0) -> dict[str, list[float]]:
+            prefault_bytes: int = 0, cpu: dict[str, list[float]] | None = None
+            ) -> dict[str, list[float]]:
     """Every one of ``repeat`` times of each job, the order rotating at each round (each job
     follows each other one: what ran before leaves the allocator and caches to the next);
-    ``prefault_bytes`` touched before each job (:func:`prefault`), outside its time."""
+    ``prefault_bytes`` touched before each job (:func:`prefault`), outside its time. ``cpu``,
+    when given, receives each run's CPU time (user + system, every thread of the process:
+    ``time.process_time``), in the same order as its wall times."""
     times: dict[str, list[float]] = {k: [] for k in jobs}
     order = list(jobs)
     for i in range(repeat):
@@ -120,9 +129,12 @@ def measure(jobs: dict[str, tuple[Callable[[str], int], str]], repeat: int,
             fn, path = jobs[name]
             gc.collect()
             prefault(prefault_bytes)
+            c0 = time.process_time()
             t0 = time.perf_counter()
             fn(path)
             times[name].append(time.perf_counter() - t0)
+            if cpu is not None:
+                cpu.setdefault(name, []).append(time.process_time() - c0)
             print(f"  {name}: {times[name][-1]:.2f} s", file=sys.stderr)
     return times
 
@@ -155,18 +167,23 @@ def main() -> int:
         audit = _audit(kernel)
         jobs.update({f"audit A{suffix}": (audit, A), f"audit B{suffix}": (audit, B),
                      f"audit C{suffix}": (audit, C)})
-    times = measure(jobs, a.repeat, int(a.prefault * 2**30))
+    cpu: dict[str, list[float]] = {}
+    times = measure(jobs, a.repeat, int(a.prefault * 2**30), cpu)
     best = {k: min(v) for k, v in times.items()}
+    # the CPU of each job's fastest run (the run its best time is)
+    best_cpu = {k: cpu[k][v.index(best[k])] for k, v in times.items()}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     median = {k: statistics.median(v) for k, v in times.items()}
     print(f"# {sbs._machine()}; kernel {a.kernel or 'default'}; best of {a.repeat}, "
           "alternated in one process"
           + (f"; {a.prefault:g} GiB touched before each job" if a.prefault else ""))
     print(f"# python benchmarks/bench_targets.py {' '.join(sys.argv[1:])}".rstrip())
     print()
-    print("| measurement | best s | median s | slowest s |")
-    print("|---|---|---|---|")
+    print("| measurement | best s | median s | slowest s | CPU s of the best | cores busy |")
+    print("|---|---|---|---|---|---|")
     for k, v in times.items():
-        print(f"| {k} | {best[k]:.2f} | {median[k]:.2f} | {max(v):.2f} |")
+        print(f"| {k} | {best[k]:.2f} | {median[k]:.2f} | {max(v):.2f} | {best_cpu[k]:.2f} | "
+              f"{best_cpu[k] / best[k]:.2f} |")
     print()
     pairs = []
     for suffix, kernel in kinds:
@@ -188,6 +205,16 @@ def main() -> int:
     for name, num, den, target in pairs:
         print(f"| {name} | {best[num] / best[den]:.2f} | {median[num] / median[den]:.2f} | "
               f"{target} |")
+    # the lowest ratio the same CPU allows on this machine: every core busy the whole time
+    print()
+    print(f"Bounds from CPU ({cores} cores): a job's CPU ÷ {cores} is the least wall time it "
+          "could take here with every core busy throughout.")
+    print()
+    print("| ratio | its CPU ÷ cores ÷ the denominator's best | target |")
+    print("|---|---|---|")
+    for name, num, den, target in pairs:
+        if target != "—":
+            print(f"| {name} | {best_cpu[num] / cores / best[den]:.2f} | {target} |")
     return 0
 
 
