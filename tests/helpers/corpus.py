@@ -8,7 +8,6 @@ the command line."""
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 from typing import Any
@@ -29,12 +28,10 @@ def _invoke(args: list[str]) -> tuple[int, dict[str, Any] | None, str]:
 
 
 def without_kernel(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` less what names the kernel: the trail's ``kernel`` and its command line."""
-    out = copy.deepcopy(doc)
-    trail = out.get("trail", {})
-    trail.pop("kernel", None)
-    trail.pop("command", None)
-    return out
+    """``doc`` less what ``--kernel`` changes by design: the trail's record of the kernel and
+    its command line (``doc`` itself left as it is)."""
+    trail = {k: v for k, v in doc["trail"].items() if k not in ("kernel", "command")}
+    return {**doc, "trail": trail}
 
 
 def run(*args: Any) -> tuple[int, dict[str, Any] | None, str]:

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from grokaudit.cli import cli
+from helpers.corpus import without_kernel
 from helpers.hostile import sweep_df, write_parquet
 
 pytest.importorskip("numba", reason="--kernel numba is the extra `fast`")
@@ -47,9 +48,7 @@ def _check(path: Path, kernel: str) -> tuple[int, Any]:
                                    "--json", "-", "--kernel", kernel])
     if res.exit_code == 2:
         return 2, res.output
-    out = json.loads(res.stdout)
-    trail = {k: v for k, v in out.pop("trail").items() if k not in ("kernel", "command")}
-    return res.exit_code, {**out, "trail": trail}
+    return res.exit_code, without_kernel(json.loads(res.stdout))
 
 
 @pytest.mark.parametrize("kind", sorted(ODD))
