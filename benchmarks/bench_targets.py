@@ -172,7 +172,9 @@ def main() -> int:
     best = {k: min(v) for k, v in times.items()}
     # the CPU of each job's fastest run (the run its best time is)
     best_cpu = {k: cpu[k][v.index(best[k])] for k, v in times.items()}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from grokaudit.blocks import usable_cpus
+
+    cores = usable_cpus()  # the CPUs this process may use, as the audit's pool counts them
     median = {k: statistics.median(v) for k, v in times.items()}
     print(f"# {sbs._machine()}; kernel {a.kernel or 'default'}; best of {a.repeat}, "
           "alternated in one process"
