@@ -12,9 +12,8 @@ pool (:func:`run_each`) where the cells are large.
 
 ``GROKAUDIT_THREADS`` sets the number of threads (default: the CPUs this process may use, at
 most 8; ``1`` computes several blocks in order on the pool's one thread, a single block on
-the calling thread). This pool is the default
-engine, :class:`grokaudit.engine.ThreadEngine`; the audit takes its engine as a parameter
-(:mod:`grokaudit.engine`).
+the calling thread). This pool is the default engine, :class:`grokaudit.engine.ThreadEngine`;
+the audit takes its engine as a parameter (:mod:`grokaudit.engine`).
 """
 
 from __future__ import annotations
